@@ -1,0 +1,53 @@
+# Two commands: `make demo` (the main job) and `make test`. Each first runs `setup`, which is
+# idempotent: stamps make a second run with nothing changed cost a few seconds.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+VENV := .venv
+PY := $(VENV)/bin/python
+SOLC_VERSION := $(shell sed -n 's/.*"solc": "\([0-9.]*\)".*/\1/p' package.json)
+STAMP_PY := $(VENV)/.installed
+STAMP_NPM := node_modules/.installed
+STAMP_TOOLS := .tools/.installed
+
+# Our tools first: the wasm solc for Ape, native anvil, Node 22 and the venv's commands.
+export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+export SOLCX_BINARY_PATH := $(CURDIR)/.tools/solcx
+
+.PHONY: setup demo test lint clean
+
+setup: $(STAMP_PY) $(STAMP_NPM) $(STAMP_TOOLS)
+
+$(STAMP_PY): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $@
+
+$(STAMP_NPM): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# solc-v<version> where py-solc-x / ape-solidity look (SOLCX_BINARY_PATH), and the native anvil
+# binary on PATH (the npm wrapper would put a node process between us and anvil's pid).
+$(STAMP_TOOLS): $(STAMP_NPM) tools/solc/solc tools/solc/solc.cjs package.json
+	mkdir -p .tools/solcx .tools/bin
+	ln -sfn ../../tools/solc/solc .tools/solcx/solc-v$(SOLC_VERSION)
+	.tools/solcx/solc-v$(SOLC_VERSION) --version | grep -q "Version: $(SOLC_VERSION)+"
+	ln -sfn "$$(ls -d $(CURDIR)/node_modules/@foundry-rs/anvil-*/bin/anvil | head -n 1)" .tools/bin/anvil
+	.tools/bin/anvil --version >/dev/null
+	touch $@
+
+demo: setup
+	$(VENV)/bin/ovig demo
+
+test: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/pytest
+
+lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) node_modules .tools .build .pytest_cache .ruff_cache

@@ -1,0 +1,137 @@
+"""Deploy contracts from the package's artifacts and record them in a deployments file.
+
+A deployments file is tied to one chain (chain id *and* genesis hash, so a wiped devnet with the
+same id is not mistaken for the old one). Re-running a deployment reuses every contract whose
+recorded address still holds the code we deployed there from the same creation code and arguments;
+anything else is deployed afresh. The file is rewritten after each contract, so an interrupted run
+resumes where it stopped.
+
+What gets deployed, in which order and with which arguments, is the plan in ``deploy/plan.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eth_account.signers.local import LocalAccount
+from eth_utils import keccak
+from pydantic import BaseModel
+from web3 import Web3
+from web3.contract import Contract
+
+from ovig_node.chain import artifacts
+from ovig_node.chain.errors import DeploymentError
+from ovig_node.chain.rpc import send
+
+
+class DeployedContract(BaseModel):
+    address: str
+    block: int
+    tx: str
+    init_code_hash: str  # keccak of creation code + constructor arguments
+    code_hash: str  # keccak of the runtime code found at the address right after deployment
+    abi: list[dict[str, Any]]
+
+
+class Deployments(BaseModel):
+    """The deployments file: what is deployed where on one chain."""
+
+    chain_id: int
+    genesis_hash: str
+    contracts: dict[str, DeployedContract] = {}
+
+    @classmethod
+    def load_or_new(cls, path: Path, *, chain_id: int, genesis_hash: str) -> Deployments:
+        if path.is_file():
+            try:
+                existing = cls.model_validate_json(path.read_text())
+            except ValueError as exc:
+                raise DeploymentError(f"deployments file {path} is not valid: {exc}") from None
+            if existing.chain_id == chain_id and existing.genesis_hash == genesis_hash:
+                return existing
+        return cls(chain_id=chain_id, genesis_hash=genesis_hash)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self.model_dump_json(indent=2))
+        os.replace(tmp, path)
+
+    def addresses(self) -> dict[str, str]:
+        return {name: c.address for name, c in self.contracts.items()}
+
+
+@dataclass
+class Deployer:
+    """Handed to a plan: deploys contracts idempotently and records each one."""
+
+    w3: Web3
+    account: LocalAccount
+    path: Path
+    deployments: Deployments
+    artifacts_dir: Path = artifacts.ARTIFACTS_DIR
+    log: list[str] = field(default_factory=list)  # one line per contract: deployed or reused
+
+    @classmethod
+    def open(cls, w3: Web3, account: LocalAccount, path: Path) -> Deployer:
+        genesis = w3.eth.get_block(0)["hash"]
+        assert genesis is not None
+        deployments = Deployments.load_or_new(path, chain_id=w3.eth.chain_id, genesis_hash=genesis.to_0x_hex())
+        return cls(w3=w3, account=account, path=path, deployments=deployments)
+
+    def deploy(self, name: str, *args: Any, value: int = 0) -> Contract:
+        """Deploy ``name`` with constructor ``args``, or reuse the recorded one if it is identical."""
+        artifact = artifacts.load(name, self.artifacts_dir)
+        factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
+        init_code = factory.constructor(*args).data_in_transaction
+        init_hash = keccak(hexstr=init_code).hex()
+        recorded = self.deployments.contracts.get(name)
+        if (
+            recorded
+            and recorded.init_code_hash == init_hash
+            and self._code_hash(recorded.address) == recorded.code_hash
+        ):
+            self.log.append(f"{name}: reused at {recorded.address}")
+            return self.w3.eth.contract(address=recorded.address, abi=artifact.abi)  # type: ignore[call-overload]
+        receipt = send(self.w3, self.account, {"data": init_code, "value": value})
+        address = receipt["contractAddress"]
+        if address is None:
+            raise DeploymentError(f"{name}: deployment transaction created no contract")
+        self.deployments.contracts[name] = DeployedContract(
+            address=address,
+            block=receipt["blockNumber"],
+            tx=receipt["transactionHash"].to_0x_hex(),
+            init_code_hash=init_hash,
+            code_hash=self._code_hash(address),
+            abi=artifact.abi,
+        )
+        self.deployments.save(self.path)
+        self.log.append(f"{name}: deployed at {address} in block {receipt['blockNumber']}")
+        return self.w3.eth.contract(address=address, abi=artifact.abi)
+
+    def _code_hash(self, address: str) -> str:
+        code = self.w3.eth.get_code(Web3.to_checksum_address(address))
+        return keccak(bytes(code)).hex() if code else ""
+
+
+def run_plan(plan_path: Path, deployer: Deployer) -> Deployments:
+    """Load ``plan_path`` (a module with ``plan(deployer)``) and run it."""
+    spec = importlib.util.spec_from_file_location("ovig_deploy_plan", plan_path)
+    if spec is None or spec.loader is None or not plan_path.is_file():
+        raise DeploymentError(f"deploy plan {plan_path} not found")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "plan", None)):
+        raise DeploymentError(f"deploy plan {plan_path} defines no plan(deployer) function")
+    module.plan(deployer)
+    deployer.deployments.save(deployer.path)
+    return deployer.deployments
+
+
+def deployments_json(deployments: Deployments) -> str:
+    return json.dumps(deployments.model_dump(), indent=2)

@@ -1,0 +1,34 @@
+"""Errors of the chain layer.
+
+OvigError
+└── ChainError
+    ├── RpcUnavailable (ConnectionError)    the RPC endpoint does not answer
+    ├── KeystoreError (ValueError)          a keystore that cannot be read or decrypted
+    └── DeploymentError (RuntimeError)      a contract that cannot be compiled, found or deployed
+"""
+
+from __future__ import annotations
+
+from ovig_node.errors import OvigError
+
+
+class ChainError(OvigError):
+    """Anything that went wrong with the chain, its accounts or our contracts on it."""
+
+
+class RpcUnavailable(ChainError, ConnectionError):
+    def __init__(self, url: str, reason: str) -> None:
+        self.url = url
+        self.reason = reason
+        super().__init__(f"RPC endpoint {url} is unavailable: {reason}")
+
+
+class KeystoreError(ChainError, ValueError):
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"keystore {path}: {reason}")
+
+
+class DeploymentError(ChainError, RuntimeError):
+    """A deployment step failed; the message names the contract and what to do."""

@@ -1,0 +1,47 @@
+"""Connecting to an Ethereum JSON-RPC endpoint and sending signed transactions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import requests
+from eth_account.signers.local import LocalAccount
+from web3 import Web3
+from web3.exceptions import Web3Exception
+from web3.types import TxParams, TxReceipt
+
+from ovig_node.chain.errors import ChainError, RpcUnavailable
+
+GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
+
+
+def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = None) -> Web3:
+    """A Web3 on ``url`` that has answered once; refuses a chain with another id than expected."""
+    w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": timeout}))
+    try:
+        chain_id = w3.eth.chain_id
+    except (requests.RequestException, OSError, Web3Exception) as exc:
+        raise RpcUnavailable(url, type(exc).__name__) from None
+    if expected_chain_id is not None and chain_id != expected_chain_id:
+        raise ChainError(f"{url} serves chain {chain_id}, expected {expected_chain_id}")
+    return w3
+
+
+def send(w3: Web3, account: LocalAccount, tx: dict[str, Any], *, timeout: float = 120.0) -> TxReceipt:
+    """Fill nonce, gas and fees, sign locally, send, and wait; a reverted receipt raises ChainError."""
+    params: TxParams = {"from": account.address, "chainId": w3.eth.chain_id, **tx}  # type: ignore[typeddict-item]
+    params["nonce"] = w3.eth.get_transaction_count(account.address, "pending")
+    params["gas"] = int(w3.eth.estimate_gas(params) * GAS_HEADROOM)
+    base_fee = w3.eth.get_block("latest").get("baseFeePerGas")
+    if base_fee is not None:
+        tip = w3.eth.max_priority_fee
+        params["maxPriorityFeePerGas"] = tip
+        params["maxFeePerGas"] = 2 * base_fee + tip
+    else:
+        params["gasPrice"] = w3.eth.gas_price
+    signed = account.sign_transaction(params)
+    tx_hash = w3.eth.send_raw_transaction(signed.raw_transaction)
+    receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=timeout)
+    if receipt["status"] != 1:
+        raise ChainError(f"transaction {tx_hash.hex()} reverted in block {receipt['blockNumber']}")
+    return receipt

@@ -1,0 +1,235 @@
+"""The `ovig` command: thin click wrappers; each command delegates to the module that does the work.
+
+An error OVIG understands (an ``OvigError``) prints one line and exits with status 1; a usage error
+exits with 2 (click's convention); anything else is a bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ovig_node.errors import OvigError
+
+if TYPE_CHECKING:
+    from ovig_node.devnet.manager import Devnet
+    from ovig_node.storage.ipfs import IpfsClient
+
+console = Console()
+err_console = Console(stderr=True)
+
+data_dir_option = click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="OVIG_DEVNET_DIR",
+    default=None,
+    help="Devnet data directory [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
+)
+
+
+@click.group()
+@click.version_option(package_name="ovig-node")
+def cli() -> None:
+    """OVIG: optimistic verification of outsourced training."""
+
+
+# --- devnet ------------------------------------------------------------------------------------
+
+
+@cli.group()
+def devnet() -> None:
+    """The embedded devnet: a local anvil chain and an IPFS node."""
+
+
+def _devnet(data_dir: Path | None, **ports: int | float | None) -> Devnet:
+    # Imports inside commands keep `ovig --help` fast (web3 and torch are slow to import).
+    from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir
+
+    overrides = {k: v for k, v in ports.items() if v is not None}
+    return Devnet(DevnetConfig(data_dir=data_dir or default_data_dir(), **overrides))  # type: ignore[arg-type]
+
+
+@devnet.command("up")
+@data_dir_option
+@click.option("--rpc-port", type=int, default=None, help="anvil JSON-RPC port [8545].")
+@click.option("--ipfs-port", "ipfs_api_port", type=int, default=None, help="IPFS API port [5001].")
+@click.option("--swarm-port", "ipfs_swarm_port", type=int, default=None, help="IPFS libp2p port [any free].")
+@click.option("--block-time", type=float, default=None, help="Seconds per block [mine on each transaction].")
+def devnet_up(data_dir: Path | None, **options: int | float | None) -> None:
+    """Start the devnet (or report that it already runs) and write devnet.json."""
+    net = _devnet(data_dir, **options)
+    result = net.up()
+    info = result.info
+    verb = "already running" if result.already_running else "started"
+    console.print(f"devnet {verb} in {info.data_dir}")
+    console.print(f"  chain   {info.rpc_url}  (chain id {info.chain_id})")
+    console.print(f"  ipfs    {info.ipfs_api_url}  peer {info.ipfs_peer}")
+    console.print(f"  config  {net.info_path}")
+
+
+@devnet.command("down")
+@data_dir_option
+def devnet_down(data_dir: Path | None) -> None:
+    """Stop the devnet's processes; chain state and IPFS content are kept for the next `up`."""
+    stopped = _devnet(data_dir).down()
+    console.print(f"stopped {', '.join(stopped)}" if stopped else "devnet is not running")
+
+
+@devnet.command("status")
+@data_dir_option
+def devnet_status(data_dir: Path | None) -> None:
+    """Health of each devnet process; exit status 1 unless all are healthy."""
+    net = _devnet(data_dir)
+    rows = net.status()
+    table = Table(title=f"devnet {net.data_dir}")
+    for column in ("service", "pid", "state", "detail"):
+        table.add_column(column)
+    for row in rows:
+        state = "[green]healthy" if row.healthy else ("[yellow]unhealthy" if row.running else "[red]stopped")
+        table.add_row(row.name, str(row.pid or "-"), state, row.detail)
+    console.print(table)
+    if not all(row.healthy for row in rows):
+        sys.exit(1)
+
+
+# --- contracts ---------------------------------------------------------------------------------
+
+
+@cli.command("compile")
+@click.option("--force", is_flag=True, help="Recompile even if nothing changed.")
+def compile_cmd(force: bool) -> None:
+    """Compile contracts/ (Ape + wasm solc) and export artifacts into the package."""
+    from ovig_node.chain.compile import compile_contracts
+
+    written = compile_contracts(force=force)
+    console.print(f"exported artifacts: {', '.join(written) or 'none'}")
+
+
+@cli.command("deploy")
+@data_dir_option
+@click.option("--devnet", "use_devnet", is_flag=True, help="Deploy to the running devnet with test account 0.")
+@click.option("--rpc", "rpc_url", help="JSON-RPC URL of another chain.")
+@click.option("--keystore", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Encrypted key.")
+@click.option("--password-file", type=click.Path(dir_okay=False, path_type=Path), help="Keystore password file.")
+@click.option("--password-env", metavar="VAR", help="Environment variable holding the keystore password.")
+@click.option("--deployments", type=click.Path(dir_okay=False, path_type=Path), help="Deployments file to update.")
+@click.option("--plan", type=click.Path(dir_okay=False, path_type=Path), help="Deploy plan [deploy/plan.py].")
+@click.option("--no-compile", is_flag=True, help="Use the shipped artifacts even if sources changed.")
+def deploy_cmd(
+    data_dir: Path | None,
+    use_devnet: bool,
+    rpc_url: str | None,
+    keystore: Path | None,
+    password_file: Path | None,
+    password_env: str | None,
+    deployments: Path | None,
+    plan: Path | None,
+    no_compile: bool,
+) -> None:
+    """Compile if needed, deploy the plan's contracts, and record them in a deployments file."""
+    from ovig_node.nodes.deploying import DeployTarget, deploy
+
+    if use_devnet == bool(rpc_url):
+        raise click.UsageError("pass exactly one of --devnet or --rpc URL")
+    target = DeployTarget(
+        devnet_dir=data_dir if use_devnet else None,
+        use_devnet=use_devnet,
+        rpc_url=rpc_url,
+        keystore=keystore,
+        password_file=password_file,
+        password_env=password_env,
+        deployments=deployments,
+        plan=plan,
+        compile=not no_compile,
+    )
+    outcome = deploy(target)
+    for line in outcome.log:
+        console.print(f"  {line}")
+    console.print(f"deployments recorded in {outcome.path}")
+
+
+# --- ipfs --------------------------------------------------------------------------------------
+
+api_option = click.option(
+    "--api",
+    "api_url",
+    envvar="OVIG_IPFS_API",
+    default=None,
+    help="Kubo RPC URL [env OVIG_IPFS_API; devnet's].",
+)
+
+
+def _ipfs(api_url: str | None, data_dir: Path | None) -> IpfsClient:
+    from ovig_node.storage.ipfs import IpfsClient
+
+    if api_url is None:
+        api_url = _devnet(data_dir).info().ipfs_api_url
+    return IpfsClient(api_url)
+
+
+@cli.group()
+def ipfs() -> None:
+    """Add, fetch (verified) and pin content on an IPFS node (Kubo or the devnet's)."""
+
+
+@ipfs.command("add")
+@click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--cid-version", type=click.IntRange(0, 1), default=0, show_default=True)
+@api_option
+@data_dir_option
+def ipfs_add(path: Path, cid_version: int, api_url: str | None, data_dir: Path | None) -> None:
+    """Add and pin a file; print its CID."""
+    with _ipfs(api_url, data_dir) as client:
+        click.echo(client.add_file(path, cid_version=cid_version).cid)
+
+
+@ipfs.command("get")
+@click.argument("cid")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--sha256", help="Also require this sha256 (hex) of the whole file.")
+@api_option
+@data_dir_option
+def ipfs_get(cid: str, output: Path, sha256: str | None, api_url: str | None, data_dir: Path | None) -> None:
+    """Fetch a file, verifying every block against the CID; write it atomically."""
+    with _ipfs(api_url, data_dir) as client:
+        client.get_file(cid, output, sha256=sha256)
+    click.echo(str(output))
+
+
+@ipfs.command("pins")
+@api_option
+@data_dir_option
+def ipfs_pins(api_url: str | None, data_dir: Path | None) -> None:
+    """List recursive pins."""
+    with _ipfs(api_url, data_dir) as client:
+        for cid in sorted(client.pins()):
+            click.echo(cid)
+
+
+# --- demo --------------------------------------------------------------------------------------
+
+
+@cli.command("demo")
+@data_dir_option
+@click.option("--down/--keep-running", default=False, help="Stop the devnet at the end [keep it running].")
+def demo_cmd(data_dir: Path | None, down: bool) -> None:
+    """The main job: bring the devnet up, deploy, pin and read back content, and report."""
+    from ovig_node.nodes.demo import run_demo
+
+    run_demo(data_dir=data_dir, stop_at_end=down, console=console)
+
+
+def main() -> None:
+    try:
+        cli()
+    except OvigError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)

@@ -1,0 +1,365 @@
+"""A Kubo RPC client over HTTP that trusts no node: every fetched block is checked against its CID.
+
+It speaks the subset of Kubo's ``/api/v0`` that OVIG uses and works unchanged against a real Kubo
+(>= 0.20) or the embedded devnet node (``tools/ipfsd``). Uploads and downloads stream: memory stays
+at a few blocks whatever the file size. Reads walk the file's DAG block by block (``block/get``) and
+hash each block, so a corrupt or lying node gives :class:`DigestMismatch`, never wrong bytes.
+
+Failures are typed (see ``ovig_node.storage.errors``): a node that does not answer gives
+:class:`IpfsUnavailable` after ``retries`` quick attempts; content no node provides within
+``fetch_timeout`` gives :class:`ContentNotFound`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, TypeVar
+
+import httpx
+
+from ovig_node.storage.cid import RAW, Cid
+from ovig_node.storage.errors import (
+    ContentNotFound,
+    DigestMismatch,
+    InvalidContent,
+    IpfsRequestError,
+    IpfsUnavailable,
+)
+from ovig_node.storage.unixfs import DEFAULT_CHUNK_SIZE, TYPE_FILE, TYPE_RAW, decode_pbnode, decode_unixfs
+
+DEFAULT_API_URL = "http://127.0.0.1:5001"
+_T = TypeVar("_T")
+# Kubo's messages for "no provider gave us the block in time" (and "--offline and not local").
+_NOT_FOUND_MARKERS = ("deadline exceeded", "not found", "could not find", "no link named")
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What ``add`` stored: the root CID, the file name sent and Kubo's cumulative DAG size."""
+
+    cid: str
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class BlockStat:
+    cid: str
+    size: int
+
+
+def api_url_from_multiaddr(addr: str) -> str:
+    """``/ip4/127.0.0.1/tcp/5001`` (Kubo's ``api`` file) -> ``http://127.0.0.1:5001``."""
+    parts = addr.strip().split("/")
+    if len(parts) < 5 or parts[1] not in ("ip4", "ip6", "dns", "dns4", "dns6") or parts[3] != "tcp":
+        raise ValueError(f"not a TCP multiaddr: {addr!r}")
+    host = f"[{parts[2]}]" if parts[1] == "ip6" else parts[2]
+    return f"http://{host}:{parts[4]}"
+
+
+class IpfsClient:
+    """Kubo RPC client. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(
+        self,
+        api_url: str = DEFAULT_API_URL,
+        *,
+        timeout: float = 30.0,
+        fetch_timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+    ) -> None:
+        """
+        Args:
+            api_url: ``http://host:port`` of the RPC API, or its multiaddr.
+            timeout: seconds for one request that fetches nothing from the network.
+            fetch_timeout: seconds the node may search peers for a block before giving up.
+            retries: attempts for a request the node did not answer (connection refused, reset).
+            backoff: first pause between attempts, doubled each time.
+        """
+        if api_url.startswith("/"):
+            api_url = api_url_from_multiaddr(api_url)
+        self.api_url = api_url.rstrip("/")
+        self.timeout = timeout
+        self.fetch_timeout = fetch_timeout
+        self.retries = max(1, retries)
+        self.backoff = backoff
+        self._http = httpx.Client(
+            base_url=f"{self.api_url}/api/v0",
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
+        )
+
+    def __enter__(self) -> IpfsClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # --- node ----------------------------------------------------------------------------------
+
+    def version(self) -> dict[str, Any]:
+        """Kubo's ``version`` object (``Version``, ``Commit``, ...)."""
+        return self._json("version")
+
+    def id(self) -> dict[str, Any]:
+        """The node's peer id (``ID``) and swarm ``Addresses``."""
+        return self._json("id")
+
+    def swarm_connect(self, multiaddr: str) -> None:
+        """Dial a peer (``/ip4/.../tcp/N/p2p/<id>``) so this node can fetch blocks from it."""
+        self._json("swarm/connect", {"arg": multiaddr}, fetch=True)
+
+    # --- add -----------------------------------------------------------------------------------
+
+    def add_bytes(self, data: bytes, *, name: str = "data", **options: Any) -> AddResult:
+        """Add ``data`` as one file. Options as :meth:`add_file`."""
+        return self._add(lambda: _BytesUpload(data), name, **options)
+
+    def add_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        cid_version: int = 0,
+        raw_leaves: bool | None = None,
+        pin: bool = True,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        only_hash: bool = False,
+    ) -> AddResult:
+        """Add a file, streamed from disk (a file of any size costs a 64 KiB buffer).
+
+        Defaults are Kubo's: CIDv0, raw leaves only with CIDv1, 256 KiB chunks, pinned.
+        """
+        file_path = Path(path)
+        return self._add(
+            lambda: file_path.open("rb"),
+            file_path.name,
+            cid_version=cid_version,
+            raw_leaves=raw_leaves,
+            pin=pin,
+            chunk_size=chunk_size,
+            only_hash=only_hash,
+        )
+
+    def _add(
+        self,
+        open_body: Callable[[], BinaryIO],
+        name: str,
+        *,
+        cid_version: int = 0,
+        raw_leaves: bool | None = None,
+        pin: bool = True,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        only_hash: bool = False,
+    ) -> AddResult:
+        params: dict[str, Any] = {
+            "cid-version": cid_version,
+            "pin": pin,
+            "chunker": f"size-{chunk_size}",
+            "only-hash": only_hash,
+            "progress": False,
+        }
+        if raw_leaves is not None:
+            params["raw-leaves"] = raw_leaves
+
+        def attempt() -> AddResult:
+            with open_body() as body:
+                response = self._request("add", params, files={"file": (name, body, "application/octet-stream")})
+            # One JSON object per line; with progress off, each line is a finished file.
+            last = json.loads(response.text.strip().splitlines()[-1])
+            return AddResult(cid=last["Hash"], name=last.get("Name", name), size=int(last.get("Size", 0)))
+
+        return self._retrying(attempt)
+
+    # --- read ----------------------------------------------------------------------------------
+
+    def block_get(self, cid: str | Cid) -> bytes:
+        """The block named ``cid``, checked against it (``DigestMismatch`` if it does not hash to it)."""
+        parsed = cid if isinstance(cid, Cid) else Cid.parse(cid)
+        block = self._retrying(lambda: self._request("block/get", {"arg": str(parsed)}, fetch=True).content)
+        got = parsed.block_digest(block)
+        if got != parsed.digest:
+            raise DigestMismatch(str(parsed), parsed.digest.hex(), got.hex())
+        return block
+
+    def block_stat(self, cid: str) -> BlockStat:
+        data = self._json("block/stat", {"arg": str(Cid.parse(cid))}, fetch=True)
+        return BlockStat(cid=data["Key"], size=int(data["Size"]))
+
+    def cat(self, cid: str, *, offset: int = 0, length: int | None = None) -> Iterator[bytes]:
+        """Stream the file's bytes ``[offset, offset + length)``, every block verified.
+
+        Walks the UnixFS DAG depth first, skipping subtrees outside the range with the
+        ``blocksizes`` each parent records; memory is a block per tree level.
+        """
+        if offset < 0 or (length is not None and length < 0):
+            raise ValueError("offset and length must be >= 0")
+        root = Cid.parse(cid)
+        end = None if length is None else offset + length
+        yield from self._walk(root, offset, end, str(root))
+
+    def cat_bytes(self, cid: str, *, offset: int = 0, length: int | None = None) -> bytes:
+        """:meth:`cat` gathered in memory: for small content only."""
+        return b"".join(self.cat(cid, offset=offset, length=length))
+
+    def get_file(self, cid: str, dest: str | os.PathLike[str], *, sha256: str | None = None) -> Path:
+        """Download ``cid`` to ``dest`` atomically; with ``sha256`` (hex), also check the file digest.
+
+        The bytes go to a temporary file beside ``dest``, are fsynced, and only then renamed over
+        it: a failure (mismatch, outage) leaves any previous ``dest`` untouched and no partial file.
+        """
+        target = Path(dest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        hasher = hashlib.sha256()
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for piece in self.cat(cid):
+                    hasher.update(piece)
+                    out.write(piece)
+                out.flush()
+                os.fsync(out.fileno())
+            if sha256 is not None and hasher.hexdigest() != sha256.lower():
+                raise DigestMismatch(cid, sha256.lower(), hasher.hexdigest())
+            os.replace(tmp_name, target)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        return target
+
+    def _walk(self, cid: Cid, start: int, end: int | None, root: str) -> Iterator[bytes]:
+        """Yield bytes ``[start, end)`` of the file under ``cid`` (``end=None``: to the end)."""
+        block = self.block_get(cid)
+        if cid.codec == RAW:
+            yield block[start:end]
+            return
+        try:
+            node = decode_pbnode(block)
+            unixfs = decode_unixfs(node.data or b"")
+        except ValueError as exc:
+            raise InvalidContent(root, f"block {cid} is not a UnixFS node: {exc}") from None
+        if unixfs.type not in (TYPE_FILE, TYPE_RAW):
+            raise InvalidContent(root, f"block {cid} is a UnixFS type {unixfs.type} node, not a file")
+        if len(unixfs.blocksizes) != len(node.links):
+            raise InvalidContent(root, f"block {cid} lists {len(node.links)} links but {len(unixfs.blocksizes)} sizes")
+        if unixfs.data:
+            yield unixfs.data[start:end]
+        pos = len(unixfs.data)
+        for link, size in zip(node.links, unixfs.blocksizes, strict=True):
+            if end is not None and pos >= end:
+                return
+            if pos + size > start:
+                child_end = None if end is None else min(size, end - pos)
+                yield from self._walk(link.cid, max(0, start - pos), child_end, root)
+            pos += size
+
+    # --- pins ----------------------------------------------------------------------------------
+
+    def pin(self, cid: str, *, recursive: bool = True) -> None:
+        """Pin ``cid`` (fetching it from peers if needed, within ``fetch_timeout``)."""
+        self._json("pin/add", {"arg": str(Cid.parse(cid)), "recursive": recursive}, fetch=True)
+
+    def unpin(self, cid: str) -> bool:
+        """Remove the pin; False if ``cid`` was not pinned (no error: unpinning is idempotent)."""
+        try:
+            self._json("pin/rm", {"arg": str(Cid.parse(cid))})
+        except IpfsRequestError as exc:
+            if "not pinned" in exc.message:
+                return False
+            raise
+        return True
+
+    def pins(self, *, type: str = "recursive") -> dict[str, str]:
+        """Pinned CIDs and their pin type (``recursive``, ``direct``; ``all`` adds ``indirect``)."""
+        data = self._json("pin/ls", {"type": type})
+        return {cid: entry["Type"] for cid, entry in (data.get("Keys") or {}).items()}
+
+    def is_pinned(self, cid: str) -> bool:
+        try:
+            self._json("pin/ls", {"arg": str(Cid.parse(cid)), "type": "all"})
+        except IpfsRequestError as exc:
+            if "not pinned" in exc.message:
+                return False
+            raise
+        return True
+
+    # --- transport -----------------------------------------------------------------------------
+
+    def _json(self, endpoint: str, params: dict[str, Any] | None = None, *, fetch: bool = False) -> Any:
+        response = self._retrying(lambda: self._request(endpoint, params or {}, fetch=fetch))
+        return response.json() if response.content else {}
+
+    def _request(
+        self,
+        endpoint: str,
+        params: dict[str, Any],
+        *,
+        fetch: bool = False,
+        files: dict[str, Any] | None = None,
+    ) -> httpx.Response:
+        """One POST; raise typed errors for error statuses. Transport errors propagate for retry."""
+        query = {k: _param(v) for k, v in params.items()}
+        timeout = self._http.timeout
+        if fetch:
+            # Ask the node to give up first, so we get its "deadline exceeded" and not our timeout.
+            query["timeout"] = f"{self.fetch_timeout:g}s"
+            timeout = httpx.Timeout(self.fetch_timeout + self.timeout, connect=min(self.timeout, 5.0))
+        response = self._http.post(f"/{endpoint}", params=query, files=files, timeout=timeout)
+        if response.status_code != 200:
+            self._raise_for(endpoint, params.get("arg"), response)
+        return response
+
+    def _raise_for(self, endpoint: str, arg: Any, response: httpx.Response) -> None:
+        try:
+            message = str(response.json().get("Message", response.text))
+        except (ValueError, AttributeError):
+            message = response.text.strip() or response.reason_phrase
+        lowered = message.lower()
+        if arg and any(marker in lowered for marker in _NOT_FOUND_MARKERS) and "not pinned" not in lowered:
+            raise ContentNotFound(str(arg), message)
+        raise IpfsRequestError(endpoint, response.status_code, message)
+
+    def _retrying(self, attempt: Callable[[], _T]) -> _T:
+        """Run ``attempt``; on a transport failure retry with backoff, then raise IpfsUnavailable."""
+        delay = self.backoff
+        for number in range(1, self.retries + 1):
+            try:
+                return attempt()
+            except httpx.TimeoutException as exc:
+                last = f"timed out ({type(exc).__name__})"
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            if number < self.retries:
+                time.sleep(delay)
+                delay *= 2
+        raise IpfsUnavailable(self.api_url, last)
+
+
+class _BytesUpload:
+    """In-memory bytes with the file-object interface ``add`` streams from."""
+
+    def __init__(self, data: bytes) -> None:
+        import io
+
+        self._buffer = io.BytesIO(data)
+
+    def __enter__(self) -> BinaryIO:
+        return self._buffer
+
+    def __exit__(self, *exc: object) -> None:
+        self._buffer.close()
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
