@@ -129,9 +129,9 @@ class Devnet:
             self._check_ports()
             started: dict[str, ProcessRecord] = {}
             try:
-                started["anvil"] = self._start("anvil", self._anvil_argv(), self._anvil_ready)
+                started["anvil"] = self._start("anvil", self._anvil_argv(), lambda: _anvil_health(self._rpc_url())[0])
                 self._write_records(started)
-                started["ipfs"] = self._start("ipfs", self._ipfs_argv(), self._ipfs_ready)
+                started["ipfs"] = self._start("ipfs", self._ipfs_argv(), lambda: _ipfs_health(self._ipfs_url())[0])
                 self._write_records(started)
                 info = self._write_info()
             except BaseException:
@@ -149,11 +149,17 @@ class Devnet:
     def status(self) -> list[ServiceStatus]:
         """Each service: recorded pid, whether it runs, and whether it answers its health check."""
         records = self._read_records()
+        # The ports of the running devnet are in devnet.json, whatever this command's options say.
+        info = self.info() if self.info_path.exists() else None
+        urls = {
+            "anvil": (info.rpc_url if info else self._rpc_url(), _anvil_health),
+            "ipfs": (info.ipfs_api_url if info else self._ipfs_url(), _ipfs_health),
+        }
         rows = []
-        for name, check in (("anvil", self._anvil_health), ("ipfs", self._ipfs_health)):
+        for name, (url, check) in urls.items():
             record = records.get(name)
             running = record is not None and owns(record)
-            healthy, detail = check() if running else (False, "not running")
+            healthy, detail = check(url) if running else (False, "not running")
             rows.append(ServiceStatus(name, record.pid if record else None, running, healthy, detail))
         return rows
 
@@ -223,30 +229,6 @@ class Devnet:
     def _ipfs_url(self) -> str:
         return f"http://{self.config.host}:{self.config.ipfs_api_port}"
 
-    def _anvil_ready(self) -> bool:
-        return self._anvil_health()[0]
-
-    def _ipfs_ready(self) -> bool:
-        return self._ipfs_health()[0]
-
-    def _anvil_health(self) -> tuple[bool, str]:
-        try:
-            chain_id = int(_rpc(self._rpc_url(), "eth_chainId"), 16)
-            block = int(_rpc(self._rpc_url(), "eth_blockNumber"), 16)
-        except (httpx.HTTPError, KeyError, ValueError) as exc:
-            return False, f"RPC {self._rpc_url()} does not answer ({type(exc).__name__})"
-        if chain_id != self.config.chain_id:
-            return False, f"chain id {chain_id}, expected {self.config.chain_id}"
-        return True, f"{self._rpc_url()} chain {chain_id}, block {block}"
-
-    def _ipfs_health(self) -> tuple[bool, str]:
-        try:
-            response = httpx.post(f"{self._ipfs_url()}/api/v0/id", timeout=2.0)
-            peer = response.json()["ID"]
-        except (httpx.HTTPError, KeyError, ValueError) as exc:
-            return False, f"API {self._ipfs_url()} does not answer ({type(exc).__name__})"
-        return True, f"{self._ipfs_url()} peer {peer}"
-
     # --- files ---------------------------------------------------------------------------------
 
     def _check_ports(self) -> None:
@@ -303,6 +285,23 @@ class Devnet:
                 yield
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _anvil_health(url: str) -> tuple[bool, str]:
+    try:
+        chain_id = int(_rpc(url, "eth_chainId"), 16)
+        block = int(_rpc(url, "eth_blockNumber"), 16)
+    except (httpx.HTTPError, KeyError, ValueError) as exc:
+        return False, f"RPC {url} does not answer ({type(exc).__name__})"
+    return True, f"{url} chain {chain_id}, block {block}"
+
+
+def _ipfs_health(url: str) -> tuple[bool, str]:
+    try:
+        peer = httpx.post(f"{url}/api/v0/id", timeout=2.0).json()["ID"]
+    except (httpx.HTTPError, KeyError, ValueError) as exc:
+        return False, f"API {url} does not answer ({type(exc).__name__})"
+    return True, f"{url} peer {peer}"
 
 
 def _rpc(url: str, method: str, params: list[Any] | None = None) -> Any:

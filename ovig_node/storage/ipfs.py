@@ -185,7 +185,7 @@ class IpfsClient:
     def block_get(self, cid: str | Cid) -> bytes:
         """The block named ``cid``, checked against it (``DigestMismatch`` if it does not hash to it)."""
         parsed = cid if isinstance(cid, Cid) else Cid.parse(cid)
-        block = self._retrying(lambda: self._request("block/get", {"arg": str(parsed)}, fetch=True).content)
+        block = self._retrying(lambda: self._read_body("block/get", {"arg": str(parsed)}))
         got = parsed.block_digest(block)
         if got != parsed.digest:
             raise DigestMismatch(str(parsed), parsed.digest.hex(), got.hex())
@@ -317,6 +317,22 @@ class IpfsClient:
         if response.status_code != 200:
             self._raise_for(endpoint, params.get("arg"), response)
         return response
+
+    def _read_body(self, endpoint: str, params: dict[str, Any]) -> bytes:
+        """A fetching POST whose body we read ourselves.
+
+        httpx keeps a reference cycle between a response and its stream; a body read through
+        ``response.content`` waits for the garbage collector, so block after block would pile up.
+        Read this way, the cycle holds no body and memory stays at one block.
+        """
+        query = {k: _param(v) for k, v in params.items()}
+        query["timeout"] = f"{self.fetch_timeout:g}s"
+        timeout = httpx.Timeout(self.fetch_timeout + self.timeout, connect=min(self.timeout, 5.0))
+        with self._http.stream("POST", f"/{endpoint}", params=query, timeout=timeout) as response:
+            if response.status_code != 200:
+                response.read()
+                self._raise_for(endpoint, params.get("arg"), response)
+            return b"".join(response.iter_bytes())
 
     def _raise_for(self, endpoint: str, arg: Any, response: httpx.Response) -> None:
         try:

@@ -1,0 +1,131 @@
+"""`ovig deploy` on a real devnet and through a keystore on any RPC; artifacts match the sources."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from eth_abi import encode
+from eth_utils import keccak
+
+from ovig_node.chain import artifacts
+from ovig_node.chain.accounts import devnet_account, write_keystore
+from ovig_node.chain.rpc import connect
+from ovig_node.devnet import tools
+from ovig_node.devnet.manager import Devnet, DevnetConfig, DevnetInfo
+from support import free_port, run_ovig
+
+
+@pytest.fixture(scope="module")
+def devnet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Devnet]:
+    net = Devnet(
+        DevnetConfig(
+            data_dir=tmp_path_factory.mktemp("deploy") / "devnet", rpc_port=free_port(), ipfs_api_port=free_port()
+        )
+    )
+    net.up()
+    yield net
+    net.down()
+
+
+def env_of(net: Devnet) -> dict[str, str]:
+    return {"OVIG_DEVNET_DIR": str(net.data_dir)}
+
+
+def test_artifacts_are_up_to_date_with_sources() -> None:
+    assert artifacts.stale_sources(tools.repo_root()) == [], "run `ovig compile` and commit the artifacts"
+    assert artifacts.names() == ["ProtocolMirror"]
+
+
+def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
+    first = run_ovig("deploy", "--devnet", env=env_of(devnet))
+    assert first.returncode == 0, first.stderr
+    assert "ProtocolMirror: deployed at 0x" in first.stdout
+    info = DevnetInfo.model_validate_json(devnet.info_path.read_text())
+    record = json.loads((devnet.data_dir / "deployments.json").read_text())
+    address = record["contracts"]["ProtocolMirror"]["address"]
+    assert info.contracts == {"ProtocolMirror": address}
+    assert record["chain_id"] == 31337
+    w3 = connect(info.rpc_url)
+    assert record["genesis_hash"] == w3.eth.get_block(0)["hash"].to_0x_hex()
+    head = w3.eth.block_number
+
+    again = run_ovig("deploy", "--devnet", env=env_of(devnet))
+    assert again.returncode == 0, again.stderr
+    assert f"ProtocolMirror: reused at {address}" in again.stdout
+    assert w3.eth.block_number == head  # no transaction sent
+
+    # The deployed code computes the protocol's leaf and tree depth (section 2.4).
+    mirror = w3.eth.contract(address=address, abi=artifacts.load("ProtocolMirror").abi)
+    digest = bytes(range(32))
+    inner = keccak(encode(["uint256", "uint256", "uint256", "bytes32"], [7, 3, 400, digest]))
+    assert mirror.functions.leaf(7, 3, 400, digest).call() == keccak(inner)
+    assert [mirror.functions.depth(n).call() for n in (1, 2, 3, 4, 5, 256)] == [0, 1, 2, 2, 3, 8]
+
+
+def test_deploy_redeploys_when_code_is_gone(devnet: Devnet, tmp_path: Path) -> None:
+    deployments = tmp_path / "other.json"
+    assert run_ovig("deploy", "--devnet", "--deployments", str(deployments), env=env_of(devnet)).returncode == 0
+    record = json.loads(deployments.read_text())
+    old = record["contracts"]["ProtocolMirror"]["address"]
+    record["contracts"]["ProtocolMirror"]["address"] = "0x" + "00" * 19 + "01"  # no code there
+    deployments.write_text(json.dumps(record))
+    result = run_ovig("deploy", "--devnet", "--deployments", str(deployments), env=env_of(devnet))
+    assert result.returncode == 0
+    assert "ProtocolMirror: deployed at" in result.stdout
+    assert json.loads(deployments.read_text())["contracts"]["ProtocolMirror"]["address"] not in (
+        old,
+        "0x" + "00" * 19 + "01",
+    )
+
+
+def test_deploy_with_keystore_to_rpc(devnet: Devnet, tmp_path: Path) -> None:
+    account = devnet_account(3)
+    keystore = write_keystore(account, tmp_path / "key.json", "correct horse")
+    password = tmp_path / "password"
+    password.write_text("correct horse\n")
+    deployments = tmp_path / "deployments" / "31337.json"
+    rpc = devnet.info().rpc_url
+    args = ["deploy", "--rpc", rpc, "--keystore", str(keystore), "--deployments", str(deployments)]
+
+    result = run_ovig(*args, "--password-file", str(password))
+    assert result.returncode == 0, result.stderr
+    record = json.loads(deployments.read_text())
+    tx = connect(rpc).eth.get_transaction(record["contracts"]["ProtocolMirror"]["tx"])
+    assert tx["from"] == account.address
+    assert "correct horse" not in result.stdout + result.stderr
+
+    by_env = run_ovig(*args, "--password-env", "OVIG_TEST_PW", env={"OVIG_TEST_PW": "correct horse"})
+    assert by_env.returncode == 0
+    assert "reused" in by_env.stdout
+
+
+def test_deploy_errors_are_one_line(devnet: Devnet, tmp_path: Path) -> None:
+    keystore = write_keystore(devnet_account(4), tmp_path / "key.json", "right")
+    wrong = tmp_path / "pw"
+    wrong.write_text("wrong\n")
+    bad = run_ovig("deploy", "--rpc", devnet.info().rpc_url, "--keystore", str(keystore), "--password-file", str(wrong))
+    assert bad.returncode == 1
+    assert bad.stderr.startswith(f"error: keystore {keystore}: cannot decrypt")
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+    right = tmp_path / "pw-right"
+    right.write_text("right\n")
+    port = free_port()
+    unreachable = run_ovig(
+        "deploy", "--rpc", f"http://127.0.0.1:{port}", "--keystore", str(keystore), "--password-file", str(right)
+    )
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.startswith(f"error: RPC endpoint http://127.0.0.1:{port} is unavailable")
+    assert len(unreachable.stderr.strip().splitlines()) == 1
+
+    stopped = run_ovig("deploy", "--devnet", env={"OVIG_DEVNET_DIR": str(tmp_path / "none")})
+    assert stopped.returncode == 1
+    assert (
+        stopped.stderr.strip() == f"error: no devnet is running in {tmp_path / 'none'}: start one with `ovig devnet up`"
+    )
+
+    both = run_ovig("deploy", "--devnet", "--rpc", "http://x")
+    assert both.returncode == 2

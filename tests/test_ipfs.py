@@ -1,0 +1,193 @@
+"""The Kubo RPC client against real embedded IPFS nodes (tools/ipfsd on Helia)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_cid import HELLO, VECTORS
+
+from ovig_node.storage.cid import Cid
+from ovig_node.storage.errors import ContentNotFound, DigestMismatch, InvalidCid, IpfsUnavailable
+from ovig_node.storage.ipfs import IpfsClient, api_url_from_multiaddr
+from ovig_node.storage.unixfs import cid_of_bytes
+from support import IpfsNode, pattern
+
+UNKNOWN_CID = "bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba"  # sha256 of nothing we add
+
+
+@pytest.mark.parametrize(("data", "version", "expected"), VECTORS, ids=lambda v: str(v)[:24])
+def test_add_gives_kubo_cid(ipfs: IpfsClient, data: bytes, version: int, expected: str) -> None:
+    result = ipfs.add_bytes(data, name="f.bin", cid_version=version)
+    assert result.cid == expected
+    assert result.name == "f.bin"
+    assert ipfs.cat_bytes(result.cid) == data
+
+
+def test_hello_world_reports_kubo_size(ipfs: IpfsClient) -> None:
+    result = ipfs.add_bytes(HELLO, name="hello.txt")
+    assert (result.cid, result.size) == ("QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o", 20)
+    assert ipfs.block_stat(result.cid).size == 20
+
+
+def test_only_hash_stores_nothing(ipfs: IpfsClient) -> None:
+    data = b"only hashed, never stored " + str(time.time_ns()).encode()
+    result = ipfs.add_bytes(data, only_hash=True, pin=False)
+    assert result.cid == str(cid_of_bytes(data))
+    with pytest.raises(ContentNotFound) as info:
+        IpfsClient(ipfs.api_url, fetch_timeout=1).block_get(result.cid)
+    assert info.value.cid == result.cid
+
+
+@pytest.mark.parametrize(("offset", "length"), [(0, 10), (262_140, 10), (300_000, None), (1, 524_288), (599_999, 5)])
+def test_cat_range_crosses_chunks(ipfs: IpfsClient, offset: int, length: int | None) -> None:
+    data = pattern(600_000)
+    cid = ipfs.add_bytes(data).cid
+    end = None if length is None else offset + length
+    assert ipfs.cat_bytes(cid, offset=offset, length=length) == data[offset:end]
+
+
+def test_large_round_trip_streams_with_bounded_memory(ipfs: IpfsClient, tmp_path: Path) -> None:
+    size = 50 * 1024 * 1024
+    source = tmp_path / "big.bin"
+    digest = hashlib.sha256()
+    with source.open("wb") as out:
+        for i in range(size // (1 << 20)):
+            block = hashlib.sha256(str(i).encode()).digest() * (1 << 15)  # 1 MiB, different per MiB
+            digest.update(block)
+            out.write(block)
+    tracemalloc.start()
+    try:
+        cid = ipfs.add_file(source, cid_version=1).cid
+        copy = ipfs.get_file(cid, tmp_path / "copy.bin", sha256=digest.hexdigest())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert copy.stat().st_size == size
+    # The file is 50 MiB; streaming both ways keeps Python's own allocations to a few blocks.
+    assert peak < 4 * 1024 * 1024, f"peak Python allocation {peak / 2**20:.1f} MiB"
+
+
+def test_pin_unpin_and_list(ipfs: IpfsClient) -> None:
+    cid = ipfs.add_bytes(b"pin me " + str(time.time_ns()).encode(), pin=False).cid
+    assert cid not in ipfs.pins()
+    assert not ipfs.is_pinned(cid)
+    ipfs.pin(cid)
+    assert ipfs.pins()[cid] == "recursive"
+    assert ipfs.is_pinned(cid)
+    assert ipfs.unpin(cid) is True
+    assert cid not in ipfs.pins()
+    assert ipfs.unpin(cid) is False  # idempotent
+
+
+def test_pins_and_content_survive_restart(spawn_ipfs: Callable[..., IpfsNode]) -> None:
+    node = spawn_ipfs("restart")
+    with node.client() as client:
+        cid = client.add_bytes(pattern(400_000)).cid
+        peer = client.id()["ID"]
+    node.stop()
+    node.start()
+    with node.client() as client:
+        assert client.pins().get(cid) == "recursive"
+        assert client.cat_bytes(cid) == pattern(400_000)
+        assert client.id()["ID"] == peer
+
+
+def test_second_node_fetches_from_first(spawn_ipfs: Callable[..., IpfsNode]) -> None:
+    first = spawn_ipfs("first")
+    data = pattern(700_000) + b"fetched over bitswap"
+    with first.client() as client:
+        cid = client.add_bytes(data, cid_version=1).cid
+    second = spawn_ipfs("second")
+    with second.client(fetch_timeout=20) as client:
+        client.swarm_connect(first.peer_multiaddr())
+        assert client.cat_bytes(cid) == data
+        client.pin(cid)
+        assert cid in client.pins()
+    # The pin fetched every block: the second node serves the file with the first one gone.
+    first.stop()
+    with second.client(fetch_timeout=2) as client:
+        assert client.cat_bytes(cid) == data
+
+
+def test_second_node_started_with_peer_fetches(spawn_ipfs: Callable[..., IpfsNode]) -> None:
+    first = spawn_ipfs("origin")
+    with first.client() as client:
+        cid = client.add_bytes(b"via --peer").cid
+    second = spawn_ipfs("follower", peers=(first.peer_multiaddr(),))
+    with second.client(fetch_timeout=20) as client:
+        assert client.cat_bytes(cid) == b"via --peer"
+
+
+def test_corrupt_block_on_disk_raises_digest_mismatch(spawn_ipfs: Callable[..., IpfsNode], tmp_path: Path) -> None:
+    node = spawn_ipfs("corrupt")
+    data = pattern(600_000)
+    with node.client() as client:
+        cid = client.add_bytes(data, cid_version=1).cid
+    node.stop()
+    # Flip one byte in the first leaf's block file: a disk fault, produced for real.
+    leaf = Cid.of_block(data[:262_144], version=1, codec=0x55)
+    files = [p for p in (node.repo / "blocks").rglob("*") if p.is_file() and p.stat().st_size == 262_144]
+    assert files, "no 256 KiB block files found in the blockstore"
+    target = next(p for p in files if p.read_bytes() == data[:262_144])
+    corrupted = bytearray(target.read_bytes())
+    corrupted[1000] ^= 0xFF
+    target.write_bytes(bytes(corrupted))
+    node.start()
+    with node.client() as client:
+        with pytest.raises(DigestMismatch) as info:
+            client.cat_bytes(cid)
+        assert info.value.cid == str(leaf)
+        assert info.value.expected == hashlib.sha256(data[:262_144]).hexdigest()
+        assert info.value.got == hashlib.sha256(bytes(corrupted)).hexdigest()
+        dest = tmp_path / "out.bin"
+        dest.write_bytes(b"previous")
+        with pytest.raises(DigestMismatch):
+            client.get_file(cid, dest)
+        assert dest.read_bytes() == b"previous"  # nothing lost, no partial file left
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["corrupt", "corrupt.log", "out.bin"]
+
+
+def test_get_file_with_wrong_sha256_raises_and_keeps_nothing(ipfs: IpfsClient, tmp_path: Path) -> None:
+    cid = ipfs.add_bytes(b"evidence bytes").cid
+    with pytest.raises(DigestMismatch) as info:
+        ipfs.get_file(cid, tmp_path / "e.bin", sha256="00" * 32)
+    assert info.value.got == hashlib.sha256(b"evidence bytes").hexdigest()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_cid_raises_content_not_found(ipfs_node: IpfsNode) -> None:
+    with ipfs_node.client(fetch_timeout=1) as client:
+        started = time.monotonic()
+        with pytest.raises(ContentNotFound) as info:
+            client.cat_bytes(UNKNOWN_CID)
+        assert info.value.cid == UNKNOWN_CID
+        assert time.monotonic() - started < 10
+
+
+def test_invalid_cid_raises_before_any_request(ipfs: IpfsClient) -> None:
+    with pytest.raises(InvalidCid):
+        ipfs.cat_bytes("not-a-cid")
+
+
+def test_stopped_node_raises_ipfs_unavailable_quickly(spawn_ipfs: Callable[..., IpfsNode]) -> None:
+    node = spawn_ipfs("stopped")
+    url = node.url
+    node.stop()
+    started = time.monotonic()
+    with IpfsClient(url) as client, pytest.raises(IpfsUnavailable) as info:
+        client.add_bytes(b"x")
+    assert time.monotonic() - started < 3
+    assert info.value.url == url
+    assert url in str(info.value)
+
+
+def test_api_multiaddr_is_accepted() -> None:
+    assert api_url_from_multiaddr("/ip4/127.0.0.1/tcp/5001") == "http://127.0.0.1:5001"
+    assert IpfsClient("/ip4/127.0.0.1/tcp/5002").api_url == "http://127.0.0.1:5002"
+    with pytest.raises(ValueError):
+        api_url_from_multiaddr("/unix/tmp/ipfs.sock")
