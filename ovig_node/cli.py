@@ -7,6 +7,7 @@ exits with 2 (click's convention); anything else is a bug and shows its tracebac
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,12 +55,23 @@ def _devnet(data_dir: Path | None, **ports: int | float | None) -> Devnet:
     return Devnet(DevnetConfig(data_dir=data_dir or default_data_dir(), **overrides))  # type: ignore[arg-type]
 
 
+def port_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The devnet's ports and block time, shared by `devnet up` and `demo`."""
+    for option in reversed(
+        [
+            click.option("--rpc-port", type=int, default=None, help="anvil JSON-RPC port [8545]."),
+            click.option("--ipfs-port", "ipfs_api_port", type=int, default=None, help="IPFS API port [5001]."),
+            click.option("--swarm-port", "ipfs_swarm_port", type=int, default=None, help="IPFS libp2p port [any]."),
+            click.option("--block-time", type=float, default=None, help="Seconds per block [one per transaction]."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
 @devnet.command("up")
 @data_dir_option
-@click.option("--rpc-port", type=int, default=None, help="anvil JSON-RPC port [8545].")
-@click.option("--ipfs-port", "ipfs_api_port", type=int, default=None, help="IPFS API port [5001].")
-@click.option("--swarm-port", "ipfs_swarm_port", type=int, default=None, help="IPFS libp2p port [any free].")
-@click.option("--block-time", type=float, default=None, help="Seconds per block [mine on each transaction].")
+@port_options
 def devnet_up(data_dir: Path | None, **options: int | float | None) -> None:
     """Start the devnet (or report that it already runs) and write devnet.json."""
     net = _devnet(data_dir, **options)
@@ -216,12 +228,13 @@ def ipfs_pins(api_url: str | None, data_dir: Path | None) -> None:
 
 @cli.command("demo")
 @data_dir_option
+@port_options
 @click.option("--down/--keep-running", default=False, help="Stop the devnet at the end [keep it running].")
-def demo_cmd(data_dir: Path | None, down: bool) -> None:
+def demo_cmd(data_dir: Path | None, down: bool, **options: int | float | None) -> None:
     """The main job: bring the devnet up, deploy, pin and read back content, and report."""
     from ovig_node.nodes.demo import run_demo
 
-    run_demo(data_dir=data_dir, stop_at_end=down, console=console)
+    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console)
 
 
 def main() -> None:

@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
 from ovig_node.devnet import tools
-from ovig_node.devnet.processes import ProcessRecord, start_process, terminate
+from ovig_node.devnet.manager import ipfs_health
+from ovig_node.devnet.processes import ProcessRecord, free_port, start_process, terminate
 from ovig_node.storage.ipfs import IpfsClient
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -42,7 +34,7 @@ class IpfsNode:
 
     def start(self) -> IpfsNode:
         argv = tools.ipfsd_argv(self.repo, api_port=self.api_port, swarm_port=self.swarm_port, peers=self.peers)
-        self.record = start_process("ipfs", argv, log=self.log, ready=self._ready, timeout=60)
+        self.record = start_process("ipfs", argv, log=self.log, ready=lambda: ipfs_health(self.url)[0], timeout=60)
         return self
 
     def stop(self) -> None:
@@ -56,12 +48,6 @@ class IpfsNode:
     def peer_multiaddr(self) -> str:
         with self.client() as client:
             return client.id()["Addresses"][0]
-
-    def _ready(self) -> bool:
-        try:
-            return httpx.post(f"{self.url}/api/v0/id", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
 
 
 def pattern(size: int) -> bytes:

@@ -129,9 +129,9 @@ class Devnet:
             self._check_ports()
             started: dict[str, ProcessRecord] = {}
             try:
-                started["anvil"] = self._start("anvil", self._anvil_argv(), lambda: _anvil_health(self._rpc_url())[0])
+                started["anvil"] = self._start("anvil", self._anvil_argv(), lambda: anvil_health(self._rpc_url())[0])
                 self._write_records(started)
-                started["ipfs"] = self._start("ipfs", self._ipfs_argv(), lambda: _ipfs_health(self._ipfs_url())[0])
+                started["ipfs"] = self._start("ipfs", self._ipfs_argv(), lambda: ipfs_health(self._ipfs_url())[0])
                 self._write_records(started)
                 info = self._write_info()
             except BaseException:
@@ -152,8 +152,8 @@ class Devnet:
         # The ports of the running devnet are in devnet.json, whatever this command's options say.
         info = self.info() if self.info_path.exists() else None
         urls = {
-            "anvil": (info.rpc_url if info else self._rpc_url(), _anvil_health),
-            "ipfs": (info.ipfs_api_url if info else self._ipfs_url(), _ipfs_health),
+            "anvil": (info.rpc_url if info else self._rpc_url(), anvil_health),
+            "ipfs": (info.ipfs_api_url if info else self._ipfs_url(), ipfs_health),
         }
         rows = []
         for name, (url, check) in urls.items():
@@ -287,7 +287,7 @@ class Devnet:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _anvil_health(url: str) -> tuple[bool, str]:
+def anvil_health(url: str) -> tuple[bool, str]:
     try:
         chain_id = int(_rpc(url, "eth_chainId"), 16)
         block = int(_rpc(url, "eth_blockNumber"), 16)
@@ -296,7 +296,7 @@ def _anvil_health(url: str) -> tuple[bool, str]:
     return True, f"{url} chain {chain_id}, block {block}"
 
 
-def _ipfs_health(url: str) -> tuple[bool, str]:
+def ipfs_health(url: str) -> tuple[bool, str]:
     try:
         peer = httpx.post(f"{url}/api/v0/id", timeout=2.0).json()["ID"]
     except (httpx.HTTPError, KeyError, ValueError) as exc:

@@ -101,6 +101,13 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nobody listens on now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def last_line(log: Path) -> str:
     lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
     return lines[-1].strip() if lines else "no output"

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ovig_node.chain.rpc import connect
-from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir
+from ovig_node.devnet.manager import Devnet
 from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.storage.ipfs import IpfsClient
 from ovig_node.storage.unixfs import cid_of_stream
@@ -24,9 +24,8 @@ from ovig_node.storage.unixfs import cid_of_stream
 DEMO_FILE_BYTES = 3 * 1024 * 1024 + 12_345  # several 256 KiB chunks, so the file is a real DAG
 
 
-def run_demo(*, data_dir: Path | None, stop_at_end: bool, console: Console) -> None:
+def run_demo(net: Devnet, *, stop_at_end: bool, console: Console) -> None:
     started = time.monotonic()
-    net = Devnet(DevnetConfig(data_dir=data_dir or default_data_dir()))
     summary = Table(title="OVIG demo", show_header=True)
     summary.add_column("step")
     summary.add_column("result", overflow="fold")
