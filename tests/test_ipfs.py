@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from test_cid import HELLO, VECTORS
 
+from ovig_node.devnet import tools
 from ovig_node.storage.cid import Cid
 from ovig_node.storage.errors import ContentNotFound, DigestMismatch, InvalidCid, IpfsUnavailable
 from ovig_node.storage.ipfs import IpfsClient, api_url_from_multiaddr
 from ovig_node.storage.unixfs import cid_of_bytes
-from support import IpfsNode, pattern
+from support import IpfsNode, free_port, pattern
 
 UNKNOWN_CID = "bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba"  # sha256 of nothing we add
 
@@ -191,3 +194,34 @@ def test_api_multiaddr_is_accepted() -> None:
     assert IpfsClient("/ip4/127.0.0.1/tcp/5002").api_url == "http://127.0.0.1:5002"
     with pytest.raises(ValueError):
         api_url_from_multiaddr("/unix/tmp/ipfs.sock")
+
+
+def test_second_node_recovers_after_a_fetch_cut_by_timeout(spawn_ipfs: Callable[..., IpfsNode]) -> None:
+    # A fetch aborted while blocks are on the wire once left bitswap waiting forever for them
+    # (tools/ipfsd/bitswap-fix.mjs); the next full read must complete.
+    first = spawn_ipfs("server")
+    data = pattern(24 * 1024 * 1024)
+    with first.client() as client:
+        cid = client.add_bytes(data, cid_version=1).cid
+    second = spawn_ipfs("client", peers=(first.peer_multiaddr(),))
+    with second.client() as client:
+        client.swarm_connect(first.peer_multiaddr())
+    cut = httpx.post(f"{second.url}/api/v0/cat", params={"arg": cid, "timeout": "300ms"}, timeout=30)
+    assert cut.status_code != 200 or len(cut.content) < len(data)
+    with second.client(fetch_timeout=30) as client:
+        assert hashlib.sha256(client.cat_bytes(cid)).digest() == hashlib.sha256(data).digest()
+
+
+def test_daemon_refuses_taken_port_and_locked_repo(tmp_path: Path, ipfs_node: IpfsNode) -> None:
+    taken = subprocess.run(
+        tools.ipfsd_argv(tmp_path / "other", api_port=ipfs_node.api_port), capture_output=True, text=True, timeout=60
+    )
+    assert taken.returncode == 2
+    assert taken.stderr.strip() == (
+        f"ipfsd: port {ipfs_node.api_port} on 127.0.0.1 is already in use; stop the other process or pass --api-port"
+    )
+    locked = subprocess.run(
+        tools.ipfsd_argv(ipfs_node.repo, api_port=free_port()), capture_output=True, text=True, timeout=60
+    )
+    assert locked.returncode == 2
+    assert locked.stderr.strip().startswith(f"ipfsd: repo {ipfs_node.repo} is locked by another running daemon")
