@@ -17,8 +17,11 @@ import json
 import os
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -75,6 +78,7 @@ class IpfsClient:
         fetch_timeout: float = 60.0,
         retries: int = 3,
         backoff: float = 0.2,
+        prefetch: int = 4,
     ) -> None:
         """
         Args:
@@ -83,6 +87,7 @@ class IpfsClient:
             fetch_timeout: seconds the node may search peers for a block before giving up.
             retries: attempts for a request the node did not answer (connection refused, reset).
             backoff: first pause between attempts, doubled each time.
+            prefetch: blocks a read keeps in flight (1: one request at a time).
         """
         if api_url.startswith("/"):
             api_url = api_url_from_multiaddr(api_url)
@@ -91,6 +96,7 @@ class IpfsClient:
         self.fetch_timeout = fetch_timeout
         self.retries = max(1, retries)
         self.backoff = backoff
+        self.prefetch = prefetch
         self._http = httpx.Client(
             base_url=f"{self.api_url}/api/v0",
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
@@ -236,9 +242,13 @@ class IpfsClient:
             raise
         return target
 
-    def _walk(self, cid: Cid, start: int, end: int | None, root: str) -> Iterator[bytes]:
-        """Yield bytes ``[start, end)`` of the file under ``cid`` (``end=None``: to the end)."""
-        block = self.block_get(cid)
+    def _walk(self, cid: Cid, start: int, end: int | None, root: str, block: bytes | None = None) -> Iterator[bytes]:
+        """Yield bytes ``[start, end)`` of the file under ``cid`` (``end=None``: to the end).
+
+        ``block`` is the verified block of ``cid`` when a parent already fetched it ahead.
+        """
+        if block is None:
+            block = self.block_get(cid)
         if cid.codec == RAW:
             yield block[start:end]
             return
@@ -253,14 +263,40 @@ class IpfsClient:
             raise InvalidContent(root, f"block {cid} lists {len(node.links)} links but {len(unixfs.blocksizes)} sizes")
         if unixfs.data:
             yield unixfs.data[start:end]
+        # The children overlapping [start, end), each with the range it contributes.
+        wanted: list[tuple[Cid, int, int | None]] = []
         pos = len(unixfs.data)
         for link, size in zip(node.links, unixfs.blocksizes, strict=True):
             if end is not None and pos >= end:
-                return
+                break
             if pos + size > start:
-                child_end = None if end is None else min(size, end - pos)
-                yield from self._walk(link.cid, max(0, start - pos), child_end, root)
+                wanted.append((link.cid, max(0, start - pos), None if end is None else min(size, end - pos)))
             pos += size
+        blocks = self._fetch_ahead([child for child, _, _ in wanted])
+        for (child, child_start, child_end), child_block in zip(wanted, blocks, strict=True):
+            yield from self._walk(child, child_start, child_end, root, child_block)
+
+    def _fetch_ahead(self, cids: list[Cid]) -> Iterator[bytes]:
+        """Verified blocks of ``cids`` in order, with up to ``prefetch`` requests in flight.
+
+        Overlaps the node's disk reads and network fetches with our hashing; memory stays at
+        ``prefetch`` blocks per tree level.
+        """
+        if self.prefetch <= 1 or len(cids) <= 1:
+            yield from map(self.block_get, cids)
+            return
+        pending = iter(cids)
+        with ThreadPoolExecutor(max_workers=self.prefetch, thread_name_prefix="ipfs-fetch") as pool:
+            window = deque(pool.submit(self.block_get, cid) for cid in islice(pending, self.prefetch))
+            try:
+                while window:
+                    block = window.popleft().result()
+                    if (cid := next(pending, None)) is not None:
+                        window.append(pool.submit(self.block_get, cid))
+                    yield block
+            finally:
+                for future in window:  # a consumer that stops early leaves nothing running
+                    future.cancel()
 
     # --- pins ----------------------------------------------------------------------------------
 
