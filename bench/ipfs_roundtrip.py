@@ -26,7 +26,7 @@ from rich.table import Table
 from ovig_node.devnet import tools
 from ovig_node.devnet.manager import ipfs_health
 from ovig_node.devnet.processes import free_port, start_process, terminate
-from ovig_node.storage.ipfs import IpfsClient
+from ovig_node.storage.ipfs import AddOptions, IpfsClient
 
 RESULTS = Path(__file__).parent / "results" / "ipfs_roundtrip.json"
 
@@ -60,7 +60,7 @@ def measure(client: IpfsClient, pid: int, path: Path, cid_version: int) -> dict[
     sampler = RssSampler(pid)
     sampler.start()
     started = time.perf_counter()
-    cid = client.add_file(path, cid_version=cid_version).cid
+    cid = client.add_file(path, options=AddOptions(cid_version=cid_version)).cid
     added = time.perf_counter()
     client.get_file(cid, copy)
     read = time.perf_counter()

@@ -196,8 +196,10 @@ def ipfs() -> None:
 @data_dir_option
 def ipfs_add(path: Path, cid_version: int, api_url: str | None, data_dir: Path | None) -> None:
     """Add and pin a file; print its CID."""
+    from ovig_node.storage.ipfs import AddOptions
+
     with _ipfs(api_url, data_dir) as client:
-        click.echo(client.add_file(path, cid_version=cid_version).cid)
+        click.echo(client.add_file(path, options=AddOptions(cid_version=cid_version)).cid)
 
 
 @ipfs.command("get")

@@ -16,16 +16,17 @@ from test_cid import HELLO, VECTORS
 from ovig_node.devnet import tools
 from ovig_node.storage.cid import Cid
 from ovig_node.storage.errors import ContentNotFound, DigestMismatch, InvalidCid, IpfsUnavailable
-from ovig_node.storage.ipfs import IpfsClient, api_url_from_multiaddr
+from ovig_node.storage.ipfs import AddOptions, IpfsClient, api_url_from_multiaddr
 from ovig_node.storage.unixfs import cid_of_bytes
-from support import IpfsNode, free_port, pattern
+from support import IpfsNode, free_port, pattern, run_ovig
 
+V1 = AddOptions(cid_version=1)  # raw leaves
 UNKNOWN_CID = "bafkreie7q3iidccmpvszul7kudcvvuavuo7u6gzlbobczuk5nqk3b4akba"  # sha256 of nothing we add
 
 
 @pytest.mark.parametrize(("data", "version", "expected"), VECTORS, ids=lambda v: str(v)[:24])
 def test_add_gives_kubo_cid(ipfs: IpfsClient, data: bytes, version: int, expected: str) -> None:
-    result = ipfs.add_bytes(data, name="f.bin", cid_version=version)
+    result = ipfs.add_bytes(data, name="f.bin", options=AddOptions(cid_version=version))
     assert result.cid == expected
     assert result.name == "f.bin"
     assert ipfs.cat_bytes(result.cid) == data
@@ -39,7 +40,7 @@ def test_hello_world_reports_kubo_size(ipfs: IpfsClient) -> None:
 
 def test_only_hash_stores_nothing(ipfs: IpfsClient) -> None:
     data = b"only hashed, never stored " + str(time.time_ns()).encode()
-    result = ipfs.add_bytes(data, only_hash=True, pin=False)
+    result = ipfs.add_bytes(data, options=AddOptions(only_hash=True, pin=False))
     assert result.cid == str(cid_of_bytes(data))
     with pytest.raises(ContentNotFound) as info:
         IpfsClient(ipfs.api_url, fetch_timeout=1).block_get(result.cid)
@@ -65,7 +66,7 @@ def test_large_round_trip_streams_with_bounded_memory(ipfs: IpfsClient, tmp_path
             out.write(block)
     tracemalloc.start()
     try:
-        cid = ipfs.add_file(source, cid_version=1).cid
+        cid = ipfs.add_file(source, options=V1).cid
         copy = ipfs.get_file(cid, tmp_path / "copy.bin", sha256=digest.hexdigest())
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -76,7 +77,7 @@ def test_large_round_trip_streams_with_bounded_memory(ipfs: IpfsClient, tmp_path
 
 
 def test_pin_unpin_and_list(ipfs: IpfsClient) -> None:
-    cid = ipfs.add_bytes(b"pin me " + str(time.time_ns()).encode(), pin=False).cid
+    cid = ipfs.add_bytes(b"pin me " + str(time.time_ns()).encode(), options=AddOptions(pin=False)).cid
     assert cid not in ipfs.pins()
     assert not ipfs.is_pinned(cid)
     ipfs.pin(cid)
@@ -104,7 +105,7 @@ def test_second_node_fetches_from_first(spawn_ipfs: Callable[..., IpfsNode]) -> 
     first = spawn_ipfs("first")
     data = pattern(700_000) + b"fetched over bitswap"
     with first.client() as client:
-        cid = client.add_bytes(data, cid_version=1).cid
+        cid = client.add_bytes(data, options=V1).cid
     second = spawn_ipfs("second")
     with second.client(fetch_timeout=20) as client:
         client.swarm_connect(first.peer_multiaddr())
@@ -130,7 +131,7 @@ def test_corrupt_block_on_disk_raises_digest_mismatch(spawn_ipfs: Callable[..., 
     node = spawn_ipfs("corrupt")
     data = pattern(600_000)
     with node.client() as client:
-        cid = client.add_bytes(data, cid_version=1).cid
+        cid = client.add_bytes(data, options=V1).cid
     node.stop()
     # Flip one byte in the first leaf's block file: a disk fault, produced for real.
     leaf = Cid.of_block(data[:262_144], version=1, codec=0x55)
@@ -202,7 +203,7 @@ def test_second_node_recovers_after_a_fetch_cut_by_timeout(spawn_ipfs: Callable[
     first = spawn_ipfs("server")
     data = pattern(24 * 1024 * 1024)
     with first.client() as client:
-        cid = client.add_bytes(data, cid_version=1).cid
+        cid = client.add_bytes(data, options=V1).cid
     second = spawn_ipfs("client", peers=(first.peer_multiaddr(),))
     with second.client() as client:
         client.swarm_connect(first.peer_multiaddr())
@@ -225,3 +226,29 @@ def test_daemon_refuses_taken_port_and_locked_repo(tmp_path: Path, ipfs_node: Ip
     )
     assert locked.returncode == 2
     assert locked.stderr.strip().startswith(f"ipfsd: repo {ipfs_node.repo} is locked by another running daemon")
+
+
+def test_cli_add_get_pins_and_errors(ipfs_node: IpfsNode, tmp_path: Path) -> None:
+    source = tmp_path / "hello.txt"
+    source.write_bytes(HELLO)
+    added = run_ovig("ipfs", "add", str(source), "--api", ipfs_node.url)
+    assert (added.returncode, added.stdout.strip()) == (0, "QmT78zSuBmuS4z925WZfrqQ1qHaJ56DQaTfyMUF7F8ff5o")
+    out = tmp_path / "copy.txt"
+    sha = hashlib.sha256(HELLO).hexdigest()
+    got = run_ovig("ipfs", "get", added.stdout.strip(), "-o", str(out), "--sha256", sha, "--api", ipfs_node.url)
+    assert got.returncode == 0 and out.read_bytes() == HELLO
+    assert added.stdout.strip() in run_ovig("ipfs", "pins", "--api", ipfs_node.url).stdout.split()
+    wrong = run_ovig(
+        "ipfs", "get", added.stdout.strip(), "-o", str(tmp_path / "w"), "--sha256", "0" * 64, "--api", ipfs_node.url
+    )
+    assert wrong.returncode == 1
+    assert wrong.stderr.strip() == (
+        f"error: content of {added.stdout.strip()} is corrupt: expected digest {'0' * 64}, got {sha}"
+    )
+    assert not (tmp_path / "w").exists()
+    bad = run_ovig("ipfs", "get", "nonsense", "-o", str(tmp_path / "n"), "--api", ipfs_node.url)
+    assert bad.stderr.strip() == "error: invalid CID 'nonsense': not CIDv0 (Qm...) nor a base32/base58btc CIDv1"
+    port = free_port()
+    down = run_ovig("ipfs", "pins", "--api", f"http://127.0.0.1:{port}")
+    assert down.returncode == 1
+    assert down.stderr.startswith(f"error: IPFS node at http://127.0.0.1:{port} is unavailable")

@@ -53,6 +53,32 @@ class AddResult:
 
 
 @dataclass(frozen=True)
+class AddOptions:
+    """How ``add`` builds the DAG; the defaults are Kubo's, so CIDs equal ``ipfs add``'s."""
+
+    cid_version: int = 0  # 0 (Qm..., dag-pb leaves) or 1 (b..., raw leaves by default)
+    raw_leaves: bool | None = None  # None: Kubo's rule, raw leaves exactly with CIDv1
+    pin: bool = True  # pin recursively, so the node's garbage collector keeps it
+    chunk_size: int = DEFAULT_CHUNK_SIZE  # fixed-size chunker, bytes per leaf
+    only_hash: bool = False  # compute the CID, store nothing
+
+    def params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "cid-version": self.cid_version,
+            "pin": self.pin,
+            "chunker": f"size-{self.chunk_size}",
+            "only-hash": self.only_hash,
+            "progress": False,
+        }
+        if self.raw_leaves is not None:
+            params["raw-leaves"] = self.raw_leaves
+        return params
+
+
+KUBO_DEFAULTS = AddOptions()
+
+
+@dataclass(frozen=True)
 class BlockStat:
     cid: str
     size: int
@@ -127,55 +153,17 @@ class IpfsClient:
 
     # --- add -----------------------------------------------------------------------------------
 
-    def add_bytes(self, data: bytes, *, name: str = "data", **options: Any) -> AddResult:
-        """Add ``data`` as one file. Options as :meth:`add_file`."""
-        return self._add(lambda: _BytesUpload(data), name, **options)
+    def add_bytes(self, data: bytes, *, name: str = "data", options: AddOptions = KUBO_DEFAULTS) -> AddResult:
+        """Add ``data`` as one file named ``name``."""
+        return self._add(lambda: _BytesUpload(data), name, options)
 
-    def add_file(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        cid_version: int = 0,
-        raw_leaves: bool | None = None,
-        pin: bool = True,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        only_hash: bool = False,
-    ) -> AddResult:
-        """Add a file, streamed from disk (a file of any size costs a 64 KiB buffer).
-
-        Defaults are Kubo's: CIDv0, raw leaves only with CIDv1, 256 KiB chunks, pinned.
-        """
+    def add_file(self, path: str | os.PathLike[str], *, options: AddOptions = KUBO_DEFAULTS) -> AddResult:
+        """Add a file, streamed from disk (a file of any size costs a 64 KiB buffer)."""
         file_path = Path(path)
-        return self._add(
-            lambda: file_path.open("rb"),
-            file_path.name,
-            cid_version=cid_version,
-            raw_leaves=raw_leaves,
-            pin=pin,
-            chunk_size=chunk_size,
-            only_hash=only_hash,
-        )
+        return self._add(lambda: file_path.open("rb"), file_path.name, options)
 
-    def _add(
-        self,
-        open_body: Callable[[], BinaryIO],
-        name: str,
-        *,
-        cid_version: int = 0,
-        raw_leaves: bool | None = None,
-        pin: bool = True,
-        chunk_size: int = DEFAULT_CHUNK_SIZE,
-        only_hash: bool = False,
-    ) -> AddResult:
-        params: dict[str, Any] = {
-            "cid-version": cid_version,
-            "pin": pin,
-            "chunker": f"size-{chunk_size}",
-            "only-hash": only_hash,
-            "progress": False,
-        }
-        if raw_leaves is not None:
-            params["raw-leaves"] = raw_leaves
+    def _add(self, open_body: Callable[[], BinaryIO], name: str, options: AddOptions) -> AddResult:
+        params = options.params()
 
         def attempt() -> AddResult:
             with open_body() as body:
