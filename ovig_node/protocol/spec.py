@@ -1,0 +1,171 @@
+"""The task spec (protocol section 2.1): validation, canonical bytes and ``specHash``.
+
+A spec is a JSON document pinned to IPFS. Its hash is taken over the document as pinned, in canonical
+form (``sort_keys``, no spaces, ASCII), so every implementation agrees on it; :class:`TaskSpec`
+validates it. Floats are banned everywhere: decimals are strings ("0.001"), so no two parsers can
+disagree on a value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any, Literal
+
+from eth_utils import keccak
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ovig_node.protocol.errors import SpecError
+from ovig_node.protocol.intervals import Layout
+
+SPEC_VERSION = 1
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_CID = re.compile(r"^(Qm[1-9A-HJ-NP-Za-km-z]{44}|b[a-z2-7]{20,})$")
+
+
+def _decimal(text: str) -> str:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise ValueError(f"{text!r} is not a decimal number") from None
+    if not value.is_finite():
+        raise ValueError(f"{text!r} is not finite")
+    return text
+
+
+def _sha256(text: str) -> str:
+    if not _SHA256.match(text):
+        raise ValueError("must be 64 lowercase hex digits (a sha256)")
+    return text
+
+
+def _cid(text: str) -> str:
+    if not _CID.match(text):
+        raise ValueError(f"{text!r} is not a CIDv0 (Qm...) or base32 CIDv1 (b...)")
+    return text
+
+
+DecimalStr = Annotated[str, AfterValidator(_decimal)]
+Sha256Hex = Annotated[str, AfterValidator(_sha256)]
+CidStr = Annotated[str, AfterValidator(_cid)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ContentRef(_Strict):
+    """A file on IPFS and the sha256 of its bytes (what nodes check after fetching)."""
+
+    cid: CidStr
+    sha256: Sha256Hex
+
+
+class DatasetRef(ContentRef):
+    examples: int = Field(gt=0)  # number of examples; the schedule permutes 0..examples-1
+
+
+class WorkloadSpec(_Strict):
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")  # e.g. "vision"
+    config: dict[str, Any] = {}  # workload-specific; integers, strings, booleans, lists, objects
+
+
+class LrSchedule(_Strict):
+    name: Literal["constant", "linear", "cosine"] = "constant"
+    warmup_steps: int = Field(default=0, ge=0)  # linear ramp from 0 before the schedule proper
+    min_lr: DecimalStr = "0"  # floor of "linear" and "cosine"
+
+
+class OptimizerSpec(_Strict):
+    name: Literal["sgd", "sgd_momentum", "adamw"]
+    lr: DecimalStr
+    momentum: DecimalStr | None = None  # sgd_momentum only
+    beta1: DecimalStr | None = None  # adamw only
+    beta2: DecimalStr | None = None  # adamw only
+    eps: DecimalStr | None = None  # adamw only
+    weight_decay: DecimalStr = "0"
+    schedule: LrSchedule = LrSchedule()
+
+    @model_validator(mode="after")
+    def _hyper_parameters_match(self) -> OptimizerSpec:
+        needs = {"sgd": (), "sgd_momentum": ("momentum",), "adamw": ("beta1", "beta2", "eps")}[self.name]
+        for field in ("momentum", "beta1", "beta2", "eps"):
+            given = getattr(self, field) is not None
+            if field in needs and not given:
+                raise ValueError(f"{self.name} needs {field}")
+            if field not in needs and given:
+                raise ValueError(f"{self.name} takes no {field}")
+        return self
+
+
+class TaskSpec(_Strict):
+    """A validated task spec. Build from a document with :func:`parse_spec`."""
+
+    version: Literal[1]
+    workload: WorkloadSpec
+    init: ContentRef  # initial checkpoint: weights only; its sha256 is the on-chain initDigest
+    dataset: DatasetRef
+    optimizer: OptimizerSpec
+    batch_size: int = Field(gt=0)
+    total_steps: int = Field(gt=0)  # N
+    seed: int = Field(ge=0, lt=2**256)
+    dtype: Literal["float32", "float64", "bfloat16"] = "float32"
+    stride: int = Field(gt=0)  # s
+    intervals_per_batch: int = Field(ge=1, le=256)  # m
+    sample_bps: int = Field(ge=1, le=10_000)
+    boundary: ContentRef
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(self.total_steps, self.stride, self.intervals_per_batch)
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document to pin (unset optional fields left out)."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def canonical_bytes(document: dict[str, Any]) -> bytes:
+    """The spec's canonical serialisation (section 2.1)."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def spec_hash(document: dict[str, Any]) -> bytes:
+    """``specHash = keccak256(canonical bytes)`` of the document as pinned."""
+    _reject_floats(document, "spec")
+    return keccak(canonical_bytes(document))
+
+
+def parse_spec(data: bytes | str) -> tuple[TaskSpec, bytes]:
+    """Validate a spec document; return it and its ``specHash``. Raises SpecError naming the field."""
+    try:
+        document = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"spec is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(document, dict):
+        raise SpecError("spec must be a JSON object")
+    _reject_floats(document, "spec")
+    try:
+        spec = TaskSpec.model_validate(document)
+    except ValidationError as exc:
+        raise SpecError(_first_error(exc)) from None
+    return spec, spec_hash(document)
+
+
+def _reject_floats(value: Any, path: str) -> None:
+    if isinstance(value, float):
+        raise SpecError(f"{path} is a JSON number with a fraction or exponent: write it as a decimal string")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _reject_floats(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_floats(item, f"{path}[{index}]")
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "spec"
+    message = error["msg"].removeprefix("Value error, ")
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return f"spec.{where}: {message}{more}"
