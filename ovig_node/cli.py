@@ -225,6 +225,54 @@ def ipfs_pins(api_url: str | None, data_dir: Path | None) -> None:
             click.echo(cid)
 
 
+# --- training ----------------------------------------------------------------------------------
+
+
+@cli.group()
+def spec() -> None:
+    """Task specs: the document whose hash the contract holds."""
+
+
+@spec.command("new")
+@click.option("--workload", required=True, help="Workload name (vision).")
+@click.option("--tiny", is_flag=True, help="The tiny config (trains in seconds; for tests and demos).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder.")
+@click.option("--steps", "total_steps", type=int, default=200, show_default=True, help="Training steps N.")
+@click.option("--stride", type=int, default=10, show_default=True, help="Steps per interval s.")
+@click.option("--intervals-per-batch", type=int, default=8, show_default=True, help="Intervals per commit m.")
+@click.option("--sample-bps", type=int, default=2500, show_default=True, help="Share of a batch to open (bps).")
+@click.option("--batch-size", type=int, default=32, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+def spec_new(workload: str, tiny: bool, out_dir: Path, **options: int) -> None:
+    """Write spec.json, dataset.safetensors and init.safetensors into a folder."""
+    from ovig_node.training.taskfiles import prepare_task
+
+    try:
+        prepared = prepare_task(workload, out_dir, tiny=tiny, **options)
+    except KeyError as exc:
+        raise click.BadParameter(str(exc.args[0]), param_hint="--workload") from None
+    layout = prepared.spec.layout
+    console.print(f"spec     {prepared.spec_path}  (specHash 0x{prepared.spec_hash.hex()})")
+    console.print(f"dataset  {prepared.dataset_path}  {prepared.spec.dataset.cid}")
+    console.print(f"init     {prepared.init_path}  {prepared.spec.init.cid}")
+    sizes = f"N={layout.total_steps} s={layout.stride} K={layout.intervals}"
+    console.print(f"layout   {sizes} m={layout.intervals_per_batch} B={layout.batches}")
+
+
+@cli.command("train")
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Evidence folder; a run found there is resumed.")  # fmt: skip
+@click.option("--profile", default="reference", show_default=True, help="Execution profile.")
+@click.option("--task", "task_id", type=int, default=0, show_default=True, help="On-chain task id.")
+@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="Dataset folder.")
+def train_cmd(spec_path: Path, out_dir: Path, profile: str, task_id: int, data_dir: Path | None) -> None:
+    """Train a spec, writing evidence every stride steps; resumes after a kill."""
+    from ovig_node.nodes.training_run import run_training
+
+    run_training(spec_path, out_dir, profile_name=profile, task=task_id, data_dir=data_dir, console=console)
+
+
 # --- demo --------------------------------------------------------------------------------------
 
 

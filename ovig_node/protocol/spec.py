@@ -114,7 +114,9 @@ class TaskSpec(_Strict):
     stride: int = Field(gt=0)  # s
     intervals_per_batch: int = Field(ge=1, le=256)  # m
     sample_bps: int = Field(ge=1, le=10_000)
-    boundary: ContentRef
+    # Calibrated from honest replays of this very spec, so a spec in preparation has none yet;
+    # posting a task requires it.
+    boundary: ContentRef | None = None
 
     @property
     def layout(self) -> Layout:

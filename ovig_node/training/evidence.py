@@ -1,0 +1,141 @@
+"""Endpoint evidence files (protocol section 2.3): one safetensors file per interval.
+
+``E_k`` holds ``model/<name>`` (every parameter and buffer), ``optim/<name>/<state>`` (every optimizer
+state tensor; scalars as 0-d tensors) and ``probe/<name>`` (the gradient at the endpoint weights on the
+batch of step ``b_k``), with metadata ``task``, ``spec``, ``interval``, ``step``. Its digest is the sha256
+of the file's bytes. Files are written atomically (temporary file, fsync, rename), so a file that
+exists is complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+
+from ovig_node.errors import OvigError
+
+SECTIONS = ("model", "optim", "probe")
+
+
+class EvidenceError(OvigError, ValueError):
+    """An evidence file that is missing, corrupt or not what it claims to be."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    model: dict[str, torch.Tensor]  # parameter or buffer name -> tensor
+    optim: dict[str, torch.Tensor]  # "<param name>/<state name>" -> tensor
+    probe: dict[str, torch.Tensor]  # parameter name -> gradient
+    metadata: dict[str, str]  # task, spec (specHash hex), interval, step
+
+    def to_bytes(self) -> bytes:
+        tensors = {
+            f"{section}/{name}": tensor.detach().contiguous().clone()
+            for section in SECTIONS
+            for name, tensor in getattr(self, section).items()
+        }
+        return safetensors_bytes(tensors, metadata=self.metadata)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, label: str = "evidence") -> Evidence:
+        try:
+            tensors = load_safetensors(data)
+            metadata = _metadata(data)
+        except Exception as exc:  # safetensors raises its own error types for any malformed header
+            raise EvidenceError(f"{label} is not a readable safetensors file: {exc}") from None
+        sections: dict[str, dict[str, torch.Tensor]] = {s: {} for s in SECTIONS}
+        for key, tensor in tensors.items():
+            section, _, name = key.partition("/")
+            if section not in sections or not name:
+                raise EvidenceError(f"{label} has a tensor outside model/, optim/, probe/: {key!r}")
+            sections[section][name] = tensor
+        return cls(model=sections["model"], optim=sections["optim"], probe=sections["probe"], metadata=metadata)
+
+
+def safetensors_bytes(tensors: dict[str, torch.Tensor], *, metadata: dict[str, str] | None = None) -> bytes:
+    """safetensors bytes that depend only on the tensors and metadata.
+
+    The library writes its JSON header from hash maps, whose order can change from one call to the
+    next; a digest over such bytes would differ for identical evidence. So the header is rewritten
+    with sorted keys (and padded to 8 bytes, as the format wants); the data section is unchanged.
+    """
+    data = save_safetensors(tensors, metadata=metadata)
+    header_len = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + header_len])
+    text = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + header_len :]
+
+
+def _metadata(data: bytes) -> dict[str, str]:
+    header_len = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + header_len])
+    return dict(header.get("__metadata__", {}))
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """The metadata of an evidence file, reading only its header."""
+    try:
+        with path.open("rb") as stream:
+            header_len = int.from_bytes(stream.read(8), "little")
+            return _metadata(header_len.to_bytes(8, "little") + stream.read(header_len))
+    except (OSError, ValueError) as exc:
+        raise EvidenceError(f"cannot read the header of {path}: {exc}") from None
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that ``path`` is either absent, its old content, or all of ``data``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a crash
+    finally:
+        os.close(dir_fd)
+
+
+def write_evidence(path: Path, evidence: Evidence) -> str:
+    """Write ``evidence`` atomically; return its digest (sha256 hex of the bytes written)."""
+    data = evidence.to_bytes()
+    write_atomic(path, data)
+    return sha256_hex(data)
+
+
+def read_evidence(path: Path, *, expected_sha256: str | None = None) -> Evidence:
+    """Read an evidence file, checking its digest when one is expected."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EvidenceError(f"cannot read evidence {path}: {exc.strerror}") from None
+    if expected_sha256 is not None and sha256_hex(data) != expected_sha256:
+        raise EvidenceError(f"evidence {path} has digest {sha256_hex(data)}, expected {expected_sha256}")
+    return Evidence.from_bytes(data, label=str(path))

@@ -1,0 +1,55 @@
+"""Execution profiles: named ways to run the same training step that change its numerics.
+
+Different accelerators sum floating-point numbers in different orders, so honest replays drift.
+On a CPU we reproduce that drift with knobs that change reduction order or precision without changing
+the mathematics: intra-op threads, splitting a batch into micro-batches whose gradients are summed,
+and the dtype in which those gradients are accumulated. The same profile twice is bit-identical; two
+profiles differ in the last bits. A profile's name is recorded in every report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class ExecutionProfile:
+    name: str
+    threads: int = 1  # torch intra-op threads (changes how matmuls and reductions are split)
+    micro_batches: int = 1  # the step's batch is split into this many parts, gradients summed
+    accumulate: str = "float32"  # dtype of the gradient sum across micro-batches: float32 or float64
+
+    def __post_init__(self) -> None:
+        if self.threads < 1 or self.micro_batches < 1:
+            raise ValueError("threads and micro_batches must be >= 1")
+        if self.accumulate not in ("float32", "float64"):
+            raise ValueError("accumulate must be float32 or float64")
+
+    def apply(self) -> None:
+        """Configure torch for this profile (process-wide: one profile per process)."""
+        torch.set_num_threads(self.threads)
+        torch.use_deterministic_algorithms(True)
+
+    def describe(self) -> dict[str, object]:
+        return asdict(self)
+
+
+PROFILES: dict[str, ExecutionProfile] = {
+    p.name: p
+    for p in (
+        ExecutionProfile("reference"),
+        ExecutionProfile("threads2", threads=2),
+        ExecutionProfile("micro2", micro_batches=2),
+        ExecutionProfile("micro4", micro_batches=4),
+        ExecutionProfile("micro4-fp64acc", micro_batches=4, accumulate="float64"),
+        ExecutionProfile("threads2-micro2", threads=2, micro_batches=2),
+    )
+}
+
+
+def get_profile(name: str) -> ExecutionProfile:
+    if name not in PROFILES:
+        raise KeyError(f"unknown execution profile {name!r}; known: {', '.join(PROFILES)}")
+    return PROFILES[name]

@@ -1,0 +1,199 @@
+"""The training loop: train a task spec and leave, every ``stride`` steps, the interval's evidence.
+
+Read top to bottom:
+  1. set up: execution profile, dataset, model from the initial checkpoint, optimizer;
+  2. resume: every complete evidence file E_0, E_1, ... found in the output folder is verified and
+     the last one restores weights and optimizer state, so a killed run continues bit-identically;
+  3. train: for each step, the learning rate and the batch are pure functions of the spec and the
+     step; gradients are computed under the profile; after the last step of interval k, the probe
+     gradient (batch of step b_k) is computed and E_k written atomically;
+  4. report: digests, the leaves and each batch's Merkle root.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+from torch import nn
+
+from ovig_node.protocol.merkle import MerkleTree, leaf_hash
+from ovig_node.protocol.schedule import batch_indices
+from ovig_node.protocol.spec import TaskSpec
+from ovig_node.training.evidence import (
+    Evidence,
+    EvidenceError,
+    file_sha256,
+    read_evidence,
+    read_metadata,
+    write_evidence,
+)
+from ovig_node.training.execution import ExecutionProfile
+from ovig_node.training.optim import build_optimizer, load_optimizer_state, lr_at, optimizer_state, set_lr
+from ovig_node.training.workloads import Dataset, Workload, get_workload, step_seed
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    spec: TaskSpec
+    spec_hash: bytes
+    dataset_path: Path  # the materialised dataset (sha256 = spec.dataset.sha256)
+    init_path: Path  # the initial checkpoint (sha256 = spec.init.sha256)
+    out_dir: Path  # evidence goes to out_dir/evidence/E_<k>.safetensors
+    profile: ExecutionProfile
+    task: int = 0  # on-chain task id (0 before the task is posted)
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    step: int
+    loss: float
+    interval_done: int | None  # k when this step completed interval k
+
+
+@dataclass
+class TrainResult:
+    digests: list[str]  # digest_k (sha256 hex) for k = 0 .. K-1
+    batch_roots: list[bytes]
+    resumed_intervals: int  # complete intervals found on disk at start
+    losses: list[float] = field(default_factory=list)  # steps trained by this call
+    seconds: float = 0.0
+
+
+def evidence_path(out_dir: Path, k: int) -> Path:
+    return out_dir / "evidence" / f"E_{k:06d}.safetensors"
+
+
+def train(
+    run: TrainRun, *, on_step: Callable[[StepInfo], None] | None = None, stop_at: int | None = None
+) -> TrainResult:
+    """Train ``run`` to the end (or up to step ``stop_at``, exclusive, to interrupt on purpose)."""
+    started = time.monotonic()
+    spec, layout = run.spec, run.spec.layout
+    # 1. set up
+    run.profile.apply()
+    workload = get_workload(spec.workload.name)
+    config = spec.workload.config
+    dataset = Dataset.load(run.dataset_path)
+    model = load_initial_model(workload, config, run.init_path)
+    optimizer = build_optimizer(spec.optimizer, model)
+
+    # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file)
+    for partial in run.out_dir.glob("evidence/.E_*.tmp"):
+        partial.unlink()
+    digests = completed_intervals(run)
+    if digests:
+        last = read_evidence(evidence_path(run.out_dir, len(digests) - 1), expected_sha256=digests[-1])
+        model.load_state_dict(last.model)
+        load_optimizer_state(model, optimizer, last.optim)
+    resumed = len(digests)
+    first_step = layout.end_step(resumed - 1) if resumed else 0
+
+    # 3. train
+    losses = []
+    k = resumed
+    for step in range(first_step, spec.total_steps if stop_at is None else min(stop_at, spec.total_steps)):
+        set_lr(optimizer, lr_at(spec.optimizer, step, spec.total_steps))
+        loss = compute_gradients(model, workload, dataset, spec, step, run.profile)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss)
+        done = None
+        if step + 1 == layout.end_step(k):
+            digests.append(write_interval_evidence(run, model, optimizer, workload, dataset, k))
+            done, k = k, k + 1
+        if on_step is not None:
+            on_step(StepInfo(step=step, loss=loss, interval_done=done))
+
+    # 4. report
+    roots = batch_roots(run, digests) if len(digests) == layout.intervals else []
+    return TrainResult(digests, roots, resumed, losses, time.monotonic() - started)
+
+
+def compute_gradients(
+    model: nn.Module, workload: Workload, dataset: Dataset, spec: TaskSpec, step: int, profile: ExecutionProfile
+) -> float:
+    """Leave in ``.grad`` the gradient of the mean loss of step ``step``'s batch; return the loss.
+
+    The profile splits the batch into micro-batches (each weighted by its share of the batch) and
+    may sum their gradients in float64: same mathematics, different rounding.
+    """
+    generator = torch.Generator().manual_seed(step_seed(spec.seed, step))
+    indices = batch_indices(spec.seed, dataset.examples, spec.batch_size, step)
+    batch = dataset.batch(indices) | workload.randomness(len(indices), generator, spec.workload.config)
+    params = [p for p in model.parameters() if p.requires_grad]
+    sums: list[torch.Tensor] | None = None
+    total = 0.0
+    for part in _split(batch, profile.micro_batches):
+        share = len(next(iter(part.values()))) / len(indices)
+        loss = workload.loss(model, part, spec.workload.config) * share
+        grads = torch.autograd.grad(loss, params)
+        if profile.accumulate == "float64":
+            grads = tuple(g.double() for g in grads)
+        sums = list(grads) if sums is None else [s + g for s, g in zip(sums, grads, strict=True)]
+        total += loss.item()
+    assert sums is not None
+    for param, grad in zip(params, sums, strict=True):
+        param.grad = grad.to(param.dtype)
+    return total
+
+
+def _split(batch: dict[str, torch.Tensor], parts: int) -> list[dict[str, torch.Tensor]]:
+    size = len(next(iter(batch.values())))
+    chunks = {name: torch.tensor_split(tensor, min(parts, size)) for name, tensor in batch.items()}
+    return [{name: chunks[name][i] for name in batch} for i in range(min(parts, size))]
+
+
+def write_interval_evidence(
+    run: TrainRun, model: nn.Module, optimizer: torch.optim.Optimizer, workload: Workload, dataset: Dataset, k: int
+) -> str:
+    """E_k: endpoint weights and optimizer state, and the probe gradient on step b_k's batch."""
+    end = run.spec.layout.end_step(k)
+    compute_gradients(model, workload, dataset, run.spec, end, run.profile)
+    probe = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
+    optimizer.zero_grad(set_to_none=True)
+    evidence = Evidence(
+        model=dict(model.state_dict()),
+        optim=optimizer_state(model, optimizer),
+        probe=probe,
+        metadata={"task": str(run.task), "spec": "0x" + run.spec_hash.hex(), "interval": str(k), "step": str(end)},
+    )
+    return write_evidence(evidence_path(run.out_dir, k), evidence)
+
+
+def completed_intervals(run: TrainRun) -> list[str]:
+    """Digests of E_0, E_1, ... on disk, up to the first missing one; refuses another task's files."""
+    digests: list[str] = []
+    for k in range(run.spec.layout.intervals):
+        path = evidence_path(run.out_dir, k)
+        if not path.is_file():
+            break
+        meta = read_metadata(path)
+        expected = {"task": str(run.task), "spec": "0x" + run.spec_hash.hex(), "interval": str(k)}
+        if {key: meta.get(key) for key in expected} != expected:
+            raise EvidenceError(f"{path} belongs to another task or spec ({meta}); use another --out folder")
+        digests.append(file_sha256(path))
+    return digests
+
+
+def load_initial_model(workload: Workload, config: dict[str, object], init_path: Path) -> nn.Module:
+    """The model of the spec's initial checkpoint (``model/<name>`` tensors, weights only)."""
+    model = workload.build_model(config)
+    tensors = load_file(str(init_path))
+    model.load_state_dict({name.removeprefix("model/"): t for name, t in tensors.items()})
+    return model
+
+
+def batch_roots(run: TrainRun, digests: list[str]) -> list[bytes]:
+    layout = run.spec.layout
+    roots = []
+    for j in range(layout.batches):
+        leaves = [
+            leaf_hash(run.task, k, layout.end_step(k), bytes.fromhex(digests[k])) for k in layout.batch_intervals(j)
+        ]
+        roots.append(MerkleTree.build(leaves).root)
+    return roots

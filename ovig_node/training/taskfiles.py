@@ -1,0 +1,106 @@
+"""A task's files: the spec, the materialised dataset and the initial checkpoint.
+
+:func:`prepare_task` (the owner, before posting) writes them: the dataset file and the initial
+checkpoint are deterministic (packaged data, seeded initialisation), their sha256 and CID (computed
+locally with Kubo's rules) go into the spec, and the spec's hash is what the contract will hold.
+:func:`open_task` (a trainer or a replayer) reads them back and checks every digest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ovig_node.errors import OvigError
+from ovig_node.protocol.errors import SpecError
+from ovig_node.protocol.spec import TaskSpec, canonical_bytes, parse_spec
+from ovig_node.storage.unixfs import cid_of_bytes
+from ovig_node.training.evidence import file_sha256, safetensors_bytes, sha256_hex, write_atomic
+from ovig_node.training.workloads import get_workload
+
+DEFAULT_OPTIMIZER = {"name": "adamw", "lr": "0.003", "beta1": "0.9", "beta2": "0.999", "eps": "1e-8"}
+
+
+class TaskFileError(OvigError, FileNotFoundError):
+    """A dataset or checkpoint that is missing or does not match the spec's digest."""
+
+
+@dataclass(frozen=True)
+class PreparedTask:
+    spec: TaskSpec
+    spec_hash: bytes
+    spec_path: Path
+    dataset_path: Path
+    init_path: Path
+
+
+def prepare_task(
+    workload_name: str,
+    out_dir: Path,
+    *,
+    tiny: bool = False,
+    seed: int = 1,
+    total_steps: int = 200,
+    stride: int = 10,
+    intervals_per_batch: int = 8,
+    sample_bps: int = 2500,
+    batch_size: int = 32,
+    optimizer: dict[str, Any] | None = None,
+) -> PreparedTask:
+    """Write ``dataset.safetensors``, ``init.safetensors`` and ``spec.json`` into ``out_dir``."""
+    workload = get_workload(workload_name)
+    config = workload.config(tiny=tiny)
+    dataset_bytes = workload.build_dataset(config).to_bytes()
+    torch.manual_seed(seed % 2**63)
+    model = workload.build_model(config)
+    init_bytes = safetensors_bytes({f"model/{name}": t.detach().contiguous() for name, t in model.state_dict().items()})
+    document = {
+        "version": 1,
+        "workload": {"name": workload_name, "config": config},
+        "init": {"cid": str(cid_of_bytes(init_bytes)), "sha256": sha256_hex(init_bytes)},
+        "dataset": {
+            "cid": str(cid_of_bytes(dataset_bytes)),
+            "sha256": sha256_hex(dataset_bytes),
+            "examples": workload.build_dataset(config).examples,
+        },
+        "optimizer": optimizer or DEFAULT_OPTIMIZER,
+        "batch_size": batch_size,
+        "total_steps": total_steps,
+        "seed": seed,
+        "stride": stride,
+        "intervals_per_batch": intervals_per_batch,
+        "sample_bps": sample_bps,
+    }
+    spec, spec_hash = parse_spec(canonical_bytes(document))  # validates exactly what is written
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {name: out_dir / name for name in ("dataset.safetensors", "init.safetensors", "spec.json")}
+    write_atomic(paths["dataset.safetensors"], dataset_bytes)
+    write_atomic(paths["init.safetensors"], init_bytes)
+    write_atomic(paths["spec.json"], canonical_bytes(document))
+    return PreparedTask(spec, spec_hash, paths["spec.json"], paths["dataset.safetensors"], paths["init.safetensors"])
+
+
+def open_task(spec_path: Path, *, data_dir: Path | None = None) -> PreparedTask:
+    """Read a spec and find its dataset and initial checkpoint (``data_dir``, default: beside the spec).
+
+    Raises SpecError for a bad spec, and OvigError subclasses naming the file for a missing or
+    altered dataset or checkpoint.
+    """
+    try:
+        raw = spec_path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot read spec {spec_path}: {exc.strerror}") from None
+    spec, spec_hash = parse_spec(raw)
+    folder = data_dir or spec_path.parent
+    files = {}
+    for name, ref in (("dataset.safetensors", spec.dataset), ("init.safetensors", spec.init)):
+        path = folder / name
+        if not path.is_file():
+            raise TaskFileError(f"{path} is missing (the spec's {name.split('.')[0]}, CID {ref.cid})")
+        if (got := file_sha256(path)) != ref.sha256:
+            raise TaskFileError(f"{path} has sha256 {got}, but the spec says {ref.sha256}")
+        files[name] = path
+    return PreparedTask(spec, spec_hash, spec_path, files["dataset.safetensors"], files["init.safetensors"])

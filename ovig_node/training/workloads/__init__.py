@@ -1,0 +1,17 @@
+"""The workloads a task can name (``spec.workload.name``)."""
+
+from __future__ import annotations
+
+from ovig_node.training.workloads.base import Dataset, Workload, step_seed
+from ovig_node.training.workloads.vision import VisionWorkload
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (VisionWorkload(),)}
+
+
+def get_workload(name: str) -> Workload:
+    if name not in WORKLOADS:
+        raise KeyError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
+    return WORKLOADS[name]
+
+
+__all__ = ["WORKLOADS", "Dataset", "Workload", "get_workload", "step_seed"]

@@ -1,0 +1,80 @@
+"""What a workload is: a dataset it can materialise, a model, and a loss for one batch.
+
+Everything random in a step is drawn by :meth:`Workload.randomness` from a generator seeded from
+(spec seed, step) alone (protocol section 2.2), so a replay on other hardware draws the same noise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+from torch import nn
+
+from ovig_node.training.evidence import safetensors_bytes
+
+
+def step_seed(seed: int, step: int) -> int:
+    """A 63-bit torch seed for ``step``: the same on every machine and in every language."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{step}:rng".encode()).digest()[:8], "big") >> 1
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Examples as tensors sharing their first dimension."""
+
+    tensors: dict[str, torch.Tensor]
+
+    @property
+    def examples(self) -> int:
+        return len(next(iter(self.tensors.values())))
+
+    def batch(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        index = torch.tensor(indices, dtype=torch.long)
+        return {name: tensor.index_select(0, index) for name, tensor in self.tensors.items()}
+
+    def to_bytes(self) -> bytes:
+        """Deterministic safetensors bytes: the dataset file whose sha256 and CID go into the spec."""
+        return safetensors_bytes({name: t.contiguous() for name, t in self.tensors.items()})
+
+    @classmethod
+    def load(cls, path: Path) -> Dataset:
+        return cls(tensors=load_file(str(path)))
+
+
+class Workload(ABC):
+    """One kind of training job. Subclasses are stateless; configuration travels in the spec."""
+
+    name: str
+
+    @abstractmethod
+    def config(self, *, tiny: bool) -> dict[str, Any]:
+        """The full config, or a tiny one that trains in seconds for tests."""
+
+    @abstractmethod
+    def build_dataset(self, config: dict[str, Any]) -> Dataset:
+        """Materialise the dataset from packaged data (no download), deterministically."""
+
+    @abstractmethod
+    def build_model(self, config: dict[str, Any]) -> nn.Module:
+        """A freshly initialised model (the caller seeds torch first)."""
+
+    def randomness(
+        self, batch_size: int, generator: torch.Generator, config: dict[str, Any]
+    ) -> dict[str, torch.Tensor]:
+        """Per-example random tensors for one step (noise, timesteps, masks), drawn once for the whole
+        batch so that splitting it into micro-batches cannot change which example gets which draw."""
+        return {}
+
+    @abstractmethod
+    def loss(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
+        """Mean training loss of ``batch`` (data and the tensors of :meth:`randomness`)."""
+
+    def metrics(self, model: nn.Module, dataset: Dataset, config: dict[str, Any]) -> dict[str, float]:
+        """Numbers that show training works (e.g. accuracy); none by default."""
+        return {}

@@ -1,0 +1,55 @@
+"""Vision: a small CNN classifying scikit-learn's bundled 8x8 digits (1,797 images, 10 classes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ovig_node.training.workloads.base import Dataset, Workload
+
+
+class DigitsCnn(nn.Module):
+    def __init__(self, channels: int, hidden: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, 2 * channels, 3, padding=1)
+        self.fc1 = nn.Linear(2 * channels * 4 * 4, hidden)
+        self.fc2 = nn.Linear(hidden, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: (B, 1, 8, 8) in [0, 1]
+        x = F.relu(self.conv1(x))  # (B, C, 8, 8)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)  # (B, 2C, 4, 4)
+        x = F.relu(self.fc1(x.flatten(1)))  # (B, hidden)
+        return self.fc2(x)  # (B, 10) logits
+
+
+class VisionWorkload(Workload):
+    name = "vision"
+
+    def config(self, *, tiny: bool) -> dict[str, Any]:
+        return {"channels": 4, "hidden": 32} if tiny else {"channels": 16, "hidden": 128}
+
+    def build_dataset(self, config: dict[str, Any]) -> Dataset:
+        from sklearn.datasets import load_digits  # bundled with scikit-learn: no download
+
+        digits = load_digits()
+        images = torch.tensor(digits.images, dtype=torch.uint8).unsqueeze(1)  # (1797, 1, 8, 8), values 0..16
+        labels = torch.tensor(digits.target, dtype=torch.int64)  # (1797,)
+        return Dataset(tensors={"image": images, "label": labels})
+
+    def build_model(self, config: dict[str, Any]) -> nn.Module:
+        return DigitsCnn(channels=int(config["channels"]), hidden=int(config["hidden"]))
+
+    def loss(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
+        x = batch["image"].float() / 16.0
+        return F.cross_entropy(model(x), batch["label"])
+
+    def metrics(self, model: nn.Module, dataset: Dataset, config: dict[str, Any]) -> dict[str, float]:
+        with torch.no_grad():
+            logits = model(dataset.tensors["image"].float() / 16.0)
+            accuracy = (logits.argmax(1) == dataset.tensors["label"]).float().mean().item()
+        return {"accuracy": accuracy}

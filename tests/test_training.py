@@ -1,0 +1,179 @@
+"""The training engine on the tiny vision workload: real torch training, evidence, resume, profiles."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from ovig_node.protocol.merkle import MerkleTree, leaf_hash
+from ovig_node.storage.ipfs import IpfsClient
+from ovig_node.training.evidence import EvidenceError, file_sha256, read_evidence
+from ovig_node.training.execution import get_profile
+from ovig_node.training.loop import TrainRun, completed_intervals, evidence_path, train
+from ovig_node.training.optim import step_counters
+from ovig_node.training.taskfiles import PreparedTask, prepare_task
+from support import run_ovig
+
+SGD_MOMENTUM = {"name": "sgd_momentum", "lr": "0.05", "momentum": "0.9"}
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> PreparedTask:
+    # 30 steps, stride 7: intervals end at 7, 14, 21, 28, 30 (the last one short), batches of 2.
+    return prepare_task(
+        "vision", tmp_path_factory.mktemp("task"), tiny=True, total_steps=30, stride=7, intervals_per_batch=2
+    )
+
+
+def run_of(prepared: PreparedTask, out: Path, profile: str = "reference", **changes: object) -> TrainRun:
+    run = TrainRun(
+        prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path, out, get_profile(profile), task=7
+    )
+    return replace(run, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def reference(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> tuple[TrainRun, list[str]]:
+    run = run_of(task, tmp_path_factory.mktemp("reference"))
+    return run, train(run).digests
+
+
+def test_prepare_writes_files_matching_the_spec(task: PreparedTask, ipfs: IpfsClient) -> None:
+    assert file_sha256(task.dataset_path) == task.spec.dataset.sha256
+    assert file_sha256(task.init_path) == task.spec.init.sha256
+    assert task.spec.dataset.examples == 1797
+    # The CIDs in the spec are the ones a real IPFS node gives the files.
+    assert ipfs.add_file(task.dataset_path).cid == task.spec.dataset.cid
+    assert ipfs.add_file(task.init_path).cid == task.spec.init.cid
+    again = prepare_task("vision", task.spec_path.parent / "again", tiny=True, total_steps=30, stride=7,
+                         intervals_per_batch=2)  # fmt: skip
+    assert again.spec_hash == task.spec_hash  # deterministic: same data, same seeded init
+
+
+def test_training_learns_and_reports_roots(task: PreparedTask, reference: tuple[TrainRun, list[str]]) -> None:
+    run, digests = reference
+    assert len(digests) == 5
+    result = train(run)  # everything is on disk: nothing to train, same report
+    assert result.resumed_intervals == 5 and result.losses == []
+    assert result.digests == digests
+    leaves = [leaf_hash(7, k, end, bytes.fromhex(digests[k])) for k, end in enumerate([7, 14, 21, 28, 30])]
+    assert result.batch_roots == [MerkleTree.build(leaves[i : i + 2]).root for i in (0, 2, 4)]
+
+
+def test_training_learns(tmp_path: Path) -> None:
+    longer = prepare_task("vision", tmp_path, tiny=True, total_steps=120, stride=40, intervals_per_batch=4)
+    losses = train(run_of(longer, tmp_path / "run")).losses
+    assert len(losses) == 120
+    assert sum(losses[-10:]) / 10 < 0.6 * sum(losses[:10]) / 10  # cross-entropy of 10 classes falls from ~2.3
+
+
+def test_evidence_holds_weights_optimizer_state_probe_and_metadata(reference: tuple[TrainRun, list[str]]) -> None:
+    run, digests = reference
+    evidence = read_evidence(evidence_path(run.out_dir, 4), expected_sha256=digests[4])
+    assert evidence.metadata == {"task": "7", "spec": "0x" + run.spec_hash.hex(), "interval": "4", "step": "30"}
+    assert set(evidence.model) == {
+        f"{layer}.{p}" for layer in ("conv1", "conv2", "fc1", "fc2") for p in ("weight", "bias")
+    }
+    assert set(evidence.probe) == set(evidence.model)
+    assert {key.rsplit("/", 1)[1] for key in evidence.optim} == {"exp_avg", "exp_avg_sq", "step"}
+    assert set(step_counters(evidence.optim).values()) == {30}  # counters equal b_k
+    assert all(torch.isfinite(g).all() and g.abs().sum() > 0 for g in evidence.probe.values())
+
+
+def test_same_profile_twice_is_bit_identical(
+    task: PreparedTask, reference: tuple[TrainRun, list[str]], tmp_path: Path
+) -> None:
+    assert train(run_of(task, tmp_path)).digests == reference[1]
+
+
+@pytest.mark.parametrize("profile", ["micro4", "micro4-fp64acc"])
+def test_other_profiles_drift_only_in_the_last_bits(
+    task: PreparedTask, reference: tuple[TrainRun, list[str]], tmp_path: Path, profile: str
+) -> None:
+    run, digests = reference
+    other = train(run_of(task, tmp_path, profile)).digests
+    assert all(a != b for a, b in zip(other, digests, strict=True))
+    mine = read_evidence(evidence_path(tmp_path, 4)).model
+    ref = read_evidence(evidence_path(run.out_dir, 4)).model
+    drift = max((mine[name] - ref[name]).abs().max().item() for name in ref)
+    assert 0 < drift < 1e-4
+
+
+def test_resume_after_interruption_is_bit_identical(
+    task: PreparedTask, reference: tuple[TrainRun, list[str]], tmp_path: Path
+) -> None:
+    run = run_of(task, tmp_path)
+    partial = train(run, stop_at=17)  # killed mid-interval 2 (steps 14..20)
+    assert partial.digests == reference[1][:2]
+    (tmp_path / "evidence" / ".E_000002.safetensors.x.tmp").write_bytes(b"half a file")  # a write cut short
+    resumed = train(run)
+    assert resumed.resumed_intervals == 2
+    assert len(resumed.losses) == 30 - 14
+    assert resumed.digests == reference[1]
+    assert not list((tmp_path / "evidence").glob(".*.tmp"))
+
+
+def test_stateful_sgd_momentum_resumes_too(task: PreparedTask, tmp_path: Path) -> None:
+    spec = task.spec.model_copy(update={"optimizer": task.spec.optimizer.model_validate(SGD_MOMENTUM)})
+    whole = train(run_of(task, tmp_path / "whole", spec=spec)).digests
+    cut = run_of(task, tmp_path / "cut", spec=spec)
+    train(cut, stop_at=10)
+    assert train(cut).digests == whole
+    optim = read_evidence(evidence_path(tmp_path / "whole", 0)).optim
+    assert {key.rsplit("/", 1)[1] for key in optim} == {"momentum_buffer"}
+
+
+def test_foreign_evidence_in_the_output_folder_is_refused(
+    task: PreparedTask, reference: tuple[TrainRun, list[str]]
+) -> None:
+    other_task = run_of(task, reference[0].out_dir, task=8)
+    with pytest.raises(EvidenceError, match="belongs to another task or spec"):
+        completed_intervals(other_task)
+
+
+def test_cli_train_killed_and_resumed_matches_uninterrupted(tmp_path: Path) -> None:
+    made = run_ovig("spec", "new", "--workload", "vision", "--tiny", "--out", str(tmp_path / "spec"),
+                    "--steps", "600", "--stride", "50", "--intervals-per-batch", "4")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    spec_path = tmp_path / "spec" / "spec.json"
+    whole = run_ovig("train", "--spec", str(spec_path), "--out", str(tmp_path / "whole"))
+    assert whole.returncode == 0, whole.stderr
+    expected = [file_sha256(evidence_path(tmp_path / "whole", k)) for k in range(12)]
+
+    out = tmp_path / "killed"
+    argv = [str(Path(sys.executable).parent / "ovig"), "train", "--spec", str(spec_path), "--out", str(out)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not evidence_path(out, 2).exists() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not evidence_path(out, 11).exists(), "the run finished before it could be killed"
+
+    resumed = run_ovig("train", "--spec", str(spec_path), "--out", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming after interval" in resumed.stdout
+    assert [file_sha256(evidence_path(out, k)) for k in range(12)] == expected
+    assert "batch 2 root 0x" in resumed.stdout
+
+
+def test_cli_train_errors_are_one_line(tmp_path: Path, task: PreparedTask) -> None:
+    missing = run_ovig("train", "--spec", str(task.spec_path), "--out", str(tmp_path), "--data", str(tmp_path))
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == (
+        f"error: {tmp_path / 'dataset.safetensors'} is missing (the spec's dataset, CID {task.spec.dataset.cid})"
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"version": 1, "seed": 0.5}')
+    result = run_ovig("train", "--spec", str(bad), "--out", str(tmp_path))
+    assert (
+        result.stderr.strip()
+        == "error: spec.seed is a JSON number with a fraction or exponent: write it as a decimal string"
+    )
