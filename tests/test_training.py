@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from ovig_node.files import file_sha256
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.ipfs import IpfsClient
-from ovig_node.training.evidence import EvidenceError, file_sha256, read_evidence
+from ovig_node.training.evidence import EvidenceError, read_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, completed_intervals, evidence_path, train
 from ovig_node.training.optim import step_counters

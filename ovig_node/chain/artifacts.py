@@ -70,8 +70,11 @@ def export_manifest(manifest: dict[str, Any], repo: Path, directory: Path = ARTI
     for name, ctype in sorted(manifest["contractTypes"].items()):
         source = ctype.get("sourceId", "")
         bytecode = (ctype.get("deploymentBytecode") or {}).get("bytecode") or "0x"
-        # Internal libraries compile to a stub nobody deploys; only contracts with an ABI ship.
-        if not source.startswith("contracts/") or ".cache" in source or not ctype.get("abi"):
+        # Internal libraries compile to a stub nobody deploys, interfaces to no code at all, and
+        # contracts/test/ holds test doubles: only deployable contracts of our own ship.
+        if not source.startswith("contracts/") or ".cache" in source or source.startswith("contracts/test/"):
+            continue
+        if not ctype.get("abi") or bytecode == "0x":
             continue
         artifact = Artifact(
             name=name,

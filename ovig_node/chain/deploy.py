@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from web3.contract import Contract
 from ovig_node.chain import artifacts
 from ovig_node.chain.errors import DeploymentError
 from ovig_node.chain.rpc import send
+from ovig_node.files import write_atomic
 
 
 class DeployedContract(BaseModel):
@@ -57,10 +57,7 @@ class Deployments(BaseModel):
         return cls(chain_id=chain_id, genesis_hash=genesis_hash)
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(self.model_dump_json(indent=2))
-        os.replace(tmp, path)
+        write_atomic(path, self.model_dump_json(indent=2))
 
     def addresses(self) -> dict[str, str]:
         return {name: c.address for name, c in self.contracts.items()}

@@ -30,6 +30,7 @@ from ovig_node.chain.accounts import DEVNET_ACCOUNTS, DEVNET_MNEMONIC, devnet_ac
 from ovig_node.devnet import tools
 from ovig_node.devnet.errors import DevnetNotRunning, PortTaken
 from ovig_node.devnet.processes import ProcessRecord, owns, port_free, start_process, terminate
+from ovig_node.files import write_atomic
 
 DEVNET_CHAIN_ID = 31337
 
@@ -172,7 +173,7 @@ class Devnet:
     def update_info(self, **changes: Any) -> DevnetInfo:
         """Rewrite devnet.json with ``changes`` (e.g. deployed contracts), atomically."""
         info = self.info().model_copy(update=changes)
-        _write_atomic(self.info_path, info.model_dump_json(indent=2))
+        write_atomic(self.info_path, info.model_dump_json(indent=2))
         return info
 
     def is_running(self) -> bool:
@@ -259,7 +260,7 @@ class Devnet:
             contracts=previous.contracts if previous else {},
             deployments_file=previous.deployments_file if previous else None,
         )
-        _write_atomic(self.info_path, info.model_dump_json(indent=2))
+        write_atomic(self.info_path, info.model_dump_json(indent=2))
         return info
 
     def _read_records(self) -> dict[str, ProcessRecord]:
@@ -273,7 +274,7 @@ class Devnet:
             return {}
 
     def _write_records(self, records: dict[str, ProcessRecord]) -> None:
-        _write_atomic(self.processes_path, json.dumps({n: asdict(r) for n, r in records.items()}, indent=2))
+        write_atomic(self.processes_path, json.dumps({n: asdict(r) for n, r in records.items()}, indent=2))
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -307,13 +308,3 @@ def ipfs_health(url: str) -> tuple[bool, str]:
 def _rpc(url: str, method: str, params: list[Any] | None = None) -> Any:
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}
     return httpx.post(url, json=body, timeout=2.0).json()["result"]
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w") as out:
-        out.write(text)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ovig_node.chain.rpc import connect
 from ovig_node.devnet.manager import Devnet
+from ovig_node.files import file_sha256
 from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.storage.ipfs import IpfsClient
 from ovig_node.storage.unixfs import cid_of_stream
@@ -62,7 +63,7 @@ def run_demo(net: Devnet, *, stop_at_end: bool, console: Console) -> None:
             f"({'equal' if local_cid == added.cid else 'DIFFERENT'})"
         )
         back = client.get_file(added.cid, Path(tmp) / "read-back.bin")
-        same = _sha256(back) == _sha256(source)
+        same = file_sha256(back) == file_sha256(source)
         console.print(f"  read back with every block verified: {'identical' if same else 'DIFFERENT'} bytes")
         pinned = client.is_pinned(added.cid)
         console.print(f"  pinned: {pinned}; node holds {len(client.pins())} pins")
@@ -84,11 +85,3 @@ def _demo_bytes(size: int) -> bytes:
     """Deterministic bytes: the same CID on every run and every machine."""
     block = hashlib.sha256(b"ovig-demo").digest() * (65536 // 32)
     return (block * (size // len(block) + 1))[:size]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()

@@ -21,13 +21,13 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
+from ovig_node.files import file_sha256
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.protocol.schedule import batch_indices
 from ovig_node.protocol.spec import TaskSpec
 from ovig_node.training.evidence import (
     Evidence,
     EvidenceError,
-    file_sha256,
     read_evidence,
     read_metadata,
     write_evidence,
@@ -69,9 +69,16 @@ def evidence_path(out_dir: Path, k: int) -> Path:
 
 
 def train(
-    run: TrainRun, *, on_step: Callable[[StepInfo], None] | None = None, stop_at: int | None = None
+    run: TrainRun,
+    *,
+    on_step: Callable[[StepInfo], None] | None = None,
+    stop_at: int | None = None,
+    evidence: bool = True,
 ) -> TrainResult:
-    """Train ``run`` to the end (or up to step ``stop_at``, exclusive, to interrupt on purpose)."""
+    """Train ``run`` to the end (or up to step ``stop_at``, exclusive, to interrupt on purpose).
+
+    ``evidence=False`` trains plainly and keeps nothing: the baseline of ``bench/train_overhead.py``.
+    """
     started = time.monotonic()
     spec, layout = run.spec, run.spec.layout
     # 1. set up
@@ -85,7 +92,7 @@ def train(
     # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file)
     for partial in run.out_dir.glob("evidence/.E_*.tmp"):
         partial.unlink()
-    digests = completed_intervals(run)
+    digests = completed_intervals(run) if evidence else []
     if digests:
         last = read_evidence(evidence_path(run.out_dir, len(digests) - 1), expected_sha256=digests[-1])
         model.load_state_dict(last.model)
@@ -103,7 +110,7 @@ def train(
         optimizer.zero_grad(set_to_none=True)
         losses.append(loss)
         done = None
-        if step + 1 == layout.end_step(k):
+        if evidence and step + 1 == layout.end_step(k):
             digests.append(write_interval_evidence(run, model, optimizer, workload, dataset, k))
             done, k = k, k + 1
         if on_step is not None:

@@ -15,10 +15,11 @@ from typing import Any
 import torch
 
 from ovig_node.errors import OvigError
+from ovig_node.files import file_sha256, write_atomic
 from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.spec import TaskSpec, canonical_bytes, parse_spec
 from ovig_node.storage.unixfs import cid_of_bytes
-from ovig_node.training.evidence import file_sha256, safetensors_bytes, sha256_hex, write_atomic
+from ovig_node.training.evidence import safetensors_bytes, sha256_hex
 from ovig_node.training.workloads import get_workload
 
 DEFAULT_OPTIMIZER = {"name": "adamw", "lr": "0.003", "beta1": "0.9", "beta2": "0.999", "eps": "1e-8"}

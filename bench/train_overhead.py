@@ -1,0 +1,126 @@
+"""Benchmark: the cost of keeping evidence while training, and what sampling lets a provider delete.
+
+For one workload: plain training (no evidence) against training that writes E_k every s steps, for
+each stride s; the wall-time ratio, the evidence bytes written, and the bytes that must be kept after
+sampling at phi in {0.05, 0.1} (start and end of each sampled interval, and the deliverable)
+relative to keeping evidence of every step. Prints a table and writes
+bench/results/train_overhead_<workload>.json.
+
+    .venv/bin/python bench/train_overhead.py --workload vision --tiny --steps 400 --strides 1,10,100
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import tempfile
+from pathlib import Path
+
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from ovig_node.protocol.intervals import Layout
+from ovig_node.protocol.sampling import draw_positions
+from ovig_node.training.execution import get_profile
+from ovig_node.training.loop import TrainRun, train
+from ovig_node.training.taskfiles import prepare_task
+
+RESULTS = Path(__file__).parent / "results"
+PHIS = (0.05, 0.1)
+INTERVALS_PER_BATCH = 200  # large enough that q = ceil(phi * m) tells phi = 0.05 from 0.1
+SEEDS = 20  # sampling draws averaged per (stride, phi)
+
+
+def kept_files(layout: Layout, sample_bps: int, rng: random.Random) -> int:
+    """Evidence files a provider keeps: E_k and E_{k-1} of every sampled k, and the deliverable."""
+    keep = {layout.intervals - 1}
+    for j in range(layout.batches):
+        ks = list(layout.batch_intervals(j))
+        for position in draw_positions(rng.randbytes(32), len(ks), sample_bps, is_last=layout.is_last_batch(j)):
+            keep.update({ks[position], ks[position] - 1} - {-1})  # E_{-1} is the initial checkpoint
+    return len(keep)
+
+
+def measure(args: argparse.Namespace, stride: int, folder: Path, plain: float) -> dict[str, float]:
+    sizes = {"total_steps": args.steps, "stride": stride, "batch_size": args.batch_size}
+    prepared = prepare_task(
+        args.workload, folder / f"task-{stride}", tiny=args.tiny, intervals_per_batch=INTERVALS_PER_BATCH, **sizes
+    )
+    paths = (prepared.dataset_path, prepared.init_path, folder / f"run-{stride}")
+    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile("reference"))
+    result = train(run)
+    files = sorted((run.out_dir / "evidence").glob("E_*.safetensors"))
+    file_bytes = sum(f.stat().st_size for f in files)
+    per_file = file_bytes / len(files)
+    every_step = per_file * args.steps  # what s = 1 with no sampling would keep
+    row = {
+        "stride": stride,
+        "intervals": len(files),
+        "plain_s": plain,
+        "evidence_s": result.seconds,
+        "overhead": result.seconds / plain - 1.0,
+        "evidence_bytes": file_bytes,
+    }
+    rng = random.Random(stride)
+    for phi in PHIS:
+        kept = sum(kept_files(prepared.spec.layout, int(phi * 10_000), rng) for _ in range(SEEDS)) / SEEDS
+        row[f"kept_bytes_phi_{phi}"] = kept * per_file
+        row[f"reduction_phi_{phi}"] = every_step / (kept * per_file)
+    for f in files:
+        f.unlink()
+    return row
+
+
+def plain_seconds(args: argparse.Namespace, folder: Path) -> float:
+    """Training time with no evidence (it does not depend on the stride), after one warm-up run."""
+    prepared = prepare_task(args.workload, folder / "plain", tiny=args.tiny, total_steps=args.steps,
+                            stride=args.steps, batch_size=args.batch_size)  # fmt: skip
+    paths = (prepared.dataset_path, prepared.init_path, folder / "plain-run")
+    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile("reference"))
+    train(run, evidence=False, stop_at=min(20, args.steps))  # imports, allocator and thread-pool warm-up
+    return train(run, evidence=False).seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workload", default="vision")
+    parser.add_argument("--tiny", action="store_true")
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--strides", default="1,10,100", help="comma-separated strides")
+    args = parser.parse_args()
+    strides = [int(s) for s in args.strides.split(",") if int(s) <= args.steps]
+    console = Console(width=150)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        with console.status(f"{args.workload}: plain training (after a warm-up run) ..."):
+            plain = plain_seconds(args, Path(tmp))
+        for stride in strides:
+            with console.status(f"{args.workload}: stride {stride} ..."):
+                rows.append(measure(args, stride, Path(tmp), plain))
+
+    table = Table(title=f"evidence overhead: {args.workload}{' (tiny)' if args.tiny else ''}, {args.steps} steps")
+    for column in ("s", "K", "plain s", "with evidence s", "overhead", "evidence MB",
+                   *(f"kept MB phi={p}" for p in PHIS), *(f"reduction phi={p}" for p in PHIS)):  # fmt: skip
+        table.add_column(column, justify="right")
+    for r in rows:
+        table.add_row(
+            str(r["stride"]), str(r["intervals"]), f"{r['plain_s']:.2f}", f"{r['evidence_s']:.2f}",
+            f"{100 * r['overhead']:.1f}%", f"{r['evidence_bytes'] / 1e6:.1f}",
+            *(f"{r[f'kept_bytes_phi_{p}'] / 1e6:.2f}" for p in PHIS),
+            *(f"{r[f'reduction_phi_{p}']:.0f}x" for p in PHIS),
+        )  # fmt: skip
+    console.print(table)
+    machine = {"cpus": os.cpu_count(), "torch": torch.__version__, "platform": platform.platform()}
+    out = RESULTS / f"train_overhead_{args.workload}{'_tiny' if args.tiny else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"args": vars(args), "machine": machine, "results": rows}, indent=2) + "\n")
+    console.print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()
