@@ -23,10 +23,7 @@ def run_training(
     spec_path: Path, out_dir: Path, *, profile_name: str, task: int, data_dir: Path | None, console: Console
 ) -> None:
     prepared = open_task(spec_path, data_dir=data_dir)
-    try:
-        profile = get_profile(profile_name)
-    except KeyError as exc:
-        raise TrainingFailed(str(exc.args[0])) from None
+    profile = get_profile(profile_name)
     run = TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path, out_dir, profile, task)
     layout = prepared.spec.layout
     done_before = completed_intervals(run)

@@ -37,7 +37,7 @@ class Evidence:
 
     def to_bytes(self) -> bytes:
         tensors = {
-            f"{section}/{name}": tensor.detach().contiguous().clone()
+            f"{section}/{name}": tensor.detach().cpu().contiguous().clone()
             for section in SECTIONS
             for name, tensor in getattr(self, section).items()
         }

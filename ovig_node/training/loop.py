@@ -86,7 +86,7 @@ def train(
     workload = get_workload(spec.workload.name)
     config = spec.workload.config
     dataset = Dataset.load(run.dataset_path)
-    model = load_initial_model(workload, config, run.init_path)
+    model = load_initial_model(workload, config, run.init_path).to(run.profile.device)
     optimizer = build_optimizer(spec.optimizer, model)
 
     # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file)
@@ -131,7 +131,9 @@ def compute_gradients(
     """
     generator = torch.Generator().manual_seed(step_seed(spec.seed, step))
     indices = batch_indices(spec.seed, dataset.examples, spec.batch_size, step)
+    # Data and random draws are made on the CPU, then moved: every device trains on the same numbers.
     batch = dataset.batch(indices) | workload.randomness(len(indices), generator, spec.workload.config)
+    batch = {name: tensor.to(profile.device) for name, tensor in batch.items()}
     params = [p for p in model.parameters() if p.requires_grad]
     sums: list[torch.Tensor] | None = None
     total = 0.0

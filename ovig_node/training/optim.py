@@ -76,7 +76,9 @@ def load_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer, ten
         name, _, state = key.rpartition("/")
         if name not in by_name:
             raise KeyError(f"optimizer state for unknown parameter {name!r}")
-        optimizer.state[by_name[name]][state] = value.clone()
+        param = by_name[name]
+        # torch keeps Adam's step counter on the CPU (unless capturable); moments live with the weights.
+        optimizer.state[param][state] = value.clone() if state == "step" else value.to(param.device, copy=True)
 
 
 def step_counters(tensors: dict[str, torch.Tensor]) -> dict[str, int]:
