@@ -104,10 +104,7 @@ def train(
     losses = []
     k = resumed
     for step in range(first_step, spec.total_steps if stop_at is None else min(stop_at, spec.total_steps)):
-        set_lr(optimizer, lr_at(spec.optimizer, step, spec.total_steps))
-        loss = compute_gradients(model, workload, dataset, spec, step, run.profile)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile)
         losses.append(loss)
         done = None
         if evidence and step + 1 == layout.end_step(k):
@@ -119,6 +116,23 @@ def train(
     # 4. report
     roots = batch_roots(run, digests) if len(digests) == layout.intervals else []
     return TrainResult(digests, roots, resumed, losses, time.monotonic() - started)
+
+
+def training_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    workload: Workload,
+    dataset: Dataset,
+    spec: TaskSpec,
+    step: int,
+    profile: ExecutionProfile,
+) -> float:
+    """One optimizer step at the learning rate of ``step`` on its batch; returns the loss."""
+    set_lr(optimizer, lr_at(spec.optimizer, step, spec.total_steps))
+    loss = compute_gradients(model, workload, dataset, spec, step, profile)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss
 
 
 def compute_gradients(
@@ -160,18 +174,33 @@ def _split(batch: dict[str, torch.Tensor], parts: int) -> list[dict[str, torch.T
 def write_interval_evidence(
     run: TrainRun, model: nn.Module, optimizer: torch.optim.Optimizer, workload: Workload, dataset: Dataset, k: int
 ) -> str:
-    """E_k: endpoint weights and optimizer state, and the probe gradient on step b_k's batch."""
-    end = run.spec.layout.end_step(k)
-    compute_gradients(model, workload, dataset, run.spec, end, run.profile)
+    """Write E_k atomically; return its digest."""
+    evidence = endpoint_evidence(model, optimizer, workload, dataset, run.spec, run.spec_hash, run.task, k, run.profile)
+    return write_evidence(evidence_path(run.out_dir, k), evidence)
+
+
+def endpoint_evidence(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    workload: Workload,
+    dataset: Dataset,
+    spec: TaskSpec,
+    spec_hash: bytes,
+    task: int,
+    k: int,
+    profile: ExecutionProfile,
+) -> Evidence:
+    """E_k of the current state: weights and optimizer state, and the probe gradient on step b_k's batch."""
+    end = spec.layout.end_step(k)
+    compute_gradients(model, workload, dataset, spec, end, profile)
     probe = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
     optimizer.zero_grad(set_to_none=True)
-    evidence = Evidence(
+    return Evidence(
         model=dict(model.state_dict()),
         optim=optimizer_state(model, optimizer),
         probe=probe,
-        metadata={"task": str(run.task), "spec": "0x" + run.spec_hash.hex(), "interval": str(k), "step": str(end)},
+        metadata={"task": str(task), "spec": "0x" + spec_hash.hex(), "interval": str(k), "step": str(end)},
     )
-    return write_evidence(evidence_path(run.out_dir, k), evidence)
 
 
 def completed_intervals(run: TrainRun) -> list[str]:

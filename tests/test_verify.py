@@ -1,0 +1,137 @@
+"""Replays, the calibrated boundary and verdicts, on real tiny-vision training."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ovig_node.training.evidence import Evidence, read_evidence
+from ovig_node.training.execution import get_profile
+from ovig_node.training.loop import TrainRun, evidence_path, train
+from ovig_node.training.taskfiles import PreparedTask, prepare_task
+from ovig_node.verify.boundary import BoundaryProfile, calibrate
+from ovig_node.verify.check import judge
+from ovig_node.verify.replay import replay_interval
+from ovig_node.verify.stats import PERCENTILES, percentiles
+
+CALIBRATION_PROFILES = ["micro2", "micro4", "micro4-fp64acc"]
+HELD_OUT = "threads2-micro2"  # never used in calibration
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> PreparedTask:
+    return prepare_task("vision", tmp_path_factory.mktemp("verify"), tiny=True, total_steps=50, stride=10,
+                        intervals_per_batch=5)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def boundary(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> BoundaryProfile:
+    return calibrate(
+        task,
+        claim_profile=get_profile("reference"),
+        replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES],
+        # Every interval of this short run: calibrated on a 2-interval prefix, later intervals of the tiny
+        # model drift 1.2-2.4x beyond 3x the prefix's bounds (optimizer moments and probe grow), a known
+        # limit of prefix calibration on runs this short.
+        intervals=5,
+        alpha=3.0,
+        work_dir=tmp_path_factory.mktemp("calibration"),
+    )
+
+
+@pytest.fixture(scope="module")
+def claims(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("claims")
+    train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, out, get_profile("reference")))
+    return out
+
+
+def expected_metadata(task: PreparedTask, k: int) -> dict[str, str]:
+    end = task.spec.layout.end_step(k)
+    return {"task": "0", "spec": "0x" + task.spec_hash.hex(), "interval": str(k), "step": str(end)}
+
+
+def check(task: PreparedTask, boundary: BoundaryProfile, claims: Path, k: int, claimed_end: Evidence):
+    start = read_evidence(evidence_path(claims, k - 1))
+    replayed = replay_interval(task, k, start, profile=get_profile(HELD_OUT))
+    return judge(claimed_end, replayed, boundary, expected_metadata=expected_metadata(task, k), claimed_start=start,
+                 start_step=task.spec.layout.end_step(k - 1))  # fmt: skip
+
+
+def test_percentiles_are_exact_nearest_rank() -> None:
+    values = np.random.default_rng(0).standard_normal(10_001)
+    ranked = np.sort(values)
+    assert percentiles(values) == [ranked[int(np.ceil(p / 100 * values.size)) - 1] for p in PERCENTILES]
+    assert percentiles(np.array([3.0])) == [3.0] * 5
+    assert percentiles(np.zeros(0)) == [0.0] * 5
+
+
+def test_calibration_records_drift_per_signal(boundary: BoundaryProfile) -> None:
+    assert boundary.profiles == CALIBRATION_PROFILES and boundary.replays == 15
+    assert boundary.stride == 10 and boundary.workload == "vision"
+    weights = boundary.signals["weights"].abs
+    assert weights == sorted(weights) and 0 < weights[-1] < 1e-4  # honest drift is tiny but real
+    assert boundary.signals["probe"].abs[-1] > 0
+    assert boundary.replay_seconds_max > 0
+    assert BoundaryProfile.model_validate_json(boundary.model_dump_json()) == boundary
+
+
+def test_replay_with_the_claims_profile_reproduces_the_claim_exactly(task: PreparedTask, claims: Path) -> None:
+    start = read_evidence(evidence_path(claims, 2))
+    replayed = replay_interval(task, 3, start, profile=get_profile("reference"))
+    assert replayed.to_bytes() == evidence_path(claims, 3).read_bytes()
+
+
+def test_honest_interval_passes_on_a_held_out_profile(
+    task: PreparedTask, boundary: BoundaryProfile, claims: Path
+) -> None:
+    for k in (1, 2, 3, 4):
+        verdict = check(task, boundary, claims, k, read_evidence(evidence_path(claims, k)))
+        assert verdict.valid, (k, verdict.reason, verdict.margin)
+        assert verdict.margin <= 0
+
+
+def test_perturbed_weights_are_out_of_bounds(task: PreparedTask, boundary: BoundaryProfile, claims: Path) -> None:
+    claim = read_evidence(evidence_path(claims, 3))
+    generator = torch.Generator().manual_seed(0)
+    noisy = {name: t + 1e-3 * torch.randn(t.shape, generator=generator) for name, t in claim.model.items()}
+    verdict = check(task, boundary, claims, 3, replace(claim, model=noisy))
+    assert (verdict.verdict, verdict.reason) == ("faulty", "out_of_bounds")
+    assert verdict.margin > 1
+    assert not all(row["ok"] for row in verdict.signals["weights"]["abs"])
+
+
+def test_one_changed_row_is_caught_because_every_coordinate_counts(
+    task: PreparedTask, boundary: BoundaryProfile, claims: Path
+) -> None:
+    claim = read_evidence(evidence_path(claims, 3))
+    model = dict(claim.model)
+    model["fc2.weight"] = model["fc2.weight"].clone()
+    model["fc2.weight"][7] += 0.01  # one row of one layer: 32 of ~5,000 weights
+    verdict = check(task, boundary, claims, 3, replace(claim, model=model))
+    assert verdict.reason == "out_of_bounds"
+    p100 = verdict.signals["weights"]["abs"][-1]
+    assert p100["value"] == pytest.approx(0.01, rel=1e-3) and not p100["ok"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (lambda e: replace(e, probe={k: v for k, v in e.probe.items() if k != "fc1.bias"}), "wrong_names"),
+        (lambda e: replace(e, model={**e.model, "fc1.bias": e.model["fc1.bias"][:-1]}), "wrong_shape"),
+        (lambda e: replace(e, model={**e.model, "fc1.bias": e.model["fc1.bias"].double()}), "wrong_dtype"),
+        (lambda e: replace(e, metadata={**e.metadata, "step": "31"}), "wrong_metadata"),
+        (lambda e: replace(e, optim={k: (v + 1 if k.endswith("/step") else v) for k, v in e.optim.items()}),
+         "wrong_counter"),
+    ],
+)  # fmt: skip
+def test_malformed_evidence_is_faulty_with_its_reason(
+    task: PreparedTask, boundary: BoundaryProfile, claims: Path, mutate: object, reason: str
+) -> None:
+    claim = read_evidence(evidence_path(claims, 3))
+    verdict = check(task, boundary, claims, 3, mutate(claim))  # type: ignore[operator]
+    assert (verdict.verdict, verdict.reason) == ("faulty", reason)
