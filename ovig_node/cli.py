@@ -273,6 +273,101 @@ def train_cmd(spec_path: Path, out_dir: Path, profile: str, task_id: int, data_d
     run_training(spec_path, out_dir, profile_name=profile, task=task_id, data_dir=data_dir, console=console)
 
 
+# --- verification ------------------------------------------------------------------------------
+
+
+@cli.command("calibrate")
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--profiles", default="micro2,micro4,micro4-fp64acc", show_default=True,
+              help="Execution profiles of the honest replays (at least 3).")  # fmt: skip
+@click.option("--claim-profile", default="reference", show_default=True, help="Profile of the honest claims.")
+@click.option("--intervals", type=int, default=2, show_default=True, help="Calibrate on the first N intervals.")
+@click.option("--alpha", type=float, default=3.0, show_default=True, help="Margin over the largest drift.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), help="Folder for claims.")
+def calibrate_cmd(
+    spec_path: Path, profiles: str, claim_profile: str, intervals: int, alpha: float, out_path: Path,
+    work_dir: Path | None,
+) -> None:  # fmt: skip
+    """Measure honest drift across execution profiles and write the boundary profile JSON."""
+    import tempfile
+
+    from ovig_node.files import write_atomic
+    from ovig_node.training.execution import get_profile
+    from ovig_node.training.taskfiles import open_task
+    from ovig_node.verify.boundary import calibrate
+
+    replay_profiles = [get_profile(name) for name in profiles.split(",") if name]
+    if len(replay_profiles) < 3:
+        raise click.BadParameter("calibration needs at least 3 execution profiles", param_hint="--profiles")
+    prepared = open_task(spec_path)
+    with tempfile.TemporaryDirectory() as tmp, console.status("calibrating ...") as status:
+        boundary = calibrate(
+            prepared,
+            claim_profile=get_profile(claim_profile),
+            replay_profiles=replay_profiles,
+            intervals=intervals,
+            alpha=alpha,
+            work_dir=work_dir or Path(tmp),
+            on_replay=lambda k, name: status.update(f"calibrating: replayed interval {k} under {name}"),
+        )
+    write_atomic(out_path, boundary.model_dump_json(indent=2))
+    table = Table(title=f"boundary of {spec_path} (alpha {alpha:g}, {boundary.replays} replays)")
+    table.add_column("signal")
+    table.add_column("kind")
+    for p in boundary.percentiles:
+        table.add_column(f"p{p:g}", justify="right")
+    for signal, bounds in boundary.signals.items():
+        for kind in ("abs", "rel"):
+            table.add_row(signal, kind, *(f"{v:.2e}" for v in getattr(bounds, kind)))
+    console.print(table)
+    console.print(f"slowest honest replay {boundary.replay_seconds_max:.2f}s; written {out_path}")
+
+
+@cli.command("verify")
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--evidence", "evidence_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--interval", "k", type=int, required=True)
+@click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--profile", default="reference", show_default=True, help="Execution profile of the replay.")
+@click.option("--task", "task_id", type=int, default=0, show_default=True)
+@click.option("--digest", help="Expected sha256 (hex) of E_k, e.g. from the chain.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON report file.")
+def verify_cmd(
+    spec_path: Path, evidence_dir: Path, k: int, boundary_path: Path, profile: str, task_id: int,
+    digest: str | None, report_path: Path | None,
+) -> None:  # fmt: skip
+    """Replay interval k and judge its claimed evidence; exit status 3 when it is faulty."""
+    from pydantic import ValidationError
+
+    from ovig_node.training.execution import get_profile
+    from ovig_node.training.taskfiles import open_task
+    from ovig_node.verify.boundary import BoundaryProfile
+    from ovig_node.verify.report import verify_interval, write_report
+
+    prepared = open_task(spec_path)
+    if not 0 <= k < prepared.spec.layout.intervals:
+        raise click.BadParameter(
+            f"the task has intervals 0..{prepared.spec.layout.intervals - 1}", param_hint="--interval"
+        )
+    try:
+        boundary = BoundaryProfile.model_validate_json(boundary_path.read_text())
+    except (OSError, ValidationError) as exc:
+        raise click.BadParameter(f"{boundary_path}: {str(exc).splitlines()[0]}", param_hint="--boundary") from None
+    with console.status(f"replaying interval {k} ..."):
+        report = verify_interval(prepared, evidence_dir, k, boundary, profile=get_profile(profile), task=task_id,
+                                 end_sha256=digest)  # fmt: skip
+    if report_path is not None:
+        write_report(report, report_path)
+    colour = "green" if report["verdict"] == "valid" else "red"
+    console.print(f"interval {k}: [{colour}]{report['verdict']}[/] ({report['reason']}) {report['detail']}")
+    for signal, kinds in report["signals"].items():
+        failing = [f"{kind} p{row['p']:g}" for kind, rows in kinds.items() for row in rows if not row["ok"]]
+        console.print(f"  {signal}: {'within bounds' if not failing else 'outside at ' + ', '.join(failing)}")
+    if report["verdict"] != "valid":
+        sys.exit(3)
+
+
 # --- demo --------------------------------------------------------------------------------------
 
 

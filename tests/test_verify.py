@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from ovig_node.training.evidence import Evidence, read_evidence
+from ovig_node.training.evidence import Evidence, read_evidence, write_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, prepare_task
@@ -17,6 +19,7 @@ from ovig_node.verify.boundary import BoundaryProfile, calibrate
 from ovig_node.verify.check import judge
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.stats import PERCENTILES, percentiles
+from support import run_ovig
 
 CALIBRATION_PROFILES = ["micro2", "micro4", "micro4-fp64acc"]
 HELD_OUT = "threads2-micro2"  # never used in calibration
@@ -135,3 +138,42 @@ def test_malformed_evidence_is_faulty_with_its_reason(
     claim = read_evidence(evidence_path(claims, 3))
     verdict = check(task, boundary, claims, 3, mutate(claim))  # type: ignore[operator]
     assert (verdict.verdict, verdict.reason) == ("faulty", reason)
+
+
+def test_cli_calibrate_then_verify_honest_tampered_and_missing(
+    task: PreparedTask, claims: Path, tmp_path: Path
+) -> None:
+    boundary_file = tmp_path / "boundary.json"
+    made = run_ovig("calibrate", "--spec", str(task.spec_path), "--intervals", "5", "--out", str(boundary_file))
+    assert made.returncode == 0, made.stderr
+    assert BoundaryProfile.model_validate_json(boundary_file.read_text()).profiles == CALIBRATION_PROFILES
+
+    def verify(evidence: Path, *extra: str) -> tuple[int, dict[str, object]]:
+        report = tmp_path / "report.json"
+        report.unlink(missing_ok=True)
+        files = ["--spec", str(task.spec_path), "--evidence", str(evidence), "--boundary", str(boundary_file)]
+        result = run_ovig("verify", *files, "--interval", "3", "--profile", HELD_OUT, "--report", str(report), *extra)
+        return result.returncode, json.loads(report.read_text())
+
+    code, report = verify(claims)
+    assert (code, report["verdict"], report["reason"]) == (0, "valid", "within_bounds")
+    assert report["profile"]["name"] == HELD_OUT and report["seconds"]["replay"] > 0
+
+    tampered = tmp_path / "tampered"
+    (tampered / "evidence").mkdir(parents=True)
+    shutil.copy(evidence_path(claims, 2), evidence_path(tampered, 2))
+    claim = read_evidence(evidence_path(claims, 3))
+    write_evidence(evidence_path(tampered, 3), replace(claim, model={k: v * 1.001 for k, v in claim.model.items()}))
+    code, report = verify(tampered)
+    assert (code, report["reason"]) == (3, "out_of_bounds")
+
+    code, report = verify(claims, "--digest", "0" * 64)
+    assert (code, report["reason"]) == (3, "corrupt")
+    code, report = verify(tmp_path / "nothing")
+    assert (code, report["reason"]) == (3, "missing")
+
+    broken = tmp_path / "broken.json"
+    broken.write_text("{}")
+    bad = run_ovig("verify", "--spec", str(task.spec_path), "--evidence", str(claims), "--interval", "3",
+                   "--boundary", str(broken))  # fmt: skip
+    assert bad.returncode == 2 and "--boundary" in bad.stderr
