@@ -266,11 +266,27 @@ def spec_new(workload: str, tiny: bool, out_dir: Path, **options: int) -> None:
 @click.option("--profile", default="reference", show_default=True, help="Execution profile.")
 @click.option("--task", "task_id", type=int, default=0, show_default=True, help="On-chain task id.")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="Dataset folder.")
-def train_cmd(spec_path: Path, out_dir: Path, profile: str, task_id: int, data_dir: Path | None) -> None:
+@click.option("--attack", help="Cheat (for evaluation): a built-in attack name or package.module:callable.")
+@click.option("--attack-intervals", default="", help="Comma-separated intervals the attack fakes.")
+@click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE", help="Attack parameter (float).")
+def train_cmd(
+    spec_path: Path, out_dir: Path, profile: str, task_id: int, data_dir: Path | None, attack: str | None,
+    attack_intervals: str, attack_params: tuple[str, ...],
+) -> None:  # fmt: skip
     """Train a spec, writing evidence every stride steps; resumes after a kill."""
+    from ovig_node.attacks import load_attack
     from ovig_node.nodes.training_run import run_training
 
-    run_training(spec_path, out_dir, profile_name=profile, task=task_id, data_dir=data_dir, console=console)
+    cheat = None
+    if attack:
+        try:
+            intervals = frozenset(int(k) for k in attack_intervals.split(",") if k)
+            params = {key: float(value) for key, value in (p.split("=", 1) for p in attack_params)}
+        except ValueError:
+            raise click.BadParameter("use --attack-intervals 3,4 and --attack-param key=number") from None
+        cheat = load_attack(attack, intervals=intervals, **params)
+    run_training(spec_path, out_dir, profile_name=profile, task=task_id, data_dir=data_dir, attack=cheat,
+                 console=console)  # fmt: skip
 
 
 # --- verification ------------------------------------------------------------------------------

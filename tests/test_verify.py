@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from ovig_node.attacks.base import Attack, AttackError, load_attack
+from ovig_node.attacks.builtin import RowTamper
 from ovig_node.training.evidence import Evidence, read_evidence, write_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
@@ -177,3 +179,46 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
     bad = run_ovig("verify", "--spec", str(task.spec_path), "--evidence", str(claims), "--interval", "3",
                    "--boundary", str(broken))  # fmt: skip
     assert bad.returncode == 2 and "--boundary" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("attack", "params", "reason"),
+    [
+        ("micro_batch_drop", {"keep": 0.5}, "out_of_bounds"),
+        ("data_perturbation", {}, "out_of_bounds"),
+        ("lr_tamper", {"scale": 1.5}, "out_of_bounds"),
+        ("skip_steps", {"every": 5}, "wrong_counter"),  # Adam's step counters fall short of b_k
+        ("row_tamper", {"delta": 1e-4}, "out_of_bounds"),
+        ("test_verify:tiny_nudge", {}, "out_of_bounds"),  # an outside attack, loaded as a plugin
+    ],
+)
+def test_attacked_interval_is_caught_and_its_neighbours_pass(
+    task: PreparedTask,
+    boundary: BoundaryProfile,
+    claims: Path,
+    tmp_path: Path,
+    attack: str,
+    params: dict[str, float],
+    reason: str,
+) -> None:
+    cheat = load_attack(attack, intervals=frozenset({3}), **params)
+    run = TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("reference"),
+                   attack=cheat)  # fmt: skip
+    train(run)
+    verdicts = {k: check(task, boundary, tmp_path, k, read_evidence(evidence_path(tmp_path, k))) for k in (2, 3)}
+    assert verdicts[2].valid  # before the attack: honest
+    assert (verdicts[3].verdict, verdicts[3].reason) == ("faulty", reason)
+    assert verdicts[3].margin > 0 or reason != "out_of_bounds"
+
+
+def tiny_nudge(*, intervals: frozenset[int]) -> Attack:
+    return RowTamper(intervals=intervals, parameter="conv1.bias", row=0, delta=1e-5)
+
+
+def test_bad_attack_names_give_clear_errors() -> None:
+    with pytest.raises(AttackError, match="unknown attack 'nope'"):
+        load_attack("nope", intervals=frozenset({1}))
+    with pytest.raises(AttackError, match="cannot load attack 'no_such_module:x'"):
+        load_attack("no_such_module:x", intervals=frozenset({1}))
+    with pytest.raises(AttackError, match="rejects its parameters"):
+        load_attack("lr_tamper", intervals=frozenset({1}), speed=3)

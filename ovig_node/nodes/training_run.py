@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from ovig_node.attacks import Attack
 from ovig_node.errors import OvigError
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import StepInfo, TrainRun, completed_intervals, train
@@ -20,11 +21,21 @@ class TrainingFailed(OvigError, RuntimeError):
 
 
 def run_training(
-    spec_path: Path, out_dir: Path, *, profile_name: str, task: int, data_dir: Path | None, console: Console
+    spec_path: Path,
+    out_dir: Path,
+    *,
+    profile_name: str,
+    task: int,
+    data_dir: Path | None,
+    console: Console,
+    attack: Attack | None = None,
 ) -> None:
     prepared = open_task(spec_path, data_dir=data_dir)
     profile = get_profile(profile_name)
-    run = TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path, out_dir, profile, task)
+    paths = (prepared.dataset_path, prepared.init_path, out_dir)
+    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, profile, task, attack)
+    if attack is not None:
+        console.print(f"[bold red]attack[/] {attack.name} in intervals {sorted(attack.intervals)}")
     layout = prepared.spec.layout
     done_before = completed_intervals(run)
     first = layout.end_step(len(done_before) - 1) if done_before else 0

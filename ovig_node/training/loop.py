@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
+from ovig_node.attacks.base import Attack
 from ovig_node.files import file_sha256
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.protocol.schedule import batch_indices
@@ -46,6 +47,7 @@ class TrainRun:
     out_dir: Path  # evidence goes to out_dir/evidence/E_<k>.safetensors
     profile: ExecutionProfile
     task: int = 0  # on-chain task id (0 before the task is posted)
+    attack: Attack | None = None  # a dishonest provider's change (ovig_node.attacks); None: honest
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ def train(
     losses = []
     k = resumed
     for step in range(first_step, spec.total_steps if stop_at is None else min(stop_at, spec.total_steps)):
-        loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile)
+        loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile, run.attack)
         losses.append(loss)
         done = None
         if evidence and step + 1 == layout.end_step(k):
@@ -126,17 +128,35 @@ def training_step(
     spec: TaskSpec,
     step: int,
     profile: ExecutionProfile,
+    attack: Attack | None = None,
 ) -> float:
-    """One optimizer step at the learning rate of ``step`` on its batch; returns the loss."""
-    set_lr(optimizer, lr_at(spec.optimizer, step, spec.total_steps))
-    loss = compute_gradients(model, workload, dataset, spec, step, profile)
-    optimizer.step()
+    """One optimizer step at the learning rate of ``step`` on its batch; returns the loss.
+
+    An ``attack`` active at this step may change the batch, the learning rate, the gradients, skip
+    the update or change the weights after it; honest training passes None.
+    """
+    cheat = attack if attack is not None and attack.active(step, spec.layout) else None
+    lr = lr_at(spec.optimizer, step, spec.total_steps)
+    set_lr(optimizer, cheat.lr(step, lr) if cheat else lr)
+    loss = compute_gradients(model, workload, dataset, spec, step, profile, cheat)
+    if cheat:
+        cheat.gradients(step, model)
+    if not (cheat and cheat.skip_update(step)):
+        optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    if cheat:
+        cheat.after_update(step, model)
     return loss
 
 
 def compute_gradients(
-    model: nn.Module, workload: Workload, dataset: Dataset, spec: TaskSpec, step: int, profile: ExecutionProfile
+    model: nn.Module,
+    workload: Workload,
+    dataset: Dataset,
+    spec: TaskSpec,
+    step: int,
+    profile: ExecutionProfile,
+    attack: Attack | None = None,
 ) -> float:
     """Leave in ``.grad`` the gradient of the mean loss of step ``step``'s batch; return the loss.
 
@@ -147,12 +167,15 @@ def compute_gradients(
     indices = batch_indices(spec.seed, dataset.examples, spec.batch_size, step)
     # Data and random draws are made on the CPU, then moved: every device trains on the same numbers.
     batch = dataset.batch(indices) | workload.randomness(len(indices), generator, spec.workload.config)
+    if attack is not None:
+        batch = attack.batch(step, batch)
     batch = {name: tensor.to(profile.device) for name, tensor in batch.items()}
+    size = len(next(iter(batch.values())))
     params = [p for p in model.parameters() if p.requires_grad]
     sums: list[torch.Tensor] | None = None
     total = 0.0
     for part in _split(batch, profile.micro_batches):
-        share = len(next(iter(part.values()))) / len(indices)
+        share = len(next(iter(part.values()))) / size
         loss = workload.loss(model, part, spec.workload.config) * share
         grads = torch.autograd.grad(loss, params)
         if profile.accumulate == "float64":

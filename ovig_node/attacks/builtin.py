@@ -1,0 +1,74 @@
+"""Built-in attacks: OVIG's shortcut attacks and the ones a provider would try next."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ovig_node.attacks.base import Attack
+
+
+@dataclass(frozen=True)
+class MicroBatchDrop(Attack):
+    """Train on only the first ``keep`` share of each batch (saves compute; OVIG's shortcut attack)."""
+
+    keep: float = 0.5
+
+    def batch(self, step: int, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        size = len(next(iter(batch.values())))
+        kept = max(1, int(size * self.keep))
+        return {name: tensor[:kept] for name, tensor in batch.items()}
+
+
+@dataclass(frozen=True)
+class DataPerturbation(Attack):
+    """Swap the first two examples' inputs and labels with each other's neighbours (a data-path change)."""
+
+    def batch(self, step: int, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {name: tensor.roll(1, dims=0) if name != "label" else tensor for name, tensor in batch.items()}
+
+
+@dataclass(frozen=True)
+class LrTamper(Attack):
+    """Train at ``scale`` times the scheduled learning rate (finishes "faster")."""
+
+    scale: float = 2.0
+
+    def lr(self, step: int, lr: float) -> float:
+        return lr * self.scale
+
+
+@dataclass(frozen=True)
+class SkipSteps(Attack):
+    """Leave out every ``every``-th optimizer step (saves compute)."""
+
+    every: int = 2
+
+    def skip_update(self, step: int) -> bool:
+        return step % self.every == 0
+
+
+@dataclass(frozen=True)
+class RowTamper(Attack):
+    """Add ``delta`` to one row of one weight matrix at the end of each attacked step: a change to a
+    few coordinates that a comparison over a fixed sample of coordinates would likely miss."""
+
+    parameter: str = "fc2.weight"
+    row: int = 0
+    delta: float = 1e-3
+
+    def after_update(self, step: int, model: nn.Module) -> None:
+        with torch.no_grad():
+            dict(model.named_parameters())[self.parameter][self.row] += self.delta
+
+
+BUILTIN: dict[str, Callable[..., Attack]] = {
+    "micro_batch_drop": MicroBatchDrop,
+    "data_perturbation": DataPerturbation,
+    "lr_tamper": LrTamper,
+    "skip_steps": SkipSteps,
+    "row_tamper": RowTamper,
+}
