@@ -384,6 +384,36 @@ def verify_cmd(
         sys.exit(3)
 
 
+@cli.command("eval")
+@click.option("--workload", default="vision", show_default=True)
+@click.option("--tiny/--full", default=True, show_default=True)
+@click.option("--strides", default="5,20,50", show_default=True, help="Comma-separated strides.")
+@click.option("--intervals", type=int, default=6, show_default=True, help="Intervals per evaluated task.")
+@click.option("--alpha", type=float, default=3.0, show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+def eval_cmd(workload: str, tiny: bool, strides: str, intervals: int, alpha: float, out_dir: Path) -> None:
+    """Attack success (ASR) and false positives (FPR) per stride and attack; table, JSON and plots."""
+    import json
+    import tempfile
+
+    from ovig_node.verify.evaluate import EvalSettings, evaluate, markdown, summarise
+    from ovig_node.verify.plots import plot_honest, plot_margins
+
+    settings = EvalSettings(workload=workload, tiny=tiny, strides=tuple(int(s) for s in strides.split(",")),
+                            intervals=intervals, calibration_intervals=intervals // 2, alpha=alpha)  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp, console.status("evaluating ...") as status:
+        results = evaluate(settings, Path(tmp), log=status.update)
+    summary = summarise(settings, results)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "eval.json").write_text(json.dumps(summary, indent=2, default=float) + "\n")
+    table = markdown(summary)
+    (out_dir / "eval.md").write_text(table)
+    plot_margins(summary, out_dir / "margin_vs_stride.png")
+    plot_honest(summary, out_dir / "honest_vs_stride.png")
+    console.print(table)
+    console.print(f"written {out_dir}/eval.json, eval.md, margin_vs_stride.png, honest_vs_stride.png")
+
+
 # --- demo --------------------------------------------------------------------------------------
 
 

@@ -27,7 +27,10 @@ class Verdict:
     reason: str  # "within_bounds", "out_of_bounds", "wrong_names", "wrong_shape", "wrong_dtype", ...
     detail: str = ""
     signals: dict[str, Any] = field(default_factory=dict)  # signal -> kind -> [{p, value, bound, limit, ok}]
-    margin: float = 0.0  # log10 of the largest value / limit (> 0: outside the boundary)
+    # log10 of the largest value / limit over rows with a positive limit and value (> 0: outside the
+    # boundary by that factor); None when there is no such row. A row whose limit is 0 fails on any
+    # positive value, but has no finite ratio, so it shows in ``signals`` and not here.
+    margin: float | None = None
 
     @property
     def valid(self) -> bool:
@@ -52,7 +55,7 @@ def judge(
     if claimed_start is not None and (bad := _counters(claimed_start, start_step)) is not None:
         return Verdict(FAULTY, "wrong_counter", f"start evidence: {bad}")
     signals: dict[str, Any] = {}
-    worst = float("-inf")
+    worst: float | None = None
     ok_all = True
     for signal in SIGNALS:
         section = SECTION_OF[signal]
@@ -64,7 +67,9 @@ def judge(
                 value, limit = profiles[kind][i], boundary.limit(signal, kind, i)
                 ok = value <= limit
                 ok_all &= ok
-                worst = max(worst, _log_ratio(value, limit))
+                if value > 0.0 and limit > 0.0:
+                    ratio = math.log10(value / limit)
+                    worst = ratio if worst is None else max(worst, ratio)
                 rows.append({"p": p, "value": value, "bound": getattr(boundary.signals[signal], kind)[i],
                              "limit": limit, "ok": ok})  # fmt: skip
             signals[signal][kind] = rows
@@ -95,11 +100,3 @@ def structure_problem(claim: Evidence, replay: Evidence, expected_metadata: dict
 def _counters(evidence: Evidence, step: int) -> str | None:
     wrong = {name: value for name, value in step_counters(evidence.optim).items() if value != step}
     return f"step counters {wrong} differ from {step}" if wrong else None
-
-
-def _log_ratio(value: float, limit: float) -> float:
-    if limit <= 0.0:
-        return float("-inf") if value <= 0.0 else float("inf")
-    if value <= 0.0:
-        return float("-inf")
-    return math.log10(value / limit)
