@@ -3,6 +3,7 @@ pragma solidity 0.8.28;
 
 import {LeafHash} from "./libraries/LeafHash.sol";
 import {OrderedMerkle} from "./libraries/OrderedMerkle.sol";
+import {Sampling} from "./libraries/Sampling.sol";
 
 /// @title ProtocolMirror
 /// @notice Exposes the protocol's pure on-chain functions, so off-chain code (the Python mirror in
@@ -41,5 +42,37 @@ contract ProtocolMirror {
         uint256 leafCount
     ) external pure returns (bool) {
         return OrderedMerkle.verify(proof, root, leafHash, index, leafCount);
+    }
+
+    /// @notice The seed of batch `j` of `task` from the hash of its seed block (protocol section 3).
+    /// @param blockHash `blockhash(h + SEED_DELAY)`, h being the block of the batch's commit.
+    /// @param task The on-chain task id.
+    /// @param j The batch index.
+    /// @return `keccak256(abi.encode(blockHash, task, j))`.
+    function seedOf(bytes32 blockHash, uint256 task, uint256 j) external pure returns (bytes32) {
+        return keccak256(abi.encode(blockHash, task, j));
+    }
+
+    /// @notice Sample size of a batch: `max(1, ceil(n * sampleBps / 10000))`.
+    /// @param n Number of intervals in the batch.
+    /// @param sampleBps Share to sample, in basis points.
+    /// @return The number of sampled positions.
+    function sampleSize(uint256 n, uint256 sampleBps) external pure returns (uint256) {
+        return Sampling.sampleSize(n, sampleBps);
+    }
+
+    /// @notice The sampled positions of a batch, in draw order (protocol section 3).
+    /// @param seed The batch's seed (see `seedOf`).
+    /// @param n Number of intervals in the batch (at least 1).
+    /// @param sampleBps Share to sample, in basis points (1 .. 10000).
+    /// @param isLast Whether this is the task's last batch (its last position is always sampled).
+    /// @return positions Positions inside the batch; interval = `j * m + position`.
+    function sampleBatch(
+        bytes32 seed,
+        uint256 n,
+        uint256 sampleBps,
+        bool isLast
+    ) external pure returns (uint256[] memory positions) {
+        return Sampling.draw(seed, n, sampleBps, isLast);
     }
 }

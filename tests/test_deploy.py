@@ -36,7 +36,7 @@ def env_of(net: Devnet) -> dict[str, str]:
 
 def test_artifacts_are_up_to_date_with_sources() -> None:
     assert artifacts.stale_sources(tools.repo_root()) == [], "run `ovig compile` and commit the artifacts"
-    assert artifacts.names() == ["ProtocolMirror"]
+    assert artifacts.names() == ["ProtocolMirror", "TrainingTasks"]
 
 
 def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
@@ -46,7 +46,8 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     info = DevnetInfo.model_validate_json(devnet.info_path.read_text())
     record = json.loads((devnet.data_dir / "deployments.json").read_text())
     address = record["contracts"]["ProtocolMirror"]["address"]
-    assert info.contracts == {"ProtocolMirror": address}
+    tasks_address = record["contracts"]["TrainingTasks"]["address"]
+    assert info.contracts == {"ProtocolMirror": address, "TrainingTasks": tasks_address}
     assert record["chain_id"] == 31337
     w3 = connect(info.rpc_url)
     assert record["genesis_hash"] == w3.eth.get_block(0)["hash"].to_0x_hex()
@@ -63,6 +64,9 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     inner = keccak(encode(["uint256", "uint256", "uint256", "bytes32"], [7, 3, 400, digest]))
     assert mirror.functions.leaf(7, 3, 400, digest).call() == keccak(inner)
     assert [mirror.functions.depth(n).call() for n in (1, 2, 3, 4, 5, 256)] == [0, 1, 2, 2, 3, 8]
+    # TrainingTasks got the plan's constructor arguments.
+    tasks = w3.eth.contract(address=tasks_address, abi=artifacts.load("TrainingTasks").abi)
+    assert (tasks.functions.SEED_DELAY().call(), tasks.functions.KEEPER_BPS().call()) == (2, 1000)
 
 
 def test_deploy_redeploys_when_code_is_gone(devnet: Devnet, tmp_path: Path) -> None:

@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.28;
+
+import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
+
+import {LeafHash} from "./libraries/LeafHash.sol";
+import {OrderedMerkle} from "./libraries/OrderedMerkle.sol";
+import {Sampling} from "./libraries/Sampling.sol";
+import {Batch, BatchStatus, OpenedInterval, Opening, Task, TaskStatus, TaskTerms, Windows} from "./Types.sol";
+import {
+    BatchesNotOpened,
+    BatchOutOfOrder,
+    ChallengeWindowOpen,
+    DeadlineNotInFuture,
+    DeadlineNotReached,
+    DeadlinePassed,
+    DuplicateOpening,
+    EmptyOpening,
+    IntervalNotSampled,
+    InvalidBps,
+    InvalidIntervalsPerBatch,
+    InvalidProof,
+    InvalidSampleBps,
+    InvalidWindow,
+    NotOwner,
+    NotProvider,
+    NothingToWithdraw,
+    OpeningWindowClosed,
+    OpeningWindowOpen,
+    SeedNotReady,
+    TransferFailed,
+    WrongBatchStatus,
+    WrongBond,
+    WrongStep,
+    WrongTaskStatus,
+    ZeroSeedDelay,
+    ZeroStride,
+    ZeroTotalSteps
+} from "./Errors.sol";
+
+/// @title TrainingTasks
+/// @notice Escrow and commitments of outsourced training tasks (protocol sections 3 and 4.1): an owner
+/// posts a task with its reward, a provider bonds and commits its evidence batch by batch as ordered
+/// Merkle roots, block-hash randomness samples each batch, the provider opens the sample with proofs
+/// checked here, and the task finalizes (provider paid) or is slashed, abandoned or cancelled (owner
+/// refunded). Every payout is a credit its owner pulls with `withdraw`.
+/// @dev Randomness comes from one internal function, `_seed`, fit for L1 and devnets only (a sequencer
+/// or block builder can bias block hashes); a VRF or drand backend can replace it.
+/// Money invariant: this contract's balance equals the rewards and bonds of tasks that are Posted,
+/// Accepted or Committed plus the sum of unpaid credits.
+contract TrainingTasks is ReentrancyGuard {
+    /// @notice Basis points of a whole.
+    uint256 public constant BPS = 10_000;
+    /// @notice Largest batch: sampled positions fit one 256-bit bitmap.
+    uint256 public constant MAX_INTERVALS_PER_BATCH = 256;
+    /// @notice Longest allowed window, so no window end can overflow and strand a task.
+    uint64 public constant MAX_WINDOW = 365 days;
+
+    /// @notice Blocks between a batch's commit block h and its seed block h + SEED_DELAY (>= 1).
+    uint256 public immutable SEED_DELAY;
+    /// @notice Share of the provider bond paid to whoever slashes an unopened batch, in bps.
+    uint256 public immutable KEEPER_BPS;
+
+    /// @notice Number of tasks posted; task ids are 1 .. taskCount.
+    uint256 public taskCount;
+    /// @notice Unpaid credit of each account, pulled with `withdraw`.
+    mapping(address account => uint256 amount) public credits;
+
+    mapping(uint256 task => Task) private _tasks;
+    mapping(uint256 task => mapping(uint256 j => Batch)) private _batches;
+    mapping(uint256 task => mapping(uint256 k => OpenedInterval)) private _opened;
+
+    /// @notice A task was posted; `terms.reward` is escrowed.
+    /// @param task The new task's id.
+    /// @param owner Who posted it.
+    /// @param specCID IPFS CID of the TaskSpec whose keccak256 is `terms.specHash`.
+    /// @param terms Everything the owner fixed.
+    event TaskPosted(uint256 indexed task, address indexed owner, string specCID, TaskTerms terms);
+
+    /// @notice A provider accepted the task with its bond.
+    /// @param task The task id.
+    /// @param provider The provider.
+    /// @param bond The bond escrowed.
+    event TaskAccepted(uint256 indexed task, address indexed provider, uint256 bond);
+
+    /// @notice The owner cancelled a task nobody had accepted.
+    /// @param task The task id.
+    /// @param owner The owner, credited with the reward.
+    event TaskCancelled(uint256 indexed task, address indexed owner);
+
+    /// @notice The provider committed batch `j`.
+    /// @param task The task id.
+    /// @param j The batch index.
+    /// @param root Root of the batch's ordered Merkle tree.
+    /// @param manifestCID IPFS CID of the batch manifest.
+    event BatchCommitted(uint256 indexed task, uint256 indexed j, bytes32 root, string manifestCID);
+
+    /// @notice Batch `j`'s sample was drawn; its opening window runs until `openingWindowEnd`.
+    /// @param task The task id.
+    /// @param j The batch index.
+    /// @param seed The seed drawn from (zero: the seed block was gone and every interval is sampled).
+    /// @param sampledBitmap Bit i set: position i (interval j*m + i) is sampled.
+    /// @param openingWindowEnd When the opening window closes.
+    event SeedDrawn(
+        uint256 indexed task,
+        uint256 indexed j,
+        bytes32 seed,
+        uint256 sampledBitmap,
+        uint64 openingWindowEnd
+    );
+
+    /// @notice Sampled interval `k` was opened: its start and end digests are proven.
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @param startDigest Digest of the evidence it starts from.
+    /// @param endDigest Digest of the evidence it ends with.
+    event IntervalOpened(uint256 indexed task, uint256 indexed k, bytes32 startDigest, bytes32 endDigest);
+
+    /// @notice Every sampled interval of batch `j` is opened; its challenge window runs until
+    /// `challengeWindowEnd`.
+    /// @param task The task id.
+    /// @param j The batch index.
+    /// @param openingCID IPFS CID of the opening manifest (as given with the completing call).
+    /// @param challengeWindowEnd When the batch's challenge window closes.
+    event BatchOpened(uint256 indexed task, uint256 indexed j, string openingCID, uint64 challengeWindowEnd);
+
+    /// @notice The task finalized; the provider is credited reward and bond.
+    /// @param task The task id.
+    /// @param provider The provider.
+    event TaskFinalized(uint256 indexed task, address indexed provider);
+
+    /// @notice The task was slashed because batch `j` was not opened in time.
+    /// @param task The task id.
+    /// @param j The unopened batch.
+    /// @param keeper Who slashed it, credited with KEEPER_BPS of the bond.
+    event TaskSlashed(uint256 indexed task, uint256 indexed j, address indexed keeper);
+
+    /// @notice The deadline passed before every batch was committed; the owner gets reward and bond.
+    /// @param task The task id.
+    /// @param caller Who called abandon.
+    event TaskAbandoned(uint256 indexed task, address indexed caller);
+
+    /// @notice `account` may now withdraw `amount` more.
+    /// @param account Who is credited.
+    /// @param task The task the money comes from.
+    /// @param amount The amount, in wei.
+    event Credited(address indexed account, uint256 indexed task, uint256 amount);
+
+    /// @notice `account` withdrew its whole credit.
+    /// @param account Who withdrew.
+    /// @param amount The amount, in wei.
+    event Withdrawn(address indexed account, uint256 amount);
+
+    /// @param seedDelay SEED_DELAY, at least 1 block.
+    /// @param keeperBps KEEPER_BPS, at most 10000.
+    constructor(uint256 seedDelay, uint256 keeperBps) {
+        if (seedDelay == 0) revert ZeroSeedDelay();
+        if (keeperBps > BPS) revert InvalidBps(keeperBps);
+        SEED_DELAY = seedDelay;
+        KEEPER_BPS = keeperBps;
+    }
+
+    // --- owner and provider ------------------------------------------------------------------
+
+    /// @notice Post a task; `msg.value` is the reward.
+    /// @param specHash keccak256 of the canonical TaskSpec.
+    /// @param specCID IPFS CID of the TaskSpec (emitted, not stored).
+    /// @param initDigest sha256 of the initial checkpoint.
+    /// @param totalSteps N, > 0.
+    /// @param stride s, > 0.
+    /// @param intervalsPerBatch m, 1 .. 256.
+    /// @param sampleBps Share of each batch sampled, 1 .. 10000.
+    /// @param providerBond Exact bond acceptTask must carry.
+    /// @param challengerBond Exact bond a challenge must carry.
+    /// @param windows The task's windows, each in 1 .. MAX_WINDOW seconds.
+    /// @param deadline Commit deadline, later than now.
+    /// @return task The new task's id.
+    function postTask(
+        bytes32 specHash,
+        string calldata specCID,
+        bytes32 initDigest,
+        uint64 totalSteps,
+        uint64 stride,
+        uint16 intervalsPerBatch,
+        uint16 sampleBps,
+        uint256 providerBond,
+        uint256 challengerBond,
+        Windows calldata windows,
+        uint64 deadline
+    ) external payable returns (uint256 task) {
+        // INVARIANT: every task has a shape it can be trained in and windows that can close.
+        _checkTerms(totalSteps, stride, intervalsPerBatch, sampleBps, windows, deadline);
+        task = ++taskCount;
+        _storeTerms(task, specHash, initDigest, providerBond, challengerBond, windows);
+        Task storage t = _tasks[task];
+        t.terms.totalSteps = totalSteps;
+        t.terms.stride = stride;
+        t.terms.deadline = deadline;
+        t.terms.intervalsPerBatch = intervalsPerBatch;
+        t.terms.sampleBps = sampleBps;
+        t.owner = msg.sender;
+        t.status = TaskStatus.Posted;
+        t.batchCount = _ceilDiv(_ceilDiv(totalSteps, stride), intervalsPerBatch);
+        _emitPosted(task, specCID);
+    }
+
+    /// @notice Cancel a task nobody accepted; the owner is credited the reward.
+    /// @param task The task id.
+    function cancel(uint256 task) external {
+        Task storage t = _requireStatus(task, TaskStatus.Posted);
+        // INVARIANT: only the owner decides to take the offer back.
+        if (msg.sender != t.owner) revert NotOwner(task, msg.sender);
+        t.status = TaskStatus.Cancelled;
+        emit TaskCancelled(task, msg.sender);
+        _credit(t.owner, task, t.terms.reward);
+    }
+
+    /// @notice Accept a posted task with exactly its provider bond; the caller becomes the provider.
+    /// @param task The task id.
+    function acceptTask(uint256 task) external payable {
+        Task storage t = _requireStatus(task, TaskStatus.Posted);
+        // INVARIANT: nobody bonds into a task that could only be abandoned.
+        if (!_before(t.terms.deadline)) revert DeadlinePassed(task, t.terms.deadline);
+        // INVARIANT: a bond is exactly the posted amount.
+        if (msg.value != t.terms.providerBond) revert WrongBond(t.terms.providerBond, msg.value);
+        t.provider = msg.sender;
+        t.status = TaskStatus.Accepted;
+        emit TaskAccepted(task, msg.sender, msg.value);
+    }
+
+    /// @notice Commit batch `j`: batches strictly in order, before the deadline; the last one moves
+    /// the task to Committed.
+    /// @param task The task id.
+    /// @param j The batch index, equal to the number of batches committed so far.
+    /// @param root Root of the batch's ordered Merkle tree (protocol 2.4).
+    /// @param manifestCID IPFS CID of the batch manifest (emitted, not stored).
+    function commitBatch(uint256 task, uint256 j, bytes32 root, string calldata manifestCID) external {
+        Task storage t = _requireStatus(task, TaskStatus.Accepted);
+        _requireProvider(task, t);
+        // INVARIANT: batch j is committed once, after batches 0 .. j-1.
+        if (j != t.committedBatches) revert BatchOutOfOrder(task, t.committedBatches, j);
+        // INVARIANT: no commitment after the deadline, from which the task may be abandoned.
+        if (!_before(t.terms.deadline)) revert DeadlinePassed(task, t.terms.deadline);
+        Batch storage b = _batches[task][j];
+        b.root = root;
+        b.commitBlock = uint64(block.number);
+        b.status = BatchStatus.Committed;
+        t.committedBatches = uint64(j + 1);
+        if (j + 1 == t.batchCount) t.status = TaskStatus.Committed;
+        emit BatchCommitted(task, j, root, manifestCID);
+    }
+
+    /// @notice Open sampled intervals of batch `j`: prove their start and end digests against the
+    /// committed roots, within the opening window. The call that opens the last sampled interval opens
+    /// the batch and starts its challenge window. One call is enough unless the openings outgrow a
+    /// transaction (nodes relay at most 128 KiB: about 150 openings of a 256-interval batch).
+    /// @param task The task id.
+    /// @param j The batch index.
+    /// @param openingCID IPFS CID of the opening manifest (emitted, not stored).
+    /// @param openings Openings of sampled intervals not opened yet, in any order.
+    function openBatch(uint256 task, uint256 j, string calldata openingCID, Opening[] calldata openings) external {
+        Task storage t = _requireActive(task);
+        _requireProvider(task, t);
+        Batch storage b = _requireBatchStatus(task, j, BatchStatus.Drawn);
+        // INVARIANT: an opening comes before its window closes; afterwards the batch can only be slashed.
+        if (!_before(b.windowEnd)) revert OpeningWindowClosed(task, j, b.windowEnd);
+        // INVARIANT: every call opens something, so every call moves the batch forward.
+        if (openings.length == 0) revert EmptyOpening(task, j);
+        uint256 opened = b.openedBitmap;
+        for (uint256 i = 0; i < openings.length; ++i) {
+            opened = _verifyOpening(task, t, j, b, openings[i], opened);
+        }
+        b.openedBitmap = opened;
+        // INVARIANT: a batch is opened with exactly its sample: no interval outside it (checked per
+        // opening), none twice (ditto), none missing (here).
+        if (opened == b.sampledBitmap) _completeOpening(task, t, j, b, openingCID);
+    }
+
+    // --- anyone --------------------------------------------------------------------------------
+
+    /// @notice Draw batch `j`'s sample from the hash of block h + SEED_DELAY (h: the commit block);
+    /// if that hash is gone (more than 256 blocks), every interval of the batch is sampled.
+    /// Starts the batch's opening window.
+    /// @param task The task id.
+    /// @param j The batch index.
+    function drawSeed(uint256 task, uint256 j) external {
+        Task storage t = _requireActive(task);
+        Batch storage b = _requireBatchStatus(task, j, BatchStatus.Committed);
+        uint256 target = b.commitBlock + SEED_DELAY;
+        // INVARIANT: the seed block is mined after the commit, so its hash was unknown at commit time.
+        if (block.number <= target) revert SeedNotReady(task, j, target + 1);
+        bytes32 randomness = _seed(target);
+        uint256 n = _batchSize(t, j);
+        uint256[] memory positions;
+        if (randomness == bytes32(0)) {
+            positions = Sampling.all(n);
+        } else {
+            b.seed = keccak256(abi.encode(randomness, task, j));
+            positions = Sampling.draw(b.seed, n, t.terms.sampleBps, j + 1 == t.batchCount);
+        }
+        b.sampledBitmap = _bitmap(positions);
+        b.sampleCount = uint16(positions.length);
+        b.windowEnd = _now() + t.terms.windows.openingWindow;
+        b.status = BatchStatus.Drawn;
+        emit SeedDrawn(task, j, b.seed, b.sampledBitmap, b.windowEnd);
+    }
+
+    /// @notice Slash a task whose drawn batch `j` was not opened in time: the owner is credited reward
+    /// and bond minus KEEPER_BPS of the bond, which the caller is credited.
+    /// @param task The task id.
+    /// @param j The unopened batch.
+    function slashUnopened(uint256 task, uint256 j) external {
+        Task storage t = _requireActive(task);
+        Batch storage b = _requireBatchStatus(task, j, BatchStatus.Drawn);
+        // INVARIANT: the provider keeps its whole opening window.
+        if (_before(b.windowEnd)) revert OpeningWindowOpen(task, j, b.windowEnd);
+        t.status = TaskStatus.Slashed;
+        uint256 bond = t.terms.providerBond;
+        uint256 keeperShare = (bond * KEEPER_BPS) / BPS;
+        emit TaskSlashed(task, j, msg.sender);
+        _credit(t.owner, task, t.terms.reward + bond - keeperShare);
+        _credit(msg.sender, task, keeperShare);
+    }
+
+    /// @notice After the deadline, end a task whose batches are not all committed: the owner is
+    /// credited reward and provider bond.
+    /// @param task The task id.
+    function abandon(uint256 task) external {
+        Task storage t = _requireStatus(task, TaskStatus.Accepted);
+        // INVARIANT: the provider has until the deadline to commit every batch.
+        if (_before(t.terms.deadline)) revert DeadlineNotReached(task, t.terms.deadline);
+        t.status = TaskStatus.Abandoned;
+        emit TaskAbandoned(task, msg.sender);
+        _credit(t.owner, task, t.terms.reward + t.terms.providerBond);
+    }
+
+    /// @notice Finalize a committed task once every batch is opened and every challenge window has
+    /// closed: the provider is credited reward and bond. O(1).
+    /// @param task The task id.
+    function finalize(uint256 task) external {
+        Task storage t = _requireStatus(task, TaskStatus.Committed);
+        // INVARIANT: every batch's sample was opened (so every batch had its challenge window).
+        if (t.openedBatches != t.batchCount) revert BatchesNotOpened(task, t.openedBatches, t.batchCount);
+        // INVARIANT: watchers keep every challenge window whole.
+        if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
+        t.status = TaskStatus.Finalized;
+        emit TaskFinalized(task, t.provider);
+        _credit(t.provider, task, t.terms.reward + t.terms.providerBond);
+    }
+
+    /// @notice Withdraw the caller's whole credit.
+    function withdraw() external nonReentrant {
+        uint256 amount = credits[msg.sender];
+        if (amount == 0) revert NothingToWithdraw(msg.sender);
+        credits[msg.sender] = 0;
+        emit Withdrawn(msg.sender, amount);
+        (bool ok, ) = msg.sender.call{value: amount}("");
+        if (!ok) revert TransferFailed(msg.sender, amount);
+    }
+
+    // --- views ---------------------------------------------------------------------------------
+
+    /// @notice A task's terms, parties, status and counters (status None: no such task).
+    /// @param task The task id.
+    /// @return The task.
+    function getTask(uint256 task) external view returns (Task memory) {
+        return _tasks[task];
+    }
+
+    /// @notice A batch of a task (status None: not committed).
+    /// @param task The task id.
+    /// @param j The batch index.
+    /// @return The batch.
+    function getBatch(uint256 task, uint256 j) external view returns (Batch memory) {
+        return _batches[task][j];
+    }
+
+    /// @notice Start and end digests proven for interval `k` (zero until opened).
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @return The interval's digests.
+    function getOpenedInterval(uint256 task, uint256 k) external view returns (OpenedInterval memory) {
+        return _opened[task][k];
+    }
+
+    /// @notice Sampled intervals of batch `j`, in draw order (empty until drawn).
+    /// @dev The bitmap does not keep the order, so the draw is recomputed from the stored seed.
+    /// @param task The task id.
+    /// @param j The batch index.
+    /// @return intervals Interval indices `j * m + position`.
+    function sampledIntervals(uint256 task, uint256 j) external view returns (uint256[] memory intervals) {
+        Task storage t = _tasks[task];
+        Batch storage b = _batches[task][j];
+        if (b.status < BatchStatus.Drawn) return intervals;
+        uint256 n = _batchSize(t, j);
+        intervals = b.seed == bytes32(0)
+            ? Sampling.all(n)
+            : Sampling.draw(b.seed, n, t.terms.sampleBps, j + 1 == t.batchCount);
+        uint256 first = j * t.terms.intervalsPerBatch;
+        for (uint256 i = 0; i < intervals.length; ++i) {
+            intervals[i] += first;
+        }
+    }
+
+    /// @notice Whether interval `k` is in its batch's drawn sample.
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @return True once its batch is drawn and `k` sampled.
+    function isSampled(uint256 task, uint256 k) external view returns (bool) {
+        uint256 m = _tasks[task].terms.intervalsPerBatch;
+        if (m == 0) return false;
+        return (_batches[task][k / m].sampledBitmap >> (k % m)) & 1 == 1;
+    }
+
+    // --- internal ------------------------------------------------------------------------------
+
+    /// @dev The task, reverting unless it is in `status`.
+    function _requireStatus(uint256 task, TaskStatus status) internal view returns (Task storage t) {
+        t = _tasks[task];
+        if (t.status != status) revert WrongTaskStatus(task, t.status);
+    }
+
+    /// @dev The task, reverting unless a provider works on it (Accepted or Committed).
+    function _requireActive(uint256 task) internal view returns (Task storage t) {
+        t = _tasks[task];
+        if (t.status != TaskStatus.Accepted && t.status != TaskStatus.Committed) {
+            revert WrongTaskStatus(task, t.status);
+        }
+    }
+
+    /// @dev The batch, reverting unless it is in `status`.
+    function _requireBatchStatus(uint256 task, uint256 j, BatchStatus status) internal view returns (Batch storage b) {
+        b = _batches[task][j];
+        if (b.status != status) revert WrongBatchStatus(task, j, b.status);
+    }
+
+    /// @dev Reverts unless the caller is the task's provider.
+    function _requireProvider(uint256 task, Task storage t) internal view {
+        if (msg.sender != t.provider) revert NotProvider(task, msg.sender);
+    }
+
+    /// @dev postTask's parameter checks (protocol 4.1).
+    function _checkTerms(
+        uint64 totalSteps,
+        uint64 stride,
+        uint16 intervalsPerBatch,
+        uint16 sampleBps,
+        Windows calldata windows,
+        uint64 deadline
+    ) internal view {
+        if (totalSteps == 0) revert ZeroTotalSteps();
+        if (stride == 0) revert ZeroStride();
+        if (intervalsPerBatch == 0 || intervalsPerBatch > MAX_INTERVALS_PER_BATCH) {
+            revert InvalidIntervalsPerBatch(intervalsPerBatch);
+        }
+        if (sampleBps == 0 || sampleBps > BPS) revert InvalidSampleBps(sampleBps);
+        _checkWindow(windows.openingWindow);
+        _checkWindow(windows.challengeWindow);
+        _checkWindow(windows.challengeRevealWindow);
+        if (!_before(deadline)) revert DeadlineNotInFuture(deadline, _now());
+    }
+
+    /// @dev Part of postTask's storage writes, in a frame of its own: postTask's eleven parameters leave
+    /// no stack for them (no via-IR).
+    function _storeTerms(
+        uint256 task,
+        bytes32 specHash,
+        bytes32 initDigest,
+        uint256 providerBond,
+        uint256 challengerBond,
+        Windows calldata windows
+    ) internal {
+        TaskTerms storage terms = _tasks[task].terms;
+        terms.specHash = specHash;
+        terms.initDigest = initDigest;
+        terms.reward = msg.value;
+        terms.providerBond = providerBond;
+        terms.challengerBond = challengerBond;
+        terms.windows = windows;
+    }
+
+    /// @dev Emits TaskPosted with the terms as stored.
+    function _emitPosted(uint256 task, string calldata specCID) internal {
+        emit TaskPosted(task, msg.sender, specCID, _tasks[task].terms);
+    }
+
+    /// @dev A window is positive and short enough that `now + window` never overflows uint64.
+    function _checkWindow(uint64 window) internal pure {
+        if (window == 0 || window > MAX_WINDOW) revert InvalidWindow(window);
+    }
+
+    /// @dev Checks one opening of batch `j` and records its digests; returns `opened` with its bit set.
+    function _verifyOpening(
+        uint256 task,
+        Task storage t,
+        uint256 j,
+        Batch storage b,
+        Opening calldata o,
+        uint256 opened
+    ) internal returns (uint256) {
+        uint256 first = j * t.terms.intervalsPerBatch;
+        // INVARIANT: only intervals of this batch's sample are opened, each once.
+        if (o.k < first || o.k - first >= MAX_INTERVALS_PER_BATCH) revert IntervalNotSampled(task, o.k);
+        uint256 bit = 1 << (o.k - first);
+        if (b.sampledBitmap & bit == 0) revert IntervalNotSampled(task, o.k);
+        if (opened & bit != 0) revert DuplicateOpening(task, o.k);
+        _verifyLeaf(task, t, o.k, o.endStep, o.endDigest, o.endProof);
+        bytes32 start = t.terms.initDigest;
+        if (o.k > 0) {
+            _verifyLeaf(task, t, o.k - 1, o.startStep, o.startDigest, o.startProof);
+            start = o.startDigest;
+        }
+        _opened[task][o.k] = OpenedInterval({startDigest: start, endDigest: o.endDigest});
+        emit IntervalOpened(task, o.k, start, o.endDigest);
+        return opened | bit;
+    }
+
+    /// @dev Batch `j` is fully opened: start its challenge window.
+    function _completeOpening(
+        uint256 task,
+        Task storage t,
+        uint256 j,
+        Batch storage b,
+        string calldata openingCID
+    ) internal {
+        uint64 end = _now() + t.terms.windows.challengeWindow;
+        b.windowEnd = end;
+        b.status = BatchStatus.Opened;
+        t.openedBatches += 1;
+        if (end > t.challengeEnd) t.challengeEnd = end;
+        emit BatchOpened(task, j, openingCID, end);
+    }
+
+    /// @dev Reverts unless `digest` with step count `endStep` is leaf `k` of its batch's committed root.
+    /// Interval k sits in batch k / m at position k % m, so the start leaf of the first interval of a
+    /// batch is checked against the previous batch's root at index m - 1.
+    function _verifyLeaf(
+        uint256 task,
+        Task storage t,
+        uint256 k,
+        uint256 endStep,
+        bytes32 digest,
+        bytes32[] calldata proof
+    ) internal view {
+        uint256 expected = _endStep(t, k);
+        // INVARIANT: the leaf binds the step count the terms fix, not one the provider picks.
+        if (endStep != expected) revert WrongStep(k, expected, endStep);
+        uint256 m = t.terms.intervalsPerBatch;
+        uint256 j = k / m;
+        bytes32 leaf = LeafHash.leaf(task, k, endStep, digest);
+        // INVARIANT: one digest per interval: the proof has the exact depth and position of k.
+        if (!OrderedMerkle.verify(proof, _batches[task][j].root, leaf, k % m, _batchSize(t, j))) {
+            revert InvalidProof(task, k);
+        }
+    }
+
+    /// @dev Credits `amount` to `account` (nothing for zero).
+    function _credit(address account, uint256 task, uint256 amount) internal {
+        if (amount == 0) return;
+        credits[account] += amount;
+        emit Credited(account, task, amount);
+    }
+
+    /// @dev The one source of randomness: the hash of `targetBlock`, zero once it is unavailable.
+    /// Replace this function to move to a VRF or drand backend.
+    function _seed(uint256 targetBlock) internal view returns (bytes32) {
+        return blockhash(targetBlock);
+    }
+
+    /// @dev `b_k = min((k + 1) * s, N)`.
+    function _endStep(Task storage t, uint256 k) internal view returns (uint256) {
+        uint256 end = (k + 1) * t.terms.stride;
+        return end < t.terms.totalSteps ? end : t.terms.totalSteps;
+    }
+
+    /// @dev Intervals in batch `j`: `min((j + 1) * m, K) - j * m`.
+    function _batchSize(Task storage t, uint256 j) internal view returns (uint256) {
+        uint256 m = t.terms.intervalsPerBatch;
+        uint256 intervals = _ceilDiv(t.terms.totalSteps, t.terms.stride);
+        uint256 end = (j + 1) * m;
+        return (end < intervals ? end : intervals) - j * m;
+    }
+
+    /// @dev Bit p set for every position p.
+    function _bitmap(uint256[] memory positions) internal pure returns (uint256 bitmap) {
+        for (uint256 i = 0; i < positions.length; ++i) {
+            bitmap |= 1 << positions[i];
+        }
+    }
+
+    /// @dev `ceil(a / b)` for b > 0.
+    function _ceilDiv(uint256 a, uint256 b) internal pure returns (uint64) {
+        return uint64((a + b - 1) / b);
+    }
+
+    /// @dev The current time, as every window and deadline is stored.
+    function _now() internal view returns (uint64) {
+        return uint64(block.timestamp);
+    }
+
+    /// @dev The one time comparison: windows are half-open, so an action "within" a window that ends
+    /// at `end` is allowed while this holds, and the expiry action from the moment it fails.
+    function _before(uint64 end) internal view returns (bool) {
+        return _now() < end;
+    }
+}

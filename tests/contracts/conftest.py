@@ -1,0 +1,157 @@
+"""Contract test fixtures: role-named accounts, contracts deployed once per session, a task factory.
+
+Ape's pytest plugin runs these on its own anvil (random port) and reverts the chain after every
+test, so each test starts from the state the session and module fixtures built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from helpers import ACCEPTED, COMMITTED, DEFAULTS, KEEPER_BPS, POSTED, SEED_DELAY, Evidence
+
+
+@pytest.fixture(scope="session")
+def owner(accounts: Any) -> Any:
+    return accounts[0]
+
+
+@pytest.fixture(scope="session")
+def provider(accounts: Any) -> Any:
+    return accounts[1]
+
+
+@pytest.fixture(scope="session")
+def watcher(accounts: Any) -> Any:
+    return accounts[2]
+
+
+@pytest.fixture(scope="session")
+def auditors(accounts: Any) -> list[Any]:
+    return list(accounts[3:6])
+
+
+@pytest.fixture(scope="session")
+def keeper(accounts: Any) -> Any:
+    return accounts[6]
+
+
+@pytest.fixture(scope="session")
+def mirror(project: Any, owner: Any) -> Any:
+    return owner.deploy(project.ProtocolMirror)
+
+
+@pytest.fixture(scope="session")
+def tasks(project: Any, owner: Any) -> Any:
+    return owner.deploy(project.TrainingTasks, SEED_DELAY, KEEPER_BPS)
+
+
+@pytest.fixture
+def post_task(tasks: Any, owner: Any, chain: Any) -> Callable[..., int]:
+    """Factory: post a task with DEFAULTS overridden by keyword; returns its id."""
+
+    def post(*, sender: Any = None, deadline: int | None = None, **overrides: Any) -> int:
+        terms = {**DEFAULTS, **overrides}
+        if deadline is None:
+            deadline = chain.pending_timestamp + 30 * 24 * 3600
+        tasks.postTask(
+            terms["specHash"],
+            terms["specCID"],
+            terms["initDigest"],
+            terms["totalSteps"],
+            terms["stride"],
+            terms["intervalsPerBatch"],
+            terms["sampleBps"],
+            terms["providerBond"],
+            terms["challengerBond"],
+            terms["windows"],
+            deadline,
+            sender=sender or owner,
+            value=terms["reward"],
+        )
+        return tasks.taskCount()
+
+    return post
+
+
+@pytest.fixture
+def accepted_task(tasks: Any, provider: Any, post_task: Callable[..., int]) -> int:
+    """A default task, accepted by `provider`."""
+    task = post_task()
+    tasks.acceptTask(task, sender=provider, value=DEFAULTS["providerBond"])
+    return task
+
+
+@pytest.fixture
+def evidence(tasks: Any) -> Callable[[int], Evidence]:
+    """Factory: the honest provider's evidence for a task, with the task's on-chain terms."""
+
+    def make(task: int) -> Evidence:
+        terms = tasks.getTask(task).terms
+        return Evidence(task, terms.totalSteps, terms.stride, terms.intervalsPerBatch, bytes(terms.initDigest))
+
+    return make
+
+
+@pytest.fixture
+def commit(tasks: Any, provider: Any) -> Callable[..., None]:
+    """Commit batches `js` (default: all) of `ev`'s task with honest roots."""
+
+    def run(ev: Evidence, js: Any = None) -> None:
+        for j in range(ev.batches) if js is None else js:
+            tasks.commitBatch(ev.task, j, ev.tree(j).root, f"bafymanifest{j}", sender=provider)
+
+    return run
+
+
+@pytest.fixture
+def draw(tasks: Any, chain: Any, keeper: Any) -> Callable[[int, int], list[int]]:
+    """Mine past batch j's seed block, draw its sample, return the sampled intervals in draw order."""
+
+    def run(task: int, j: int) -> list[int]:
+        ready = tasks.getBatch(task, j).commitBlock + SEED_DELAY + 1
+        if chain.blocks.height + 1 < ready:
+            chain.mine(ready - chain.blocks.height - 1)
+        tasks.drawSeed(task, j, sender=keeper)
+        return list(tasks.sampledIntervals(task, j))
+
+    return run
+
+
+@pytest.fixture
+def open_batch(tasks: Any, provider: Any) -> Callable[..., Any]:
+    """Open batch j with honest openings of its sampled intervals."""
+
+    def run(ev: Evidence, j: int) -> Any:
+        openings = [ev.opening(k) for k in tasks.sampledIntervals(ev.task, j)]
+        return tasks.openBatch(ev.task, j, f"bafyopening{j}", openings, sender=provider)
+
+    return run
+
+
+def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
+    """What the contract owes: escrow of live tasks plus every known account's credit (protocol 4.3)."""
+    escrow = 0
+    for task in range(1, tasks.taskCount() + 1):
+        t = tasks.getTask(task)
+        if t.status == POSTED:
+            escrow += t.terms.reward
+        elif t.status in (ACCEPTED, COMMITTED):
+            escrow += t.terms.reward + t.terms.providerBond
+    return escrow + sum(tasks.credits(a) for a in [*accounts, *extra])
+
+
+@pytest.fixture
+def balance_invariant(tasks: Any, accounts: Any) -> Iterator[Callable[..., None]]:
+    """Assert the balance invariant now (call it after transactions); it is asserted again after the test."""
+
+    known: list[Any] = []
+
+    def check(*extra: Any) -> None:
+        known.extend(extra)
+        assert tasks.balance == held_for_others(tasks, accounts, *known)
+
+    yield check
+    check()

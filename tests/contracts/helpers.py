@@ -1,0 +1,146 @@
+"""Independent re-implementations of the protocol's hashing for contract tests (protocol 2.4, 3).
+
+Deliberately separate from ``ovig_node.protocol``: the tests check the contracts against the spec,
+not against another implementation that could share a mistake.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from eth_abi import encode
+from eth_utils import keccak
+
+ZERO = b"\x00" * 32
+
+# Constructor parameters of TrainingTasks in these tests.
+SEED_DELAY = 2  # blocks between a batch commit and its seed block
+KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened batch
+
+# TaskStatus and BatchStatus values (contracts/Types.sol).
+NONE, POSTED, ACCEPTED, COMMITTED, FINALIZED, CANCELLED, ABANDONED, SLASHED = range(8)
+B_NONE, B_COMMITTED, B_DRAWN, B_OPENED = range(4)
+
+# Default task terms (protocol 4.1): 10 intervals of 100 steps (the last one 50), 4 per batch.
+DEFAULTS: dict[str, Any] = {
+    "specHash": b"\x5a" * 32,
+    "specCID": "bafyspec",
+    "initDigest": b"\x11" * 32,
+    "totalSteps": 950,
+    "stride": 100,
+    "intervalsPerBatch": 4,
+    "sampleBps": 5000,
+    "providerBond": 3 * 10**18,
+    "challengerBond": 10**17,
+    "windows": (3600, 7200, 600),  # openingWindow, challengeWindow, challengeRevealWindow
+    "reward": 2 * 10**18,
+}
+
+
+def leaf(task: int, k: int, end_step: int, digest: bytes) -> bytes:
+    """`keccak256(bytes.concat(keccak256(abi.encode(task, k, b_k, digest_k))))`."""
+    return keccak(keccak(encode(["uint256", "uint256", "uint256", "bytes32"], [task, k, end_step, digest])))
+
+
+def seed_of(block_hash: bytes, task: int, j: int) -> bytes:
+    return keccak(encode(["bytes32", "uint256", "uint256"], [block_hash, task, j]))
+
+
+def sample_size(n: int, sample_bps: int) -> int:
+    return max(1, (n * sample_bps + 9999) // 10000)
+
+
+def sample(seed: bytes, n: int, sample_bps: int, *, is_last: bool) -> list[int]:
+    """Positions of a batch's sample in draw order: partial Fisher-Yates, deliverable appended last."""
+    q = min(sample_size(n, sample_bps), n)
+    n_, q_ = (n - 1, q - 1) if is_last else (n, q)
+    p = list(range(n_))
+    for i in range(q_):
+        r = i + int.from_bytes(keccak(encode(["bytes32", "uint256"], [seed, i])), "big") % (n_ - i)
+        p[i], p[r] = p[r], p[i]
+    return p[:q_] + ([n - 1] if is_last else [])
+
+
+@dataclass(frozen=True)
+class Tree:
+    """Ordered Merkle tree over leaves, zero-padded to a power of two; parent = keccak(left || right)."""
+
+    leaves: tuple[bytes, ...]
+
+    @functools.cached_property
+    def levels(self) -> list[list[bytes]]:
+        width = 1
+        while width < len(self.leaves):
+            width *= 2
+        level = list(self.leaves) + [ZERO] * (width - len(self.leaves))
+        levels = [level]
+        while len(level) > 1:
+            level = [keccak(level[i] + level[i + 1]) for i in range(0, len(level), 2)]
+            levels.append(level)
+        return levels
+
+    @property
+    def root(self) -> bytes:
+        return self.levels[-1][0]
+
+    def proof(self, index: int) -> list[bytes]:
+        """Siblings from leaf `index` up to the root."""
+        siblings = []
+        for level in self.levels[:-1]:
+            siblings.append(level[index ^ 1])
+            index //= 2
+        return siblings
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A provider's commitments for one task: a digest per interval, a tree per batch (protocol 2.3-2.4)."""
+
+    task: int
+    total_steps: int
+    stride: int
+    per_batch: int  # m
+    init_digest: bytes
+
+    @property
+    def intervals(self) -> int:  # K
+        return -(-self.total_steps // self.stride)
+
+    @property
+    def batches(self) -> int:  # B
+        return -(-self.intervals // self.per_batch)
+
+    def end_step(self, k: int) -> int:
+        return min((k + 1) * self.stride, self.total_steps)
+
+    def digest(self, k: int) -> bytes:
+        return keccak(text=f"evidence {self.task}/{k}")  # stands in for sha256 of the file
+
+    def batch_intervals(self, j: int) -> range:
+        return range(j * self.per_batch, min((j + 1) * self.per_batch, self.intervals))
+
+    @functools.cache  # noqa: B019 (a handful of small instances per test)
+    def tree(self, j: int) -> Tree:
+        return Tree(tuple(leaf(self.task, k, self.end_step(k), self.digest(k)) for k in self.batch_intervals(j)))
+
+    def proof(self, k: int) -> list[bytes]:
+        return self.tree(k // self.per_batch).proof(k % self.per_batch)
+
+    def start_digest(self, k: int) -> bytes:
+        return self.init_digest if k == 0 else self.digest(k - 1)
+
+    def opening(self, k: int) -> tuple:
+        """The `Opening` struct for interval k, as a tuple in field order."""
+        if k == 0:
+            return (k, self.end_step(k), self.digest(k), self.proof(k), 0, ZERO, [])
+        return (
+            k,
+            self.end_step(k),
+            self.digest(k),
+            self.proof(k),
+            self.end_step(k - 1),
+            self.digest(k - 1),
+            self.proof(k - 1),
+        )

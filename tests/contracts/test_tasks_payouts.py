@@ -1,0 +1,249 @@
+"""TrainingTasks: the honest lifecycle to the wei, finalize, withdraw and re-entrancy (protocol 4.1, 4.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ape
+import pytest
+from eth_abi import encode
+from eth_utils import keccak
+from helpers import ACCEPTED, COMMITTED, DEFAULTS, FINALIZED, Evidence
+
+pytestmark = pytest.mark.usefixtures("balance_invariant")
+REWARD, BOND = DEFAULTS["reward"], DEFAULTS["providerBond"]
+
+
+def error_data(signature: str, types: list[str], values: list[Any]) -> bytes:
+    return keccak(text=signature)[:4] + encode(types, values)
+
+
+def test_honest_lifecycle_pays_provider_to_the_wei(
+    tasks: Any,
+    owner: Any,
+    provider: Any,
+    keeper: Any,
+    post_task: Callable[..., int],
+    evidence: Callable[[int], Evidence],
+    draw: Any,
+    chain: Any,
+    balance_invariant: Callable[..., None],
+) -> None:
+    start = {a.address: a.balance for a in (owner, provider, keeper)}
+    fees = dict.fromkeys(start, 0)
+
+    def paid(receipt: Any) -> Any:
+        fees[receipt.sender] += receipt.total_fees_paid
+        balance_invariant()
+        return receipt
+
+    task = post_task()
+    fees[owner.address] += chain.history[owner.address][-1].total_fees_paid
+    balance_invariant()
+    paid(tasks.acceptTask(task, sender=provider, value=BOND))
+    ev = evidence(task)
+    for j in range(ev.batches):
+        paid(tasks.commitBatch(task, j, ev.tree(j).root, f"bafym{j}", sender=provider))
+    assert tasks.getTask(task).status == COMMITTED
+    for j in range(ev.batches):
+        sampled = draw(task, j)  # sent by the keeper
+        fees[keeper.address] += chain.history[keeper.address][-1].total_fees_paid
+        openings = [ev.opening(k) for k in sampled]
+        paid(tasks.openBatch(task, j, f"bafyo{j}", openings, sender=provider))
+    end = tasks.getTask(task).challengeEnd
+    assert end == max(tasks.getBatch(task, j).windowEnd for j in range(ev.batches))
+    chain.pending_timestamp = end
+    tx = paid(tasks.finalize(task, sender=keeper))
+    assert [(e.task, e["provider"]) for e in tx.events.filter(tasks.TaskFinalized)] == [(task, provider.address)]
+    assert tasks.getTask(task).status == FINALIZED
+    assert tasks.credits(provider) == REWARD + BOND
+    assert tasks.balance == REWARD + BOND  # still held: pulled, never pushed
+    tx = paid(tasks.withdraw(sender=provider))
+    assert [(e.account, e.amount) for e in tx.events.filter(tasks.Withdrawn)] == [(provider.address, REWARD + BOND)]
+    assert tasks.balance == 0 and tasks.credits(provider) == 0
+    assert provider.balance == start[provider.address] + REWARD - fees[provider.address]
+    assert owner.balance == start[owner.address] - REWARD - fees[owner.address]
+    assert keeper.balance == start[keeper.address] - fees[keeper.address]
+
+
+# --- finalize ------------------------------------------------------------------------------------
+
+
+def test_finalize_before_every_batch_is_opened_reverts(
+    tasks: Any,
+    keeper: Any,
+    accepted_task: int,
+    evidence: Callable[[int], Evidence],
+    commit: Callable[..., None],
+    draw: Any,
+    open_batch: Any,
+    chain: Any,
+) -> None:
+    ev = evidence(accepted_task)
+    commit(ev, [0, 1])
+    with ape.reverts(tasks.WrongTaskStatus, task=accepted_task, status=ACCEPTED):
+        tasks.finalize(accepted_task, sender=keeper)
+    commit(ev, [2])
+    for j in (0, 1):
+        draw(accepted_task, j)
+        open_batch(ev, j)
+    chain.pending_timestamp += 30 * 24 * 3600
+    before = tasks.getTask(accepted_task)
+    with ape.reverts(tasks.BatchesNotOpened, task=accepted_task, opened=2, total=3):
+        tasks.finalize(accepted_task, sender=keeper)
+    assert tasks.getTask(accepted_task) == before
+
+
+def test_finalize_waits_for_the_last_challenge_window(
+    tasks: Any,
+    provider: Any,
+    keeper: Any,
+    accepted_task: int,
+    evidence: Callable[[int], Evidence],
+    commit: Callable[..., None],
+    draw: Any,
+    open_batch: Any,
+    chain: Any,
+) -> None:
+    ev = evidence(accepted_task)
+    commit(ev)
+    for j in range(ev.batches):
+        draw(accepted_task, j)
+        open_batch(ev, j)
+    end = tasks.getTask(accepted_task).challengeEnd
+    chain.pending_timestamp = end - 1
+    before = tasks.getTask(accepted_task)
+    with ape.reverts(tasks.ChallengeWindowOpen, task=accepted_task, closesAt=end):
+        tasks.finalize(accepted_task, sender=keeper)
+    assert tasks.getTask(accepted_task) == before and tasks.credits(provider) == 0
+    chain.pending_timestamp = end
+    tasks.finalize(accepted_task, sender=keeper)
+    assert tasks.credits(provider) == REWARD + BOND
+    with ape.reverts(tasks.WrongTaskStatus, task=accepted_task, status=FINALIZED):
+        tasks.finalize(accepted_task, sender=keeper)
+    assert tasks.credits(provider) == REWARD + BOND
+
+
+# --- withdraw ------------------------------------------------------------------------------------
+
+
+def test_withdraw_without_credit_reverts(tasks: Any, watcher: Any) -> None:
+    with ape.reverts(tasks.NothingToWithdraw, account=watcher.address):
+        tasks.withdraw(sender=watcher)
+
+
+def test_withdraw_pays_credit_once(tasks: Any, owner: Any, post_task: Callable[..., int]) -> None:
+    tasks.cancel(post_task(), sender=owner)
+    tasks.cancel(post_task(reward=5), sender=owner)
+    assert tasks.credits(owner) == REWARD + 5
+    start = owner.balance
+    tx = tasks.withdraw(sender=owner)
+    assert owner.balance == start + REWARD + 5 - tx.total_fees_paid
+    assert tasks.credits(owner) == 0 and tasks.balance == 0
+    with ape.reverts(tasks.NothingToWithdraw, account=owner.address):
+        tasks.withdraw(sender=owner)
+
+
+@pytest.fixture
+def attacker(
+    project: Any,
+    tasks: Any,
+    owner: Any,
+    chain: Any,
+    post_task: Callable[..., int],
+    balance_invariant: Callable[..., None],
+) -> Any:
+    """A contract owning a cancelled task, so it holds a credit of REWARD, plus an honest credit beside it."""
+    receiver = owner.deploy(project.ReentrantReceiver, tasks.address)
+    balance_invariant(receiver)
+    terms = DEFAULTS
+    post = tasks.postTask.encode_input(
+        terms["specHash"],
+        terms["specCID"],
+        terms["initDigest"],
+        terms["totalSteps"],
+        terms["stride"],
+        terms["intervalsPerBatch"],
+        terms["sampleBps"],
+        terms["providerBond"],
+        terms["challengerBond"],
+        terms["windows"],
+        chain.pending_timestamp + 3600,
+    )
+    receiver.execute(post, sender=owner, value=REWARD)
+    receiver.execute(tasks.cancel.encode_input(tasks.taskCount()), sender=owner)
+    # Someone else's money sits in the contract too: the attack must not reach it.
+    post_task(reward=7)
+    assert tasks.credits(receiver) == REWARD
+    return receiver
+
+
+def test_withdraw_reentry_is_refused_and_pays_once(tasks: Any, owner: Any, attacker: Any) -> None:
+    attacker.arm(tasks.withdraw.encode_input(), True, sender=owner)
+    held = tasks.balance
+    attacker.execute(tasks.withdraw.encode_input(), sender=owner)
+    assert attacker.received() == REWARD
+    assert attacker.balance == REWARD
+    assert tasks.balance == held - REWARD
+    assert tasks.credits(attacker) == 0
+    assert not attacker.reentrySucceeded()
+    assert bytes(attacker.reentryResult()) == keccak(text="ReentrancyGuardReentrantCall()")[:4]
+
+
+def test_withdraw_to_reverting_receiver_keeps_the_credit(tasks: Any, owner: Any, attacker: Any) -> None:
+    attacker.arm(tasks.withdraw.encode_input(), False, sender=owner)
+    held = tasks.balance
+    # The re-entrant withdraw fails, so receive() reverts, so the payment fails: nothing moves.
+    failed = error_data("TransferFailed(address,uint256)", ["address", "uint256"], [attacker.address, REWARD])
+    with ape.reverts(attacker.CallFailed, data=failed):
+        attacker.execute(tasks.withdraw.encode_input(), sender=owner)
+    assert tasks.credits(attacker) == REWARD and tasks.balance == held
+    assert attacker.received() == 0 and attacker.balance == 0
+
+
+def test_every_way_out_leaves_nothing_locked(
+    tasks: Any,
+    owner: Any,
+    provider: Any,
+    keeper: Any,
+    post_task: Callable[..., int],
+    evidence: Callable[[int], Evidence],
+    commit: Callable[..., None],
+    draw: Any,
+    open_batch: Any,
+    chain: Any,
+    balance_invariant: Callable[..., None],
+) -> None:
+    # Four tasks side by side, one per way out (protocol 4.3: no ETH locked without a path out).
+    cancelled, abandoned, slashed, finalized = (
+        post_task(),
+        post_task(deadline=chain.pending_timestamp + 24 * 3600),
+        post_task(),
+        post_task(),
+    )
+    for task in (abandoned, slashed, finalized):
+        tasks.acceptTask(task, sender=provider, value=BOND)
+    tasks.cancel(cancelled, sender=owner)
+    commit(evidence(abandoned), [0])
+    commit(evidence(slashed))
+    ev = evidence(finalized)
+    commit(ev)
+    draw(slashed, 0)
+    for j in range(ev.batches):
+        draw(finalized, j)
+        open_batch(ev, j)
+    balance_invariant()
+    chain.pending_timestamp += 24 * 3600
+    tasks.abandon(abandoned, sender=keeper)
+    tasks.slashUnopened(slashed, 0, sender=keeper)
+    tasks.finalize(finalized, sender=keeper)
+    balance_invariant()
+    keeper_share = BOND * tasks.KEEPER_BPS() // 10000
+    assert tasks.credits(owner) == REWARD + (REWARD + BOND) + (REWARD + BOND - keeper_share)
+    assert tasks.credits(provider) == REWARD + BOND
+    assert tasks.credits(keeper) == keeper_share
+    for account in (owner, provider, keeper):
+        tasks.withdraw(sender=account)
+        balance_invariant()
+    assert tasks.balance == 0
