@@ -25,10 +25,14 @@ class MicroBatchDrop(Attack):
 
 @dataclass(frozen=True)
 class DataPerturbation(Attack):
-    """Swap the first two examples' inputs and labels with each other's neighbours (a data-path change)."""
+    """Shift every example's input by one position along its last axis (pixels of an image row, tokens
+    of a sequence): a data-path change that keeps shapes, labels and random draws."""
+
+    field: str | None = None  # the input tensor to perturb; None: the dataset's first tensor
 
     def batch(self, step: int, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        return {name: tensor.roll(1, dims=0) if name != "label" else tensor for name, tensor in batch.items()}
+        name = self.field or next(iter(batch))
+        return {**batch, name: batch[name].roll(1, dims=-1)}
 
 
 @dataclass(frozen=True)
@@ -56,13 +60,15 @@ class RowTamper(Attack):
     """Add ``delta`` to one row of one weight matrix at the end of each attacked step: a change to a
     few coordinates that a comparison over a fixed sample of coordinates would likely miss."""
 
-    parameter: str = "fc2.weight"
+    parameter: str | None = None  # None: the model's last weight matrix (its output layer)
     row: int = 0
     delta: float = 1e-3
 
     def after_update(self, step: int, model: nn.Module) -> None:
+        params = dict(model.named_parameters())
+        name = self.parameter or [n for n, p in params.items() if p.dim() == 2][-1]
         with torch.no_grad():
-            dict(model.named_parameters())[self.parameter][self.row] += self.delta
+            params[name][self.row] += self.delta
 
 
 BUILTIN: dict[str, Callable[..., Attack]] = {
