@@ -247,3 +247,13 @@ def test_evaluation_reports_asr_fpr_frontier_and_plots(tmp_path: Path) -> None:
     plot_honest(summary, tmp_path / "h.png")
     assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "h.png").stat().st_size > 10_000
+
+
+def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
+    attack = load_attack("data_perturbation", intervals=frozenset({0}))
+    batch = {"label": torch.tensor([1, 2]), "image": torch.arange(8).view(2, 1, 1, 4), "noise": torch.ones(2, 4)}
+    out = attack.batch(0, batch)
+    assert torch.equal(out["label"], batch["label"]) and torch.equal(out["noise"], batch["noise"])
+    assert out["image"][0, 0, 0].tolist() == [3, 0, 1, 2]
+    with pytest.raises(AttackError, match="no input tensor"):
+        attack.batch(0, {"label": torch.tensor([1])})

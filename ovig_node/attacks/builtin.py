@@ -8,7 +8,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ovig_node.attacks.base import Attack
+from ovig_node.attacks.base import Attack, AttackError
+
+INPUT_FIELDS = ("image", "input_ids")  # the model inputs of the built-in workloads
 
 
 @dataclass(frozen=True)
@@ -28,11 +30,13 @@ class DataPerturbation(Attack):
     """Shift every example's input by one position along its last axis (pixels of an image row, tokens
     of a sequence): a data-path change that keeps shapes, labels and random draws."""
 
-    field: str | None = None  # the input tensor to perturb; None: the dataset's first tensor
+    field: str | None = None  # the input tensor to perturb; None: "image" or "input_ids", whichever exists
 
     def batch(self, step: int, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        name = self.field or next(iter(batch))
-        return {**batch, name: batch[name].roll(1, dims=-1)}
+        candidates = [self.field] if self.field else [name for name in INPUT_FIELDS if name in batch]
+        if not candidates or candidates[0] not in batch:
+            raise AttackError(f"data_perturbation: no input tensor {self.field or INPUT_FIELDS} in {sorted(batch)}")
+        return {**batch, candidates[0]: batch[candidates[0]].roll(1, dims=-1)}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import ACCEPTED, COMMITTED, DEFAULTS, KEEPER_BPS, POSTED, SEED_DELAY, Evidence
+from helpers import ACCEPTED, COMMITTED, DEFAULTS, KEEPER_BPS, POSTED, SEED_DELAY, Evidence, post_args
 
 
 @pytest.fixture(scope="session")
@@ -57,17 +57,7 @@ def post_task(tasks: Any, owner: Any, chain: Any) -> Callable[..., int]:
         if deadline is None:
             deadline = chain.pending_timestamp + 30 * 24 * 3600
         tasks.postTask(
-            terms["specHash"],
-            terms["specCID"],
-            terms["initDigest"],
-            terms["totalSteps"],
-            terms["stride"],
-            terms["intervalsPerBatch"],
-            terms["sampleBps"],
-            terms["providerBond"],
-            terms["challengerBond"],
-            terms["windows"],
-            deadline,
+            *post_args(terms, deadline),
             sender=sender or owner,
             value=terms["reward"],
         )

@@ -39,6 +39,15 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+POST_FIELDS = ("specHash", "specCID", "initDigest", "totalSteps", "stride", "intervalsPerBatch", "sampleBps",
+               "providerBond", "challengerBond", "windows")  # fmt: skip
+
+
+def post_args(terms: dict[str, Any], deadline: int) -> tuple[Any, ...]:
+    """postTask's arguments in order, from a terms dict like DEFAULTS."""
+    return (*(terms[name] for name in POST_FIELDS), deadline)
+
+
 def leaf(task: int, k: int, end_step: int, digest: bytes) -> bytes:
     """`keccak256(bytes.concat(keccak256(abi.encode(task, k, b_k, digest_k))))`."""
     return keccak(keccak(encode(["uint256", "uint256", "uint256", "bytes32"], [task, k, end_step, digest])))

@@ -9,7 +9,7 @@ import ape
 import pytest
 from eth_abi import encode
 from eth_utils import keccak
-from helpers import ACCEPTED, COMMITTED, DEFAULTS, FINALIZED, Evidence
+from helpers import ACCEPTED, COMMITTED, DEFAULTS, FINALIZED, Evidence, post_args
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 REWARD, BOND = DEFAULTS["reward"], DEFAULTS["providerBond"]
@@ -158,19 +158,7 @@ def attacker(
     receiver = owner.deploy(project.ReentrantReceiver, tasks.address)
     balance_invariant(receiver)
     terms = DEFAULTS
-    post = tasks.postTask.encode_input(
-        terms["specHash"],
-        terms["specCID"],
-        terms["initDigest"],
-        terms["totalSteps"],
-        terms["stride"],
-        terms["intervalsPerBatch"],
-        terms["sampleBps"],
-        terms["providerBond"],
-        terms["challengerBond"],
-        terms["windows"],
-        chain.pending_timestamp + 3600,
-    )
+    post = tasks.postTask.encode_input(*post_args(terms, chain.pending_timestamp + 3600))
     receiver.execute(post, sender=owner, value=REWARD)
     receiver.execute(tasks.cancel.encode_input(tasks.taskCount()), sender=owner)
     # Someone else's money sits in the contract too: the attack must not reach it.
