@@ -12,7 +12,6 @@ What gets deployed, in which order and with which arguments, is the plan in ``de
 from __future__ import annotations
 
 import importlib.util
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,7 +127,3 @@ def run_plan(plan_path: Path, deployer: Deployer) -> Deployments:
     module.plan(deployer)
     deployer.deployments.save(deployer.path)
     return deployer.deployments
-
-
-def deployments_json(deployments: Deployments) -> str:
-    return json.dumps(deployments.model_dump(), indent=2)

@@ -78,7 +78,3 @@ class Workload(ABC):
     @abstractmethod
     def loss(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
         """Mean training loss of ``batch`` (data and the tensors of :meth:`randomness`)."""
-
-    def metrics(self, model: nn.Module, dataset: Dataset, config: dict[str, Any]) -> dict[str, float]:
-        """Numbers that show training works (e.g. accuracy); none by default."""
-        return {}

@@ -118,12 +118,6 @@ class LanguageWorkload(Workload):
         logits = model(batch["input_ids"].long(), batch["attention_mask"].long())
         return F.cross_entropy(logits, batch["label"])
 
-    def metrics(self, model: nn.Module, dataset: Dataset, config: dict[str, Any]) -> dict[str, float]:
-        with torch.no_grad():
-            logits = model(dataset.tensors["input_ids"].long(), dataset.tensors["attention_mask"].long())
-            accuracy = (logits.argmax(1) == dataset.tensors["label"]).float().mean().item()
-        return {"accuracy": accuracy}
-
     @staticmethod
     def _bert_config(config: dict[str, Any]) -> Any:
         from transformers import BertConfig
