@@ -189,6 +189,8 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
         ("micro_batch_drop", {"keep": 0.5}, "out_of_bounds"),
         ("data_perturbation", {}, "out_of_bounds"),
         ("lr_tamper", {"scale": 1.5}, "out_of_bounds"),
+        ("low_precision", {}, "out_of_bounds"),
+        ("stale_gradient", {}, "out_of_bounds"),
         ("skip_steps", {"every": 5}, "wrong_counter"),  # Adam's step counters fall short of b_k
         ("row_tamper", {"delta": 1e-4}, "out_of_bounds"),
         ("test_verify:tiny_nudge", {}, "out_of_bounds"),  # an outside attack, loaded as a plugin

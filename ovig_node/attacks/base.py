@@ -42,6 +42,10 @@ class Attack:
         """The learning rate the step really uses."""
         return lr
 
+    def compute_dtype(self, step: int) -> torch.dtype | None:
+        """A lower precision to run the forward and backward pass in (None: the spec's)."""
+        return None
+
     def gradients(self, step: int, model: nn.Module) -> None:
         """Change ``.grad`` in place before the optimizer step."""
 

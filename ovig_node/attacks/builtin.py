@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -37,6 +37,31 @@ class DataPerturbation(Attack):
         if not candidates or candidates[0] not in batch:
             raise AttackError(f"data_perturbation: no input tensor {self.field or INPUT_FIELDS} in {sorted(batch)}")
         return {**batch, candidates[0]: batch[candidates[0]].roll(1, dims=-1)}
+
+
+@dataclass(frozen=True)
+class LowPrecision(Attack):
+    """Run forward and backward passes in bfloat16 (cheaper hardware, OVIG's shortcut attack)."""
+
+    def compute_dtype(self, step: int) -> torch.dtype | None:
+        return torch.bfloat16
+
+
+@dataclass(frozen=True)
+class StaleGradient(Attack):
+    """Reuse the previous step's gradient instead of the fresh one every other step (OVIG's stale-gradient
+    replay: half the backward passes could be skipped)."""
+
+    every: int = 2
+    _last: dict[str, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
+
+    def gradients(self, step: int, model: nn.Module) -> None:
+        params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
+        if step % self.every == 0 and self._last:
+            for name, param in params:
+                param.grad = self._last[name].clone()
+        else:
+            self._last.update({name: param.grad.detach().clone() for name, param in params})
 
 
 @dataclass(frozen=True)
@@ -78,6 +103,8 @@ class RowTamper(Attack):
 BUILTIN: dict[str, Callable[..., Attack]] = {
     "micro_batch_drop": MicroBatchDrop,
     "data_perturbation": DataPerturbation,
+    "low_precision": LowPrecision,
+    "stale_gradient": StaleGradient,
     "lr_tamper": LrTamper,
     "skip_steps": SkipSteps,
     "row_tamper": RowTamper,

@@ -174,9 +174,11 @@ def compute_gradients(
     params = [p for p in model.parameters() if p.requires_grad]
     sums: list[torch.Tensor] | None = None
     total = 0.0
+    cheap = attack.compute_dtype(step) if attack is not None else None
     for part in _split(batch, profile.micro_batches):
         share = len(next(iter(part.values()))) / size
-        loss = workload.loss(model, part, spec.workload.config) * share
+        with torch.autocast(profile.device, dtype=cheap, enabled=cheap is not None):
+            loss = workload.loss(model, part, spec.workload.config) * share
         grads = torch.autograd.grad(loss, params)
         if profile.accumulate == "float64":
             grads = tuple(g.double() for g in grads)

@@ -39,6 +39,8 @@ DEFAULT_ATTACKS = (
     AttackCase("micro_batch_drop", {"keep": 0.5}),
     AttackCase("data_perturbation"),
     AttackCase("lr_tamper", {"scale": 1.1}),
+    AttackCase("low_precision"),
+    AttackCase("stale_gradient"),
     AttackCase("skip_steps", {"every": 4}),
     *(AttackCase("row_tamper", {"delta": d}, strength="delta") for d in (1e-7, 1e-6, 1e-5, 1e-4)),
 )
