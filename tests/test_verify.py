@@ -18,10 +18,10 @@ from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify.boundary import BoundaryProfile, calibrate
-from ovig_node.verify.check import judge
 from ovig_node.verify.evaluate import AttackCase, EvalSettings, evaluate, markdown, summarise
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
+from ovig_node.verify.report import replay_and_judge
 from ovig_node.verify.stats import PERCENTILES, percentiles
 from support import run_ovig
 
@@ -57,16 +57,9 @@ def claims(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> Path
     return out
 
 
-def expected_metadata(task: PreparedTask, k: int) -> dict[str, str]:
-    end = task.spec.layout.end_step(k)
-    return {"task": "0", "spec": "0x" + task.spec_hash.hex(), "interval": str(k), "step": str(end)}
-
-
 def check(task: PreparedTask, boundary: BoundaryProfile, claims: Path, k: int, claimed_end: Evidence):
     start = read_evidence(evidence_path(claims, k - 1))
-    replayed = replay_interval(task, k, start, profile=get_profile(HELD_OUT))
-    return judge(claimed_end, replayed, boundary, expected_metadata=expected_metadata(task, k), claimed_start=start,
-                 start_step=task.spec.layout.end_step(k - 1))  # fmt: skip
+    return replay_and_judge(task, k, start, claimed_end, boundary, profile=get_profile(HELD_OUT))[0]
 
 
 def test_percentiles_are_exact_nearest_rank() -> None:

@@ -59,6 +59,11 @@ class Evidence:
         return cls(model=sections["model"], optim=sections["optim"], probe=sections["probe"], metadata=metadata)
 
 
+def evidence_metadata(task: int, spec_hash: bytes, k: int, end_step: int) -> dict[str, str]:
+    """The metadata E_k carries (protocol section 2.3): on-chain task, specHash hex, interval, step b_k."""
+    return {"task": str(task), "spec": "0x" + spec_hash.hex(), "interval": str(k), "step": str(end_step)}
+
+
 def safetensors_bytes(tensors: dict[str, torch.Tensor], *, metadata: dict[str, str] | None = None) -> bytes:
     """safetensors bytes that depend only on the tensors and metadata.
 

@@ -29,6 +29,7 @@ from ovig_node.protocol.spec import TaskSpec
 from ovig_node.training.evidence import (
     Evidence,
     EvidenceError,
+    evidence_metadata,
     read_evidence,
     read_metadata,
     write_evidence,
@@ -224,7 +225,7 @@ def endpoint_evidence(
         model=dict(model.state_dict()),
         optim=optimizer_state(model, optimizer),
         probe=probe,
-        metadata={"task": str(task), "spec": "0x" + spec_hash.hex(), "interval": str(k), "step": str(end)},
+        metadata=evidence_metadata(task, spec_hash, k, end),
     )
 
 
@@ -236,8 +237,7 @@ def completed_intervals(run: TrainRun) -> list[str]:
         if not path.is_file():
             break
         meta = read_metadata(path)
-        expected = {"task": str(run.task), "spec": "0x" + run.spec_hash.hex(), "interval": str(k)}
-        if {key: meta.get(key) for key in expected} != expected:
+        if meta != evidence_metadata(run.task, run.spec_hash, k, run.spec.layout.end_step(k)):
             raise EvidenceError(f"{path} belongs to another task or spec ({meta}); use another --out folder")
         digests.append(file_sha256(path))
     return digests

@@ -24,8 +24,8 @@ from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify.boundary import BoundaryProfile, calibrate
-from ovig_node.verify.check import Verdict, judge
-from ovig_node.verify.replay import replay_interval
+from ovig_node.verify.check import Verdict
+from ovig_node.verify.report import replay_and_judge
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def _evaluate_stride(settings: EvalSettings, stride: int, folder: Path, log: Any
     honest = []
     for k in range(settings.calibration_intervals, settings.intervals):
         for profile in settings.held_out_profiles:
-            verdict = _check(prepared, boundary, claims, claims, k, profile)
+            verdict = _check(prepared, boundary, claims, k, profile)
             honest.append({"interval": k, "profile": profile, **_summary(verdict)})
     attacked_k = settings.intervals - 2
     attacks = []
@@ -102,7 +102,7 @@ def _evaluate_stride(settings: EvalSettings, stride: int, folder: Path, log: Any
         out = folder / f"attack-{case.name.replace(':', '_')}-{'-'.join(f'{v:g}' for v in case.params.values())}"
         attack = load_attack(case.name, intervals=frozenset({attacked_k}), **case.params)
         train(_run(prepared, out, attack=attack))
-        verdict = _check(prepared, boundary, claims, out, attacked_k, settings.held_out_profiles[0])
+        verdict = _check(prepared, boundary, out, attacked_k, settings.held_out_profiles[0])
         attacks.append({"attack": case.name, "params": case.params, "strength": case.strength,
                         "interval": attacked_k, **_summary(verdict)})  # fmt: skip
     return StrideResult(stride, honest, attacks, boundary.model_dump())
@@ -113,16 +113,11 @@ def _run(prepared: PreparedTask, out: Path, **extra: Any) -> TrainRun:
     return TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile("reference"), **extra)
 
 
-def _check(prepared: PreparedTask, boundary: BoundaryProfile, claims: Path, run: Path, k: int, profile: str) -> Verdict:
+def _check(prepared: PreparedTask, boundary: BoundaryProfile, run: Path, k: int, profile: str) -> Verdict:
     # The replay starts from the honest start (what the chain committed for k-1), like a watcher's.
     start = read_evidence(evidence_path(run, k - 1)) if k > 0 else None
     end = read_evidence(evidence_path(run, k))
-    replayed = replay_interval(prepared, k, start, profile=get_profile(profile))
-    layout = prepared.spec.layout
-    expected = {"task": "0", "spec": "0x" + prepared.spec_hash.hex(), "interval": str(k),
-                "step": str(layout.end_step(k))}  # fmt: skip
-    return judge(end, replayed, boundary, expected_metadata=expected, claimed_start=start,
-                 start_step=layout.end_step(k - 1) if k > 0 else 0)  # fmt: skip
+    return replay_and_judge(prepared, k, start, end, boundary, profile=get_profile(profile))[0]
 
 
 def _summary(verdict: Verdict) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ovig_node.training.evidence import Evidence, EvidenceError, read_evidence
+from ovig_node.training.evidence import Evidence, EvidenceError, evidence_metadata, read_evidence
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import evidence_path
 from ovig_node.training.taskfiles import PreparedTask
@@ -34,7 +34,6 @@ def verify_interval(
 ) -> dict[str, Any]:
     """Replay interval ``k`` from the files in ``evidence_dir`` and return the report."""
     layout = prepared.spec.layout
-    started = time.monotonic()
     base: dict[str, Any] = {"interval": k, "end_step": layout.end_step(k), "task": task,
                             "spec": "0x" + prepared.spec_hash.hex(), "profile": profile.describe(),
                             "torch": torch.__version__}  # fmt: skip
@@ -42,13 +41,29 @@ def verify_interval(
     if isinstance(loaded, Verdict):
         return {**base, **loaded.to_json(), "seconds": {"replay": 0.0, "compare": 0.0}}
     start, end = loaded
+    verdict, timings = replay_and_judge(prepared, k, start, end, boundary, profile=profile, task=task)
+    return {**base, **verdict.to_json(), "seconds": timings}
+
+
+def replay_and_judge(
+    prepared: PreparedTask,
+    k: int,
+    start: Evidence | None,
+    end: Evidence,
+    boundary: BoundaryProfile,
+    *,
+    profile: ExecutionProfile,
+    task: int = 0,
+) -> tuple[Verdict, dict[str, float]]:
+    """Replay interval ``k`` from the claimed ``start`` and judge the claimed ``end``; with timings."""
+    layout = prepared.spec.layout
+    started = time.monotonic()
     replayed = replay_interval(prepared, k, start, profile=profile, task=task)
     replay_done = time.monotonic()
-    expected = {"task": str(task), "spec": base["spec"], "interval": str(k), "step": str(layout.end_step(k))}
+    expected = evidence_metadata(task, prepared.spec_hash, k, layout.end_step(k))
     start_step = layout.end_step(k - 1) if k > 0 else 0
     verdict = judge(end, replayed, boundary, expected_metadata=expected, claimed_start=start, start_step=start_step)
-    timings = {"replay": replay_done - started, "compare": time.monotonic() - replay_done}
-    return {**base, **verdict.to_json(), "seconds": timings}
+    return verdict, {"replay": replay_done - started, "compare": time.monotonic() - replay_done}
 
 
 def _load(evidence_dir: Path, k: int, end_sha256: str | None) -> tuple[Evidence | None, Evidence] | Verdict:
