@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {BatchStatus, TaskStatus} from "./Types.sol";
+import {BatchStatus, DisputeStatus, TaskStatus} from "./Types.sol";
 
 // --- parameters -------------------------------------------------------------------------------
 
@@ -35,6 +35,20 @@ error InvalidBps(uint256 bps);
 /// @notice Constructor: SEED_DELAY must be at least 1 block.
 error ZeroSeedDelay();
 
+/// @notice Constructor: a triple of payout shares must sum to 10000 bps.
+/// @param sum The sum given.
+error SharesNotWhole(uint256 sum);
+
+/// @notice Constructor: the adjudicator is wired to another task contract.
+/// @param adjudicator The adjudicator given.
+/// @param itsTasks The task contract it answers to.
+error AdjudicatorMismatch(address adjudicator, address itsTasks);
+
+/// @notice Constructor: a committee parameter is out of range.
+/// @param name Which parameter.
+/// @param value The value given.
+error InvalidParameter(string name, uint256 value);
+
 // --- who and what ------------------------------------------------------------------------------
 
 /// @notice The task is not in a status that allows this call (None: no such task).
@@ -52,6 +66,14 @@ error WrongBatchStatus(uint256 task, uint256 j, BatchStatus status);
 /// @param task The task id.
 /// @param caller Who called.
 error NotOwner(uint256 task, address caller);
+
+/// @notice Only the adjudicator may do this.
+/// @param caller Who called.
+error NotAdjudicator(address caller);
+
+/// @notice Only the task contract may do this.
+/// @param caller Who called.
+error NotTaskContract(address caller);
 
 /// @notice Only the task's provider may do this.
 /// @param task The task id.
@@ -137,6 +159,144 @@ error WrongStep(uint256 k, uint256 expected, uint256 given);
 /// @param task The task id.
 /// @param k The interval whose leaf is not proven.
 error InvalidProof(uint256 task, uint256 k);
+
+// --- challenges and disputes -----------------------------------------------------------------
+
+/// @notice No challenge window of the task is open.
+/// @param task The task id.
+/// @param closedAt When the last one closed (0: no batch opened yet).
+error NoChallengeWindowOpen(uint256 task, uint64 closedAt);
+
+/// @notice This commitment was already committed (by anyone): commit again with a fresh salt.
+/// @param commitment The commitment.
+error CommitmentExists(bytes32 commitment);
+
+/// @notice No pending challenge commit of this task matches (a reveal hashes in its sender, so a
+/// copied reveal lands here).
+/// @param task The task id.
+/// @param commitment The commitment looked up.
+error UnknownCommitment(uint256 task, bytes32 commitment);
+
+/// @notice The commit's reveal window has closed.
+/// @param commitment The commitment.
+/// @param closedAt When it closed.
+error RevealWindowClosed(bytes32 commitment, uint64 closedAt);
+
+/// @notice The commit's reveal window is still open.
+/// @param commitment The commitment.
+/// @param closesAt When it closes.
+error RevealWindowOpen(bytes32 commitment, uint64 closesAt);
+
+/// @notice A challenge reason must be 1 (out_of_bounds) or 2 (unavailable).
+/// @param reason The value given.
+error InvalidReason(uint8 reason);
+
+/// @notice The interval is not sampled and opened, so it cannot be challenged.
+/// @param task The task id.
+/// @param k The interval.
+error IntervalNotOpened(uint256 task, uint256 k);
+
+/// @notice The interval's challenge window was closed when the challenge was committed.
+/// @param task The task id.
+/// @param k The interval.
+/// @param closedAt When its window closed.
+error IntervalWindowClosed(uint256 task, uint256 k, uint64 closedAt);
+
+/// @notice A dispute of the task is still open.
+/// @param task The task id.
+/// @param disputes How many.
+error DisputeOpen(uint256 task, uint256 disputes);
+
+/// @notice A challenge commit of the task is neither revealed nor expired.
+/// @param task The task id.
+/// @param commits How many.
+error ChallengePending(uint256 task, uint256 commits);
+
+/// @notice No open dispute has this id.
+/// @param dispute The dispute id.
+error UnknownDispute(uint256 dispute);
+
+// --- committee -------------------------------------------------------------------------------
+
+/// @notice The dispute is not in a status that allows this call (None: no such dispute).
+/// @param dispute The dispute id.
+/// @param status Its current status.
+error WrongDisputeStatus(uint256 dispute, DisputeStatus status);
+
+/// @notice The panel's seed block is not mined yet: drawPanel needs `block.number >= readyAt`.
+/// @param dispute The dispute id.
+/// @param readyAt First block number at which drawPanel is allowed.
+error PanelNotReady(uint256 dispute, uint256 readyAt);
+
+/// @notice The caller is not on the dispute's current panel.
+/// @param dispute The dispute id.
+/// @param caller Who called.
+error NotPanelist(uint256 dispute, address caller);
+
+/// @notice The vote commit window has closed.
+/// @param dispute The dispute id.
+/// @param closedAt When it closed.
+error CommitWindowClosed(uint256 dispute, uint64 closedAt);
+
+/// @notice The vote reveal window is not open: it opens when the commit window closes.
+/// @param dispute The dispute id.
+/// @param opensAt When it opens.
+/// @param closesAt When it closes.
+error VoteRevealClosed(uint256 dispute, uint64 opensAt, uint64 closesAt);
+
+/// @notice The vote reveal window has not closed yet.
+/// @param dispute The dispute id.
+/// @param closesAt When it closes.
+error VotingNotOver(uint256 dispute, uint64 closesAt);
+
+/// @notice The panelist already committed a vote this round.
+/// @param dispute The dispute id.
+/// @param panelist The panelist.
+error AlreadyCommitted(uint256 dispute, address panelist);
+
+/// @notice The panelist has no vote commit to reveal, or already revealed it.
+/// @param dispute The dispute id.
+/// @param panelist The panelist.
+error NothingToReveal(uint256 dispute, address panelist);
+
+/// @notice The revealed vote and salt do not hash to the commitment.
+/// @param dispute The dispute id.
+/// @param panelist The panelist.
+error VoteMismatch(uint256 dispute, address panelist);
+
+/// @notice A vote must be 1 (valid) or 2 (faulty).
+/// @param vote The value given.
+error InvalidVote(uint8 vote);
+
+/// @notice The caller is already a registered auditor.
+/// @param auditor The caller.
+error AlreadyRegistered(address auditor);
+
+/// @notice The caller is not a registered auditor.
+/// @param account The caller.
+error NotRegistered(address account);
+
+/// @notice The registry is full.
+/// @param max Its size.
+error RegistryFull(uint256 max);
+
+/// @notice The auditor already asked to exit.
+/// @param auditor The auditor.
+error ExitAlreadyRequested(address auditor);
+
+/// @notice The auditor has not asked to exit.
+/// @param auditor The auditor.
+error ExitNotRequested(address auditor);
+
+/// @notice The exit cooldown has not passed.
+/// @param auditor The auditor.
+/// @param endsAt When it passes.
+error CooldownNotOver(address auditor, uint64 endsAt);
+
+/// @notice Part of the auditor's stake is locked on a panel.
+/// @param auditor The auditor.
+/// @param locked How much.
+error StakeLocked(address auditor, uint256 locked);
 
 // --- money -------------------------------------------------------------------------------------
 

@@ -3,32 +3,64 @@ pragma solidity 0.8.28;
 
 import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
 
+import {IAdjudicator} from "./interfaces/IAdjudicator.sol";
+import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
+
 import {LeafHash} from "./libraries/LeafHash.sol";
 import {OrderedMerkle} from "./libraries/OrderedMerkle.sol";
 import {Sampling} from "./libraries/Sampling.sol";
-import {Batch, BatchStatus, OpenedInterval, Opening, Task, TaskStatus, TaskTerms, Windows} from "./Types.sol";
 import {
+    Batch,
+    BatchStatus,
+    ChallengeCommit,
+    CommitStatus,
+    DisputeRecord,
+    OpenedInterval,
+    Opening,
+    Reason,
+    Shares,
+    Task,
+    TaskStatus,
+    TaskTerms,
+    Verdict,
+    Windows
+} from "./Types.sol";
+import {
+    AdjudicatorMismatch,
     BatchesNotOpened,
     BatchOutOfOrder,
+    ChallengePending,
     ChallengeWindowOpen,
+    CommitmentExists,
     DeadlineNotInFuture,
     DeadlineNotReached,
     DeadlinePassed,
+    DisputeOpen,
     DuplicateOpening,
     EmptyOpening,
+    IntervalNotOpened,
     IntervalNotSampled,
+    IntervalWindowClosed,
     InvalidBps,
     InvalidIntervalsPerBatch,
     InvalidProof,
+    InvalidReason,
     InvalidSampleBps,
     InvalidWindow,
+    NoChallengeWindowOpen,
+    NotAdjudicator,
     NotOwner,
     NotProvider,
     NothingToWithdraw,
     OpeningWindowClosed,
     OpeningWindowOpen,
+    RevealWindowClosed,
+    RevealWindowOpen,
     SeedNotReady,
+    SharesNotWhole,
     TransferFailed,
+    UnknownCommitment,
+    UnknownDispute,
     WrongBatchStatus,
     WrongBond,
     WrongStep,
@@ -39,16 +71,18 @@ import {
 } from "./Errors.sol";
 
 /// @title TrainingTasks
-/// @notice Escrow and commitments of outsourced training tasks (protocol sections 3 and 4.1): an owner
-/// posts a task with its reward, a provider bonds and commits its evidence batch by batch as ordered
-/// Merkle roots, block-hash randomness samples each batch, the provider opens the sample with proofs
-/// checked here, and the task finalizes (provider paid) or is slashed, abandoned or cancelled (owner
+/// @notice Escrow and commitments of outsourced training tasks (protocol sections 3, 4.1 and 4.2): an
+/// owner posts a task with its reward, a provider bonds and commits its evidence batch by batch as
+/// ordered Merkle roots, block-hash randomness samples each batch, the provider opens the sample with
+/// proofs checked here, watchers challenge opened intervals (commit-reveal, with a bond) before an
+/// adjudicator, and the task finalizes (provider paid) or is slashed, abandoned or cancelled (owner
 /// refunded). Every payout is a credit its owner pulls with `withdraw`.
 /// @dev Randomness comes from one internal function, `_seed`, fit for L1 and devnets only (a sequencer
 /// or block builder can bias block hashes); a VRF or drand backend can replace it.
-/// Money invariant: this contract's balance equals the rewards and bonds of tasks that are Posted,
-/// Accepted or Committed plus the sum of unpaid credits.
-contract TrainingTasks is ReentrancyGuard {
+/// Money invariant (protocol 4.3): this contract's balance equals the rewards and bonds of tasks that
+/// are Posted, Accepted or Committed, plus the bonds of pending challenge commits and open disputes,
+/// plus unpaid credits, plus `burned`.
+contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     /// @notice Basis points of a whole.
     uint256 public constant BPS = 10_000;
     /// @notice Largest batch: sampled positions fit one 256-bit bitmap.
@@ -60,15 +94,27 @@ contract TrainingTasks is ReentrancyGuard {
     uint256 public immutable SEED_DELAY;
     /// @notice Share of the provider bond paid to whoever slashes an unopened batch, in bps.
     uint256 public immutable KEEPER_BPS;
+    /// @notice The court that decides disputes and calls `settleDispute`.
+    IAdjudicator public immutable ADJUDICATOR;
+
+    // Payout shares of section 4.2 (constructor `Shares`), in bps.
+    uint256 private immutable _FAULTY_CHALLENGER_BPS;
+    uint256 private immutable _FAULTY_PANEL_BPS;
+    uint256 private immutable _VALID_PROVIDER_BPS;
+    uint256 private immutable _VALID_PANEL_BPS;
 
     /// @notice Number of tasks posted; task ids are 1 .. taskCount.
     uint256 public taskCount;
     /// @notice Unpaid credit of each account, pulled with `withdraw`.
     mapping(address account => uint256 amount) public credits;
+    /// @notice Wei taken out of circulation: forfeited bond shares, expired commits, rounding dust.
+    uint256 public burned;
 
     mapping(uint256 task => Task) private _tasks;
     mapping(uint256 task => mapping(uint256 j => Batch)) private _batches;
     mapping(uint256 task => mapping(uint256 k => OpenedInterval)) private _opened;
+    mapping(bytes32 commitment => ChallengeCommit) private _commits;
+    mapping(uint256 dispute => DisputeRecord) private _disputes;
 
     /// @notice A task was posted; `terms.reward` is escrowed.
     /// @param task The new task's id.
@@ -124,16 +170,74 @@ contract TrainingTasks is ReentrancyGuard {
     /// @param challengeWindowEnd When the batch's challenge window closes.
     event BatchOpened(uint256 indexed task, uint256 indexed j, string openingCID, uint64 challengeWindowEnd);
 
+    /// @notice A watcher committed a challenge against the task, escrowing the challenger bond.
+    /// @param task The task id.
+    /// @param commitment keccak256(abi.encode(task, k, reason, salt, challenger)).
+    /// @param challenger Who committed.
+    /// @param revealBy End of its reveal window.
+    event ChallengeCommitted(
+        uint256 indexed task,
+        bytes32 indexed commitment,
+        address indexed challenger,
+        uint64 revealBy
+    );
+
+    /// @notice A challenge was revealed: it opened `dispute`, or (dispute 0) was refunded because
+    /// interval k is already disputed or cleared, or the task has ended.
+    /// @param task The task id.
+    /// @param commitment The commitment revealed.
+    /// @param challenger Who revealed.
+    /// @param k The challenged interval.
+    /// @param reason Why.
+    /// @param reportCID IPFS CID of the challenger's replay report.
+    /// @param dispute The dispute opened (0: none; the bond is refunded).
+    event ChallengeRevealed(
+        uint256 indexed task,
+        bytes32 indexed commitment,
+        address indexed challenger,
+        uint256 k,
+        Reason reason,
+        string reportCID,
+        uint256 dispute
+    );
+
+    /// @notice A commit was never revealed: its bond is burned, or refunded if the task had ended.
+    /// @param task The task id.
+    /// @param commitment The commitment.
+    /// @param refunded Whether the bond was refunded (the task ended) rather than burned.
+    event ChallengeExpired(uint256 indexed task, bytes32 indexed commitment, bool refunded);
+
+    /// @notice The adjudicator settled a dispute of the task and its payouts were credited.
+    /// @param dispute The dispute id.
+    /// @param task The task id.
+    /// @param k The challenged interval.
+    /// @param verdict The verdict (Moot: the task had already ended).
+    event DisputeSettled(uint256 indexed dispute, uint256 indexed task, uint256 k, Verdict verdict);
+
+    /// @notice An `unavailable` dispute found interval k's files available: the interval's challenge
+    /// window runs again until `windowEnd` (once per interval).
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @param windowEnd When the extended window closes.
+    event ChallengeWindowExtended(uint256 indexed task, uint256 indexed k, uint64 windowEnd);
+
+    /// @notice `amount` wei were burned (kept in the contract, owed to nobody).
+    /// @param task The task the money comes from.
+    /// @param amount The amount.
+    event Burned(uint256 indexed task, uint256 amount);
+
     /// @notice The task finalized; the provider is credited reward and bond.
     /// @param task The task id.
     /// @param provider The provider.
     event TaskFinalized(uint256 indexed task, address indexed provider);
 
-    /// @notice The task was slashed because batch `j` was not opened in time.
+    /// @notice The task was slashed: batch `j` was not opened in time (dispute 0), or `dispute` over an
+    /// interval of batch `j` found it faulty.
     /// @param task The task id.
-    /// @param j The unopened batch.
-    /// @param keeper Who slashed it, credited with KEEPER_BPS of the bond.
-    event TaskSlashed(uint256 indexed task, uint256 indexed j, address indexed keeper);
+    /// @param j The unopened batch, or the batch of the faulty interval.
+    /// @param by The keeper who slashed the unopened batch, or the challenger who won the dispute.
+    /// @param dispute The dispute (0: an unopened batch).
+    event TaskSlashed(uint256 indexed task, uint256 indexed j, address indexed by, uint256 dispute);
 
     /// @notice The deadline passed before every batch was committed; the owner gets reward and bond.
     /// @param task The task id.
@@ -153,11 +257,24 @@ contract TrainingTasks is ReentrancyGuard {
 
     /// @param seedDelay SEED_DELAY, at least 1 block.
     /// @param keeperBps KEEPER_BPS, at most 10000.
-    constructor(uint256 seedDelay, uint256 keeperBps) {
+    /// @param shares Payout shares of section 4.2; each triple sums to 10000.
+    /// @param adjudicator The dispute court; it must already name this contract as its task contract
+    /// (deploy it first, at this contract's predicted address).
+    constructor(uint256 seedDelay, uint256 keeperBps, Shares memory shares, IAdjudicator adjudicator) {
         if (seedDelay == 0) revert ZeroSeedDelay();
         if (keeperBps > BPS) revert InvalidBps(keeperBps);
+        _checkWhole(uint256(shares.faultyChallengerBps) + shares.faultyPanelBps + shares.faultyOwnerBps);
+        _checkWhole(uint256(shares.validProviderBps) + shares.validPanelBps + shares.validBurnBps);
+        // INVARIANT: the court and this contract are wired to each other, and to nothing else.
+        address itsTasks = adjudicator.taskContract();
+        if (itsTasks != address(this)) revert AdjudicatorMismatch(address(adjudicator), itsTasks);
         SEED_DELAY = seedDelay;
         KEEPER_BPS = keeperBps;
+        ADJUDICATOR = adjudicator;
+        _FAULTY_CHALLENGER_BPS = shares.faultyChallengerBps;
+        _FAULTY_PANEL_BPS = shares.faultyPanelBps;
+        _VALID_PROVIDER_BPS = shares.validProviderBps;
+        _VALID_PANEL_BPS = shares.validPanelBps;
     }
 
     // --- owner and provider ------------------------------------------------------------------
@@ -317,7 +434,7 @@ contract TrainingTasks is ReentrancyGuard {
         t.status = TaskStatus.Slashed;
         uint256 bond = t.terms.providerBond;
         uint256 keeperShare = (bond * KEEPER_BPS) / BPS;
-        emit TaskSlashed(task, j, msg.sender);
+        emit TaskSlashed(task, j, msg.sender, 0);
         _credit(t.owner, task, t.terms.reward + bond - keeperShare);
         _credit(msg.sender, task, keeperShare);
     }
@@ -329,6 +446,8 @@ contract TrainingTasks is ReentrancyGuard {
         Task storage t = _requireStatus(task, TaskStatus.Accepted);
         // INVARIANT: the provider has until the deadline to commit every batch.
         if (_before(t.terms.deadline)) revert DeadlineNotReached(task, t.terms.deadline);
+        // INVARIANT: a dispute decides first: a faulty verdict pays the challenger from the bond.
+        if (t.openDisputes != 0) revert DisputeOpen(task, t.openDisputes);
         t.status = TaskStatus.Abandoned;
         emit TaskAbandoned(task, msg.sender);
         _credit(t.owner, task, t.terms.reward + t.terms.providerBond);
@@ -343,6 +462,9 @@ contract TrainingTasks is ReentrancyGuard {
         if (t.openedBatches != t.batchCount) revert BatchesNotOpened(task, t.openedBatches, t.batchCount);
         // INVARIANT: watchers keep every challenge window whole.
         if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
+        // INVARIANT: every challenge made in a window is revealed (or expired) and decided first.
+        if (t.pendingCommits != 0) revert ChallengePending(task, t.pendingCommits);
+        if (t.openDisputes != 0) revert DisputeOpen(task, t.openDisputes);
         t.status = TaskStatus.Finalized;
         emit TaskFinalized(task, t.provider);
         _credit(t.provider, task, t.terms.reward + t.terms.providerBond);
@@ -356,6 +478,112 @@ contract TrainingTasks is ReentrancyGuard {
         emit Withdrawn(msg.sender, amount);
         (bool ok, ) = msg.sender.call{value: amount}("");
         if (!ok) revert TransferFailed(msg.sender, amount);
+    }
+
+    // --- challenges and disputes ---------------------------------------------------------------
+
+    /// @notice Commit a challenge against the task while a challenge window of it is open, escrowing
+    /// exactly the challenger bond. The commitment hides which interval and why, so a copier watching
+    /// the mempool learns nothing it could front-run.
+    /// @param task The task id.
+    /// @param commitment keccak256(abi.encode(task, k, reason, salt, msg.sender)).
+    function commitChallenge(uint256 task, bytes32 commitment) external payable {
+        Task storage t = _requireActive(task);
+        // INVARIANT: challenges come while some opened batch (or extended interval) can be challenged;
+        // which interval is checked at reveal, against the time recorded here.
+        if (!_before(t.challengeEnd)) revert NoChallengeWindowOpen(task, t.challengeEnd);
+        if (msg.value != t.terms.challengerBond) revert WrongBond(t.terms.challengerBond, msg.value);
+        if (_commits[commitment].status != CommitStatus.None) revert CommitmentExists(commitment);
+        _commits[commitment] = ChallengeCommit({
+            task: task,
+            challenger: msg.sender,
+            committedAt: _now(),
+            status: CommitStatus.Pending
+        });
+        t.pendingCommits += 1;
+        emit ChallengeCommitted(task, commitment, msg.sender, _now() + t.terms.windows.challengeRevealWindow);
+    }
+
+    /// @notice Reveal a challenge within its reveal window. The earliest reveal for interval k opens a
+    /// dispute with the adjudicator; a reveal for an interval already disputed or cleared, or of a task
+    /// that has ended, is refunded.
+    /// @param task The task id.
+    /// @param k The challenged interval: sampled, opened, and its window open when committed.
+    /// @param reason 1 = out_of_bounds, 2 = unavailable.
+    /// @param salt The commitment's salt.
+    /// @param reportCID IPFS CID of the challenger's replay report (emitted, not stored).
+    /// @return dispute The dispute opened, or 0 if the bond was refunded.
+    function revealChallenge(
+        uint256 task,
+        uint256 k,
+        uint8 reason,
+        bytes32 salt,
+        string calldata reportCID
+    ) external nonReentrant returns (uint256 dispute) {
+        // INVARIANT: only the committer can reveal: its address is inside the commitment.
+        bytes32 commitment = keccak256(abi.encode(task, k, reason, salt, msg.sender));
+        ChallengeCommit storage c = _requirePending(task, commitment);
+        uint64 revealBy = c.committedAt + _tasks[task].terms.windows.challengeRevealWindow;
+        if (!_before(revealBy)) revert RevealWindowClosed(commitment, revealBy);
+        // A uint8, not the enum, so an unknown reason gets this error rather than a bare ABI revert.
+        if (reason == uint8(Reason.None) || reason > uint8(Reason.Unavailable)) revert InvalidReason(reason);
+        Task storage t = _tasks[task];
+        c.status = CommitStatus.Revealed;
+        t.pendingCommits -= 1;
+        if (_isActive(t)) {
+            OpenedInterval storage iv = _requireChallengeable(task, t, k, c.committedAt);
+            // INVARIANT: one dispute per interval at a time, none after one found it valid.
+            if (iv.dispute == 0 && !iv.cleared) {
+                dispute = _openDispute(task, t, k, Reason(reason));
+                iv.dispute = dispute;
+            }
+        }
+        emit ChallengeRevealed(task, commitment, msg.sender, k, Reason(reason), reportCID, dispute);
+        if (dispute == 0) _credit(msg.sender, task, t.terms.challengerBond);
+    }
+
+    /// @notice Expire a commit whose reveal window has passed: its bond is burned. If the task has
+    /// ended (slashed or abandoned) the commit is moot: its bond is refunded, at any time.
+    /// @param task The task id.
+    /// @param commitment The commitment.
+    function expireChallenge(uint256 task, bytes32 commitment) external {
+        ChallengeCommit storage c = _requirePending(task, commitment);
+        Task storage t = _tasks[task];
+        bool moot = !_isActive(t);
+        uint64 revealBy = c.committedAt + t.terms.windows.challengeRevealWindow;
+        // INVARIANT: the challenger keeps its whole reveal window.
+        if (!moot && _before(revealBy)) revert RevealWindowOpen(commitment, revealBy);
+        c.status = CommitStatus.Expired;
+        t.pendingCommits -= 1;
+        emit ChallengeExpired(task, commitment, moot);
+        if (moot) {
+            _credit(c.challenger, task, t.terms.challengerBond);
+        } else {
+            _burn(task, t.terms.challengerBond);
+        }
+    }
+
+    /// @inheritdoc IDisputedTasks
+    function settleDispute(uint256 dispute, Verdict verdict, address[] calldata majority) external {
+        // INVARIANT: only the court decides, once per dispute.
+        if (msg.sender != address(ADJUDICATOR)) revert NotAdjudicator(msg.sender);
+        DisputeRecord storage d = _disputes[dispute];
+        if (!d.open) revert UnknownDispute(dispute);
+        Task storage t = _tasks[d.task];
+        d.open = false;
+        t.openDisputes -= 1;
+        _opened[d.task][d.k].dispute = 0;
+        if (!_isActive(t)) verdict = Verdict.Moot;
+        emit DisputeSettled(dispute, d.task, d.k, verdict);
+        if (verdict == Verdict.Faulty) {
+            _payFaulty(dispute, d, t, majority);
+        } else if (verdict == Verdict.Valid && d.reason == Reason.OutOfBounds) {
+            _payValid(d, t, majority);
+        } else {
+            // NoDecision, Moot, or Valid for reason unavailable: the challenger gets its bond back.
+            if (verdict == Verdict.Valid) _extendWindow(d.task, t, d.k);
+            _credit(d.challenger, d.task, t.terms.challengerBond);
+        }
     }
 
     // --- views ---------------------------------------------------------------------------------
@@ -381,6 +609,39 @@ contract TrainingTasks is ReentrancyGuard {
     /// @return The interval's digests.
     function getOpenedInterval(uint256 task, uint256 k) external view returns (OpenedInterval memory) {
         return _opened[task][k];
+    }
+
+    /// @notice A challenge commit (status None: unknown commitment).
+    /// @param commitment The commitment.
+    /// @return The commit.
+    function getCommit(bytes32 commitment) external view returns (ChallengeCommit memory) {
+        return _commits[commitment];
+    }
+
+    /// @notice A dispute as this contract records it (task 0: unknown id).
+    /// @param dispute The adjudicator's dispute id.
+    /// @return The record.
+    function getDispute(uint256 dispute) external view returns (DisputeRecord memory) {
+        return _disputes[dispute];
+    }
+
+    /// @inheritdoc IDisputedTasks
+    function isMoot(uint256 dispute) external view returns (bool) {
+        DisputeRecord storage d = _disputes[dispute];
+        return d.open && !_isActive(_tasks[d.task]);
+    }
+
+    /// @notice End of interval k's challenge window (0 until its batch is opened): its batch's window,
+    /// or later once extended after an `unavailable` dispute.
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @return When it closes.
+    function challengeWindowEnd(uint256 task, uint256 k) external view returns (uint64) {
+        uint256 m = _tasks[task].terms.intervalsPerBatch;
+        if (m == 0) return 0;
+        Batch storage b = _batches[task][k / m];
+        if (b.status != BatchStatus.Opened) return 0;
+        return _windowEnd(b, _opened[task][k]);
     }
 
     /// @notice Sampled intervals of batch `j`, in draw order (empty until drawn).
@@ -414,6 +675,103 @@ contract TrainingTasks is ReentrancyGuard {
 
     // --- internal ------------------------------------------------------------------------------
 
+    /// @dev Whether a provider still works on the task (Accepted or Committed).
+    function _isActive(Task storage t) internal view returns (bool) {
+        return t.status == TaskStatus.Accepted || t.status == TaskStatus.Committed;
+    }
+
+    /// @dev The pending commit `commitment` of `task`, reverting if there is none.
+    function _requirePending(uint256 task, bytes32 commitment) internal view returns (ChallengeCommit storage c) {
+        c = _commits[commitment];
+        if (c.status != CommitStatus.Pending || c.task != task) revert UnknownCommitment(task, commitment);
+    }
+
+    /// @dev Interval k's state, reverting unless it is sampled, opened, and its window was open at `at`.
+    function _requireChallengeable(
+        uint256 task,
+        Task storage t,
+        uint256 k,
+        uint64 at
+    ) internal view returns (OpenedInterval storage iv) {
+        uint256 m = t.terms.intervalsPerBatch;
+        Batch storage b = _batches[task][k / m];
+        if (b.status != BatchStatus.Opened || (b.sampledBitmap >> (k % m)) & 1 == 0) {
+            revert IntervalNotOpened(task, k);
+        }
+        iv = _opened[task][k];
+        uint64 end = _windowEnd(b, iv);
+        if (at >= end) revert IntervalWindowClosed(task, k, end);
+    }
+
+    /// @dev End of an opened interval's challenge window: its batch's, or its extension.
+    function _windowEnd(Batch storage b, OpenedInterval storage iv) internal view returns (uint64) {
+        return iv.extendedUntil > b.windowEnd ? iv.extendedUntil : b.windowEnd;
+    }
+
+    /// @dev Opens a dispute with the adjudicator and records it; the bond moves from commit to dispute.
+    function _openDispute(uint256 task, Task storage t, uint256 k, Reason reason) internal returns (uint256 dispute) {
+        dispute = ADJUDICATOR.openDispute(task, k, reason, [t.provider, t.owner, msg.sender]);
+        _disputes[dispute] = DisputeRecord({task: task, k: k, challenger: msg.sender, reason: reason, open: true});
+        t.openDisputes += 1;
+    }
+
+    /// @dev Faulty: slash. The provider bond goes to challenger, majority panelists and owner; the owner
+    /// also gets the reward back and the challenger its bond.
+    function _payFaulty(uint256 dispute, DisputeRecord storage d, Task storage t, address[] calldata majority) internal {
+        t.status = TaskStatus.Slashed;
+        uint256 bond = t.terms.providerBond;
+        uint256 toChallenger = (bond * _FAULTY_CHALLENGER_BPS) / BPS;
+        uint256 toPanel = (bond * _FAULTY_PANEL_BPS) / BPS;
+        uint256 toOwner = bond - toChallenger - toPanel;
+        emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, d.challenger, dispute);
+        _credit(d.challenger, d.task, toChallenger + t.terms.challengerBond);
+        _credit(t.owner, d.task, toOwner + t.terms.reward);
+        _payPanel(d.task, toPanel, majority);
+    }
+
+    /// @dev Valid, reason out_of_bounds: the challenger bond goes to provider, majority panelists and
+    /// `burned`; the interval is cleared of further disputes.
+    function _payValid(DisputeRecord storage d, Task storage t, address[] calldata majority) internal {
+        _opened[d.task][d.k].cleared = true;
+        uint256 bond = t.terms.challengerBond;
+        uint256 toProvider = (bond * _VALID_PROVIDER_BPS) / BPS;
+        uint256 toPanel = (bond * _VALID_PANEL_BPS) / BPS;
+        _credit(t.provider, d.task, toProvider);
+        _burn(d.task, bond - toProvider - toPanel);
+        _payPanel(d.task, toPanel, majority);
+    }
+
+    /// @dev Splits `amount` equally among `majority`, flooring; the dust (all of it if nobody) is burned.
+    function _payPanel(uint256 task, uint256 amount, address[] calldata majority) internal {
+        uint256 each = majority.length == 0 ? 0 : amount / majority.length;
+        for (uint256 i = 0; i < majority.length; ++i) {
+            _credit(majority[i], task, each);
+        }
+        _burn(task, amount - each * majority.length);
+    }
+
+    /// @dev Files found available: interval k may be challenged for one more challengeWindow from now.
+    function _extendWindow(uint256 task, Task storage t, uint256 k) internal {
+        OpenedInterval storage iv = _opened[task][k];
+        if (iv.extendedUntil != 0) return;
+        uint64 end = _now() + t.terms.windows.challengeWindow;
+        iv.extendedUntil = end;
+        if (end > t.challengeEnd) t.challengeEnd = end;
+        emit ChallengeWindowExtended(task, k, end);
+    }
+
+    /// @dev Moves `amount` to `burned` (nothing for zero).
+    function _burn(uint256 task, uint256 amount) internal {
+        if (amount == 0) return;
+        burned += amount;
+        emit Burned(task, amount);
+    }
+
+    /// @dev A triple of shares covers the whole.
+    function _checkWhole(uint256 sum) internal pure {
+        if (sum != BPS) revert SharesNotWhole(sum);
+    }
+
     /// @dev The task, reverting unless it is in `status`.
     function _requireStatus(uint256 task, TaskStatus status) internal view returns (Task storage t) {
         t = _tasks[task];
@@ -423,9 +781,7 @@ contract TrainingTasks is ReentrancyGuard {
     /// @dev The task, reverting unless a provider works on it (Accepted or Committed).
     function _requireActive(uint256 task) internal view returns (Task storage t) {
         t = _tasks[task];
-        if (t.status != TaskStatus.Accepted && t.status != TaskStatus.Committed) {
-            revert WrongTaskStatus(task, t.status);
-        }
+        if (!_isActive(t)) revert WrongTaskStatus(task, t.status);
     }
 
     /// @dev The batch, reverting unless it is in `status`.
@@ -510,7 +866,9 @@ contract TrainingTasks is ReentrancyGuard {
             _verifyLeaf(task, t, o.k - 1, o.startStep, o.startDigest, o.startProof);
             start = o.startDigest;
         }
-        _opened[task][o.k] = OpenedInterval({startDigest: start, endDigest: o.endDigest});
+        OpenedInterval storage iv = _opened[task][o.k];
+        iv.startDigest = start;
+        iv.endDigest = o.endDigest;
         emit IntervalOpened(task, o.k, start, o.endDigest);
         return opened | bit;
     }

@@ -17,7 +17,7 @@ enum TaskStatus {
     Cancelled,
     // Terminal: the deadline passed before every batch was committed; the owner got reward and bond.
     Abandoned,
-    // Terminal: the provider failed an opening (or, later, lost a dispute); the bond was slashed.
+    // Terminal: the provider left a batch unopened or lost a dispute; the bond was slashed.
     Slashed
 }
 
@@ -42,7 +42,10 @@ enum Verdict {
     // The interval is faulty: the task is slashed.
     Faulty,
     // No majority after the last round, or no panel could be drawn in time: both sides refunded.
-    NoDecision
+    NoDecision,
+    // The task ended (slashed by another dispute or an unopened batch) first: both sides refunded,
+    // panel locks released without penalty.
+    Moot
 }
 
 /// @notice Time limits of a task, in seconds (protocol section 4.1). Each is > 0.
@@ -97,8 +100,12 @@ struct Task {
     uint64 committedBatches;
     // Batches opened so far; finalize needs all of them.
     uint64 openedBatches;
-    // Latest end of any batch's challenge window; finalize waits for it.
+    // Latest end of any challenge window (a batch's, or an interval's extension); finalize waits for it.
     uint64 challengeEnd;
+    // Challenge commits neither revealed nor expired; finalize waits for them.
+    uint32 pendingCommits;
+    // Disputes the adjudicator has not settled; finalize and abandon wait for them.
+    uint32 openDisputes;
 }
 
 /// @notice One batch of a task.
@@ -139,10 +146,142 @@ struct Opening {
     bytes32[] startProof;
 }
 
-/// @notice Start and end digests of an opened interval, as proven on-chain.
+/// @notice An opened interval: its digests as proven on-chain, and its challenge state.
 struct OpenedInterval {
     // sha256 of the evidence the interval starts from (initDigest for k = 0).
     bytes32 startDigest;
     // sha256 of the evidence the interval ends with.
     bytes32 endDigest;
+    // The dispute over this interval the adjudicator has not settled yet (0: none).
+    uint256 dispute;
+    // End of the interval's own challenge window after an `unavailable` dispute found the files
+    // available (0: the interval's window is its batch's).
+    uint64 extendedUntil;
+    // A dispute found the interval valid for reason out_of_bounds: later reveals are refunded.
+    bool cleared;
+}
+
+/// @notice Why a challenger disputes an interval (protocol section 4.1).
+enum Reason {
+    // Not a reason: reveals with it revert.
+    None,
+    // Replaying the interval lands outside the boundary.
+    OutOfBounds,
+    // The interval's evidence could not be fetched or did not match its digests.
+    Unavailable
+}
+
+/// @notice Where a challenge commitment is in its life.
+enum CommitStatus {
+    // No commit with this commitment.
+    None,
+    // Bond escrowed; waiting for the reveal.
+    Pending,
+    // Revealed: the bond went to a dispute or was refunded.
+    Revealed,
+    // Not revealed in time: burned (or refunded, when the task had already ended).
+    Expired
+}
+
+/// @notice A challenge commitment (protocol section 4.1).
+struct ChallengeCommit {
+    // The task challenged.
+    uint256 task;
+    // Who committed; only it can reveal (the commitment binds its address).
+    address challenger;
+    // When it was committed: the revealed interval's window must have been open then.
+    uint64 committedAt;
+    // Where it is in its life.
+    CommitStatus status;
+}
+
+/// @notice A dispute as the task contract keeps it: who bonded what against which interval.
+struct DisputeRecord {
+    // The task.
+    uint256 task;
+    // The challenged interval.
+    uint256 k;
+    // Who revealed the challenge.
+    address challenger;
+    // Why.
+    Reason reason;
+    // True until the adjudicator settles it.
+    bool open;
+}
+
+/// @notice How slashed and forfeited bonds are split, in basis points (protocol section 4.2); each
+/// triple sums to 10000.
+struct Shares {
+    // Faulty verdict, of the provider bond: to the challenger.
+    uint16 faultyChallengerBps;
+    // Faulty verdict, of the provider bond: split among the majority panelists.
+    uint16 faultyPanelBps;
+    // Faulty verdict, of the provider bond: to the owner.
+    uint16 faultyOwnerBps;
+    // Valid verdict (out_of_bounds), of the challenger bond: to the provider.
+    uint16 validProviderBps;
+    // Valid verdict (out_of_bounds), of the challenger bond: split among the majority panelists.
+    uint16 validPanelBps;
+    // Valid verdict (out_of_bounds), of the challenger bond: burned.
+    uint16 validBurnBps;
+}
+
+/// @notice Where a dispute is in the committee (protocol section 4.2).
+enum DisputeStatus {
+    // No dispute with this id.
+    None,
+    // Waiting for `drawPanel` (first round, a re-armed draw, or the next round).
+    AwaitingPanel,
+    // A panel is drawn: commit and reveal windows run, then `resolve`.
+    Voting,
+    // Decided (or moot); the task contract was told.
+    Resolved
+}
+
+/// @notice A dispute as the committee runs it.
+struct Dispute {
+    // The task in the task contract.
+    uint256 task;
+    // The challenged interval.
+    uint256 k;
+    // Provider, owner and challenger: never on the panel.
+    address[3] excluded;
+    // Why the interval was challenged.
+    Reason reason;
+    // Where the dispute is.
+    DisputeStatus status;
+    // The outcome, once Resolved.
+    Verdict verdict;
+    // The current round (0-based); round r draws panelSize * 2^r + 2^r - 1 auditors.
+    uint8 round;
+    // Block of the challenge's reveal: auditors must have registered warmupBlocks before it.
+    uint64 revealBlock;
+    // Time of the reveal: panelTimeout runs from here.
+    uint64 openedAt;
+    // c: the panel's seed block is c + SEED_DELAY (reveal block, previous round's end, or a re-arm).
+    uint64 armBlock;
+    // When the current round's panel was drawn: its commit window starts here.
+    uint64 drawnAt;
+}
+
+/// @notice An auditor's stake in the committee.
+struct Auditor {
+    // Stake held (registration stake minus penalties lost).
+    uint256 stake;
+    // Part of the stake locked on panels: `penalty` per panel seat.
+    uint256 locked;
+    // Block of registration (0: not registered).
+    uint64 registeredBlock;
+    // When it asked to exit (0: it did not); from then on it is never drawn.
+    uint64 exitRequestedAt;
+}
+
+/// @notice A panelist's vote in one round of one dispute.
+struct Ballot {
+    // Drawn on this round's panel.
+    bool seated;
+    // keccak256(abi.encode(dispute, round, vote, salt, auditor)); zero until committed.
+    bytes32 commitment;
+    // The revealed vote (1 valid, 2 faulty); zero until revealed.
+    uint8 vote;
 }

@@ -1,8 +1,9 @@
 """What `ovig deploy` deploys, in order (run by ovig_node.chain.deploy.run_plan).
 
 Each `deployer.deploy(Name, *constructor_args)` deploys the compiled artifact `Name`, or reuses the
-copy already recorded for this chain if its code and arguments are unchanged. Contracts that need
-each other's addresses are deployed in dependency order and wired with transactions here.
+copy already recorded for this chain if its code and arguments are unchanged. TrainingTasks and
+AuditCommittee name each other immutably: the committee is deployed first, at the address the task
+contract will get, and the task contract's constructor checks the wiring.
 """
 
 from __future__ import annotations
@@ -12,11 +13,44 @@ from ovig_node.chain.deploy import Deployer
 SEED_DELAY = 2  # blocks
 KEEPER_BPS = 1_000  # basis points of the provider bond
 
+# Payout shares of protocol 4.2, in bps: (faulty: challenger, panel, owner of the provider bond;
+# valid out_of_bounds: provider, panel, burned of the challenger bond).
+SHARES = (5_000, 1_000, 4_000, 5_000, 1_000, 4_000)
+
+ETHER = 10**18
+HOUR = 3600
+# CommitteeParams: auditorStake, penalty, warmupBlocks, seedDelay, cooldown, commitWindow,
+# revealWindow, panelTimeout, panelSize, maxRounds.
+COMMITTEE = (
+    1 * ETHER,  # stake to register
+    ETHER // 10,  # penalty per seat: lost for not revealing or voting with the minority
+    10,  # warm-up blocks: an auditor cannot register after seeing a challenge and be drawn for it
+    SEED_DELAY,
+    7 * 24 * HOUR,  # exit cooldown
+    6 * HOUR,  # vote commit window: covers the slowest honest replay plus fetch time
+    2 * HOUR,  # vote reveal window
+    3 * 24 * HOUR,  # panel timeout: no decision if fewer than 3 auditors for this long
+    3,  # panel size of round 0 (then 7, 15)
+    3,  # rounds
+)
+
 
 def plan(deployer: Deployer) -> None:
     # The protocol's pure functions on-chain: off-chain code checks its leaves and proofs against it.
     deployer.deploy("ProtocolMirror")
-    # Tasks, commitments, sampling, openings and payouts (protocol 4.1). SEED_DELAY: the seed block
-    # is 2 blocks after a batch commit, so neither the commit's block nor the next decides the sample.
-    # KEEPER_BPS: 10% of the provider bond pays whoever slashes a batch left unopened.
-    deployer.deploy("TrainingTasks", SEED_DELAY, KEEPER_BPS)
+    # SEED_DELAY: the seed block is 2 blocks after a batch commit, so neither the commit's block nor
+    # the next decides the sample. KEEPER_BPS: 10% of the provider bond pays whoever slashes a batch
+    # left unopened.
+    tasks_at = deployer.recorded_address("TrainingTasks")
+    committee_at = deployer.recorded_address("AuditCommittee")
+    pair_unchanged = (
+        tasks_at is not None
+        and committee_at is not None
+        and deployer.unchanged("AuditCommittee", tasks_at, COMMITTEE)
+        and deployer.unchanged("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, committee_at)
+    )
+    if not pair_unchanged:
+        tasks_at = deployer.next_address(offset=1)  # the transaction after the committee's
+    committee = deployer.deploy("AuditCommittee", tasks_at, COMMITTEE)
+    tasks = deployer.deploy("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, committee.address)
+    assert tasks.address == tasks_at, "the task contract landed away from its committee's address"

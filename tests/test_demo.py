@@ -22,5 +22,5 @@ def test_demo_runs_end_to_end_and_stops_cleanly(tmp_path: Path) -> None:
     assert "identical bytes" in result.stdout
     assert "pinned: True" in result.stdout
     info = json.loads((data_dir / "devnet.json").read_text())
-    assert set(info["contracts"]) == {"ProtocolMirror", "TrainingTasks"}
+    assert set(info["contracts"]) == {"ProtocolMirror", "TrainingTasks", "AuditCommittee"}
     assert not (data_dir / "processes.json").exists()  # --down stopped both processes

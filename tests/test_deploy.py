@@ -36,7 +36,7 @@ def env_of(net: Devnet) -> dict[str, str]:
 
 def test_artifacts_are_up_to_date_with_sources() -> None:
     assert artifacts.stale_sources(tools.repo_root()) == [], "run `ovig compile` and commit the artifacts"
-    assert artifacts.names() == ["ProtocolMirror", "TrainingTasks"]
+    assert artifacts.names() == ["AuditCommittee", "ProtocolMirror", "TrainingTasks"]
 
 
 def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
@@ -47,7 +47,12 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     record = json.loads((devnet.data_dir / "deployments.json").read_text())
     address = record["contracts"]["ProtocolMirror"]["address"]
     tasks_address = record["contracts"]["TrainingTasks"]["address"]
-    assert info.contracts == {"ProtocolMirror": address, "TrainingTasks": tasks_address}
+    committee_address = record["contracts"]["AuditCommittee"]["address"]
+    assert info.contracts == {
+        "ProtocolMirror": address,
+        "TrainingTasks": tasks_address,
+        "AuditCommittee": committee_address,
+    }
     assert record["chain_id"] == 31337
     w3 = connect(info.rpc_url)
     assert record["genesis_hash"] == w3.eth.get_block(0)["hash"].to_0x_hex()
@@ -56,6 +61,8 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     again = run_ovig("deploy", "--devnet", env=env_of(devnet))
     assert again.returncode == 0, again.stderr
     assert f"ProtocolMirror: reused at {address}" in again.stdout
+    assert f"TrainingTasks: reused at {tasks_address}" in again.stdout
+    assert f"AuditCommittee: reused at {committee_address}" in again.stdout
     assert w3.eth.block_number == head  # no transaction sent
 
     # The deployed code computes the protocol's leaf and tree depth (section 2.4).
@@ -67,6 +74,25 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     # TrainingTasks got the plan's constructor arguments.
     tasks = w3.eth.contract(address=tasks_address, abi=artifacts.load("TrainingTasks").abi)
     assert (tasks.functions.SEED_DELAY().call(), tasks.functions.KEEPER_BPS().call()) == (2, 1000)
+    # The two are wired to each other.
+    committee = w3.eth.contract(address=committee_address, abi=artifacts.load("AuditCommittee").abi)
+    assert tasks.functions.ADJUDICATOR().call() == committee_address
+    assert committee.functions.TASKS().call() == tasks_address
+
+
+def test_deploy_rewires_the_pair_when_the_task_contract_is_gone(devnet: Devnet, tmp_path: Path) -> None:
+    deployments = tmp_path / "pair.json"
+    assert run_ovig("deploy", "--devnet", "--deployments", str(deployments), env=env_of(devnet)).returncode == 0
+    record = json.loads(deployments.read_text())
+    record["contracts"]["TrainingTasks"]["address"] = "0x" + "00" * 19 + "02"  # no code there
+    deployments.write_text(json.dumps(record))
+    result = run_ovig("deploy", "--devnet", "--deployments", str(deployments), env=env_of(devnet))
+    assert result.returncode == 0, result.stderr
+    assert "AuditCommittee: deployed at" in result.stdout and "TrainingTasks: deployed at" in result.stdout
+    contracts = json.loads(deployments.read_text())["contracts"]
+    w3 = connect(devnet.info().rpc_url)
+    committee = w3.eth.contract(address=contracts["AuditCommittee"]["address"], abi=artifacts.load("AuditCommittee").abi)
+    assert committee.functions.TASKS().call() == contracts["TrainingTasks"]["address"]
 
 
 def test_deploy_redeploys_when_code_is_gone(devnet: Devnet, tmp_path: Path) -> None:

@@ -36,6 +36,16 @@ library Sampling {
         positions[q - 1] = n - 1;
     }
 
+    /// @notice `q` distinct indices of `[0 .. n-1]`, uniformly, in draw order (the same partial
+    /// Fisher-Yates, used by the committee to draw panels).
+    /// @param seed The draw's seed.
+    /// @param n Size of the pool.
+    /// @param q How many to draw, `q <= n`.
+    /// @return picked The drawn indices.
+    function pick(bytes32 seed, uint256 n, uint256 q) internal pure returns (uint256[] memory picked) {
+        return _shuffle(seed, n, q, 0);
+    }
+
     /// @notice Every position of a batch, ascending: the sample when no seed is available.
     /// @param n Number of intervals in the batch.
     /// @return positions `[0, 1, ..., n-1]`.

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from eth_account.signers.local import LocalAccount
-from eth_utils import keccak
+import rlp
+from eth_utils import keccak, to_canonical_address, to_checksum_address
 from pydantic import BaseModel
 from web3 import Web3
 from web3.contract import Contract
@@ -83,15 +84,9 @@ class Deployer:
     def deploy(self, name: str, *args: Any, value: int = 0) -> Contract:
         """Deploy ``name`` with constructor ``args``, or reuse the recorded one if it is identical."""
         artifact = artifacts.load(name, self.artifacts_dir)
-        factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
-        init_code = factory.constructor(*args).data_in_transaction
-        init_hash = keccak(hexstr=init_code).hex()
+        init_code = self._init_code(name, args)
         recorded = self.deployments.contracts.get(name)
-        if (
-            recorded
-            and recorded.init_code_hash == init_hash
-            and self._code_hash(recorded.address) == recorded.code_hash
-        ):
+        if recorded and self.unchanged(name, *args):
             self.log.append(f"{name}: reused at {recorded.address}")
             return self.w3.eth.contract(address=recorded.address, abi=artifact.abi)  # type: ignore[call-overload]
         receipt = send(self.w3, self.account, {"data": init_code, "value": value})
@@ -102,7 +97,7 @@ class Deployer:
             address=address,
             block=receipt["blockNumber"],
             tx=receipt["transactionHash"].to_0x_hex(),
-            init_code_hash=init_hash,
+            init_code_hash=keccak(hexstr=init_code).hex(),
             code_hash=self._code_hash(address),
             abi=artifact.abi,
         )
@@ -110,9 +105,42 @@ class Deployer:
         self.log.append(f"{name}: deployed at {address} in block {receipt['blockNumber']}")
         return self.w3.eth.contract(address=address, abi=artifact.abi)
 
+    def unchanged(self, name: str, *args: Any) -> bool:
+        """Whether ``name`` is recorded with these constructor ``args`` and its code is still on chain."""
+        recorded = self.deployments.contracts.get(name)
+        return (
+            recorded is not None
+            and recorded.init_code_hash == keccak(hexstr=self._init_code(name, args)).hex()
+            and self._code_hash(recorded.address) == recorded.code_hash
+        )
+
+    def recorded_address(self, name: str) -> str | None:
+        """Where ``name`` was last deployed on this chain (None: never)."""
+        recorded = self.deployments.contracts.get(name)
+        return recorded.address if recorded else None
+
+    def next_address(self, offset: int = 0) -> str:
+        """Address of the contract the account's deployment ``offset`` transactions from now creates.
+
+        For contracts that name each other in their constructors: deploy the first at the address
+        the second will get.
+        """
+        nonce = self.w3.eth.get_transaction_count(self.account.address, "pending")
+        return create_address(self.account.address, nonce + offset)
+
+    def _init_code(self, name: str, args: tuple[Any, ...]) -> str:
+        artifact = artifacts.load(name, self.artifacts_dir)
+        factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
+        return factory.constructor(*args).data_in_transaction
+
     def _code_hash(self, address: str) -> str:
         code = self.w3.eth.get_code(Web3.to_checksum_address(address))
         return keccak(bytes(code)).hex() if code else ""
+
+
+def create_address(sender: str, nonce: int) -> str:
+    """The address a CREATE from ``sender`` at ``nonce`` yields: keccak(rlp([sender, nonce]))[12:]."""
+    return to_checksum_address(keccak(rlp.encode([to_canonical_address(sender), nonce]))[12:])
 
 
 def run_plan(plan_path: Path, deployer: Deployer) -> Deployments:

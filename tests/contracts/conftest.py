@@ -10,7 +10,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import ACCEPTED, COMMITTED, DEFAULTS, KEEPER_BPS, POSTED, SEED_DELAY, Evidence, post_args
+from helpers import ACCEPTED, COMMITTED, COMMITTEE, DEFAULTS, KEEPER_BPS, POSTED, SEED_DELAY, SHARES, Evidence, post_args
+
+from ovig_node.chain.deploy import create_address
 
 
 @pytest.fixture(scope="session")
@@ -44,8 +46,23 @@ def mirror(project: Any, owner: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def tasks(project: Any, owner: Any) -> Any:
-    return owner.deploy(project.TrainingTasks, SEED_DELAY, KEEPER_BPS)
+def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
+    """AuditCommittee, then TrainingTasks at the address the committee was built to answer to."""
+    tasks_at = create_address(owner.address, owner.nonce + 1)
+    committee = owner.deploy(project.AuditCommittee, tasks_at, tuple(COMMITTEE.values()))
+    tasks = owner.deploy(project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, committee.address)
+    assert tasks.address == tasks_at
+    return committee, tasks
+
+
+@pytest.fixture(scope="session")
+def committee(deployed_pair: tuple[Any, Any]) -> Any:
+    return deployed_pair[0]
+
+
+@pytest.fixture(scope="session")
+def tasks(deployed_pair: tuple[Any, Any]) -> Any:
+    return deployed_pair[1]
 
 
 @pytest.fixture
@@ -122,7 +139,8 @@ def open_batch(tasks: Any, provider: Any) -> Callable[..., Any]:
 
 
 def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
-    """What the contract owes: escrow of live tasks plus every known account's credit (protocol 4.3)."""
+    """What TrainingTasks owes (protocol 4.3): escrow of live tasks, bonds of pending challenge commits
+    and open disputes, every known account's credit, and `burned`."""
     escrow = 0
     for task in range(1, tasks.taskCount() + 1):
         t = tasks.getTask(task)
@@ -130,18 +148,26 @@ def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
             escrow += t.terms.reward
         elif t.status in (ACCEPTED, COMMITTED):
             escrow += t.terms.reward + t.terms.providerBond
-    return escrow + sum(tasks.credits(a) for a in [*accounts, *extra])
+        escrow += (t.pendingCommits + t.openDisputes) * t.terms.challengerBond
+    return escrow + sum(tasks.credits(a) for a in [*accounts, *extra]) + tasks.burned()
+
+
+def committee_holds(committee: Any, accounts: Any, *extra: Any) -> int:
+    """What AuditCommittee owes (protocol 4.3): stakes, every known account's credit, and `burned`."""
+    return committee.totalStake() + sum(committee.credits(a) for a in [*accounts, *extra]) + committee.burned()
 
 
 @pytest.fixture
-def balance_invariant(tasks: Any, accounts: Any) -> Iterator[Callable[..., None]]:
-    """Assert the balance invariant now (call it after transactions); it is asserted again after the test."""
+def balance_invariant(tasks: Any, committee: Any, accounts: Any) -> Iterator[Callable[..., None]]:
+    """Assert both contracts' balance invariants now (call it after transactions); asserted again after
+    the test."""
 
     known: list[Any] = []
 
     def check(*extra: Any) -> None:
         known.extend(extra)
         assert tasks.balance == held_for_others(tasks, accounts, *known)
+        assert committee.balance == committee_holds(committee, accounts, *known)
 
     yield check
     check()

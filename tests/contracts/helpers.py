@@ -18,6 +18,28 @@ ZERO = b"\x00" * 32
 # Constructor parameters of TrainingTasks in these tests.
 SEED_DELAY = 2  # blocks between a batch commit and its seed block
 KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened batch
+# Payout shares (protocol 4.2): faulty: challenger, panel, owner of the provider bond; valid
+# out_of_bounds: provider, panel, burned of the challenger bond.
+SHARES = (5000, 1000, 4000, 5000, 1000, 4000)
+
+# Constructor parameters of AuditCommittee (CommitteeParams, in field order).
+COMMITTEE: dict[str, int] = {
+    "auditorStake": 10**18,
+    "penalty": 10**17,
+    "warmupBlocks": 5,
+    "seedDelay": SEED_DELAY,
+    "cooldown": 7 * 24 * 3600,
+    "commitWindow": 3600,
+    "revealWindow": 1800,
+    "panelTimeout": 3 * 24 * 3600,
+    "panelSize": 3,
+    "maxRounds": 3,
+}
+
+# Verdict, Reason and DisputeStatus values (contracts/Types.sol).
+V_NONE, VALID, FAULTY, NO_DECISION, MOOT = range(5)
+OUT_OF_BOUNDS, UNAVAILABLE = 1, 2
+D_NONE, AWAITING_PANEL, VOTING, RESOLVED = range(4)
 
 # TaskStatus and BatchStatus values (contracts/Types.sol).
 NONE, POSTED, ACCEPTED, COMMITTED, FINALIZED, CANCELLED, ABANDONED, SLASHED = range(8)
@@ -51,6 +73,16 @@ def post_args(terms: dict[str, Any], deadline: int) -> tuple[Any, ...]:
 def leaf(task: int, k: int, end_step: int, digest: bytes) -> bytes:
     """`keccak256(bytes.concat(keccak256(abi.encode(task, k, b_k, digest_k))))`."""
     return keccak(keccak(encode(["uint256", "uint256", "uint256", "bytes32"], [task, k, end_step, digest])))
+
+
+def challenge_commitment(task: int, k: int, reason: int, salt: bytes, challenger: str) -> bytes:
+    """`keccak256(abi.encode(task, k, reason, salt, challenger))` (protocol 4.1)."""
+    return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"], [task, k, reason, salt, challenger]))
+
+
+def vote_commitment(dispute: int, round_: int, vote: int, salt: bytes, panelist: str) -> bytes:
+    """`keccak256(abi.encode(dispute, round, vote, salt, panelist))` (protocol 4.2)."""
+    return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"], [dispute, round_, vote, salt, panelist]))
 
 
 def seed_of(block_hash: bytes, task: int, j: int) -> bytes:

@@ -417,7 +417,9 @@ def test_slash_unopened_pays_owner_and_keeper_to_the_wei(
     assert tasks.getTask(task).status == SLASHED
     assert tasks.balance == reward + bond
     balance_invariant()
-    assert [(e.task, e.j, e.keeper) for e in tx.events.filter(tasks.TaskSlashed)] == [(task, 1, keeper.address)]
+    assert [(e.task, e.j, e.by, e.dispute) for e in tx.events.filter(tasks.TaskSlashed)] == [
+        (task, 1, keeper.address, 0)
+    ]
     assert [(e.account, e.amount) for e in tx.events.filter(tasks.Credited)] == [
         (owner.address, reward + bond - keeper_share),
         (keeper.address, keeper_share),

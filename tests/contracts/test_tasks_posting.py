@@ -17,6 +17,7 @@ from helpers import (
     KEEPER_BPS,
     POSTED,
     SEED_DELAY,
+    SHARES,
     Evidence,
 )
 
@@ -32,17 +33,34 @@ def state(tasks: Any, task: int) -> tuple:
 # --- deployment ----------------------------------------------------------------------------------
 
 
-def test_constructor_sets_parameters(tasks: Any) -> None:
+def test_constructor_sets_parameters(tasks: Any, committee: Any) -> None:
     assert tasks.SEED_DELAY() == SEED_DELAY
     assert tasks.KEEPER_BPS() == KEEPER_BPS
+    assert tasks.ADJUDICATOR() == committee.address
+    assert committee.TASKS() == tasks.address
     assert tasks.taskCount() == 0
+    assert tasks.burned() == 0
 
 
-def test_constructor_rejects_zero_seed_delay_and_bps_above_whole(project: Any, owner: Any) -> None:
+def test_constructor_rejects_zero_seed_delay_and_bps_above_whole(project: Any, owner: Any, committee: Any) -> None:
     with ape.reverts(project.TrainingTasks.ZeroSeedDelay):
-        owner.deploy(project.TrainingTasks, 0, 1000)
+        owner.deploy(project.TrainingTasks, 0, 1000, SHARES, committee)
     with ape.reverts(project.TrainingTasks.InvalidBps, bps=10001):
-        owner.deploy(project.TrainingTasks, 1, 10001)
+        owner.deploy(project.TrainingTasks, 1, 10001, SHARES, committee)
+
+
+def test_constructor_rejects_shares_that_are_not_whole(project: Any, owner: Any, committee: Any) -> None:
+    with ape.reverts(project.TrainingTasks.SharesNotWhole, sum=9999):
+        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 3999, 5000, 1000, 4000), committee)
+    with ape.reverts(project.TrainingTasks.SharesNotWhole, sum=10001):
+        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 4000, 5000, 1001, 4000), committee)
+
+
+def test_constructor_rejects_a_committee_wired_to_another_task_contract(
+    project: Any, owner: Any, committee: Any, tasks: Any
+) -> None:
+    with ape.reverts(project.TrainingTasks.AdjudicatorMismatch, adjudicator=committee.address, itsTasks=tasks.address):
+        owner.deploy(project.TrainingTasks, 1, 1000, SHARES, committee)
 
 
 # --- postTask ------------------------------------------------------------------------------------

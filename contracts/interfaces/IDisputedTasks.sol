@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.28;
+
+import {Verdict} from "../Types.sol";
+
+/// @title IDisputedTasks
+/// @notice What an adjudicator needs from the task contract whose disputes it decides.
+interface IDisputedTasks {
+    /// @notice Whether the dispute no longer matters: its task ended (slashed by another dispute or an
+    /// unopened batch) while it was open. A moot dispute is settled with both sides refunded and its
+    /// panel released without penalty.
+    /// @param dispute The adjudicator's dispute id.
+    /// @return True if the dispute's task is no longer in progress.
+    function isMoot(uint256 dispute) external view returns (bool);
+
+    /// @notice Pay out a decided dispute (protocol section 4.2); only the adjudicator may call this,
+    /// once per dispute.
+    /// @param dispute The dispute id.
+    /// @param verdict Valid, Faulty, NoDecision or Moot.
+    /// @param majority The panelists who voted with the majority (share the panel fee); empty otherwise.
+    function settleDispute(uint256 dispute, Verdict verdict, address[] calldata majority) external;
+}
