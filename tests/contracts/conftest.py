@@ -10,7 +10,22 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import ACCEPTED, COMMITTED, COMMITTEE, DEFAULTS, KEEPER_BPS, POSTED, SEED_DELAY, SHARES, Evidence, post_args
+from helpers import (
+    ACCEPTED,
+    COMMITTED,
+    COMMITTEE,
+    DEFAULTS,
+    KEEPER_BPS,
+    OUT_OF_BOUNDS,
+    POSTED,
+    SEED_DELAY,
+    SHARES,
+    VALID,
+    Evidence,
+    challenge_commitment,
+    post_args,
+    vote_commitment,
+)
 
 from ovig_node.chain.deploy import create_address
 
@@ -31,8 +46,14 @@ def watcher(accounts: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
+def watcher2(accounts: Any) -> Any:
+    return accounts[3]
+
+
+@pytest.fixture(scope="session")
 def auditors(accounts: Any) -> list[Any]:
-    return list(accounts[3:6])
+    """Twenty auditors (none of them owner, provider, watchers or keeper)."""
+    return list(accounts[7:27])
 
 
 @pytest.fixture(scope="session")
@@ -134,6 +155,95 @@ def open_batch(tasks: Any, provider: Any) -> Callable[..., Any]:
     def run(ev: Evidence, j: int) -> Any:
         openings = [ev.opening(k) for k in tasks.sampledIntervals(ev.task, j)]
         return tasks.openBatch(ev.task, j, f"bafyopening{j}", openings, sender=provider)
+
+    return run
+
+
+@pytest.fixture
+def register(committee: Any, chain: Any) -> Callable[..., None]:
+    """Register `who` as auditors, then mine past the warm-up so they are eligible for later reveals."""
+
+    def run(who: Any, *, warm: bool = True) -> None:
+        for auditor in who:
+            committee.register(sender=auditor, value=COMMITTEE["auditorStake"])
+        if warm:
+            chain.mine(COMMITTEE["warmupBlocks"])
+
+    return run
+
+
+@pytest.fixture
+def opened_task(
+    tasks: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Callable[..., None],
+    draw: Callable[[int, int], list[int]],
+    open_batch: Callable[..., Any],
+) -> Callable[..., tuple[int, Evidence]]:
+    """Factory: a task (DEFAULTS overridden by keyword) accepted, every batch committed, drawn and opened;
+    returns its id and evidence. Challenge windows are open."""
+
+    def make(**overrides: Any) -> tuple[int, Evidence]:
+        task = post_task(**overrides)
+        tasks.acceptTask(task, sender=provider, value=tasks.getTask(task).terms.providerBond)
+        ev = evidence(task)
+        commit(ev)
+        for j in range(ev.batches):
+            draw(task, j)
+            open_batch(ev, j)
+        return task, ev
+
+    return make
+
+
+@pytest.fixture
+def challenge(tasks: Any) -> Callable[..., int]:
+    """Commit and reveal a challenge of interval k; returns the dispute opened (0: refunded)."""
+
+    def run(task: int, k: int, challenger: Any, reason: int = OUT_OF_BOUNDS, salt: bytes = b"\x07" * 32) -> int:
+        bond = tasks.getTask(task).terms.challengerBond
+        commitment = challenge_commitment(task, k, reason, salt, challenger.address)
+        tasks.commitChallenge(task, commitment, sender=challenger, value=bond)
+        tx = tasks.revealChallenge(task, k, reason, salt, "bafyreport", sender=challenger)
+        return next(iter(tx.events.filter(tasks.ChallengeRevealed))).dispute
+
+    return run
+
+
+@pytest.fixture
+def draw_panel(committee: Any, chain: Any, keeper: Any) -> Callable[[int], list[str]]:
+    """Mine past the dispute's seed block, draw its panel, return the panelists."""
+
+    def run(dispute: int) -> list[str]:
+        ready = committee.getDispute(dispute).armBlock + COMMITTEE["seedDelay"] + 1
+        if chain.blocks.height + 1 < ready:
+            chain.mine(ready - chain.blocks.height - 1)
+        committee.drawPanel(dispute, sender=keeper)
+        return list(committee.panelOf(dispute))
+
+    return run
+
+
+@pytest.fixture
+def vote(committee: Any, chain: Any, accounts: Any) -> Callable[..., None]:
+    """Run the current round's vote: panelists in `votes` commit and reveal their vote (0: commit and
+    never reveal; absent: do nothing); then time moves past the reveal window."""
+
+    def run(dispute: int, votes: dict[str, int]) -> None:
+        d = committee.getDispute(dispute)
+        by_address = {a.address: a for a in accounts}
+        salt = b"\x5e" * 32
+        for address, choice in votes.items():
+            commitment = vote_commitment(dispute, d.round, choice or VALID, salt, address)
+            committee.commitVote(dispute, commitment, sender=by_address[address])
+        commit_end = d.drawnAt + COMMITTEE["commitWindow"]
+        chain.pending_timestamp = commit_end
+        for address, choice in votes.items():
+            if choice:
+                committee.revealVote(dispute, choice, salt, sender=by_address[address])
+        chain.pending_timestamp = commit_end + COMMITTEE["revealWindow"]
 
     return run
 
