@@ -259,12 +259,17 @@ def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
         elif t.status in (ACCEPTED, COMMITTED):
             escrow += t.terms.reward + t.terms.providerBond
         escrow += (t.pendingCommits + t.openDisputes) * t.terms.challengerBond
-    return escrow + sum(tasks.credits(a) for a in [*accounts, *extra]) + tasks.burned()
+    return escrow + sum(tasks.credits(a) for a in _distinct(accounts, extra)) + tasks.burned()
 
 
 def committee_holds(committee: Any, accounts: Any, *extra: Any) -> int:
     """What AuditCommittee owes (protocol 4.3): stakes, every known account's credit, and `burned`."""
-    return committee.totalStake() + sum(committee.credits(a) for a in [*accounts, *extra]) + committee.burned()
+    return committee.totalStake() + sum(committee.credits(a) for a in _distinct(accounts, extra)) + committee.burned()
+
+
+def _distinct(accounts: Any, extra: Any) -> set[str]:
+    """Addresses of the test accounts and `extra` accounts or contracts, each once."""
+    return {a.address for a in [*accounts, *extra]}
 
 
 @pytest.fixture

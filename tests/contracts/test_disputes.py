@@ -1,0 +1,665 @@
+"""TrainingTasks: challenges (commit, reveal, expiry), dispute payouts to the wei, moot disputes and the
+clocks that wait for them (protocol 4.1, 4.2, 4.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ape
+import pytest
+from helpers import (
+    ACCEPTED,
+    COMMITTED,
+    DEFAULTS,
+    FAULTY,
+    FINALIZED,
+    MOOT,
+    NO_DECISION,
+    OUT_OF_BOUNDS,
+    RESOLVED,
+    SLASHED,
+    UNAVAILABLE,
+    VALID,
+    Evidence,
+    challenge_commitment,
+)
+
+pytestmark = pytest.mark.usefixtures("balance_invariant")
+REWARD, BOND, CBOND = DEFAULTS["reward"], DEFAULTS["providerBond"], DEFAULTS["challengerBond"]
+_, CHALLENGE_WINDOW, REVEAL_WINDOW = DEFAULTS["windows"]
+SALT = b"\x07" * 32
+# Commit-reveal statuses (contracts/Types.sol CommitStatus).
+C_NONE, C_PENDING, C_REVEALED, C_EXPIRED = range(4)
+
+
+def snap(tasks: Any, task: int, commitment: bytes = b"\x00" * 32) -> tuple:
+    """Everything a reverted call must leave as it was."""
+    return tasks.getTask(task), tasks.getCommit(commitment), tasks.balance, tasks.burned()
+
+
+def commit_challenge(tasks: Any, task: int, k: int, who: Any, reason: int = OUT_OF_BOUNDS, salt: bytes = SALT) -> bytes:
+    commitment = challenge_commitment(task, k, reason, salt, who.address)
+    tasks.commitChallenge(task, commitment, sender=who, value=CBOND)
+    return commitment
+
+
+@pytest.fixture
+def all_sampled(opened_task: Callable[..., tuple[int, Evidence]]) -> tuple[int, Evidence]:
+    """A task whose every interval is sampled and opened (so k = 0 and k = j*m are too)."""
+    return opened_task(sampleBps=10_000)
+
+
+@pytest.fixture
+def panel_of_three(register: Callable[..., None], auditors: list[Any]) -> list[Any]:
+    """Three registered, warmed-up auditors: every round-0 panel is exactly them."""
+    register(auditors[:3])
+    return auditors[:3]
+
+
+def decide(dispute: int, verdict: int, draw_panel: Any, vote: Any, committee: Any, keeper: Any) -> list[str]:
+    """Draw the panel, have every panelist vote `verdict`, resolve; returns the panel."""
+    panel = draw_panel(dispute)
+    vote(dispute, dict.fromkeys(panel, verdict))
+    committee.resolve(dispute, sender=keeper)
+    return panel
+
+
+# --- commitChallenge -----------------------------------------------------------------------------
+
+
+def test_commit_challenge_escrows_the_bond(tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, chain: Any):
+    task, _ = all_sampled
+    balance = tasks.balance
+    commitment = challenge_commitment(task, 5, OUT_OF_BOUNDS, SALT, watcher.address)
+    tx = tasks.commitChallenge(task, commitment, sender=watcher, value=CBOND)
+    now = chain.blocks.head.timestamp
+    assert [(e.task, bytes(e.commitment), e.challenger, e.revealBy) for e in tx.events] == [
+        (task, commitment, watcher.address, now + REVEAL_WINDOW)
+    ]
+    c = tasks.getCommit(commitment)
+    assert (c.task, c.challenger, c.committedAt, c.status) == (task, watcher.address, now, C_PENDING)
+    assert tasks.getTask(task).pendingCommits == 1
+    assert tasks.balance == balance + CBOND
+
+
+def test_commit_challenge_with_wrong_bond_or_twice_reverts(
+    tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, watcher2: Any
+) -> None:
+    task, _ = all_sampled
+    commitment = challenge_commitment(task, 5, OUT_OF_BOUNDS, SALT, watcher.address)
+    before = snap(tasks, task, commitment)
+    for value in (CBOND - 1, CBOND + 1, 0):
+        with ape.reverts(tasks.WrongBond, expected=CBOND, sent=value):
+            tasks.commitChallenge(task, commitment, sender=watcher, value=value)
+    assert snap(tasks, task, commitment) == before
+    tasks.commitChallenge(task, commitment, sender=watcher, value=CBOND)
+    # A copier who front-runs with the same commitment cannot reveal it (its address is inside), and
+    # whoever comes second is told to commit with a fresh salt.
+    before = snap(tasks, task, commitment)
+    with ape.reverts(tasks.CommitmentExists, commitment=commitment):
+        tasks.commitChallenge(task, commitment, sender=watcher2, value=CBOND)
+    assert snap(tasks, task, commitment) == before
+
+
+def test_commit_challenge_outside_every_window_reverts(
+    tasks: Any,
+    accepted_task: int,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    chain: Any,
+    post_task: Callable[..., int],
+) -> None:
+    ev = evidence(accepted_task)
+    commit(ev)
+    commitment = challenge_commitment(ev.task, 0, OUT_OF_BOUNDS, SALT, watcher.address)
+    # Nothing opened yet: no window.
+    with ape.reverts(tasks.NoChallengeWindowOpen, task=ev.task, closedAt=0):
+        tasks.commitChallenge(ev.task, commitment, sender=watcher, value=CBOND)
+    for j in range(ev.batches):
+        draw(ev.task, j)
+        open_batch(ev, j)
+    end = tasks.getTask(ev.task).challengeEnd
+    chain.pending_timestamp = end - 1  # the last second of the window
+    tasks.commitChallenge(ev.task, commitment, sender=watcher, value=CBOND)
+    late = challenge_commitment(ev.task, 1, OUT_OF_BOUNDS, SALT, watcher.address)
+    chain.pending_timestamp = end
+    before = snap(tasks, ev.task, late)
+    with ape.reverts(tasks.NoChallengeWindowOpen, task=ev.task, closedAt=end):
+        tasks.commitChallenge(ev.task, late, sender=watcher, value=CBOND)
+    assert snap(tasks, ev.task, late) == before
+    posted = post_task()
+    with ape.reverts(tasks.WrongTaskStatus, task=posted, status=1):
+        tasks.commitChallenge(posted, late, sender=watcher, value=CBOND)
+
+
+# --- revealChallenge ----------------------------------------------------------------------------
+
+
+def test_reveal_opens_a_dispute_with_the_committee(
+    tasks: Any, committee: Any, all_sampled: tuple[int, Evidence], watcher: Any, owner: Any, provider: Any, chain: Any
+) -> None:
+    task, _ = all_sampled
+    commitment = commit_challenge(tasks, task, 4, watcher, UNAVAILABLE)
+    tx = tasks.revealChallenge(task, 4, UNAVAILABLE, SALT, "bafyreport", sender=watcher)
+    revealed = next(iter(tx.events.filter(tasks.ChallengeRevealed)))
+    assert (revealed.task, bytes(revealed.commitment), revealed.challenger, revealed.k) == (
+        task,
+        commitment,
+        watcher.address,
+        4,
+    )
+    assert (revealed.reason, revealed.reportCID, revealed.dispute) == (UNAVAILABLE, "bafyreport", 1)
+    assert tasks.getCommit(commitment).status == C_REVEALED
+    t = tasks.getTask(task)
+    assert (t.pendingCommits, t.openDisputes) == (0, 1)
+    record = tasks.getDispute(1)
+    assert (record.task, record.k, record.challenger, record.reason, record.open) == (
+        task,
+        4,
+        watcher.address,
+        UNAVAILABLE,
+        True,
+    )
+    assert tasks.getOpenedInterval(task, 4).dispute == 1
+    d = committee.getDispute(1)
+    assert (d.task, d.k, d.reason, d.round, d.revealBlock, d.armBlock) == (
+        task,
+        4,
+        UNAVAILABLE,
+        0,
+        tx.block_number,
+        tx.block_number,
+    )
+    assert list(d.excluded) == [provider.address, owner.address, watcher.address]
+    assert committee.isOpen(1)
+
+
+def test_reveal_by_another_sender_or_with_wrong_fields_reverts(
+    tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, watcher2: Any
+) -> None:
+    task, _ = all_sampled
+    commitment = commit_challenge(tasks, task, 5, watcher)
+    before = snap(tasks, task, commitment)
+    # A copier replaying the reveal hashes in its own address: no such commit.
+    copied = challenge_commitment(task, 5, OUT_OF_BOUNDS, SALT, watcher2.address)
+    with ape.reverts(tasks.UnknownCommitment, task=task, commitment=copied):
+        tasks.revealChallenge(task, 5, OUT_OF_BOUNDS, SALT, "r", sender=watcher2)
+    wrong_k = challenge_commitment(task, 6, OUT_OF_BOUNDS, SALT, watcher.address)
+    with ape.reverts(tasks.UnknownCommitment, task=task, commitment=wrong_k):
+        tasks.revealChallenge(task, 6, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
+    assert snap(tasks, task, commitment) == before
+
+
+@pytest.mark.parametrize("reason", [0, 3])
+def test_reveal_with_unknown_reason_reverts(
+    tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, reason: int
+) -> None:
+    task, _ = all_sampled
+    commitment = commit_challenge(tasks, task, 5, watcher, reason)
+    before = snap(tasks, task, commitment)
+    with ape.reverts(tasks.InvalidReason, reason=reason):
+        tasks.revealChallenge(task, 5, reason, SALT, "r", sender=watcher)
+    assert snap(tasks, task, commitment) == before
+
+
+def test_reveal_after_its_window_reverts_and_the_commit_expires_burned(
+    tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, keeper: Any, chain: Any
+) -> None:
+    task, _ = all_sampled
+    commitment = commit_challenge(tasks, task, 5, watcher)
+    reveal_by = tasks.getCommit(commitment).committedAt + REVEAL_WINDOW
+    with ape.reverts(tasks.RevealWindowOpen, commitment=commitment, closesAt=reveal_by):
+        tasks.expireChallenge(task, commitment, sender=keeper)
+    chain.pending_timestamp = reveal_by
+    before = snap(tasks, task, commitment)
+    with ape.reverts(tasks.RevealWindowClosed, commitment=commitment, closedAt=reveal_by):
+        tasks.revealChallenge(task, 5, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
+    assert snap(tasks, task, commitment) == before
+    tx = tasks.expireChallenge(task, commitment, sender=keeper)
+    assert [(e.task, bytes(e.commitment), e.refunded) for e in tx.events.filter(tasks.ChallengeExpired)] == [
+        (task, commitment, False)
+    ]
+    assert tasks.burned() == CBOND
+    assert tasks.getCommit(commitment).status == C_EXPIRED
+    assert tasks.getTask(task).pendingCommits == 0
+    assert tasks.credits(watcher) == 0
+    with ape.reverts(tasks.UnknownCommitment, task=task, commitment=commitment):
+        tasks.expireChallenge(task, commitment, sender=keeper)
+
+
+def test_reveal_of_an_unsampled_interval_reverts(
+    tasks: Any, opened_task: Callable[..., tuple[int, Evidence]], watcher: Any
+) -> None:
+    task, ev = opened_task()
+    sampled = {k for j in range(ev.batches) for k in tasks.sampledIntervals(task, j)}
+    unsampled = next(k for k in range(ev.intervals) if k not in sampled)
+    commitment = commit_challenge(tasks, task, unsampled, watcher)
+    before = snap(tasks, task, commitment)
+    with ape.reverts(tasks.IntervalNotOpened, task=task, k=unsampled):
+        tasks.revealChallenge(task, unsampled, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
+    assert snap(tasks, task, commitment) == before
+    out_of_range = commit_challenge(tasks, task, 10_000, watcher)
+    with ape.reverts(tasks.IntervalNotOpened, task=task, k=10_000):
+        tasks.revealChallenge(task, 10_000, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
+    assert tasks.getCommit(out_of_range).status == C_PENDING
+
+
+def test_reveal_of_an_unopened_batch_or_closed_window_reverts(
+    tasks: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    chain: Any,
+) -> None:
+    """Batch 0 is opened and its window closes; batch 1 opens later: a commit in batch 1's window can
+    challenge batch 1 only, and batch 2 (drawn, not opened) not at all."""
+    task = post_task(sampleBps=10_000)
+    tasks.acceptTask(task, sender=provider, value=BOND)
+    ev = evidence(task)
+    commit(ev)
+    draw(task, 0)
+    open_batch(ev, 0)
+    end0 = tasks.getBatch(task, 0).windowEnd
+    chain.pending_timestamp = end0
+    draw(task, 1)
+    open_batch(ev, 1)
+    draw(task, 2)
+    late = commit_challenge(tasks, task, 2, watcher)
+    with ape.reverts(tasks.IntervalWindowClosed, task=task, k=2, closedAt=end0):
+        tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
+    unopened = commit_challenge(tasks, task, 8, watcher)
+    with ape.reverts(tasks.IntervalNotOpened, task=task, k=8):
+        tasks.revealChallenge(task, 8, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
+    assert tasks.getCommit(late).status == tasks.getCommit(unopened).status == C_PENDING
+    ok = commit_challenge(tasks, task, 5, watcher)
+    tasks.revealChallenge(task, 5, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
+    assert tasks.getCommit(ok).status == C_REVEALED
+    assert tasks.getOpenedInterval(task, 5).dispute == 1
+
+
+def test_second_reveal_for_a_disputed_interval_is_refunded(
+    tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, watcher2: Any, challenge: Any
+) -> None:
+    task, _ = all_sampled
+    assert challenge(task, 5, watcher) == 1
+    tx_commit = commit_challenge(tasks, task, 5, watcher2)
+    tx = tasks.revealChallenge(task, 5, OUT_OF_BOUNDS, SALT, "r2", sender=watcher2)
+    assert [e.dispute for e in tx.events.filter(tasks.ChallengeRevealed)] == [0]
+    assert tasks.credits(watcher2) == CBOND
+    assert tasks.getCommit(tx_commit).status == C_REVEALED
+    assert tasks.getTask(task).openDisputes == 1
+
+
+def test_settle_dispute_only_by_the_adjudicator(
+    tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, owner: Any, challenge: Any
+) -> None:
+    task, _ = all_sampled
+    dispute = challenge(task, 5, watcher)
+    before = snap(tasks, task)
+    with ape.reverts(tasks.NotAdjudicator, caller=owner.address):
+        tasks.settleDispute(dispute, FAULTY, [owner.address], sender=owner)
+    assert snap(tasks, task) == before
+
+
+# --- verdicts and payouts ------------------------------------------------------------------------
+
+
+def test_faulty_lifecycle_pays_every_party_to_the_wei(
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    owner: Any,
+    provider: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+    balance_invariant: Callable[..., None],
+) -> None:
+    """Interval 4 starts from the last leaf of batch 0: its opening proved that against root 0."""
+    task, ev = all_sampled
+    assert tasks.getOpenedInterval(task, 4).startDigest == ev.digest(3)
+    assert tasks.getOpenedInterval(task, 0).startDigest == ev.init_digest
+    dispute = challenge(task, 4, watcher)
+    balance_invariant()
+    panel = decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
+    assert sorted(panel) == sorted(a.address for a in panel_of_three)
+    d = committee.getDispute(dispute)
+    assert (d.status, d.verdict) == (RESOLVED, FAULTY)
+    assert tasks.getTask(task).status == SLASHED
+    # Provider bond 3 ETH: 50% challenger, 10% panel (3 x 0.1), 40% owner; owner also gets the reward.
+    assert tasks.credits(watcher) == BOND * 5_000 // 10_000 + CBOND
+    for panelist in panel_of_three:
+        assert tasks.credits(panelist) == BOND * 1_000 // 10_000 // 3
+        assert committee.getAuditor(panelist).locked == 0
+        assert committee.getAuditor(panelist).stake == 10**18
+    assert tasks.credits(owner) == BOND * 4_000 // 10_000 + REWARD
+    assert tasks.credits(provider) == 0
+    assert tasks.burned() == 0
+    assert not tasks.getDispute(dispute).open and not committee.isOpen(dispute)
+    balance_invariant()
+    # Everybody pulls; the contract keeps nothing but `burned`.
+    for who in (watcher, owner, *panel_of_three):
+        before = who.balance
+        receipt = tasks.withdraw(sender=who)
+        assert who.balance == before + receipt.events[0].amount - receipt.total_fees_paid
+    assert tasks.balance == tasks.burned() == 0
+    with ape.reverts(tasks.WrongTaskStatus, task=task, status=SLASHED):
+        tasks.finalize(task, sender=keeper)
+
+
+def test_faulty_panel_share_dust_is_burned(
+    project: Any,
+    owner: Any,
+    committee: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+    tasks: Any,
+) -> None:
+    bond = 10**18 + 7  # 10% = 100000000000000000 (floored from ...0.7); /3 leaves 1 wei of dust
+    task = post_task(sampleBps=10_000, providerBond=bond)
+    tasks.acceptTask(task, sender=provider, value=bond)
+    ev = evidence(task)
+    commit(ev)
+    for j in range(ev.batches):
+        draw(task, j)
+        open_batch(ev, j)
+    dispute = challenge(task, 9, watcher)
+    decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
+    to_challenger, to_panel = bond * 5_000 // 10_000, bond * 1_000 // 10_000
+    assert tasks.credits(watcher) == to_challenger + CBOND
+    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD
+    assert [tasks.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
+    assert tasks.burned() == to_panel - 3 * (to_panel // 3) == 1
+
+
+def test_valid_out_of_bounds_pays_provider_and_clears_the_interval(
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    watcher2: Any,
+    provider: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+    chain: Any,
+) -> None:
+    task, _ = all_sampled
+    dispute = challenge(task, 2, watcher)
+    decide(dispute, VALID, draw_panel, vote, committee, keeper)
+    assert committee.getDispute(dispute).verdict == VALID
+    assert tasks.getTask(task).status == COMMITTED
+    to_provider, to_panel = CBOND * 5_000 // 10_000, CBOND * 1_000 // 10_000
+    assert tasks.credits(provider) == to_provider
+    assert [tasks.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
+    assert tasks.burned() == CBOND - to_provider - 3 * (to_panel // 3)
+    assert tasks.credits(watcher) == 0
+    assert tasks.getOpenedInterval(task, 2).cleared
+    # A later challenge of the same interval is refunded, not disputed.
+    assert challenge(task, 2, watcher2) == 0
+    assert tasks.credits(watcher2) == CBOND
+    chain.pending_timestamp = tasks.getTask(task).challengeEnd
+    tasks.finalize(task, sender=keeper)
+    assert tasks.getTask(task).status == FINALIZED
+    assert tasks.credits(provider) == to_provider + REWARD + BOND
+
+
+def test_valid_unavailable_refunds_and_extends_the_window_once(
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+    chain: Any,
+) -> None:
+    task, _ = all_sampled
+    batch_end = tasks.challengeWindowEnd(task, 6)
+    assert batch_end == tasks.getBatch(task, 1).windowEnd
+    dispute = challenge(task, 6, watcher, UNAVAILABLE)
+    panel = draw_panel(dispute)
+    vote(dispute, dict.fromkeys(panel, VALID))
+    tx = committee.resolve(dispute, sender=keeper)
+    extended = chain.blocks[tx.block_number].timestamp + CHALLENGE_WINDOW
+    assert tasks.credits(watcher) == CBOND
+    assert tasks.burned() == 0
+    assert tasks.challengeWindowEnd(task, 6) == tasks.getOpenedInterval(task, 6).extendedUntil == extended
+    assert tasks.challengeWindowEnd(task, 5) == batch_end  # only interval 6 got more time
+    assert tasks.getTask(task).challengeEnd == extended
+    assert [(e.task, e.k, e.windowEnd) for e in tx.events.filter(tasks.ChallengeWindowExtended)] == [
+        (task, 6, extended)
+    ]
+    # After every batch window closed, interval 6 can still be challenged; others cannot.
+    chain.pending_timestamp = batch_end
+    again = challenge(task, 6, watcher, UNAVAILABLE, salt=b"\x08" * 32)
+    assert again == 2
+    with ape.reverts(tasks.ChallengeWindowOpen, task=task, closesAt=extended):
+        tasks.finalize(task, sender=keeper)
+    panel = draw_panel(again)
+    vote(again, dict.fromkeys(panel, VALID))
+    committee.resolve(again, sender=keeper)
+    assert tasks.getOpenedInterval(task, 6).extendedUntil == extended  # extended once only
+    chain.pending_timestamp = extended
+    tasks.finalize(task, sender=keeper)
+    assert tasks.credits(watcher) == 2 * CBOND
+
+
+def test_no_decision_refunds_the_challenger(
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    challenge: Any,
+    chain: Any,
+) -> None:
+    """Only two auditors: no panel, and after panelTimeout the dispute ends with no decision."""
+    register(auditors[:2])
+    task, _ = all_sampled
+    dispute = challenge(task, 1, watcher)
+    chain.pending_timestamp = committee.getDispute(dispute).openedAt + committee.PANEL_TIMEOUT()
+    chain.mine(3)
+    committee.drawPanel(dispute, sender=keeper)
+    assert committee.getDispute(dispute).verdict == NO_DECISION
+    assert tasks.credits(watcher) == CBOND
+    assert tasks.getTask(task).openDisputes == 0
+    assert tasks.getTask(task).status == COMMITTED
+
+
+# --- concurrency and moot disputes ---------------------------------------------------------------
+
+
+def test_two_disputes_one_upheld_the_other_moot_and_refunded(
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    watcher2: Any,
+    keeper: Any,
+    owner: Any,
+    panel_of_three: list[Any],
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+) -> None:
+    task, _ = all_sampled
+    first = challenge(task, 3, watcher)
+    second = challenge(task, 7, watcher2)
+    pending = commit_challenge(tasks, task, 8, watcher2, salt=b"\x09" * 32)
+    assert tasks.getTask(task).openDisputes == 2
+    # Penalty (0.1) is below the stake (1): the same three auditors sit on both panels.
+    assert sorted(draw_panel(first)) == sorted(draw_panel(second)) == sorted(a.address for a in panel_of_three)
+    assert [committee.getAuditor(a).locked for a in panel_of_three] == [2 * 10**17] * 3
+    vote(first, dict.fromkeys(committee.panelOf(first), FAULTY))
+    committee.resolve(first, sender=keeper)
+    assert tasks.getTask(task).status == SLASHED
+    assert tasks.isMoot(second)
+    tx = committee.resolve(second, sender=keeper)  # at once, whatever its clocks
+    assert committee.getDispute(second).verdict == MOOT
+    assert [e.verdict for e in tx.events.filter(tasks.DisputeSettled)] == [MOOT]
+    # Released without penalty, although nobody voted on the second panel.
+    assert [committee.getAuditor(a).locked for a in panel_of_three] == [0] * 3
+    assert [committee.getAuditor(a).stake for a in panel_of_three] == [10**18] * 3
+    # The pending commit is moot too: refunded at once.
+    tx = tasks.expireChallenge(task, pending, sender=keeper)
+    assert [e.refunded for e in tx.events.filter(tasks.ChallengeExpired)] == [True]
+    assert tasks.credits(watcher2) == 2 * CBOND
+    assert tasks.credits(owner) == BOND * 4_000 // 10_000 + REWARD
+    assert tasks.getTask(task).openDisputes == tasks.getTask(task).pendingCommits == 0
+
+
+def test_slashing_an_unopened_batch_makes_open_disputes_moot(
+    tasks: Any,
+    committee: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    keeper: Any,
+    owner: Any,
+    challenge: Any,
+    chain: Any,
+) -> None:
+    task = post_task(sampleBps=10_000)
+    tasks.acceptTask(task, sender=provider, value=BOND)
+    ev = evidence(task)
+    commit(ev)
+    draw(task, 0)
+    open_batch(ev, 0)
+    dispute = challenge(task, 1, watcher)
+    draw(task, 1)
+    chain.pending_timestamp = tasks.getBatch(task, 1).windowEnd
+    tasks.slashUnopened(task, 1, sender=keeper)
+    assert tasks.isMoot(dispute)
+    committee.resolve(dispute, sender=keeper)  # still awaiting its panel: ends moot at once
+    assert committee.getDispute(dispute).verdict == MOOT
+    assert tasks.credits(watcher) == CBOND
+    keeper_share = BOND * 1_000 // 10_000
+    assert tasks.credits(owner) == REWARD + BOND - keeper_share
+    assert tasks.credits(keeper) == keeper_share
+
+
+def test_reveal_on_an_ended_task_is_refunded(
+    tasks: Any,
+    committee: Any,
+    opened_task: Callable[..., tuple[int, Evidence]],
+    watcher: Any,
+    watcher2: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+) -> None:
+    # A reveal window longer than the dispute, so the reveal comes after the task is slashed.
+    task, _ = opened_task(sampleBps=10_000, windows=(3600, 7200, 24 * 3600))
+    late = commit_challenge(tasks, task, 2, watcher2)
+    decide(challenge(task, 3, watcher), FAULTY, draw_panel, vote, committee, keeper)
+    tx = tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, SALT, "r", sender=watcher2)
+    assert [e.dispute for e in tx.events.filter(tasks.ChallengeRevealed)] == [0]
+    assert tasks.getCommit(late).status == C_REVEALED
+    assert tasks.credits(watcher2) == CBOND
+    assert committee.disputeCount() == 1
+
+
+# --- clocks that wait for challenges -------------------------------------------------------------
+
+
+def test_finalize_waits_for_pending_commits_and_open_disputes(
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    keeper: Any,
+    provider: Any,
+    panel_of_three: list[Any],
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+    chain: Any,
+) -> None:
+    task, _ = all_sampled
+    end = tasks.getTask(task).challengeEnd
+    chain.pending_timestamp = end - 10
+    pending = commit_challenge(tasks, task, 9, watcher)
+    chain.pending_timestamp = end
+    with ape.reverts(tasks.ChallengePending, task=task, commits=1):
+        tasks.finalize(task, sender=keeper)
+    dispute = (
+        tasks.revealChallenge(task, 9, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
+        .events.filter(tasks.ChallengeRevealed)[0]
+        .dispute
+    )
+    assert tasks.getCommit(pending).status == C_REVEALED
+    with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
+        tasks.finalize(task, sender=keeper)
+    decide(dispute, VALID, draw_panel, vote, committee, keeper)
+    tasks.finalize(task, sender=keeper)
+    assert tasks.credits(provider) == REWARD + BOND + CBOND * 5_000 // 10_000
+
+
+def test_abandon_waits_for_an_open_dispute(
+    tasks: Any,
+    committee: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    keeper: Any,
+    owner: Any,
+    panel_of_three: list[Any],
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+    chain: Any,
+) -> None:
+    """Batch 0 is opened and challenged while batch 1 is never committed: the dispute decides first."""
+    deadline = chain.pending_timestamp + 3 * 24 * 3600
+    task = post_task(sampleBps=10_000, deadline=deadline)
+    tasks.acceptTask(task, sender=provider, value=BOND)
+    ev = evidence(task)
+    commit(ev, [0])
+    draw(task, 0)
+    open_batch(ev, 0)
+    dispute = challenge(task, 0, watcher)
+    chain.pending_timestamp = deadline
+    with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
+        tasks.abandon(task, sender=keeper)
+    assert tasks.getTask(task).status == ACCEPTED
+    decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
+    assert tasks.getTask(task).status == SLASHED
+    assert tasks.credits(owner) == REWARD + BOND * 4_000 // 10_000
