@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eth_account.signers.local import LocalAccount
 import rlp
+from eth_account.signers.local import LocalAccount
 from eth_utils import keccak, to_canonical_address, to_checksum_address
 from pydantic import BaseModel
 from web3 import Web3

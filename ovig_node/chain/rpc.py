@@ -27,18 +27,21 @@ def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = 
     return w3
 
 
+def fees(w3: Web3) -> dict[str, int]:
+    """EIP-1559 fees that survive a doubling of the base fee (legacy gas price on chains without one)."""
+    base_fee = w3.eth.get_block("latest").get("baseFeePerGas")
+    if base_fee is None:
+        return {"gasPrice": w3.eth.gas_price}
+    tip = w3.eth.max_priority_fee
+    return {"maxPriorityFeePerGas": tip, "maxFeePerGas": 2 * base_fee + tip}
+
+
 def send(w3: Web3, account: LocalAccount, tx: dict[str, Any], *, timeout: float = 120.0) -> TxReceipt:
     """Fill nonce, gas and fees, sign locally, send, and wait; a reverted receipt raises ChainError."""
     params: TxParams = {"from": account.address, "chainId": w3.eth.chain_id, **tx}  # type: ignore[typeddict-item]
     params["nonce"] = w3.eth.get_transaction_count(account.address, "pending")
     params["gas"] = int(w3.eth.estimate_gas(params) * GAS_HEADROOM)
-    base_fee = w3.eth.get_block("latest").get("baseFeePerGas")
-    if base_fee is not None:
-        tip = w3.eth.max_priority_fee
-        params["maxPriorityFeePerGas"] = tip
-        params["maxFeePerGas"] = 2 * base_fee + tip
-    else:
-        params["gasPrice"] = w3.eth.gas_price
+    params.update(fees(w3))
     signed = account.sign_transaction(params)
     tx_hash = w3.eth.send_raw_transaction(signed.raw_transaction)
     receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=timeout)

@@ -1,0 +1,155 @@
+"""The chain client nodes use: bounded RPC retries, idempotent transactions, decoded reverts.
+
+``transact(key, fn)`` sends each keyed transaction at most once, across crashes: the signed bytes are
+journaled before broadcast (see ``journal``), so a restarted node re-broadcasts them rather than
+signing a second transaction. A revert, at estimation or after inclusion, raises ContractReverted
+with the contract's custom error decoded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import requests
+from eth_account.signers.local import LocalAccount
+from hexbytes import HexBytes
+from web3 import Web3
+from web3.contract.contract import ContractFunction
+from web3.exceptions import ContractCustomError, ContractLogicError, TimeExhausted, TransactionNotFound
+from web3.types import TxParams, TxReceipt
+
+from ovig_node.chain.errors import ChainError, RpcUnavailable
+from ovig_node.chain.journal import JournalEntry, TxJournal
+from ovig_node.chain.reverts import ContractReverted, decode_revert
+from ovig_node.chain.rpc import GAS_HEADROOM, fees
+
+T = TypeVar("T")
+TRANSIENT = (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError)
+
+
+@dataclass
+class ChainClient:
+    """One signing account on one chain, with its transaction journal."""
+
+    w3: Web3
+    account: LocalAccount
+    journal: TxJournal
+    attempts: int = 4  # RPC calls are tried this often before RpcUnavailable
+    backoff: float = 0.5  # seconds before the first retry; doubles each time
+    receipt_timeout: float = 120.0
+
+    @property
+    def address(self) -> str:
+        return self.account.address
+
+    def call(self, fn: ContractFunction, *, block: int | str = "latest") -> Any:
+        """A view call, retried on transient RPC errors; a revert raises ContractReverted."""
+        try:
+            return self.retry(lambda: fn.call({"from": self.address}, block_identifier=block))
+        except ContractCustomError as exc:
+            raise decode_revert(exc.data, f"{fn.fn_name}: ") from None
+
+    def transact(self, key: str, fn: ContractFunction, *, value: int = 0) -> TxReceipt:
+        """Send ``fn`` once under idempotency ``key`` and wait for it to be mined.
+
+        If ``key`` is journaled, nothing new is signed: a mined transaction returns its receipt, a sent
+        one is re-broadcast and awaited. A reverted one is forgotten, so the call is tried afresh.
+        """
+        entry = self.journal.get(key)
+        if entry is not None and entry.status == "reverted":
+            self.journal.forget(key)
+            entry = None
+        if entry is None:
+            entry = self._sign_and_record(key, fn, value)
+        return self._complete(entry, fn.fn_name)
+
+    def resume(self) -> list[TxReceipt]:
+        """Complete every journaled transaction still marked sent (call once at start-up); returns their
+        receipts, reverted ones included (status 0, marked reverted in the journal)."""
+        return [self._complete(entry, entry.key, raise_revert=False) for entry in self.journal.unsettled(self.address)]
+
+    def retry(self, action: Callable[[], T]) -> T:
+        """Run ``action``; on a transient RPC error wait and try again, up to ``attempts`` times."""
+        delay = self.backoff
+        for attempt in range(self.attempts):
+            try:
+                return action()
+            except TRANSIENT as exc:
+                if attempt == self.attempts - 1:
+                    raise RpcUnavailable(str(self.w3.provider.endpoint_uri), type(exc).__name__) from None  # type: ignore[attr-defined]
+                time.sleep(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
+
+    # --- internal ------------------------------------------------------------------------------
+
+    def _sign_and_record(self, key: str, fn: ContractFunction, value: int) -> JournalEntry:
+        chain_nonce = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "pending"))
+        nonce = max(chain_nonce, self.journal.next_nonce(self.address) or 0)
+        params: TxParams = {"from": self.address, "value": value, "nonce": nonce}  # type: ignore[typeddict-item]
+        try:
+            tx = self.retry(lambda: fn.build_transaction(params))
+            tx["gas"] = int(self.retry(lambda: self.w3.eth.estimate_gas(tx)) * GAS_HEADROOM)
+        except ContractCustomError as exc:
+            raise decode_revert(exc.data, f"{fn.fn_name}: ") from None
+        except ContractLogicError as exc:
+            raise ContractReverted("", {}, str(exc.data or ""), f"{fn.fn_name}: ") from None
+        for name in ("maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"):
+            tx.pop(name, None)  # type: ignore[misc]
+        tx.update(self.retry(lambda: fees(self.w3)))  # type: ignore[typeddict-item]
+        signed = self.account.sign_transaction(tx)
+        self.journal.record(key, self.address, nonce, signed.hash.to_0x_hex(), bytes(signed.raw_transaction))
+        return self.journal.get(key)  # type: ignore[return-value]
+
+    def _complete(self, entry: JournalEntry, what: str, *, raise_revert: bool = True) -> TxReceipt:
+        receipt = self._receipt(entry.tx_hash)
+        if receipt is None:
+            self._broadcast(entry)
+            receipt = self._await(entry.tx_hash)
+        if receipt["status"] != 1:
+            self.journal.settle(entry.key, status="reverted", block=receipt["blockNumber"])
+            if raise_revert:
+                raise self._revert_reason(entry, receipt, what)
+            return receipt
+        self.journal.settle(entry.key, status="mined", block=receipt["blockNumber"])
+        return receipt
+
+    def _broadcast(self, entry: JournalEntry) -> None:
+        try:
+            self.retry(lambda: self.w3.eth.send_raw_transaction(entry.raw))
+        except ValueError as exc:
+            # Already known to the node (a re-broadcast after a crash) is fine; anything else is not.
+            if "already" not in str(exc).lower() and "known" not in str(exc).lower():
+                raise ChainError(f"{entry.key}: the node refused the transaction: {exc}") from None
+
+    def _receipt(self, tx_hash: str) -> TxReceipt | None:
+        try:
+            return self.retry(lambda: self.w3.eth.get_transaction_receipt(HexBytes(tx_hash)))
+        except TransactionNotFound:
+            return None
+
+    def _await(self, tx_hash: str) -> TxReceipt:
+        try:
+            return self.retry(
+                lambda: self.w3.eth.wait_for_transaction_receipt(HexBytes(tx_hash), timeout=self.receipt_timeout)
+            )
+        except TimeExhausted:
+            raise ChainError(f"transaction {tx_hash} not mined within {self.receipt_timeout:.0f} s") from None
+
+    def _revert_reason(self, entry: JournalEntry, receipt: TxReceipt, what: str) -> ContractReverted:
+        """Replays the reverted transaction to read its revert data: on the state after its block (what
+        usually made it revert is an earlier transaction of the same block), then on the state before.
+        """
+        tx = self.retry(lambda: self.w3.eth.get_transaction(HexBytes(entry.tx_hash)))
+        call: TxParams = {"from": tx["from"], "to": tx["to"], "data": tx["input"], "value": tx["value"]}
+        for block in (receipt["blockNumber"], receipt["blockNumber"] - 1):
+            try:
+                self.w3.eth.call(call, block_identifier=block)
+            except ContractCustomError as exc:
+                return decode_revert(exc.data, f"{what}: ")
+            except ContractLogicError as exc:
+                return ContractReverted("", {}, str(exc.data or ""), f"{what}: ")
+        return ContractReverted("", {}, "", f"{what} (mined in block {receipt['blockNumber']}): ")

@@ -1,0 +1,221 @@
+"""A reorg-safe event scanner that keeps the contracts' decoded events in SQLite.
+
+- Only blocks at least ``confirmations`` deep are read, so shallow reorgs never reach the store.
+- The cursor (last block scanned, with its hash) is persisted; a restarted scanner goes back
+  ``rescan`` blocks and reads them again.
+- Events are keyed by (block hash, log index): reading a block twice stores its events once.
+- Before each poll the scanner checks that the blocks it stored are still on the chain; where one is
+  not (a reorg deeper than the confirmations), events from that height on are dropped and re-read.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eth_utils import event_abi_to_log_topic
+from hexbytes import HexBytes
+from web3 import Web3
+from web3._utils.events import get_event_data
+
+from ovig_node.chain.client import ChainClient
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    block_number INTEGER NOT NULL,
+    block_hash TEXT NOT NULL,
+    log_index INTEGER NOT NULL,
+    tx_hash TEXT NOT NULL,
+    contract TEXT NOT NULL,
+    name TEXT NOT NULL,
+    args TEXT NOT NULL,
+    PRIMARY KEY (block_hash, log_index)
+);
+CREATE INDEX IF NOT EXISTS events_by_name ON events (name, block_number, log_index);
+CREATE TABLE IF NOT EXISTS blocks (number INTEGER PRIMARY KEY, hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS cursor (id INTEGER PRIMARY KEY CHECK (id = 1), block INTEGER NOT NULL);
+"""
+# Hashes of blocks scanned in this many recent blocks are kept to detect reorgs deeper than the
+# confirmation depth; a reorg deeper still is beyond what any L1 finalizes.
+REMEMBERED_BLOCKS = 256
+
+
+@dataclass(frozen=True)
+class Event:
+    """One decoded event; ``args`` holds plain JSON values (bytes as 0x-hex, structs as dicts)."""
+
+    block_number: int
+    log_index: int
+    block_hash: str
+    tx_hash: str
+    contract: str
+    name: str
+    args: dict[str, Any]
+
+
+class EventScanner:
+    """Scans ``contracts`` (name -> web3 contract) from ``start_block`` into the SQLite file ``db``."""
+
+    def __init__(
+        self,
+        client: ChainClient | Web3,
+        contracts: dict[str, Any],
+        db: Path,
+        *,
+        start_block: int = 0,
+        confirmations: int = 2,
+        rescan: int = 12,
+        chunk: int = 2_000,
+    ) -> None:
+        self._w3 = client.w3 if isinstance(client, ChainClient) else client
+        self._retry = client.retry if isinstance(client, ChainClient) else (lambda action: action())
+        self.confirmations = confirmations
+        self.chunk = chunk
+        self._by_address = {Web3.to_checksum_address(c.address): name for name, c in contracts.items()}
+        self._abis: dict[bytes, tuple[str, dict[str, Any]]] = {}
+        for name, contract in contracts.items():
+            for entry in contract.abi:
+                if entry.get("type") == "event":
+                    self._abis[bytes(event_abi_to_log_topic(entry))] = (name, entry)
+        db.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(db, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(SCHEMA)
+        stored = self._db.execute("SELECT block FROM cursor WHERE id = 1").fetchone()
+        if stored is None:
+            self._set_cursor(start_block - 1)
+        else:
+            # A restart reads the last blocks again: what was stored stays stored once (and is not
+            # returned again), whatever was missed is added.
+            self._set_cursor(max(start_block - 1, stored[0] - rescan))
+
+    @property
+    def cursor(self) -> int:
+        """The last block scanned (start_block - 1 before the first poll)."""
+        return int(self._db.execute("SELECT block FROM cursor WHERE id = 1").fetchone()[0])
+
+    def poll(self) -> list[Event]:
+        """Read every confirmed block past the cursor; return the events stored by this poll, in order."""
+        self._undo_reorged_blocks()
+        head = self._retry(lambda: self._w3.eth.block_number)
+        target = head - self.confirmations
+        new: list[Event] = []
+        while self.cursor < target:
+            first = self.cursor + 1
+            last = min(target, first + self.chunk - 1)
+            logs = self._retry(
+                lambda a=first, b=last: self._w3.eth.get_logs(
+                    {"fromBlock": a, "toBlock": b, "address": list(self._by_address)}
+                )
+            )
+            hashes = {n: self._block_hash(n) for n in {first, last, *(log["blockNumber"] for log in logs)}}
+            events = [event for log in logs if (event := self._decode(log)) is not None]
+            with self._db:  # one transaction: events, remembered blocks and cursor move together
+                self._db.execute("BEGIN")
+                for event in events:
+                    if self._store(event):
+                        new.append(event)
+                self._db.executemany("INSERT OR REPLACE INTO blocks VALUES (?, ?)", hashes.items())
+                self._db.execute("DELETE FROM blocks WHERE number < ?", (last - REMEMBERED_BLOCKS,))
+                self._set_cursor(last)
+        return new
+
+    def events(self, name: str | None = None, **match: Any) -> list[Event]:
+        """Stored events, in chain order; optionally of one name whose args equal ``match``."""
+        rows = (
+            self._db.execute(
+                "SELECT block_number, log_index, block_hash, tx_hash, contract, name, args FROM events"
+                " WHERE name = ? ORDER BY block_number, log_index",
+                (name,),
+            )
+            if name
+            else self._db.execute(
+                "SELECT block_number, log_index, block_hash, tx_hash, contract, name, args FROM events"
+                " ORDER BY block_number, log_index"
+            )
+        )
+        found = (Event(*row[:6], args=json.loads(row[6])) for row in rows)
+        return [e for e in found if all(e.args.get(k) == _plain(v) for k, v in match.items())]
+
+    def close(self) -> None:
+        self._db.close()
+
+    # --- internal ------------------------------------------------------------------------------
+
+    def _decode(self, log: Any) -> Event | None:
+        if not log["topics"]:
+            return None
+        known = self._abis.get(bytes(log["topics"][0]))
+        if known is None:
+            return None
+        contract, abi = known
+        data = get_event_data(self._w3.codec, abi, log)
+        return Event(
+            block_number=log["blockNumber"],
+            log_index=log["logIndex"],
+            block_hash=HexBytes(log["blockHash"]).to_0x_hex(),
+            tx_hash=HexBytes(log["transactionHash"]).to_0x_hex(),
+            contract=contract,
+            name=data["event"],
+            args={k: _plain(v) for k, v in data["args"].items()},
+        )
+
+    def _store(self, event: Event) -> bool:
+        """Insert ``event`` unless it is stored already; True if it was new."""
+        cursor = self._db.execute(
+            "INSERT OR IGNORE INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                event.block_number,
+                event.block_hash,
+                event.log_index,
+                event.tx_hash,
+                event.contract,
+                event.name,
+                json.dumps(event.args, sort_keys=True),
+            ),
+        )
+        return cursor.rowcount == 1
+
+    def _block_hash(self, number: int) -> str:
+        block = self._retry(lambda: self._w3.eth.get_block(number))
+        return HexBytes(block["hash"]).to_0x_hex()
+
+    def _undo_reorged_blocks(self) -> None:
+        """Rewinds below the highest remembered block still on the chain, if the newest one is not.
+
+        Hashes chain each block to its parent, so if the newest remembered block is still there, so is
+        everything below it: one RPC call per poll when nothing happened.
+        """
+        remembered = self._db.execute("SELECT number, hash FROM blocks ORDER BY number DESC").fetchall()
+        for i, (number, stored_hash) in enumerate(remembered):
+            if self._block_hash(number) == stored_hash:
+                if i > 0:
+                    self._rewind_to(number)
+                return
+        if remembered:  # the whole remembered window was replaced: read it all again
+            self._rewind_to(remembered[-1][0] - 1)
+
+    def _rewind_to(self, block: int) -> None:
+        """Forgets everything read above ``block`` (those blocks left the chain) and reads it again."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.execute("DELETE FROM events WHERE block_number > ?", (block,))
+            self._db.execute("DELETE FROM blocks WHERE number > ?", (block,))
+            self._set_cursor(block)
+
+    def _set_cursor(self, block: int) -> None:
+        self._db.execute("INSERT OR REPLACE INTO cursor (id, block) VALUES (1, ?)", (block,))
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: bytes to 0x-hex, tuples and lists to lists, mappings to dicts."""
+    if isinstance(value, bytes | bytearray):
+        return "0x" + bytes(value).hex()
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,239 @@
+"""The nodes' chain layer on a real anvil: idempotent transactions across restarts, decoded custom
+errors, RPC outages, and the event scanner's confirmations, restarts and reorgs."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eth_utils import keccak
+from web3 import Web3
+
+from ovig_node.chain import artifacts
+from ovig_node.chain.accounts import devnet_account
+from ovig_node.chain.client import ChainClient
+from ovig_node.chain.deploy import create_address
+from ovig_node.chain.errors import RpcUnavailable
+from ovig_node.chain.journal import TxJournal
+from ovig_node.chain.reverts import ContractReverted, decode_revert
+from ovig_node.chain.rpc import connect, send
+from ovig_node.chain.scanner import EventScanner
+from ovig_node.devnet import tools
+from ovig_node.devnet.processes import free_port
+
+COMMITTEE = (10**18, 10**17, 5, 2, 3600, 3600, 1800, 3600, 3, 3)
+SHARES = (5000, 1000, 4000, 5000, 1000, 4000)
+WINDOWS = (3600, 7200, 600)
+
+
+@pytest.fixture(scope="module")
+def anvil() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen([str(tools.anvil()), "--port", str(port), "--silent"])
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            connect(url)
+            break
+        except RpcUnavailable:
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture
+def w3(anvil: str) -> Iterator[Web3]:
+    """The chain, reverted to where it was after each test."""
+    w3 = connect(anvil)
+    snapshot = w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+    yield w3
+    w3.provider.make_request("evm_revert", [snapshot])  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def tasks(w3: Web3) -> Any:
+    """The contract pair, deployed as deploy/plan.py wires it."""
+    deployer = devnet_account(9)
+    nonce = w3.eth.get_transaction_count(deployer.address)
+    committee_art, tasks_art = artifacts.load("AuditCommittee"), artifacts.load("TrainingTasks")
+    build = w3.eth.contract(abi=committee_art.abi, bytecode=committee_art.bytecode)
+    code = build.constructor(create_address(deployer.address, nonce + 1), COMMITTEE).data_in_transaction
+    committee = send(w3, deployer, {"data": code})["contractAddress"]
+    build = w3.eth.contract(abi=tasks_art.abi, bytecode=tasks_art.bytecode)
+    receipt = send(w3, deployer, {"data": build.constructor(2, 1000, SHARES, committee).data_in_transaction})
+    return w3.eth.contract(address=receipt["contractAddress"], abi=tasks_art.abi)
+
+
+def client(w3: Web3, tmp_path: Path, index: int = 0) -> ChainClient:
+    return ChainClient(w3, devnet_account(index), TxJournal(tmp_path / f"journal{index}.sqlite"))
+
+
+def post(tasks: Any, deadline: int, reward: int = 10**18) -> Any:
+    return tasks.functions.postTask(
+        b"\x01" * 32, "bafyspec", b"\x02" * 32, 100, 10, 4, 5000, 3 * 10**18, 10**17, WINDOWS, deadline
+    )
+
+
+def now(w3: Web3) -> int:
+    return int(w3.eth.get_block("latest")["timestamp"])
+
+
+# --- transactions --------------------------------------------------------------------------------
+
+
+def test_a_keyed_transaction_is_sent_once_across_restarts(w3: Web3, tasks: Any, tmp_path: Path) -> None:
+    first = client(w3, tmp_path)
+    receipt = first.transact("post:1", post(tasks, now(w3) + 86_400), value=10**18)
+    assert receipt["status"] == 1
+    assert tasks.functions.taskCount().call() == 1
+    first.journal.close()
+    # A restarted node asking for the same key gets the same receipt, and no second task.
+    again = client(w3, tmp_path)
+    assert again.transact("post:1", post(tasks, now(w3) + 86_400), value=10**18) == receipt
+    assert tasks.functions.taskCount().call() == 1
+    assert w3.eth.get_transaction_count(again.address) == receipt_nonce(w3, receipt) + 1
+
+
+def receipt_nonce(w3: Web3, receipt: Any) -> int:
+    return int(w3.eth.get_transaction(receipt["transactionHash"])["nonce"])
+
+
+def test_a_transaction_signed_before_a_crash_is_rebroadcast_not_resigned(w3: Web3, tasks: Any, tmp_path: Path) -> None:
+    """The crash falls between journaling and broadcasting: on restart the same bytes go out."""
+    node = client(w3, tmp_path)
+    entry = node._sign_and_record("post:crash", post(tasks, now(w3) + 86_400), 10**18)
+    assert w3.eth.get_transaction_count(node.address) == entry.nonce  # never broadcast
+    restarted = client(w3, tmp_path)
+    [receipt] = restarted.resume()
+    assert receipt["transactionHash"].to_0x_hex() == entry.tx_hash
+    assert tasks.functions.taskCount().call() == 1
+    assert restarted.journal.get("post:crash").status == "mined"  # type: ignore[union-attr]
+    assert restarted.resume() == []
+
+
+def test_a_revert_at_estimation_is_the_decoded_custom_error(w3: Web3, tasks: Any, tmp_path: Path) -> None:
+    node = client(w3, tmp_path)
+    node.transact("post", post(tasks, now(w3) + 86_400), value=10**18)
+    with pytest.raises(ContractReverted) as caught:
+        node.transact("accept", tasks.functions.acceptTask(1), value=1)
+    assert caught.value.name == "WrongBond"
+    assert caught.value.args_by_name == {"expected": 3 * 10**18, "sent": 1}
+    assert str(caught.value) == f"acceptTask: reverted: WrongBond(expected={3 * 10**18}, sent=1)"
+    assert node.journal.get("accept") is None  # nothing was signed
+    with pytest.raises(ContractReverted, match=r"WrongTaskStatus\(task=7, status=0\)"):
+        node.call(tasks.functions.cancel(7))
+
+
+def test_a_revert_after_inclusion_is_decoded_and_the_key_can_be_retried(w3: Web3, tasks: Any, tmp_path: Path) -> None:
+    """Two signed cancels of one task: the second is mined after the first and reverts on-chain."""
+    node = client(w3, tmp_path)
+    node.transact("post", post(tasks, now(w3) + 86_400), value=10**18)
+    w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
+    try:
+        first = node._sign_and_record("cancel:a", tasks.functions.cancel(1), 0)
+        second = node._sign_and_record("cancel:b", tasks.functions.cancel(1), 0)
+        assert second.nonce == first.nonce + 1
+        node._broadcast(first)
+        node._broadcast(second)
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+    finally:
+        w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
+    assert [r["status"] for r in node.resume()] == [1, 0]
+    assert node.journal.get("cancel:a").status == "mined"  # type: ignore[union-attr]
+    assert node.journal.get("cancel:b").status == "reverted"  # type: ignore[union-attr]
+    receipt = w3.eth.get_transaction_receipt(second.tx_hash)
+    assert str(node._revert_reason(second, receipt, "cancel")) == "cancel: reverted: WrongTaskStatus(task=1, status=5)"
+    # Asking again under the reverted key tries afresh: it is estimated, reverts, and nothing is signed.
+    with pytest.raises(ContractReverted, match=r"WrongTaskStatus\(task=1, status=5\)"):
+        node.transact("cancel:b", tasks.functions.cancel(1))
+    assert node.journal.get("cancel:b") is None
+
+
+def test_rpc_outage_is_a_clear_error_after_bounded_retries(tmp_path: Path) -> None:
+    port = free_port()
+    dead = Web3(Web3.HTTPProvider(f"http://127.0.0.1:{port}", request_kwargs={"timeout": 1}))
+    node = ChainClient(dead, devnet_account(0), TxJournal(tmp_path / "j.sqlite"), attempts=3, backoff=0.05)
+    started = time.monotonic()
+    with pytest.raises(RpcUnavailable, match=f"127.0.0.1:{port} is unavailable"):
+        node.retry(lambda: dead.eth.block_number)
+    assert time.monotonic() - started >= 0.05 + 0.1  # two waits: 0.05 s then 0.1 s
+
+
+def test_unknown_revert_data_is_shown_raw() -> None:
+    assert decode_revert("0xdeadbeef").name == ""
+    assert "unknown revert data 0xdeadbeef" in str(decode_revert("0xdeadbeef"))
+    panic = decode_revert(keccak(text="Panic(uint256)")[:4] + (0x11).to_bytes(32, "big"))
+    assert (panic.name, panic.args_by_name) == ("Panic", {"code": 0x11})
+
+
+# --- event scanner -------------------------------------------------------------------------------
+
+
+def scanner(w3: Web3, tasks: Any, tmp_path: Path, **options: Any) -> EventScanner:
+    start = w3.eth.block_number + 1
+    return EventScanner(w3, {"TrainingTasks": tasks}, tmp_path / "events.sqlite", start_block=start, **options)
+
+
+def test_scanner_reads_confirmed_events_once_and_decodes_structs(w3: Web3, tasks: Any, tmp_path: Path) -> None:
+    events = scanner(w3, tasks, tmp_path, confirmations=2)
+    node = client(w3, tmp_path)
+    deadline = now(w3) + 86_400
+    receipt = node.transact("post", post(tasks, deadline), value=10**18)
+    assert events.poll() == []  # one block deep: not confirmed yet
+    w3.provider.make_request("anvil_mine", [2])  # type: ignore[arg-type]
+    [posted] = events.poll()
+    assert (posted.name, posted.contract, posted.block_number) == (
+        "TaskPosted",
+        "TrainingTasks",
+        receipt["blockNumber"],
+    )
+    assert posted.args["task"] == 1 and posted.args["owner"] == node.address and posted.args["specCID"] == "bafyspec"
+    assert posted.args["terms"]["reward"] == 10**18
+    assert posted.args["terms"]["specHash"] == "0x" + "01" * 32
+    assert posted.args["terms"]["windows"] == {
+        "openingWindow": 3600,
+        "challengeWindow": 7200,
+        "challengeRevealWindow": 600,
+    }
+    assert posted.args["terms"]["deadline"] == deadline
+    assert events.poll() == []
+    assert events.cursor == w3.eth.block_number - 2
+    assert [e.args["task"] for e in events.events("TaskPosted", owner=node.address)] == [1]
+    assert events.events("TaskPosted", owner=devnet_account(5).address) == []
+
+
+def test_scanner_resumes_from_its_cursor_without_duplicates(w3: Web3, tasks: Any, tmp_path: Path) -> None:
+    first = scanner(w3, tasks, tmp_path, confirmations=0, rescan=5)
+    start = first.cursor + 1
+    node = client(w3, tmp_path)
+    node.transact("post:1", post(tasks, now(w3) + 86_400), value=10**18)
+    assert [e.name for e in first.poll()] == ["TaskPosted"]
+    cursor = first.cursor
+    first.close()
+    node.transact("post:2", post(tasks, now(w3) + 86_400), value=10**18)
+    again = EventScanner(w3, {"TrainingTasks": tasks}, tmp_path / "events.sqlite", start_block=start, confirmations=0)
+    assert again.cursor == max(start - 1, cursor - 12)  # went back `rescan` blocks
+    assert [e.args["task"] for e in again.poll()] == [2]  # task 1 read again but stored once
+    assert [e.args["task"] for e in again.events("TaskPosted")] == [1, 2]
+
+
+def test_scanner_drops_events_of_reorged_blocks(w3: Web3, tasks: Any, tmp_path: Path) -> None:
+    events = scanner(w3, tasks, tmp_path, confirmations=0)
+    node = client(w3, tmp_path)
+    fork_point = w3.provider.make_request("evm_snapshot", [])["result"]  # type: ignore[arg-type]
+    node.transact("post:a", post(tasks, now(w3) + 86_400, reward=10**18), value=10**18)
+    node.transact("cancel:a", tasks.functions.cancel(1))
+    assert [e.name for e in events.poll()] == ["TaskPosted", "TaskCancelled", "Credited"]
+    # Another history replaces those two blocks: one post, of another reward, and one more block.
+    w3.provider.make_request("evm_revert", [fork_point])  # type: ignore[arg-type]
+    other = client(w3, tmp_path, index=1)
+    other.transact("post:b", post(tasks, now(w3) + 86_400), value=5)
+    w3.provider.make_request("anvil_mine", [1])  # type: ignore[arg-type]
+    fresh = events.poll()
+    assert [(e.name, e.args["owner"]) for e in fresh] == [("TaskPosted", other.address)]
+    assert [(e.name, e.args["terms"]["reward"]) for e in events.events()] == [("TaskPosted", 5)]
