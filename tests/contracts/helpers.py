@@ -82,7 +82,9 @@ def challenge_commitment(task: int, k: int, reason: int, salt: bytes, challenger
 
 def vote_commitment(dispute: int, round_: int, vote: int, salt: bytes, panelist: str) -> bytes:
     """`keccak256(abi.encode(dispute, round, vote, salt, panelist))` (protocol 4.2)."""
-    return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"], [dispute, round_, vote, salt, panelist]))
+    return keccak(
+        encode(["uint256", "uint256", "uint8", "bytes32", "address"], [dispute, round_, vote, salt, panelist])
+    )
 
 
 def seed_of(block_hash: bytes, task: int, j: int) -> bytes:
