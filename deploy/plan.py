@@ -19,6 +19,7 @@ SHARES = (5_000, 1_000, 4_000, 5_000, 1_000, 4_000)
 
 ETHER = 10**18
 HOUR = 3600
+DEVNET_CHAIN_ID = 31337
 # CommitteeParams: auditorStake, penalty, warmupBlocks, seedDelay, cooldown, commitWindow,
 # revealWindow, panelTimeout, panelSize, maxRounds.
 COMMITTEE = (
@@ -33,6 +34,19 @@ COMMITTEE = (
     3,  # panel size of round 0 (then 7, 15)
     3,  # rounds
 )
+# The embedded devnet (one block a second) runs whole disputes in a minute, for the demo.
+DEVNET_COMMITTEE = (
+    1 * ETHER,
+    ETHER // 10,
+    2,  # warm-up blocks
+    SEED_DELAY,
+    60,  # exit cooldown
+    30,  # vote commit window
+    20,  # vote reveal window
+    120,  # panel timeout
+    3,
+    3,
+)
 
 
 def plan(deployer: Deployer) -> None:
@@ -41,16 +55,17 @@ def plan(deployer: Deployer) -> None:
     # SEED_DELAY: the seed block is 2 blocks after a batch commit, so neither the commit's block nor
     # the next decides the sample. KEEPER_BPS: 10% of the provider bond pays whoever slashes a batch
     # left unopened.
+    committee_params = DEVNET_COMMITTEE if deployer.w3.eth.chain_id == DEVNET_CHAIN_ID else COMMITTEE
     tasks_at = deployer.recorded_address("TrainingTasks")
     committee_at = deployer.recorded_address("AuditCommittee")
     pair_unchanged = (
         tasks_at is not None
         and committee_at is not None
-        and deployer.unchanged("AuditCommittee", tasks_at, COMMITTEE)
+        and deployer.unchanged("AuditCommittee", tasks_at, committee_params)
         and deployer.unchanged("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, committee_at)
     )
     if not pair_unchanged:
         tasks_at = deployer.next_address(offset=1)  # the transaction after the committee's
-    committee = deployer.deploy("AuditCommittee", tasks_at, COMMITTEE)
+    committee = deployer.deploy("AuditCommittee", tasks_at, committee_params)
     tasks = deployer.deploy("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, committee.address)
     assert tasks.address == tasks_at, "the task contract landed away from its committee's address"

@@ -6,8 +6,9 @@ exits with 2 (click's convention); anything else is a bug and shows its tracebac
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,7 +63,12 @@ def port_options(command: Callable[..., None]) -> Callable[..., None]:
             click.option("--rpc-port", type=int, default=None, help="anvil JSON-RPC port [8545]."),
             click.option("--ipfs-port", "ipfs_api_port", type=int, default=None, help="IPFS API port [5001]."),
             click.option("--swarm-port", "ipfs_swarm_port", type=int, default=None, help="IPFS libp2p port [any]."),
-            click.option("--block-time", type=float, default=None, help="Seconds per block [one per transaction]."),
+            click.option(
+                "--block-time",
+                type=float,
+                default=None,
+                help="Seconds per block when idle; transactions are mined at once [1; 0: only per transaction].",
+            ),
         ]
     ):
         command = option(command)
@@ -268,7 +274,8 @@ def spec_new(workload: str, tiny: bool, out_dir: Path, **options: int) -> None:
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="Dataset folder.")
 @click.option("--attack", help="Cheat (for evaluation): a built-in attack name or package.module:callable.")
 @click.option("--attack-intervals", default="", help="Comma-separated intervals the attack fakes.")
-@click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE", help="Attack parameter (float).")
+@click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE",
+              help="Attack parameter: a number, else text (a path).")  # fmt: skip
 def train_cmd(
     spec_path: Path, out_dir: Path, profile: str, task_id: int, data_dir: Path | None, attack: str | None,
     attack_intervals: str, attack_params: tuple[str, ...],
@@ -281,12 +288,39 @@ def train_cmd(
     if attack:
         try:
             intervals = frozenset(int(k) for k in attack_intervals.split(",") if k)
-            params = {key: float(value) for key, value in (p.split("=", 1) for p in attack_params)}
+            params = {key: _number_or_text(value) for key, value in (p.split("=", 1) for p in attack_params)}
         except ValueError:
-            raise click.BadParameter("use --attack-intervals 3,4 and --attack-param key=number") from None
+            raise click.BadParameter("use --attack-intervals 3,4 and --attack-param key=value") from None
         cheat = load_attack(attack, intervals=intervals, **params)
     run_training(spec_path, out_dir, profile_name=profile, task=task_id, data_dir=data_dir, attack=cheat,
                  console=console)  # fmt: skip
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[..., None]]:
+    """A rich progress bar over ``total`` units; yields the evaluation's log callback."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}"))  # fmt: skip
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("starting", total=total)
+        started = 0
+
+        def log(message: str, *, unit: bool = False) -> None:
+            nonlocal started
+            started += unit
+            progress.update(bar, completed=max(0, started - 1), description=message)
+
+        yield log
+        progress.update(bar, completed=total, description="done")
+
+
+def _number_or_text(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
 
 
 # --- verification ------------------------------------------------------------------------------
@@ -297,13 +331,26 @@ def train_cmd(
 @click.option("--profiles", default="micro2,micro4,micro4-fp64acc", show_default=True,
               help="Execution profiles of the honest replays (at least 3).")  # fmt: skip
 @click.option("--claim-profile", default="reference", show_default=True, help="Profile of the honest claims.")
-@click.option("--intervals", type=int, default=2, show_default=True, help="Calibrate on the first N intervals.")
+@click.option("--intervals", type=int, default=4, show_default=True, help="How many intervals to calibrate on.")
+@click.option(
+    "--spread/--prefix",
+    default=True,
+    show_default=True,
+    help="Intervals spread from the first to the last (needs honest claims up to the last), or the first N.",
+)
+@click.option(
+    "--rel-tail",
+    type=float,
+    default=1e-3,
+    show_default=True,
+    help="Tail model of rel p100: bound >= median / (2 x this); 0 for the plain maximum.",
+)
 @click.option("--alpha", type=float, default=3.0, show_default=True, help="Margin over the largest drift.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), help="Folder for claims.")
 def calibrate_cmd(
-    spec_path: Path, profiles: str, claim_profile: str, intervals: int, alpha: float, out_path: Path,
-    work_dir: Path | None,
+    spec_path: Path, profiles: str, claim_profile: str, intervals: int, spread: bool, rel_tail: float, alpha: float,
+    out_path: Path, work_dir: Path | None,
 ) -> None:  # fmt: skip
     """Measure honest drift across execution profiles and write the boundary profile JSON."""
     import tempfile
@@ -311,7 +358,7 @@ def calibrate_cmd(
     from ovig_node.files import write_atomic
     from ovig_node.training.execution import get_profile
     from ovig_node.training.taskfiles import open_task
-    from ovig_node.verify.boundary import calibrate
+    from ovig_node.verify.boundary import calibrate, spread_positions
 
     replay_profiles = [get_profile(name) for name in profiles.split(",") if name]
     if len(replay_profiles) < 3:
@@ -322,13 +369,17 @@ def calibrate_cmd(
             prepared,
             claim_profile=get_profile(claim_profile),
             replay_profiles=replay_profiles,
-            intervals=intervals,
+            positions=spread_positions(prepared.spec.layout.intervals, intervals) if spread else range(intervals),
             alpha=alpha,
             work_dir=work_dir or Path(tmp),
+            rel_tail=rel_tail or None,
             on_replay=lambda k, name: status.update(f"calibrating: replayed interval {k} under {name}"),
         )
     write_atomic(out_path, boundary.model_dump_json(indent=2))
-    table = Table(title=f"boundary of {spec_path} (alpha {alpha:g}, {boundary.replays} replays)")
+    table = Table(
+        title=f"boundary of {spec_path} (alpha {alpha:g}, {boundary.replays} replays of intervals "
+        f"{', '.join(map(str, boundary.positions))})"
+    )
     table.add_column("signal")
     table.add_column("kind")
     for p in boundary.percentiles:
@@ -345,7 +396,12 @@ def calibrate_cmd(
 @click.option("--evidence", "evidence_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--interval", "k", type=int, required=True)
 @click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@click.option("--profile", default="reference", show_default=True, help="Execution profile of the replay.")
+@click.option(
+    "--profile",
+    default="reference",
+    show_default=True,
+    help="Execution profile of the replay; a comma-separated list confirms a rejection under the next ones.",
+)
 @click.option("--task", "task_id", type=int, default=0, show_default=True)
 @click.option("--digest", help="Expected sha256 (hex) of E_k, e.g. from the chain.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON report file.")
@@ -371,12 +427,14 @@ def verify_cmd(
     except (OSError, ValidationError) as exc:
         raise click.BadParameter(f"{boundary_path}: {str(exc).splitlines()[0]}", param_hint="--boundary") from None
     with console.status(f"replaying interval {k} ..."):
-        report = verify_interval(prepared, evidence_dir, k, boundary, profile=get_profile(profile), task=task_id,
+        profiles = [get_profile(name) for name in profile.split(",") if name]
+        report = verify_interval(prepared, evidence_dir, k, boundary, profiles=profiles, task=task_id,
                                  end_sha256=digest)  # fmt: skip
     if report_path is not None:
         write_report(report, report_path)
     colour = "green" if report["verdict"] == "valid" else "red"
-    console.print(f"interval {k}: [{colour}]{report['verdict']}[/] ({report['reason']}) {report['detail']}")
+    replays = f" [replays: {', '.join(report['replays'])}]" if report["replays"] else ""
+    console.print(f"interval {k}: [{colour}]{report['verdict']}[/] ({report['reason']}) {report['detail']}{replays}")
     for signal, kinds in report["signals"].items():
         failing = [f"{kind} p{row['p']:g}" for kind, rows in kinds.items() for row in rows if not row["ok"]]
         console.print(f"  {signal}: {'within bounds' if not failing else 'outside at ' + ', '.join(failing)}")
@@ -387,22 +445,25 @@ def verify_cmd(
 @cli.command("eval")
 @click.option("--workload", default="vision", show_default=True)
 @click.option("--tiny/--full", default=True, show_default=True)
-@click.option("--strides", default="5,20,50", show_default=True, help="Comma-separated strides.")
-@click.option("--intervals", type=int, default=6, show_default=True, help="Intervals per evaluated task.")
+@click.option("--strides", default="1,10,100", show_default=True, help="Comma-separated strides.")
+@click.option("--intervals", type=int, default=12, show_default=True,
+              help="Intervals per evaluated task; every other one calibrates, the rest are judged.")  # fmt: skip
 @click.option("--alpha", type=float, default=3.0, show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: int, alpha: float, out_dir: Path) -> None:
-    """Attack success (ASR) and false positives (FPR) per stride and attack; table, JSON and plots."""
+    """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
+    ablation and what each attack did to the model; table, JSON and plots."""
     import json
     import tempfile
 
-    from ovig_node.verify.evaluate import EvalSettings, evaluate, markdown, summarise
+    from ovig_node.verify.evaluate import EvalSettings, evaluate, units
     from ovig_node.verify.plots import plot_honest, plot_margins
+    from ovig_node.verify.summary import markdown, summarise
 
     settings = EvalSettings(workload=workload, tiny=tiny, strides=tuple(int(s) for s in strides.split(",")),
-                            intervals=intervals, calibration_intervals=intervals // 2, alpha=alpha)  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp, console.status("evaluating ...") as status:
-        results = evaluate(settings, Path(tmp), log=status.update)
+                            intervals=intervals, alpha=alpha)  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
+        results = evaluate(settings, Path(tmp), log=log)
     summary = summarise(settings, results)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "eval.json").write_text(json.dumps(summary, indent=2, default=float) + "\n")

@@ -48,7 +48,9 @@ class DevnetConfig:
     ipfs_api_port: int = 5001
     ipfs_swarm_port: int = 0  # 0: any free port; devnet.json records the address
     chain_id: int = DEVNET_CHAIN_ID
-    block_time: float | None = None  # seconds between blocks; None mines one block per transaction
+    # Seconds between blocks when nothing happens (transactions are still mined at once), so time-based
+    # windows and seed blocks arrive on an idle devnet; 0 or None: a block only per transaction.
+    block_time: float | None = 1.0
     balance_eth: int = 10_000  # per test account
     start_timeout: float = 60.0  # seconds a process may take to answer its health check
 
@@ -198,8 +200,8 @@ class Devnet:
             "--state", str(self.state_path),
             "--state-interval", "2",
         ]  # fmt: skip
-        if c.block_time is not None:
-            argv += ["--block-time", f"{c.block_time:g}"]
+        if c.block_time:
+            argv += ["--block-time", f"{c.block_time:g}", "--mixed-mining"]
         return argv
 
     def _ipfs_argv(self) -> list[str]:

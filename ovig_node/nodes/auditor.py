@@ -1,0 +1,121 @@
+"""The auditor node: stake in the committee, and vote on every panel it is drawn for.
+
+It registers with the committee's stake, follows PanelDrawn events naming it, replays the disputed
+interval (or, for reason unavailable, only checks the files can be fetched and match), and votes
+with commit-reveal within the windows: the salt and vote are persisted before the commit is sent,
+so a restarted auditor still reveals. It withdraws what panels pay it from both contracts.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from eth_abi import encode
+from eth_utils import keccak
+
+from ovig_node.chain.contracts import DisputeStatus, Reason, Verdict
+from ovig_node.chain.reverts import ContractReverted
+from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.fetching import FetchedTask, fetch_task
+from ovig_node.nodes.judging import judge_interval
+from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.node_state import NodeState
+from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.storage.errors import IpfsUnavailable
+
+
+@dataclass
+class AuditorNode:
+    ctx: NodeContext
+    profile_name: str = "reference"
+    keeper: Keeper | None = None
+    poll_seconds: float = 1.0
+    _fetched: dict[int, FetchedTask] = field(default_factory=dict)
+    _windows: tuple[int, int] | None = None
+
+    @functools.cached_property
+    def state(self) -> NodeState:
+        return NodeState(self.ctx.home / "auditor.json")
+
+    def run(self, *, until: float | None = None) -> None:
+        self.ctx.client.resume()
+        while until is None or time.monotonic() < until:
+            self.step()
+            if self.keeper is not None:
+                self.keeper.tick()
+            time.sleep(self.poll_seconds)
+
+    def step(self) -> None:
+        self._register()
+        self.ctx.scanner.poll()
+        for event in self.ctx.scanner.events("PanelDrawn"):
+            if self.ctx.address not in event.args["panel"]:
+                continue
+            try:
+                self._serve(int(event.args["dispute"]), int(event.args["round"]))
+            except IpfsUnavailable as exc:
+                self.ctx.say(f"IPFS unavailable ({exc}); will retry", style="yellow")
+        withdraw_credits(self.ctx, self.state, ("TrainingTasks", "AuditCommittee"))
+
+    def _register(self) -> None:
+        committee = self.ctx.protocol.committee
+        if self.ctx.protocol.view(committee, "getAuditor", self.ctx.address).registeredBlock != 0:
+            return
+        stake = committee.functions.AUDITOR_STAKE().call()
+        self.ctx.client.transact(f"register:{self.state.get('exits', 0)}", committee.functions.register(), value=stake)
+        self.ctx.say(f"registered as an auditor with a stake of {stake / 1e18:g} ETH")
+
+    def _serve(self, dispute: int, round_: int) -> None:
+        d = self.ctx.protocol.dispute(dispute)
+        if d.status != DisputeStatus.VOTING or d.round != round_:
+            return
+        key = f"{dispute}:{round_}"
+        votes = self.state.get("votes", {})
+        if key not in votes:
+            vote, report = self._decide(d)
+            # Salt and vote are on disk before the commit leaves, so a restart can always reveal.
+            votes[key] = {"vote": vote, "salt": os.urandom(32).hex(), "report": report}
+            self.state.set("votes", votes)
+        mine = votes[key]
+        salt = bytes.fromhex(mine["salt"])
+        committee = self.ctx.protocol.committee
+        ballot = self.ctx.protocol.view(committee, "ballotOf", dispute, round_, self.ctx.address)
+        commit_end, reveal_end = d.drawnAt + self._window(0), d.drawnAt + self._window(0) + self._window(1)
+        now = self.ctx.now()
+        try:
+            if ballot.commitment == b"\x00" * 32 and now < commit_end:
+                commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
+                                           [dispute, round_, mine["vote"], salt, self.ctx.address]))  # fmt: skip
+                self.ctx.client.transact(f"vote-commit:{key}", committee.functions.commitVote(dispute, commitment))
+                self.ctx.say(f"dispute {dispute}: committed a vote")
+            elif ballot.commitment != b"\x00" * 32 and ballot.vote == 0 and commit_end <= now < reveal_end:
+                self.ctx.client.transact(
+                    f"vote-reveal:{key}", committee.functions.revealVote(dispute, mine["vote"], salt)
+                )
+                self.ctx.say(f"dispute {dispute}: revealed its vote: {Verdict(mine['vote']).name.lower()}")
+        except ContractReverted as exc:
+            self.ctx.say(f"dispute {dispute}: vote refused: {exc}", style="yellow")
+
+    def _decide(self, d: Any) -> tuple[int, str]:
+        """Vote valid (1) or faulty (2) from its own judgement of the interval."""
+        task = int(d.task)
+        if task not in self._fetched:
+            self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
+        judgement = judge_interval(self.ctx, self._fetched[task], int(d.k), profile=self.profile_name, who="audit")
+        if d.reason == Reason.UNAVAILABLE:
+            vote = Verdict.VALID if judgement.available else Verdict.FAULTY
+        else:
+            vote = Verdict.FAULTY if judgement.faulty else Verdict.VALID
+        self.ctx.say(f"dispute over task {task} interval {d.k}: its replay says {judgement.report['verdict']} "
+                     f"({judgement.report.get('reason')}); votes {vote.name.lower()}")  # fmt: skip
+        return int(vote), judgement.report_cid
+
+    def _window(self, which: int) -> int:
+        if self._windows is None:
+            c = self.ctx.protocol.committee.functions
+            self._windows = (c.COMMIT_WINDOW().call(), c.REVEAL_WINDOW().call())
+        return self._windows[which]

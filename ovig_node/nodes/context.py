@@ -1,0 +1,124 @@
+"""What every node runs on: a signing chain client, the deployed contracts, an IPFS client, an event
+scanner, a state folder, and a timeline to print what it does.
+
+A node connects either to the embedded devnet (``devnet.json`` names the RPC, IPFS and contracts; the
+signer is a published test account by index) or to any chain (RPC URL, deployments file, IPFS API,
+and an encrypted keystore whose password comes from a file or an environment variable).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ovig_node.chain.accounts import devnet_account, load_keystore, read_password
+from ovig_node.chain.client import ChainClient
+from ovig_node.chain.contracts import Protocol, deployed_addresses
+from ovig_node.chain.errors import ChainError, KeystoreError
+from ovig_node.chain.journal import TxJournal
+from ovig_node.chain.rpc import connect
+from ovig_node.chain.scanner import EventScanner
+from ovig_node.devnet.errors import DevnetNotRunning
+from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir
+from ovig_node.storage.ipfs import IpfsClient
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where a node connects and who it signs as."""
+
+    devnet_dir: Path | None = None  # the devnet (default folder if use_devnet and None)
+    use_devnet: bool = True
+    account_index: int | None = None  # devnet test account
+    rpc_url: str | None = None
+    deployments: Path | None = None
+    ipfs_url: str | None = None
+    keystore: Path | None = None
+    password_file: Path | None = None
+    password_env: str | None = None
+
+
+@dataclass
+class Timeline:
+    """One line per thing a node does, prefixed with its role and the chain time."""
+
+    role: str
+    console: Console = field(default_factory=lambda: Console(highlight=False))
+
+    def __call__(self, message: str, *, style: str = "") -> None:
+        stamp = time.strftime("%H:%M:%S")
+        self.console.print(f"[dim]{stamp}[/] [bold]{self.role:<10}[/] {message}", style=style)
+
+
+@dataclass
+class NodeContext:
+    role: str
+    client: ChainClient
+    protocol: Protocol
+    ipfs: IpfsClient
+    scanner: EventScanner
+    home: Path
+    say: Timeline
+
+    @property
+    def address(self) -> str:
+        return self.client.address
+
+    def head(self) -> Any:
+        """The latest block (number, timestamp): every window is judged against chain time."""
+        return self.client.retry(lambda: self.client.w3.eth.get_block("latest"))
+
+    def now(self) -> int:
+        return int(self.head()["timestamp"])
+
+    def close(self) -> None:
+        self.scanner.close()
+        self.client.journal.close()
+        self.ipfs.close()
+
+
+def open_node(role: str, home: Path, connection: Connection, *, console: Console | None = None) -> NodeContext:
+    """Connect ``role``'s node, keeping its journal, event index and files under ``home``."""
+    home.mkdir(parents=True, exist_ok=True)
+    if connection.use_devnet:
+        net = Devnet(DevnetConfig(data_dir=connection.devnet_dir or default_data_dir()))
+        if not net.info_path.is_file():
+            raise DevnetNotRunning(str(net.data_dir))
+        info = net.info()
+        rpc_url, ipfs_url, addresses = info.rpc_url, info.ipfs_api_url, info.contracts
+        if connection.account_index is None:
+            raise KeystoreError("-", "on the devnet, choose a test account with --account N")
+        account = devnet_account(connection.account_index)
+        deployments = Path(info.deployments_file) if info.deployments_file else None
+    else:
+        if not (connection.rpc_url and connection.deployments and connection.ipfs_url and connection.keystore):
+            raise ChainError("outside the devnet a node needs --rpc, --deployments, --ipfs and --keystore")
+        rpc_url, ipfs_url = connection.rpc_url, connection.ipfs_url
+        deployments = connection.deployments
+        addresses = deployed_addresses(deployments)
+        password = read_password(password_file=connection.password_file, env_var=connection.password_env)
+        account = load_keystore(connection.keystore, password)
+    w3 = connect(rpc_url)
+    protocol = Protocol.at(w3, addresses)
+    client = ChainClient(w3, account, TxJournal(home / "journal.sqlite"))
+    start = _deployment_block(deployments, "TrainingTasks")
+    # anvil never reorganises; a public chain may, so events are read a few blocks deep there.
+    confirmations = 0 if connection.use_devnet else 3
+    scanner = EventScanner(
+        client, protocol.contracts, home / "events.sqlite", start_block=start, confirmations=confirmations
+    )
+    say = Timeline(role, console or Console(highlight=False))
+    return NodeContext(role, client, protocol, IpfsClient(ipfs_url), scanner, home, say)
+
+
+def _deployment_block(deployments: Path | None, name: str) -> int:
+    """The block the contract was deployed in (0 if unknown: scan from genesis)."""
+    if deployments is None or not deployments.is_file():
+        return 0
+    record = json.loads(deployments.read_text())
+    return int(record.get("contracts", {}).get(name, {}).get("block", 0))

@@ -1,0 +1,148 @@
+"""Keeper duties (protocol 4.1, 4.2): the transitions anyone may call once they are due.
+
+Every node runs a Keeper between its own work, so no clock of the protocol depends on one party:
+``drawSeed``, ``slashUnopened``, ``finalize``, ``abandon``, ``expireChallenge``, ``drawPanel`` and
+``resolve``. What is due is read from the chain (views and the latest block), never from wall time.
+When another keeper acts first, the estimate reverts and nothing is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, TaskStatus
+from ovig_node.chain.reverts import ContractReverted
+from ovig_node.nodes.context import NodeContext
+
+DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "expireChallenge", "drawPanel", "resolve")
+LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+
+
+@dataclass
+class Keeper:
+    ctx: NodeContext
+    duties: frozenset[str] = frozenset(DUTIES)
+    only_tasks: frozenset[int] | None = None  # None: every task on the contract
+    _done: set[tuple[str, int]] = field(default_factory=set)  # ("task" | "dispute", id) that ended
+    _params: dict[str, int] = field(default_factory=dict)
+
+    def tick(self) -> list[str]:
+        """Perform every due duty once; return what was done."""
+        self.ctx.scanner.poll()
+        head = self.ctx.head()
+        done: list[str] = []
+        for task in self._tasks():
+            done += self._task_duties(task, head)
+        done += self._commit_duties(head)
+        for dispute in self._disputes():
+            done += self._dispute_duties(dispute, head)
+        return done
+
+    # --- what to look at -----------------------------------------------------------------------
+
+    def _tasks(self) -> Iterable[int]:
+        for event in self.ctx.scanner.events("TaskPosted"):
+            task = int(event.args["task"])
+            if ("task", task) in self._done or (self.only_tasks is not None and task not in self.only_tasks):
+                continue
+            yield task
+
+    def _disputes(self) -> Iterable[int]:
+        for event in self.ctx.scanner.events("DisputeOpened"):
+            dispute = int(event.args["dispute"])
+            if ("dispute", dispute) not in self._done and self._watched(int(event.args["task"])):
+                yield dispute
+
+    def _watched(self, task: int) -> bool:
+        return self.only_tasks is None or task in self.only_tasks
+
+    # --- duties --------------------------------------------------------------------------------
+
+    def _task_duties(self, task: int, head: Any) -> list[str]:
+        p, tasks = self.ctx.protocol, self.ctx.protocol.tasks
+        t = p.task(task)
+        if t.status not in LIVE:
+            self._done.add(("task", task))
+            return []
+        done = []
+        now, number = int(head["timestamp"]), int(head["number"])
+        for j in range(t.committedBatches):
+            b = p.batch(task, j)
+            if b.status == BatchStatus.COMMITTED and number > b.commitBlock + self._param("seedDelay"):
+                done += self._act("drawSeed", f"drawSeed:{task}:{j}", tasks.functions.drawSeed(task, j),
+                                  f"drew the sample of task {task} batch {j}")  # fmt: skip
+            elif b.status == BatchStatus.DRAWN and now >= b.windowEnd:
+                done += self._act("slashUnopened", f"slashUnopened:{task}:{j}", tasks.functions.slashUnopened(task, j),
+                                  f"slashed task {task}: batch {j} was not opened in time")  # fmt: skip
+        quiet = t.pendingCommits == 0 and t.openDisputes == 0
+        if t.status == TaskStatus.COMMITTED and t.openedBatches == t.batchCount and now >= t.challengeEnd and quiet:
+            done += self._act("finalize", f"finalize:{task}", tasks.functions.finalize(task),
+                              f"finalized task {task}")  # fmt: skip
+        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and t.openDisputes == 0:
+            done += self._act("abandon", f"abandon:{task}", tasks.functions.abandon(task),
+                              f"task {task} abandoned: deadline passed")  # fmt: skip
+        return done
+
+    def _commit_duties(self, head: Any) -> list[str]:
+        tasks = self.ctx.protocol.tasks
+        done = []
+        for event in self.ctx.scanner.events("ChallengeCommitted"):
+            task, commitment = int(event.args["task"]), event.args["commitment"]
+            if ("commit", hash(commitment)) in self._done or not self._watched(task):
+                continue
+            c = self.ctx.protocol.view(tasks, "getCommit", bytes.fromhex(commitment[2:]))
+            if c.status != CommitStatus.PENDING:
+                self._done.add(("commit", hash(commitment)))
+                continue
+            ended = self.ctx.protocol.task(task).status not in LIVE
+            if ended or int(head["timestamp"]) >= int(event.args["revealBy"]):
+                fn = tasks.functions.expireChallenge(task, bytes.fromhex(commitment[2:]))
+                done += self._act("expireChallenge", f"expire:{commitment}", fn,
+                                  f"expired an unrevealed challenge of task {task}")  # fmt: skip
+        return done
+
+    def _dispute_duties(self, dispute: int, head: Any) -> list[str]:
+        p, committee = self.ctx.protocol, self.ctx.protocol.committee
+        d = p.dispute(dispute)
+        if d.status == DisputeStatus.RESOLVED:
+            self._done.add(("dispute", dispute))
+            return []
+        now, number = int(head["timestamp"]), int(head["number"])
+        moot = p.tasks.functions.isMoot(dispute).call()
+        if moot:
+            return self._act("resolve", f"resolve:{dispute}:moot", committee.functions.resolve(dispute),
+                             f"dispute {dispute} is moot: ended")  # fmt: skip
+        if d.status == DisputeStatus.AWAITING_PANEL and number > d.armBlock + self._param("panelSeedDelay"):
+            return self._act("drawPanel", f"drawPanel:{dispute}:{d.round}:{d.armBlock}",
+                             committee.functions.drawPanel(dispute),
+                             f"drew the panel of dispute {dispute} (round {d.round})")  # fmt: skip
+        reveal_end = d.drawnAt + self._param("commitWindow") + self._param("revealWindow")
+        if d.status == DisputeStatus.VOTING and now >= reveal_end:
+            return self._act("resolve", f"resolve:{dispute}:{d.round}", committee.functions.resolve(dispute),
+                             f"resolved round {d.round} of dispute {dispute}")  # fmt: skip
+        return []
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _act(self, duty: str, key: str, fn: Any, message: str) -> list[str]:
+        if duty not in self.duties:
+            return []
+        try:
+            self.ctx.client.transact(f"keeper:{key}", fn)
+        except ContractReverted:
+            return []  # another keeper was first, or the chain moved on since the check
+        self.ctx.say(message, style="cyan")
+        return [key]
+
+    def _param(self, name: str) -> int:
+        if not self._params:
+            p = self.ctx.protocol
+            self._params = {
+                "seedDelay": p.tasks.functions.SEED_DELAY().call(),
+                "panelSeedDelay": p.committee.functions.SEED_DELAY().call(),
+                "commitWindow": p.committee.functions.COMMIT_WINDOW().call(),
+                "revealWindow": p.committee.functions.REVEAL_WINDOW().call(),
+            }
+        return self._params[name]

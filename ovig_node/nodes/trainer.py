@@ -1,0 +1,249 @@
+"""The trainer (provider) node: accept a task, train it with evidence, commit, open, get paid.
+
+One loop, re-deriving what to do from the chain and the disk on every pass, so a killed trainer
+restarted with the same command carries on: training resumes from the last evidence on disk, every
+transaction goes through the journal (never sent twice), pins are idempotent.
+
+    Posted     preflight (spec and terms agree; replay interval 0; windows fit) -> acceptTask
+    Accepted   train in a background thread; commit each batch once its evidence is complete
+    Drawn      pin the sample's start and end evidence and an opening manifest -> openBatch
+    ended      delete evidence the retention rule lets go; withdraw credits
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ovig_node.attacks import Attack
+from ovig_node.chain.contracts import BatchStatus, TaskStatus
+from ovig_node.errors import OvigError
+from ovig_node.files import file_sha256
+from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
+from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.node_state import NodeState
+from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.protocol.merkle import MerkleTree, leaf_hash
+from ovig_node.training.execution import get_profile
+from ovig_node.training.loop import TrainRun, evidence_path, train
+from ovig_node.verify.report import verify_interval
+
+ENDED = (TaskStatus.FINALIZED, TaskStatus.SLASHED, TaskStatus.ABANDONED, TaskStatus.CANCELLED)
+
+
+class TrainerStopped(OvigError, RuntimeError):
+    """The trainer cannot go on with this task (refused, taken by another provider, training failed)."""
+
+
+@dataclass
+class TrainerNode:
+    ctx: NodeContext
+    task: int
+    profile_name: str = "reference"
+    attack: Attack | None = None
+    keeper: Keeper | None = None
+    poll_seconds: float = 1.0
+    _fetched: FetchedTask | None = None
+    _thread: threading.Thread | None = None
+    _failure: BaseException | None = None
+    _digests: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        return self.ctx.home / f"task-{self.task}"
+
+    @functools.cached_property
+    def state(self) -> NodeState:
+        return NodeState(self.folder / "trainer.json")
+
+    def run(self) -> TaskStatus:
+        """Work until the task has ended and every credit is withdrawn; return its final status."""
+        self.ctx.client.resume()
+        while True:
+            status = self.step()
+            if self.keeper is not None:
+                self.keeper.tick()
+            if status in ENDED:
+                return status
+            time.sleep(self.poll_seconds)
+
+    def step(self) -> TaskStatus:
+        """One pass: do whatever the task's state calls for; return its status."""
+        if self._failure is not None:
+            raise TrainerStopped(f"task {self.task}: training failed: {self._failure}") from self._failure
+        t = self.ctx.protocol.task(self.task)
+        if t.status == TaskStatus.POSTED:
+            self._accept(t)
+        elif t.status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED):
+            if t.provider != self.ctx.address:
+                raise TrainerStopped(f"task {self.task} was accepted by another provider ({t.provider})")
+            self._train_in_background()
+            self._commit_ready_batches(t)
+            self._open_drawn_batches(t)
+        elif t.status in ENDED:
+            self._finish(TaskStatus(t.status))
+        return TaskStatus(t.status)
+
+    # --- posted: preflight and accept ----------------------------------------------------------
+
+    def _accept(self, t: Any) -> None:
+        fetched = self._task_files()
+        if not self.state.get("preflight"):
+            self.state.set("preflight", self._preflight(fetched))
+        self.ctx.client.transact(f"accept:{self.task}", self.ctx.protocol.tasks.functions.acceptTask(self.task),
+                                 value=t.terms.providerBond)  # fmt: skip
+        self.ctx.say(f"accepted task {self.task} with a bond of {t.terms.providerBond / 1e18:g} ETH")
+
+    def _preflight(self, fetched: FetchedTask) -> dict[str, Any]:
+        """Train interval 0, replay it on this machine, judge it against the task's boundary, and check
+        the windows leave time for this machine's replays (protocol 6)."""
+        work = self.folder / "preflight"
+        run = TrainRun(fetched.prepared.spec, fetched.prepared.spec_hash, fetched.prepared.dataset_path,
+                       fetched.prepared.init_path, work, get_profile(self.profile_name), self.task)  # fmt: skip
+        started = time.monotonic()
+        train(run, stop_at=fetched.prepared.spec.layout.end_step(0))
+        train_seconds = time.monotonic() - started
+        report = verify_interval(fetched.prepared, work, 0, fetched.boundary, profile=get_profile(self.profile_name),
+                                 task=self.task)  # fmt: skip
+        if report["verdict"] != "valid":
+            raise TaskRefused(f"task {self.task}: this machine's own replay of interval 0 fails the boundary "
+                              f"({report.get('reason')}): its drift would be challenged")  # fmt: skip
+        windows = fetched.terms.windows
+        replay = max(report["seconds"]["replay"], fetched.boundary.replay_seconds_max)
+        if windows.challengeWindow <= replay or windows.openingWindow <= train_seconds:
+            raise TaskRefused(f"task {self.task}: windows too short for this machine (replay {replay:.1f}s, "
+                              f"interval {train_seconds:.1f}s, windows {windows})")  # fmt: skip
+        self.ctx.say(f"preflight of task {self.task}: interval 0 replays within the boundary "
+                     f"({report['seconds']['replay']:.1f}s)")  # fmt: skip
+        return {"verdict": "valid", "replay_seconds": report["seconds"]["replay"], "train_seconds": train_seconds}
+
+    # --- accepted: train, commit, open ---------------------------------------------------------
+
+    def _task_files(self) -> FetchedTask:
+        if self._fetched is None:
+            self._fetched = fetch_task(self.ctx, self.task, self.folder / "files")
+        return self._fetched
+
+    def _run(self) -> TrainRun:
+        prepared = self._task_files().prepared
+        return TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path,
+                        self.folder, get_profile(self.profile_name), self.task, self.attack)  # fmt: skip
+
+    def _train_in_background(self) -> None:
+        layout = self._task_files().prepared.spec.layout
+        if self._thread is not None or self._evidence_count() == layout.intervals:
+            return
+
+        def work() -> None:
+            try:
+                train(self._run())
+            except BaseException as exc:
+                self._failure = exc
+
+        self._thread = threading.Thread(target=work, name=f"train-{self.task}", daemon=True)
+        self._thread.start()
+        self.ctx.say(f"training task {self.task}" + (f" [red](attack: {self.attack.name})[/]" if self.attack else ""))
+
+    def _evidence_count(self) -> int:
+        """How many intervals have evidence (files appear atomically, in order); digests cached."""
+        layout = self._task_files().prepared.spec.layout
+        known = self.state.get("digests", {})
+        k = len(known)
+        while k < layout.intervals and evidence_path(self.folder, k).is_file():
+            known[str(k)] = file_sha256(evidence_path(self.folder, k))
+            k += 1
+        if len(known) != len(self.state.get("digests", {})):
+            self.state.set("digests", known)
+        return k
+
+    def _digest(self, k: int) -> bytes:
+        return bytes.fromhex(self.state.get("digests")[str(k)])
+
+    def _commit_ready_batches(self, t: Any) -> None:
+        layout = self._task_files().prepared.spec.layout
+        done = self._evidence_count()
+        for j in range(t.committedBatches, layout.batches):
+            intervals = layout.batch_intervals(j)
+            if done < intervals.stop:
+                return
+            tree = self._tree(j)
+            rows = [{"k": k, "end_step": layout.end_step(k), "digest": self._digest(k).hex()} for k in intervals]
+            manifest = {"version": 1, "task": self.task, "batch": j, "intervals": rows}
+            cid = self.ctx.ipfs.add_bytes(json.dumps(manifest, sort_keys=True).encode(), name="manifest.json").cid
+            fn = self.ctx.protocol.tasks.functions.commitBatch(self.task, j, tree.root, cid)
+            self.ctx.client.transact(f"commit:{self.task}:{j}", fn)
+            self.ctx.say(f"committed batch {j} of task {self.task} (root 0x{tree.root.hex()[:12]}…)")
+
+    def _tree(self, j: int) -> MerkleTree:
+        layout = self._task_files().prepared.spec.layout
+        leaves = [leaf_hash(self.task, k, layout.end_step(k), self._digest(k)) for k in layout.batch_intervals(j)]
+        return MerkleTree.build(leaves)
+
+    def _open_drawn_batches(self, t: Any) -> None:
+        tasks = self.ctx.protocol.tasks
+        for j in range(t.committedBatches):
+            if self.ctx.protocol.batch(self.task, j).status != BatchStatus.DRAWN:
+                continue
+            sampled = tasks.functions.sampledIntervals(self.task, j).call()
+            files = self._pin_files(sampled)
+            manifest = {"version": 1, "task": self.task, "batch": j, "files": files}
+            cid = self.ctx.ipfs.add_bytes(json.dumps(manifest, sort_keys=True).encode(), name="opening.json").cid
+            openings = [self._opening(k) for k in sampled]
+            self.ctx.client.transact(f"open:{self.task}:{j}", tasks.functions.openBatch(self.task, j, cid, openings))
+            self.ctx.say(f"opened batch {j} of task {self.task}: intervals {list(sampled)}")
+
+    def _pin_files(self, sampled: list[int]) -> dict[str, str]:
+        """Pins E_k and E_{k-1} of every sampled k (and the deliverable once trained): digest -> CID."""
+        layout = self._task_files().prepared.spec.layout
+        needed = {k for k in sampled} | {k - 1 for k in sampled if k > 0}
+        if self._evidence_count() == layout.intervals:
+            needed.add(layout.intervals - 1)
+        cids = self.state.get("cids", {})
+        files = {}
+        for k in sorted(needed):
+            digest = self._digest(k).hex()
+            if digest not in cids:
+                cids[digest] = self.ctx.ipfs.add_file(evidence_path(self.folder, k)).cid
+                self.state.set("cids", cids)
+            files[digest] = cids[digest]
+        return files
+
+    def _opening(self, k: int) -> tuple[Any, ...]:
+        layout = self._task_files().prepared.spec.layout
+        m = layout.intervals_per_batch
+        end = (k, layout.end_step(k), self._digest(k), self._tree(k // m).proof(k % m))
+        if k == 0:
+            return (*end, 0, b"\x00" * 32, [])
+        return (*end, layout.end_step(k - 1), self._digest(k - 1), self._tree((k - 1) // m).proof((k - 1) % m))
+
+    # --- ended ---------------------------------------------------------------------------------
+
+    def _finish(self, status: TaskStatus) -> None:
+        if self._thread is not None:
+            self._thread.join()
+        if self.state.get("finished"):
+            return
+        paid = withdraw_credits(self.ctx, self.state)
+        self.ctx.say(f"task {self.task} {status.name.lower()}; the provider was paid {paid / 1e18:g} ETH")
+        self._delete_unneeded_evidence()
+        self.state.set("finished", True)
+
+    def _delete_unneeded_evidence(self) -> None:
+        """Retention (protocol 2.4) once the task has ended: keep the sampled intervals' start and end
+        evidence and the deliverable; drop the rest."""
+        layout = self._task_files().prepared.spec.layout
+        tasks = self.ctx.protocol.tasks.functions
+        keep = {layout.intervals - 1}
+        for j in range(layout.batches):
+            for k in tasks.sampledIntervals(self.task, j).call():
+                keep |= {k, k - 1}
+        for k in range(layout.intervals):
+            path = evidence_path(self.folder, k)
+            if k not in keep and path.is_file():
+                path.unlink()

@@ -1,0 +1,152 @@
+"""The watcher node: replay every opened, sampled interval and challenge the ones outside the boundary.
+
+It follows BatchOpened events (all tasks, or those given), judges each sampled interval once (the
+verdict and report CID are persisted), and challenges a faulty one with commit-reveal: the salt is
+persisted before the commit is sent, so a restarted watcher still reveals. Intervals already
+disputed or cleared are skipped. Its keeper duties keep every clock moving; it withdraws its credits.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from eth_abi import encode
+from eth_utils import keccak
+
+from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus
+from ovig_node.chain.reverts import ContractReverted
+from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
+from ovig_node.nodes.judging import judge_interval
+from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.node_state import NodeState
+from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.storage.errors import IpfsUnavailable
+
+
+@dataclass
+class WatcherNode:
+    ctx: NodeContext
+    profile_name: str = "reference"
+    only_tasks: frozenset[int] | None = None
+    keeper: Keeper | None = None
+    poll_seconds: float = 1.0
+    _fetched: dict[int, FetchedTask] = field(default_factory=dict)
+    _refused: set[int] = field(default_factory=set)
+
+    @functools.cached_property
+    def state(self) -> NodeState:
+        return NodeState(self.ctx.home / "watcher.json")
+
+    def run(self, *, until: float | None = None) -> None:
+        """Watch until interrupted (or until the monotonic time ``until``)."""
+        self.ctx.client.resume()
+        while until is None or time.monotonic() < until:
+            self.step()
+            if self.keeper is not None:
+                self.keeper.tick()
+            time.sleep(self.poll_seconds)
+
+    def step(self) -> None:
+        self.ctx.scanner.poll()
+        for event in self.ctx.scanner.events("BatchOpened"):
+            task, j = int(event.args["task"]), int(event.args["j"])
+            if (self.only_tasks is not None and task not in self.only_tasks) or task in self._refused:
+                continue
+            for k in self.ctx.protocol.tasks.functions.sampledIntervals(task, j).call():
+                try:
+                    self._watch(task, int(k))
+                except IpfsUnavailable as exc:
+                    self.ctx.say(f"IPFS unavailable ({exc}); will retry", style="yellow")
+                    return
+        self._drive_challenges()
+        withdraw_credits(self.ctx, self.state)
+
+    # --- judging -------------------------------------------------------------------------------
+
+    def _watch(self, task: int, k: int) -> None:
+        key = f"{task}:{k}"
+        judged = self.state.get("judged", {})
+        if key in judged:
+            return
+        iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
+        if (
+            iv.dispute != 0
+            or iv.cleared
+            or self.ctx.protocol.task(task).status
+            not in (
+                TaskStatus.ACCEPTED,
+                TaskStatus.COMMITTED,
+            )
+        ):
+            return
+        fetched = self._task(task)
+        if fetched is None:
+            return
+        judgement = judge_interval(self.ctx, fetched, k, profile=self.profile_name, who="watch")
+        judged[key] = {"verdict": judgement.report["verdict"], "reason": judgement.report.get("reason"),
+                       "report": judgement.report_cid}  # fmt: skip
+        self.state.set("judged", judged)
+        if not judgement.faulty:
+            self.ctx.say(f"task {task} interval {k}: valid (report {judgement.report_cid[:12]}…)", style="green")
+            return
+        reason = Reason.OUT_OF_BOUNDS if judgement.available else Reason.UNAVAILABLE
+        self.ctx.say(f"task {task} interval {k}: FAULTY ({judgement.report.get('reason')}): challenging", style="red")
+        challenges = self.state.get("challenges", {})
+        # The salt is on disk before the commit leaves, so a restart can always reveal.
+        challenges[key] = {"salt": os.urandom(32).hex(), "reason": int(reason), "report": judgement.report_cid}
+        self.state.set("challenges", challenges)
+
+    def _task(self, task: int) -> FetchedTask | None:
+        if task not in self._fetched:
+            try:
+                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
+            except TaskRefused as exc:
+                self.ctx.say(f"ignoring task {task}: {exc}", style="yellow")
+                self._refused.add(task)
+                return None
+        return self._fetched[task]
+
+    # --- challenging ---------------------------------------------------------------------------
+
+    def _drive_challenges(self) -> None:
+        challenges = self.state.get("challenges", {})
+        for key, c in challenges.items():
+            if c.get("failed"):
+                continue
+            try:
+                self._challenge(key, c)
+            except ContractReverted as exc:
+                # Too late (window closed while this watcher was down) or the task ended: give up on it.
+                self.ctx.say(f"challenge {key} abandoned: {exc}", style="yellow")
+                challenges[key] = {**c, "failed": str(exc)}
+                self.state.set("challenges", challenges)
+
+    def _challenge(self, key: str, c: dict[str, Any]) -> None:
+        tasks = self.ctx.protocol.tasks
+        task, k = (int(x) for x in key.split(":"))
+        salt = bytes.fromhex(c["salt"])
+        commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
+                                   [task, k, c["reason"], salt, self.ctx.address]))  # fmt: skip
+        bond = self.ctx.protocol.task(task).terms.challengerBond
+        status = self.ctx.protocol.view(tasks, "getCommit", commitment).status
+        if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
+            self.ctx.client.transact(f"challenge-commit:{key}", tasks.functions.commitChallenge(task, commitment),
+                                     value=bond)  # fmt: skip
+            self.ctx.say(f"committed a challenge of task {task} (bond {bond / 1e18:g} ETH)")
+            status = CommitStatus.PENDING
+        if status == CommitStatus.PENDING:
+            receipt = self.ctx.client.transact(
+                f"challenge-reveal:{key}", tasks.functions.revealChallenge(task, k, c["reason"], salt, c["report"])
+            )
+            dispute = self._dispute_of(receipt)
+            self.ctx.say(f"revealed: task {task} interval {k}, {Reason(c['reason']).name.lower()}"
+                         + (f" -> dispute {dispute}" if dispute else " (refunded: already disputed)"))  # fmt: skip
+
+    def _dispute_of(self, receipt: Any) -> int:
+        events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt)
+        return int(events[0]["args"]["dispute"]) if events else 0
