@@ -265,6 +265,20 @@ def spec_new(workload: str, tiny: bool, out_dir: Path, **options: int) -> None:
     console.print(f"layout   {sizes} m={layout.intervals_per_batch} B={layout.batches}")
 
 
+@spec.command("set-boundary")
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True)
+@click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              required=True)  # fmt: skip
+def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
+    """Name a calibrated boundary profile in the spec (its hash changes: do this before posting)."""
+    from ovig_node.training.taskfiles import attach_boundary
+
+    prepared = attach_boundary(spec_path, boundary_path)
+    assert prepared.spec.boundary is not None
+    console.print(f"spec     {spec_path}  (specHash 0x{prepared.spec_hash.hex()})")
+    console.print(f"boundary {boundary_path}  {prepared.spec.boundary.cid}")
+
+
 @cli.command("train")
 @click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
@@ -487,6 +501,16 @@ def demo_cmd(data_dir: Path | None, down: bool, **options: int | float | None) -
     from ovig_node.nodes.demo import run_demo
 
     run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console)
+
+
+def _add_node_commands() -> None:
+    from ovig_node.node_cli import COMMANDS
+
+    for command in COMMANDS:
+        cli.add_command(command)
+
+
+_add_node_commands()
 
 
 def main() -> None:

@@ -75,11 +75,13 @@ class EventScanner:
         self.confirmations = confirmations
         self.chunk = chunk
         self._by_address = {Web3.to_checksum_address(c.address): name for name, c in contracts.items()}
-        self._abis: dict[bytes, tuple[str, dict[str, Any]]] = {}
+        # By (address, topic): two contracts may declare the same event signature (both emit Credited).
+        self._abis: dict[tuple[str, bytes], tuple[str, dict[str, Any]]] = {}
         for name, contract in contracts.items():
             for entry in contract.abi:
                 if entry.get("type") == "event":
-                    self._abis[bytes(event_abi_to_log_topic(entry))] = (name, entry)
+                    topic = bytes(event_abi_to_log_topic(entry))
+                    self._abis[(Web3.to_checksum_address(contract.address), topic)] = (name, entry)
         db.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(db, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -148,7 +150,7 @@ class EventScanner:
     def _decode(self, log: Any) -> Event | None:
         if not log["topics"]:
             return None
-        known = self._abis.get(bytes(log["topics"][0]))
+        known = self._abis.get((Web3.to_checksum_address(log["address"]), bytes(log["topics"][0])))
         if known is None:
             return None
         contract, abi = known

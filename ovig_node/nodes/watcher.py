@@ -16,6 +16,7 @@ from typing import Any
 
 from eth_abi import encode
 from eth_utils import keccak
+from web3.logs import DISCARD
 
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus
 from ovig_node.chain.reverts import ContractReverted
@@ -148,5 +149,5 @@ class WatcherNode:
                          + (f" -> dispute {dispute}" if dispute else " (refunded: already disputed)"))  # fmt: skip
 
     def _dispute_of(self, receipt: Any) -> int:
-        events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt)
+        events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)
         return int(events[0]["args"]["dispute"]) if events else 0

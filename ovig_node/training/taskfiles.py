@@ -105,3 +105,13 @@ def open_task(spec_path: Path, *, data_dir: Path | None = None) -> PreparedTask:
             raise TaskFileError(f"{path} has sha256 {got}, but the spec says {ref.sha256}")
         files[name] = path
     return PreparedTask(spec, spec_hash, spec_path, files["dataset.safetensors"], files["init.safetensors"])
+
+
+def attach_boundary(spec_path: Path, boundary_path: Path) -> PreparedTask:
+    """Name ``boundary_path`` (CID and sha256) in the spec at ``spec_path`` and rewrite it; the spec's
+    hash changes, which is why a boundary is attached before the task is posted."""
+    spec, _ = parse_spec(spec_path.read_bytes())
+    data = boundary_path.read_bytes()
+    document = {**spec.document(), "boundary": {"cid": str(cid_of_bytes(data)), "sha256": sha256_hex(data)}}
+    write_atomic(spec_path, canonical_bytes(document))
+    return open_task(spec_path)

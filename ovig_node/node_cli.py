@@ -1,0 +1,239 @@
+"""Commands of the running system: `ovig trainer|watcher|auditor|keeper run` and `ovig owner ...`.
+
+Every node connects the same way: ``--devnet`` with a test account (``--account N``), or ``--rpc``,
+``--deployments``, ``--ipfs`` and an encrypted ``--keystore`` with its password in a file or an
+environment variable. Its journal, event index and files live in ``--home``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ovig_node.devnet.manager import default_data_dir
+from ovig_node.nodes.context import Connection, NodeContext, open_node
+
+console = Console(highlight=False)
+WEI = Decimal(10**18)
+
+
+def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--devnet-dir",
+            type=click.Path(file_okay=False, path_type=Path),
+            envvar="OVIG_DEVNET_DIR",
+            help="Devnet data folder [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
+        ),
+        click.option("--account", "account_index", type=int, help="Devnet test account index (devnet only)."),
+        click.option("--rpc", "rpc_url", help="JSON-RPC URL (not the devnet)."),
+        click.option("--deployments", type=click.Path(dir_okay=False, path_type=Path), help="Deployments file."),
+        click.option("--ipfs", "ipfs_url", help="IPFS (Kubo RPC) API URL."),
+        click.option("--keystore", type=click.Path(dir_okay=False, exists=True, path_type=Path)),
+        click.option("--password-file", type=click.Path(dir_okay=False, path_type=Path)),
+        click.option("--password-env", metavar="VAR"),
+        click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Node state folder."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _open(role: str, options: dict[str, Any]) -> NodeContext:
+    home: Path | None = options.pop("home")
+    connection = Connection(use_devnet=options["rpc_url"] is None, **options)
+    if home is None:
+        base = (connection.devnet_dir or default_data_dir()) if connection.use_devnet else Path.home() / ".ovig"
+        home = base / "nodes" / f"{role}-{connection.account_index if connection.use_devnet else 'key'}"
+    return open_node(role, home, connection, console=console)
+
+
+def _eth(value: str) -> int:
+    return int(Decimal(value) * WEI)
+
+
+# --- nodes ---------------------------------------------------------------------------------------
+
+
+@click.group()
+def trainer() -> None:
+    """The provider: accept, train with evidence, commit, open, get paid."""
+
+
+@trainer.command("run")
+@click.option("--task", "task_id", type=int, required=True)
+@click.option("--profile", default="reference", show_default=True, help="Execution profile.")
+@click.option("--attack", help="Cheat (for demonstrations): a built-in attack or package.module:callable.")
+@click.option("--attack-intervals", default="", help="Comma-separated intervals the attack fakes.")
+@click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE")
+@click.option("--no-keeper", is_flag=True, help="Do not perform keeper duties.")
+@connection_options
+def trainer_run(task_id: int, profile: str, attack: str | None, attack_intervals: str,
+                attack_params: tuple[str, ...], no_keeper: bool, **options: Any) -> None:  # fmt: skip
+    """Work on one task until it ends; safe to kill and run again."""
+    from ovig_node.attacks import load_attack
+    from ovig_node.nodes.keeper import Keeper
+    from ovig_node.nodes.trainer import TrainerNode
+
+    cheat = None
+    if attack:
+        intervals = frozenset(int(k) for k in attack_intervals.split(",") if k)
+        params = {key: float(value) for key, value in (p.split("=", 1) for p in attack_params)}
+        cheat = load_attack(attack, intervals=intervals, **params)
+    ctx = _open("trainer", options)
+    keeper = None if no_keeper else Keeper(ctx, only_tasks=frozenset({task_id}))
+    status = TrainerNode(ctx, task_id, profile_name=profile, attack=cheat, keeper=keeper).run()
+    console.print(f"task {task_id} ended: {status.name.lower()}")
+
+
+@click.group()
+def watcher() -> None:
+    """Replays sampled intervals and challenges those outside the boundary."""
+
+
+@watcher.command("run")
+@click.option("--task", "task_ids", type=int, multiple=True, help="Watch only these tasks [all].")
+@click.option("--profile", default="reference", show_default=True, help="Execution profile of replays.")
+@click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
+@connection_options
+def watcher_run(task_ids: tuple[int, ...], profile: str, seconds: float | None, **options: Any) -> None:
+    """Watch until interrupted."""
+    import time
+
+    from ovig_node.nodes.keeper import Keeper
+    from ovig_node.nodes.watcher import WatcherNode
+
+    ctx = _open("watcher", options)
+    only = frozenset(task_ids) or None
+    node = WatcherNode(ctx, profile_name=profile, only_tasks=only, keeper=Keeper(ctx, only_tasks=only))
+    node.run(until=None if seconds is None else time.monotonic() + seconds)
+
+
+@click.group()
+def auditor() -> None:
+    """A staked committee member: votes on the panels it is drawn for."""
+
+
+@auditor.command("run")
+@click.option("--profile", default="reference", show_default=True, help="Execution profile of replays.")
+@click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
+@connection_options
+def auditor_run(profile: str, seconds: float | None, **options: Any) -> None:
+    """Register (if needed) and serve on panels until interrupted."""
+    import time
+
+    from ovig_node.nodes.auditor import AuditorNode
+    from ovig_node.nodes.keeper import Keeper
+
+    ctx = _open("auditor", options)
+    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx))
+    node.run(until=None if seconds is None else time.monotonic() + seconds)
+
+
+@click.group()
+def keeper() -> None:
+    """Calls the protocol's due transitions (seeds, slashes, panels, resolutions, finalization)."""
+
+
+@keeper.command("run")
+@click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
+@connection_options
+def keeper_run(seconds: float | None, **options: Any) -> None:
+    import time
+
+    from ovig_node.nodes.keeper import Keeper
+
+    duty = Keeper(_open("keeper", options))
+    end = None if seconds is None else time.monotonic() + seconds
+    while end is None or time.monotonic() < end:
+        duty.tick()
+        time.sleep(1.0)
+
+
+# --- owner ---------------------------------------------------------------------------------------
+
+
+@click.group()
+def owner() -> None:
+    """Post tasks, follow them, withdraw."""
+
+
+@owner.command("post-task")
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True)
+@click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              required=True)  # fmt: skip
+@click.option("--reward", required=True, help="Reward in ETH (escrowed now).")
+@click.option("--provider-bond", required=True, help="Provider bond in ETH.")
+@click.option("--challenger-bond", required=True, help="Challenger bond in ETH.")
+@click.option("--windows", default="3600,7200,1800", show_default=True,
+              help="Opening, challenge and challenge-reveal windows in seconds.")  # fmt: skip
+@click.option("--deadline", "deadline_in", type=int, default=7 * 24 * 3600, show_default=True,
+              help="Seconds from now to commit every batch.")  # fmt: skip
+@connection_options
+def owner_post(spec_path: Path, boundary_path: Path, reward: str, provider_bond: str, challenger_bond: str,
+               windows: str, deadline_in: int, **options: Any) -> None:  # fmt: skip
+    """Pin the spec, dataset, initial checkpoint and boundary, and post the task."""
+    from ovig_node.nodes.owner import Terms, post_task
+
+    try:
+        opening, challenge, reveal = (int(w) for w in windows.split(","))
+        terms = Terms(_eth(reward), _eth(provider_bond), _eth(challenger_bond), opening, challenge, reveal,
+                      deadline_in)  # fmt: skip
+    except (ValueError, ArithmeticError):
+        raise click.BadParameter("amounts are decimals of ETH; --windows is three integers a,b,c") from None
+    task = post_task(_open("owner", options), spec_path, boundary_path, terms)
+    console.print(f"task {task}")
+
+
+@owner.command("status")
+@click.argument("task_id", type=int)
+@connection_options
+def owner_status(task_id: int, **options: Any) -> None:
+    """Batches, samples, openings, disputes, votes and payouts of a task."""
+    from ovig_node.nodes.owner import task_status
+
+    report = task_status(_open("owner", options), task_id)
+    console.print(f"[bold]task {report.task}[/]: {report.status.name.lower()}; owner {report.owner}, "
+                  f"provider {report.provider}; reward {report.terms.reward / 1e18:g} ETH")  # fmt: skip
+    batches = Table(title="batches")
+    for column in ("j", "status", "sampled", "opening manifest"):
+        batches.add_column(column)
+    for b in report.batches:
+        batches.add_row(str(b["j"]), b["status"], ",".join(map(str, b["sampled"])), b["opening"])
+    console.print(batches)
+    if report.disputes:
+        disputes = Table(title="disputes")
+        for column in ("dispute", "interval", "reason", "status", "verdict", "round", "votes"):
+            disputes.add_column(column)
+        for d in report.disputes:
+            votes = " ".join(f"{a[:8]}:{v}" for a, v in d["votes"].items())
+            disputes.add_row(str(d["dispute"]), str(d["k"]), d["reason"], d["status"], d["verdict"],
+                             str(d["round"]), votes)  # fmt: skip
+        console.print(disputes)
+    credits = Table(title="payouts (credits)")
+    credits.add_column("account")
+    credits.add_column("ETH", justify="right")
+    for c in report.credits:
+        credits.add_row(c["account"], f"{c['amount'] / 1e18:.6f}")
+    console.print(credits)
+
+
+@owner.command("withdraw")
+@connection_options
+def owner_withdraw(**options: Any) -> None:
+    """Withdraw the owner's credits (refunds, compensation)."""
+    from ovig_node.nodes.node_state import NodeState
+    from ovig_node.nodes.payouts import withdraw_credits
+
+    ctx = _open("owner", options)
+    paid = withdraw_credits(ctx, NodeState(ctx.home / "owner.json"))
+    console.print(f"withdrew {paid / 1e18:g} ETH")
+
+
+COMMANDS = (trainer, watcher, auditor, keeper, owner)

@@ -1,0 +1,122 @@
+"""The owner's side: post a task with its files pinned, follow it, withdraw.
+
+``post_task`` pins the spec, dataset, initial checkpoint and boundary (their CIDs, computed with
+Kubo's rules, must be the spec's), then posts the task with the reward escrowed. ``task_status``
+gathers, from chain state and events only, what an owner wants to see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from web3.logs import DISCARD
+
+from ovig_node.chain.contracts import BatchStatus, DisputeStatus, Reason, TaskStatus, Verdict
+from ovig_node.errors import OvigError
+from ovig_node.files import file_sha256
+from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.node_state import NodeState
+from ovig_node.training.taskfiles import open_task
+
+
+class PostingError(OvigError, ValueError):
+    """The task cannot be posted as given (no boundary, a file that does not match the spec...)."""
+
+
+@dataclass(frozen=True)
+class Terms:
+    reward: int  # wei
+    provider_bond: int
+    challenger_bond: int
+    opening_window: int  # seconds
+    challenge_window: int
+    reveal_window: int
+    deadline_in: int  # seconds from now
+
+
+def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path, terms: Terms) -> int:
+    """Pin the task's files and post it; returns the task id. Posting the same spec again from the
+    same owner state returns the task already posted (the journal never sends it twice)."""
+    prepared = open_task(spec_path)
+    spec = prepared.spec
+    if spec.boundary is None:
+        raise PostingError(f"{spec_path} names no boundary: run `ovig spec set-boundary` first")
+    if file_sha256(boundary_path) != spec.boundary.sha256:
+        raise PostingError(f"{boundary_path} is not the boundary the spec names (sha256 {spec.boundary.sha256})")
+    for path, ref in (
+        (spec_path, None),
+        (prepared.dataset_path, spec.dataset),
+        (prepared.init_path, spec.init),
+        (boundary_path, spec.boundary),
+    ):
+        cid = ctx.ipfs.add_file(path).cid
+        if ref is not None and cid != ref.cid:
+            raise PostingError(f"{path} was pinned as {cid}, but the spec names {ref.cid}")
+        if ref is None:
+            spec_cid = cid
+    ctx.say(f"pinned the spec, dataset, initial checkpoint and boundary (spec {spec_cid})")
+    state = NodeState(ctx.home / "owner.json")
+    posts = state.get("posts", {})
+    key = f"post:0x{prepared.spec_hash.hex()}:{posts.get(prepared.spec_hash.hex(), 0)}"
+    deadline = ctx.now() + terms.deadline_in
+    windows = (terms.opening_window, terms.challenge_window, terms.reveal_window)
+    fn = ctx.protocol.tasks.functions.postTask(
+        prepared.spec_hash, spec_cid, bytes.fromhex(spec.init.sha256), spec.total_steps, spec.stride,
+        spec.intervals_per_batch, spec.sample_bps, terms.provider_bond, terms.challenger_bond, windows, deadline,
+    )  # fmt: skip
+    receipt = ctx.client.transact(key, fn, value=terms.reward)
+    task = int(ctx.protocol.tasks.events.TaskPosted().process_receipt(receipt, errors=DISCARD)[0]["args"]["task"])
+    posts[prepared.spec_hash.hex()] = posts.get(prepared.spec_hash.hex(), 0) + 1
+    state.set("posts", posts)
+    ctx.say(f"posted task {task}: reward {terms.reward / 1e18:g} ETH, bond {terms.provider_bond / 1e18:g} ETH")
+    return task
+
+
+@dataclass(frozen=True)
+class TaskReport:
+    task: int
+    status: TaskStatus
+    terms: Any
+    owner: str
+    provider: str
+    batches: list[dict[str, Any]]
+    disputes: list[dict[str, Any]]
+    credits: list[dict[str, Any]]
+
+
+def task_status(ctx: NodeContext, task: int) -> TaskReport:
+    """Everything about ``task`` from chain state and events."""
+    ctx.scanner.poll()
+    p = ctx.protocol
+    t = p.task(task)
+    if t.status == TaskStatus.NONE:
+        raise PostingError(f"there is no task {task}")
+    batches = []
+    for j in range(t.batchCount):
+        b = p.batch(task, j)
+        opened = ctx.scanner.events("BatchOpened", task=task, j=j)
+        batches.append({
+            "j": j, "status": BatchStatus(b.status).name.lower(),
+            "sampled": list(p.tasks.functions.sampledIntervals(task, j).call()),
+            "opening": opened[-1].args["openingCID"] if opened else "",
+            "window_end": b.windowEnd,
+        })  # fmt: skip
+    disputes = []
+    for event in ctx.scanner.events("DisputeOpened", task=task):
+        dispute = int(event.args["dispute"])
+        d = p.dispute(dispute)
+        panel = list(p.committee.functions.panelOf(dispute).call())
+        votes = {a: p.view(p.committee, "ballotOf", dispute, d.round, a).vote for a in panel}
+        disputes.append({
+            "dispute": dispute, "k": int(d.k), "reason": Reason(d.reason).name.lower(),
+            "status": DisputeStatus(d.status).name.lower(), "verdict": Verdict(d.verdict).name.lower(),
+            "round": int(d.round), "votes": votes,
+        })  # fmt: skip
+    credits = [
+        {"account": e.args["account"], "amount": int(e.args["amount"])}
+        for e in ctx.scanner.events("Credited", task=task)
+        if e.contract == "TrainingTasks"
+    ]
+    return TaskReport(task, TaskStatus(t.status), t.terms, t.owner, t.provider, batches, disputes, credits)
