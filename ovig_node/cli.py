@@ -497,7 +497,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: int, alpha: flo
 @port_options
 @click.option("--down/--keep-running", default=False, help="Stop the devnet at the end [keep it running].")
 def demo_cmd(data_dir: Path | None, down: bool, **options: int | float | None) -> None:
-    """The main job: bring the devnet up, deploy, pin and read back content, and report."""
+    """The main job: the whole system on the devnet, an honest task and a cheated one, end to end."""
     from ovig_node.nodes.demo import run_demo
 
     run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console)

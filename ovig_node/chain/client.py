@@ -18,7 +18,13 @@ from eth_account.signers.local import LocalAccount
 from hexbytes import HexBytes
 from web3 import Web3
 from web3.contract.contract import ContractFunction
-from web3.exceptions import ContractCustomError, ContractLogicError, TimeExhausted, TransactionNotFound
+from web3.exceptions import (
+    ContractCustomError,
+    ContractLogicError,
+    TimeExhausted,
+    TransactionNotFound,
+    Web3RPCError,
+)
 from web3.types import TxParams, TxReceipt
 
 from ovig_node.chain.errors import ChainError, RpcUnavailable
@@ -91,12 +97,14 @@ class ChainClient:
         nonce = max(chain_nonce, self.journal.next_nonce(self.address) or 0)
         params: TxParams = {"from": self.address, "value": value, "nonce": nonce}  # type: ignore[typeddict-item]
         try:
-            tx = self.retry(lambda: fn.build_transaction(params))
-            tx["gas"] = int(self.retry(lambda: self.w3.eth.estimate_gas(tx)) * GAS_HEADROOM)
+            tx = self.retry(lambda: fn.build_transaction(params))  # estimates gas: a revert shows here
         except ContractCustomError as exc:
             raise decode_revert(exc.data, f"{fn.fn_name}: ") from None
         except ContractLogicError as exc:
             raise ContractReverted("", {}, str(exc.data or ""), f"{fn.fn_name}: ") from None
+        except Web3RPCError as exc:
+            raise ChainError(f"{fn.fn_name}: the node refused to estimate it: {exc}") from None
+        tx["gas"] = int(tx["gas"] * GAS_HEADROOM)
         for name in ("maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"):
             tx.pop(name, None)  # type: ignore[misc]
         tx.update(self.retry(lambda: fees(self.w3)))  # type: ignore[typeddict-item]
@@ -120,7 +128,7 @@ class ChainClient:
     def _broadcast(self, entry: JournalEntry) -> None:
         try:
             self.retry(lambda: self.w3.eth.send_raw_transaction(entry.raw))
-        except ValueError as exc:
+        except (ValueError, Web3RPCError) as exc:
             # Already known to the node (a re-broadcast after a crash) is fine; anything else is not.
             if "already" not in str(exc).lower() and "known" not in str(exc).lower():
                 raise ChainError(f"{entry.key}: the node refused the transaction: {exc}") from None

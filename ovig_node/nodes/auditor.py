@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +22,7 @@ from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
 from ovig_node.nodes.judging import judge_interval
 from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.storage.errors import IpfsUnavailable
@@ -42,12 +42,13 @@ class AuditorNode:
         return NodeState(self.ctx.home / "auditor.json")
 
     def run(self, *, until: float | None = None) -> None:
-        self.ctx.client.resume()
-        while until is None or time.monotonic() < until:
+        """Work until interrupted (or until the monotonic time ``until``)."""
+
+        def step() -> bool:
             self.step()
-            if self.keeper is not None:
-                self.keeper.tick()
-            time.sleep(self.poll_seconds)
+            return False
+
+        keep_running(self.ctx, step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until)
 
     def step(self) -> None:
         self._register()

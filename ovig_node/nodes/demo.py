@@ -1,87 +1,218 @@
-"""The main job (`make demo` / `ovig demo`): a local OVIG deployment, end to end, explained.
+"""The main job (`make demo` / `ovig demo`): the whole system on the embedded devnet, explained.
 
-Today it brings the embedded devnet up, deploys the contracts, and stores a file on IPFS and reads it
-back through a verifying client. Later stages of the protocol (training, commitments, challenges)
-join this script as they land, so one command always shows everything that works.
+1. the devnet comes up and the contracts are deployed;
+2. the owner prepares a tiny vision task, calibrates its boundary on three execution profiles, and
+   posts it twice;
+3. three auditors, a watcher and two trainers start as separate processes (`ovig ... run`);
+4. trainer A trains honestly: its sample is opened, watched, and the task finalizes and pays;
+5. trainer B drops micro-batches in the deliverable interval (always sampled): the watcher's replay
+   falls outside the boundary, it challenges, the panel replays and votes faulty, B is slashed;
+6. a timeline of the chain's events runs meanwhile, and a table of payouts ends it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import tempfile
+import os
+import subprocess
+import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from rich.console import Console
 from rich.table import Table
 
-from ovig_node.chain.rpc import connect
+from ovig_node.chain.accounts import devnet_account
+from ovig_node.chain.contracts import TaskStatus
 from ovig_node.devnet.manager import Devnet
-from ovig_node.files import file_sha256
+from ovig_node.errors import OvigError
+from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.deploying import DeployTarget, deploy
-from ovig_node.storage.ipfs import IpfsClient
-from ovig_node.storage.unixfs import cid_of_stream
+from ovig_node.nodes.owner import Terms, post_task
+from ovig_node.nodes.timeline import describe
+from ovig_node.training.execution import get_profile
+from ovig_node.training.taskfiles import attach_boundary, open_task, prepare_task
 
-DEMO_FILE_BYTES = 3 * 1024 * 1024 + 12_345  # several 256 KiB chunks, so the file is a real DAG
+ETHER = 10**18
+# Devnet test accounts by role.
+OWNER, HONEST, CHEAT, WATCHER, AUDITORS = 0, 1, 2, 3, (4, 5, 6)
+ROLES = {OWNER: "owner", HONEST: "provider A", CHEAT: "provider B", WATCHER: "watcher",
+         **{a: f"auditor {i + 1}" for i, a in enumerate(AUDITORS)}}  # fmt: skip
+TERMS = Terms(reward=2 * ETHER, provider_bond=3 * ETHER, challenger_bond=ETHER // 10, opening_window=90,
+              challenge_window=45, reveal_window=30, deadline_in=1800)  # fmt: skip
+# Tiny vision: 200 steps in 20 intervals of 10, committed 5 at a time, 40% of each batch opened.
+SPEC = {"total_steps": 200, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
+CALIBRATION_PROFILES = ("micro2", "micro4", "micro4-fp64acc")
+ATTACK = "micro_batch_drop"
 
 
-def run_demo(net: Devnet, *, stop_at_end: bool, console: Console) -> None:
+class DemoFailed(OvigError, RuntimeError):
+    """The demo did not reach its end in time; the node logs say why."""
+
+
+@dataclass
+class DemoResult:
+    honest: int  # task ids
+    cheated: int
+    status: dict[int, TaskStatus]
+    credited: dict[int, dict[str, int]]  # task -> role -> wei credited by TrainingTasks
+    seconds: float
+    logs: Path
+    lines: list[str] = field(default_factory=list)
+
+
+def run_demo(net: Devnet, *, stop_at_end: bool, console: Console, timeout: float = 300) -> DemoResult:
     started = time.monotonic()
-    summary = Table(title="OVIG demo", show_header=True)
-    summary.add_column("step")
-    summary.add_column("result", overflow="fold")
-
-    console.rule("1. devnet")
+    console.rule("1. devnet and contracts")
     with console.status("starting anvil and the IPFS node ..."):
-        up = net.up()
-    info = up.info
-    console.print(
-        f"{'already running' if up.already_running else 'started'}: chain {info.rpc_url} "
-        f"(id {info.chain_id}), IPFS {info.ipfs_api_url}"
-    )
-    summary.add_row("devnet", f"{info.rpc_url} chain {info.chain_id}; IPFS {info.ipfs_api_url}")
-
-    console.rule("2. contracts")
+        info = net.up().info
+    console.print(f"chain {info.rpc_url} (id {info.chain_id}, a block a second), IPFS {info.ipfs_api_url}")
     with console.status("compiling (if sources changed) and deploying ..."):
         outcome = deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))
     for line in outcome.log:
         console.print(f"  {line}")
-    w3 = connect(info.rpc_url, expected_chain_id=info.chain_id)
-    summary.add_row("contracts", ", ".join(f"{n} {a}" for n, a in outcome.deployments.addresses().items()))
-    summary.add_row("chain head", f"block {w3.eth.block_number}")
 
-    console.rule("3. IPFS: pin and read back")
-    with tempfile.TemporaryDirectory() as tmp, IpfsClient(info.ipfs_api_url) as client:
-        source = Path(tmp) / "evidence-sample.bin"
-        source.write_bytes(_demo_bytes(DEMO_FILE_BYTES))
-        with source.open("rb") as stream:
-            local_cid = str(cid_of_stream(stream))
-        added = client.add_file(source)
-        console.print(f"  added {source.name} ({DEMO_FILE_BYTES:,} bytes) as {added.cid}")
-        console.print(
-            f"  CID computed locally with Kubo's rules: {local_cid} "
-            f"({'equal' if local_cid == added.cid else 'DIFFERENT'})"
-        )
-        back = client.get_file(added.cid, Path(tmp) / "read-back.bin")
-        same = file_sha256(back) == file_sha256(source)
-        console.print(f"  read back with every block verified: {'identical' if same else 'DIFFERENT'} bytes")
-        pinned = client.is_pinned(added.cid)
-        console.print(f"  pinned: {pinned}; node holds {len(client.pins())} pins")
-        summary.add_row("ipfs", f"{added.cid} pinned={pinned} read-back={'ok' if same else 'MISMATCH'}")
-        if local_cid != added.cid or not same or not pinned:
-            raise RuntimeError("IPFS round trip failed; see the lines above")
+    console.rule("2. the owner prepares a task")
+    folder = net.data_dir / "demo"
+    spec_path, boundary_path = _prepare(folder / "task", console)
+    owner = open_node("owner", folder / "nodes" / "owner", _devnet(net, OWNER), console=console)
 
+    console.rule("3. nodes start")
+    logs = folder / "logs"
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for index in (*AUDITORS, WATCHER):
+            role = "auditor" if index in AUDITORS else "watcher"
+            processes.append(_start(net, role, index, logs, folder, timeout))
+        _wait_for_auditors(owner, console, deadline=time.monotonic() + 90)
+        honest = post_task(owner, spec_path, boundary_path, TERMS)
+        cheated = post_task(owner, spec_path, boundary_path, TERMS)
+        deliverable = open_task(spec_path).spec.layout.intervals - 1
+        processes.append(_start(net, "trainer", HONEST, logs, folder, timeout, "--task", str(honest)))
+        processes.append(_start(net, "trainer", CHEAT, logs, folder, timeout, "--task", str(cheated),
+                                "--attack", ATTACK, "--attack-intervals", str(deliverable)))  # fmt: skip
+        console.print(f"provider B will {ATTACK.replace('_', ' ')} in interval {deliverable} (the deliverable)")
+        console.print(f"node logs: {logs}")
+
+        console.rule("4. timeline (chain events)")
+        result = DemoResult(honest, cheated, {}, {}, 0.0, logs)
+        _follow(owner, result, console, deadline=started + timeout)
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+        owner.close()
+
+    console.rule("5. payouts")
+    console.print(_summary(result))
+    result.seconds = time.monotonic() - started
     if stop_at_end:
         net.down()
-        summary.add_row("devnet", "stopped (state kept)")
-    console.rule("summary")
-    console.print(summary)
-    console.print(f"done in {time.monotonic() - started:.1f}s. devnet config: {net.info_path}")
+    console.print(f"done in {result.seconds:.0f}s. devnet config: {net.info_path}")
     if not stop_at_end:
         console.print("the devnet keeps running; stop it with `ovig devnet down` (`.venv/bin/ovig` in the repo)")
+    return result
 
 
-def _demo_bytes(size: int) -> bytes:
-    """Deterministic bytes: the same CID on every run and every machine."""
-    block = hashlib.sha256(b"ovig-demo").digest() * (65536 // 32)
-    return (block * (size // len(block) + 1))[:size]
+def _devnet(net: Devnet, index: int) -> Connection:
+    return Connection(devnet_dir=net.data_dir, use_devnet=True, account_index=index)
+
+
+def _prepare(folder: Path, console: Console) -> tuple[Path, Path]:
+    """The spec, its files and a calibrated boundary (reused from an earlier run if present)."""
+    spec_path, boundary_path = folder / "spec.json", folder / "boundary.json"
+    if spec_path.is_file() and boundary_path.is_file() and open_task(spec_path).spec.boundary is not None:
+        console.print(f"reusing the task in {folder}")
+        return spec_path, boundary_path
+    from ovig_node.verify.boundary import calibrate
+
+    prepared = prepare_task("vision", folder, tiny=True, **SPEC)
+    with console.status(f"calibrating the boundary: honest replays under {', '.join(CALIBRATION_PROFILES)} ..."):
+        boundary = calibrate(prepared, claim_profile=get_profile("reference"),
+                             replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES], positions=range(3),
+                             alpha=3.0, work_dir=folder / "calibration")  # fmt: skip
+    boundary_path.write_text(boundary.model_dump_json(indent=2))
+    prepared = attach_boundary(spec_path, boundary_path)
+    console.print(f"spec 0x{prepared.spec_hash.hex()[:16]}…: vision (tiny), N={SPEC['total_steps']}, "
+                  f"s={SPEC['stride']}, m={SPEC['intervals_per_batch']}; boundary alpha 3 over "
+                  f"{boundary.replays} honest replays")  # fmt: skip
+    return spec_path, boundary_path
+
+
+def _start(net: Devnet, role: str, index: int, logs: Path, folder: Path, timeout: float,
+           *extra: str) -> subprocess.Popen[bytes]:  # fmt: skip
+    logs.mkdir(parents=True, exist_ok=True)
+    home = folder / "nodes" / f"{role}-{index}"
+    argv = [sys.executable, "-m", "ovig_node", role, "run", "--account", str(index), "--home", str(home), *extra]
+    if role != "trainer":
+        argv += ["--for", str(int(timeout))]
+    log: IO[bytes] = (logs / f"{role}-{index}.log").open("ab")
+    env = {**os.environ, "OVIG_DEVNET_DIR": str(net.data_dir), "COLUMNS": "120"}
+    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
+def _wait_for_auditors(owner: NodeContext, console: Console, *, deadline: float) -> None:
+    """Auditors must be registered (and warm) before the challenge's reveal to be drawn."""
+    committee = owner.protocol.committee.functions
+    warmup = committee.WARMUP_BLOCKS().call()
+    wanted = {devnet_account(a).address for a in AUDITORS}
+    with console.status("waiting for the auditors to register ..."):
+        while time.monotonic() < deadline:
+            auditors = [owner.protocol.view(owner.protocol.committee, "getAuditor", a) for a in wanted]
+            warm = max(a.registeredBlock for a in auditors) + warmup
+            if all(a.registeredBlock for a in auditors) and owner.head()["number"] > warm:
+                console.print(f"3 auditors registered with stakes and warmed up ({warmup} blocks)")
+                return
+            time.sleep(1)
+    raise DemoFailed("the auditors did not register in time; see their logs")
+
+
+def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadline: float) -> None:
+    """Print events as they land until both tasks ended and their payouts were withdrawn."""
+    names = {devnet_account(i).address: role for i, role in ROLES.items()}
+    names |= {owner.protocol.tasks.address: "TrainingTasks", owner.protocol.committee.address: "AuditCommittee"}
+    tasks = (result.honest, result.cheated)
+    while time.monotonic() < deadline:
+        for event in owner.scanner.poll():
+            task = event.args.get("task")
+            if task is not None and int(task) not in tasks:
+                continue
+            if (line := describe(event, names)) is not None:
+                result.lines.append(line)
+                console.print(f"[dim]{time.strftime('%H:%M:%S')} block {event.block_number:>5}[/]  {line}")
+        status = {t: TaskStatus(owner.protocol.task(t).status) for t in tasks}
+        withdrawn = {e.args["account"] for e in owner.scanner.events("Withdrawn") if e.contract == "TrainingTasks"}
+        providers = {devnet_account(HONEST).address, devnet_account(WATCHER).address}
+        if all(s in (TaskStatus.FINALIZED, TaskStatus.SLASHED) for s in status.values()) and providers <= withdrawn:
+            result.status = status
+            result.credited = _credited(owner, tasks)
+            return
+        time.sleep(1)
+    raise DemoFailed(f"the tasks did not end within the time allowed; node logs: {result.logs}")
+
+
+def _credited(owner: NodeContext, tasks: tuple[int, int]) -> dict[int, dict[str, int]]:
+    names = {devnet_account(i).address: role for i, role in ROLES.items()}
+    credited: dict[int, dict[str, int]] = {t: {} for t in tasks}
+    for event in owner.scanner.events("Credited"):
+        task = int(event.args.get("task", 0))
+        if event.contract == "TrainingTasks" and task in credited:
+            role = names.get(event.args["account"], event.args["account"])
+            credited[task][role] = credited[task].get(role, 0) + int(event.args["amount"])
+    return credited
+
+
+def _summary(result: DemoResult) -> Table:
+    table = Table(title="who was credited what by TrainingTasks (ETH)")
+    table.add_column("")
+    honest, cheated = f"task {result.honest}", f"task {result.cheated}"
+    table.add_column(f"{honest}: provider A (honest)", justify="right")
+    table.add_column(f"{cheated}: provider B ({ATTACK})", justify="right")
+    table.add_row("outcome", *(result.status[t].name.lower() for t in (result.honest, result.cheated)))
+    for role in ROLES.values():
+        paid = [result.credited.get(t, {}).get(role) for t in (result.honest, result.cheated)]
+        if any(paid):
+            table.add_row(role, *(f"{p / ETHER:g}" if p else "" for p in paid))
+    return table

@@ -27,6 +27,7 @@ from ovig_node.files import file_sha256
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
 from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
@@ -64,14 +65,17 @@ class TrainerNode:
 
     def run(self) -> TaskStatus:
         """Work until the task has ended and every credit is withdrawn; return its final status."""
-        self.ctx.client.resume()
-        while True:
+        final: list[TaskStatus] = []
+
+        def step() -> bool:
             status = self.step()
-            if self.keeper is not None:
-                self.keeper.tick()
             if status in ENDED:
-                return status
-            time.sleep(self.poll_seconds)
+                final.append(status)
+            return bool(final)
+
+        keep_running(self.ctx, step, keeper=self.keeper, poll_seconds=self.poll_seconds,
+                     fatal=(TrainerStopped, TaskRefused))  # fmt: skip
+        return final[0]
 
     def step(self) -> TaskStatus:
         """One pass: do whatever the task's state calls for; return its status."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +23,7 @@ from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
 from ovig_node.nodes.judging import judge_interval
 from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.storage.errors import IpfsUnavailable
@@ -44,13 +44,13 @@ class WatcherNode:
         return NodeState(self.ctx.home / "watcher.json")
 
     def run(self, *, until: float | None = None) -> None:
-        """Watch until interrupted (or until the monotonic time ``until``)."""
-        self.ctx.client.resume()
-        while until is None or time.monotonic() < until:
+        """Work until interrupted (or until the monotonic time ``until``)."""
+
+        def step() -> bool:
             self.step()
-            if self.keeper is not None:
-                self.keeper.tick()
-            time.sleep(self.poll_seconds)
+            return False
+
+        keep_running(self.ctx, step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until)
 
     def step(self) -> None:
         self.ctx.scanner.poll()

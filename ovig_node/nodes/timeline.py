@@ -1,0 +1,55 @@
+"""One readable line per protocol event, for the demo's timeline (and anyone following a chain)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ovig_node.chain.contracts import Reason, Verdict
+from ovig_node.chain.scanner import Event
+
+ETH = 10**18
+
+
+def _eth(wei: Any) -> str:
+    return f"{int(wei) / ETH:g} ETH"
+
+
+def _short(address: str, names: dict[str, str]) -> str:
+    return names.get(address, address[:10] + "…")
+
+
+def describe(event: Event, names: dict[str, str]) -> str | None:
+    """The line for ``event`` (None: not worth a line); ``names`` maps addresses to roles."""
+    a = event.args
+    who: Callable[[str], str] = lambda address: _short(address, names)  # noqa: E731
+    lines: dict[str, Callable[[], str]] = {
+        "TaskPosted": lambda: (
+            f"task {a['task']} posted by {who(a['owner'])}: reward {_eth(a['terms']['reward'])}, "
+            f"N={a['terms']['totalSteps']} s={a['terms']['stride']} m={a['terms']['intervalsPerBatch']}"
+        ),
+        "TaskAccepted": lambda: f"task {a['task']} accepted by {who(a['provider'])} (bond {_eth(a['bond'])})",
+        "BatchCommitted": lambda: f"task {a['task']} batch {a['j']} committed (root {a['root'][:12]}…)",
+        "SeedDrawn": lambda: f"task {a['task']} batch {a['j']} sampled: positions {_bits(a['sampledBitmap'])}",
+        "BatchOpened": lambda: f"task {a['task']} batch {a['j']} opened; challenge window open",
+        "ChallengeCommitted": lambda: f"task {a['task']}: {who(a['challenger'])} committed a challenge (bonded)",
+        "ChallengeRevealed": lambda: (
+            f"task {a['task']}: {who(a['challenger'])} challenges interval {a['k']} "
+            f"({Reason(a['reason']).name.lower()})" + (f" -> dispute {a['dispute']}" if a["dispute"] else ", refunded")
+        ),
+        "PanelDrawn": lambda: f"dispute {a['dispute']}: panel {', '.join(who(p) for p in a['panel'])}",
+        "VoteCommitted": lambda: f"dispute {a['dispute']}: {who(a['panelist'])} committed a vote",
+        "VoteRevealed": lambda: f"dispute {a['dispute']}: {who(a['panelist'])} votes {Verdict(a['vote']).name.lower()}",
+        "DisputeResolved": lambda: f"dispute {a['dispute']} resolved: {Verdict(a['verdict']).name.upper()}",
+        "TaskSlashed": lambda: f"task {a['task']} SLASHED",
+        "TaskFinalized": lambda: f"task {a['task']} finalized: {who(a['provider'])} is paid",
+        "Withdrawn": lambda: f"{who(a['account'])} withdrew {_eth(a['amount'])} from {event.contract}",
+        "AuditorRegistered": lambda: f"{who(a['auditor'])} registered as an auditor (stake {_eth(a['stake'])})",
+    }
+    make = lines.get(event.name)
+    return make() if make else None
+
+
+def _bits(bitmap: Any) -> str:
+    value = int(bitmap)
+    return ",".join(str(i) for i in range(value.bit_length()) if value >> i & 1)
