@@ -149,6 +149,24 @@ class Devnet:
             stopped = self._stop(records)
             return stopped
 
+    def stop_ipfs(self) -> bool:
+        """Stop only the IPFS node (an outage; anvil keeps running); True if it was running."""
+        with self._locked():
+            records = self._read_records()
+            record = records.pop("ipfs", None)
+            stopped = record is not None and terminate(record)
+            self._write_records(records)
+            return stopped
+
+    def start_ipfs(self) -> None:
+        """Start the IPFS node again after `stop_ipfs`, on the same port and repository."""
+        with self._locked():
+            records = self._read_records()
+            if "ipfs" in records and owns(records["ipfs"]):
+                return
+            records["ipfs"] = self._start("ipfs", self._ipfs_argv(), lambda: ipfs_health(self._ipfs_url())[0])
+            self._write_records(records)
+
     def status(self) -> list[ServiceStatus]:
         """Each service: recorded pid, whether it runs, and whether it answers its health check."""
         records = self._read_records()

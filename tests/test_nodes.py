@@ -1,0 +1,229 @@
+"""The nodes on a real devnet (anvil + IPFS) with real training: a withholding provider slashed by a
+keeper, an IPFS outage survived, nodes killed at the worst moments and restarted, a clear RPC error."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from ovig_node.chain.accounts import devnet_account, write_keystore
+from ovig_node.chain.contracts import TaskStatus, Verdict
+from ovig_node.devnet.manager import Devnet, DevnetConfig
+from ovig_node.devnet.processes import free_port
+from ovig_node.nodes.context import Connection, NodeContext, open_node
+from ovig_node.nodes.deploying import DeployTarget, deploy
+from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.owner import Terms, post_task
+from ovig_node.training.execution import get_profile
+from ovig_node.training.taskfiles import attach_boundary, prepare_task
+from ovig_node.verify.boundary import calibrate
+from support import run_ovig
+
+ETHER = 10**18
+SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
+DELIVERABLE = 9  # K - 1
+KEEPER_DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "expireChallenge", "drawPanel", "resolve")
+
+
+@dataclass
+class System:
+    net: Devnet
+    spec: Path
+    boundary: Path
+    folder: Path
+
+    def node(self, role: str, index: int) -> NodeContext:
+        connection = Connection(devnet_dir=self.net.data_dir, use_devnet=True, account_index=index)
+        console = Console(file=(self.folder / f"{role}-{index}.out").open("a"), width=120)
+        return open_node(role, self.folder / "nodes" / f"{role}-{index}-inproc", connection, console=console)
+
+    def start(self, role: str, index: int, *extra: str) -> subprocess.Popen[bytes]:
+        home = self.folder / "nodes" / f"{role}-{index}"
+        log = (self.folder / f"{role}-{index}.log").open("ab")
+        argv = [sys.executable, "-m", "ovig_node", role, "run", "--account", str(index), "--home", str(home), *extra]
+        env = {**os.environ, "OVIG_DEVNET_DIR": str(self.net.data_dir)}
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    def log(self, role: str, index: int) -> str:
+        return (self.folder / f"{role}-{index}.log").read_text()
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    folder = tmp_path_factory.mktemp("nodes")
+    net = Devnet(DevnetConfig(data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port()))
+    net.up()
+    try:
+        deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))
+        prepared = prepare_task("vision", folder / "task", tiny=True, **SPEC)
+        boundary = calibrate(prepared, claim_profile=get_profile("reference"),
+                             replay_profiles=[get_profile(p) for p in ("micro2", "micro4", "micro4-fp64acc")],
+                             positions=range(2), alpha=3.0, work_dir=folder / "calibration")  # fmt: skip
+        (folder / "task" / "boundary.json").write_text(boundary.model_dump_json())
+        attach_boundary(prepared.spec_path, folder / "task" / "boundary.json")
+        yield System(net, prepared.spec_path, folder / "task" / "boundary.json", folder)
+    finally:
+        net.down()
+
+
+def wait_for(condition: Callable[[], Any], *, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def terms(**windows: int) -> Terms:
+    w = {"opening_window": 60, "challenge_window": 20, "reveal_window": 30, **windows}
+    return Terms(2 * ETHER, 3 * ETHER, ETHER // 10, w["opening_window"], w["challenge_window"], w["reveal_window"],
+                 deadline_in=1200)  # fmt: skip
+
+
+def stop(*processes: subprocess.Popen[bytes]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.wait(timeout=30)
+
+
+def events(ctx: NodeContext, name: str, **match: Any) -> list[Any]:
+    ctx.scanner.poll()
+    return ctx.scanner.events(name, **match)
+
+
+def reverted_protocol_transactions(ctx: NodeContext, accounts: list[str]) -> list[str]:
+    """Transactions of ``accounts`` that reverted on-chain, except keeper duties (nodes race for those
+    by design: the loser's transaction reverts, which costs gas and nothing else)."""
+    bad = []
+    w3 = ctx.client.w3
+    for number in range(w3.eth.block_number + 1):
+        for tx in w3.eth.get_block(number, full_transactions=True)["transactions"]:
+            if tx["from"] in accounts and w3.eth.get_transaction_receipt(tx["hash"])["status"] != 1:
+                contract = ctx.protocol.tasks if tx["to"] == ctx.protocol.tasks.address else ctx.protocol.committee
+                name = contract.decode_function_input(tx["input"])[0].fn_name
+                if name not in KEEPER_DUTIES:
+                    bad.append(f"{tx['from']} {name}")
+    return bad
+
+
+# --- a provider that withholds its opening -------------------------------------------------------
+
+
+def test_withholding_provider_is_slashed_by_a_keeper(system: System) -> None:
+    owner, provider, keeper_node = system.node("owner", 0), system.node("trainer", 7), system.node("keeper", 8)
+    task = post_task(owner, system.spec, system.boundary, terms(opening_window=4))
+    tasks = provider.protocol.tasks.functions
+    provider.client.transact("accept", tasks.acceptTask(task), value=3 * ETHER)
+    provider.client.transact("commit:0", tasks.commitBatch(task, 0, b"\x01" * 32, "bafy-never-opened"))
+    keeper = Keeper(keeper_node, only_tasks=frozenset({task}))
+
+    def slashed() -> bool:
+        keeper.tick()  # draws the seed once due, then slashes once the opening window has passed
+        return owner.protocol.task(task).status == TaskStatus.SLASHED
+
+    wait_for(slashed, timeout=60, what="the slash")
+    keeper_share = 3 * ETHER * 1_000 // 10_000
+    assert tasks.credits(keeper_node.address).call() == keeper_share
+    assert tasks.credits(owner.address).call() == 2 * ETHER + 3 * ETHER - keeper_share
+    [slashed] = events(owner, "TaskSlashed", task=task)
+    assert (slashed.args["j"], slashed.args["by"], slashed.args["dispute"]) == (0, keeper_node.address, 0)
+
+
+# --- IPFS outage ---------------------------------------------------------------------------------
+
+
+def test_trainer_rides_out_an_ipfs_outage(system: System) -> None:
+    owner = system.node("owner", 0)
+    task = post_task(owner, system.spec, system.boundary, terms(challenge_window=8))
+    trainer = system.start("trainer", 1, "--task", str(task))
+    try:
+        wait_for(lambda: events(owner, "BatchCommitted", task=task), timeout=120, what="the first commit")
+        assert system.net.stop_ipfs()
+        time.sleep(6)  # the trainer tries to pin its opening meanwhile, fails, and retries
+        system.net.start_ipfs()
+        wait_for(lambda: owner.protocol.task(task).status == TaskStatus.FINALIZED, timeout=120, what="finalize")
+        assert trainer.wait(timeout=60) == 0
+    finally:
+        stop(trainer)
+    log = system.log("trainer", 1)
+    assert "IpfsUnavailable" in log and "retrying" in log
+    assert len(events(owner, "BatchOpened", task=task)) == 2
+    [withdrawn] = [e for e in events(owner, "Withdrawn") if e.args["account"] == devnet_account(1).address]
+    assert withdrawn.args["amount"] == 2 * ETHER + 3 * ETHER
+
+
+# --- kills and restarts --------------------------------------------------------------------------
+
+
+def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> None:
+    """The trainer is killed between a commit and its opening, the watcher right as it starts
+    replaying, an auditor between its vote commit and reveal; each restarts with the same command and
+    the cheat is still slashed, with every protocol transaction sent exactly once."""
+    owner = system.node("owner", 0)
+    auditors = {i: system.start("auditor", i) for i in (4, 5, 6)}
+    watcher = system.start("watcher", 3)
+    trainer = None
+    try:
+        wait_for(lambda: all(owner.protocol.view(owner.protocol.committee, "getAuditor",
+                                                 devnet_account(i).address).stake for i in (4, 5, 6)),
+                 timeout=120, what="auditors to register")  # fmt: skip
+        task = post_task(owner, system.spec, system.boundary, terms())
+        cheat = ("--task", str(task), "--attack", "micro_batch_drop", "--attack-intervals", str(DELIVERABLE))
+        trainer = system.start("trainer", 2, *cheat)
+
+        wait_for(lambda: events(owner, "BatchCommitted", task=task), timeout=150, what="the first commit")
+        trainer.send_signal(signal.SIGKILL)
+        trainer.wait()
+        trainer = system.start("trainer", 2, *cheat)
+
+        wait_for(lambda: events(owner, "BatchOpened", task=task), timeout=120, what="the first opening")
+        time.sleep(1.5)
+        watcher.send_signal(signal.SIGKILL)
+        watcher.wait()
+        watcher = system.start("watcher", 3)
+
+        voted = wait_for(lambda: events(owner, "VoteCommitted"), timeout=180, what="a vote commit")
+        victim = next(i for i in (4, 5, 6) if devnet_account(i).address == voted[0].args["panelist"])
+        auditors[victim].send_signal(signal.SIGKILL)
+        auditors[victim].wait()
+        auditors[victim] = system.start("auditor", victim)
+
+        wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=180, what="the slash")
+    finally:
+        stop(*auditors.values(), watcher, *([trainer] if trainer else []))
+    [dispute] = events(owner, "DisputeOpened", task=task)
+    assert dispute.args["k"] == DELIVERABLE
+    assert owner.protocol.dispute(dispute.args["dispute"]).verdict == Verdict.FAULTY
+    assert sorted(e.args["panelist"] for e in events(owner, "VoteRevealed")) == sorted(
+        devnet_account(i).address for i in (4, 5, 6)
+    )
+    assert [e.args["j"] for e in events(owner, "BatchCommitted", task=task)] == [0, 1]
+    assert sorted(e.args["j"] for e in events(owner, "BatchOpened", task=task)) == [0, 1]
+    assert len(events(owner, "ChallengeCommitted", task=task)) == 1
+    nodes = [devnet_account(i).address for i in (2, 3, 4, 5, 6)]
+    assert reverted_protocol_transactions(owner, nodes) == []
+
+
+def test_an_unreachable_rpc_is_one_clear_line(tmp_path: Path) -> None:
+    deployments = tmp_path / "deployments.json"
+    deployments.write_text('{"contracts": {}}')
+    keystore = write_keystore(devnet_account(3), tmp_path / "key.json", "pw")
+    port = free_port()
+    result = run_ovig("owner", "status", "1", "--rpc", f"http://127.0.0.1:{port}", "--deployments", str(deployments),
+                      "--ipfs", "http://127.0.0.1:1", "--keystore", str(keystore), "--password-env", "NOPE_PW",
+                      env={"NOPE_PW": "pw"})  # fmt: skip
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines == [f"error: RPC endpoint http://127.0.0.1:{port} is unavailable: ConnectionError"]
