@@ -179,7 +179,8 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
         wait_for(lambda: all(owner.protocol.view(owner.protocol.committee, "getAuditor",
                                                  devnet_account(i).address).stake for i in (4, 5, 6)),
                  timeout=120, what="auditors to register")  # fmt: skip
-        task = post_task(owner, system.spec, system.boundary, terms())
+        # A challenge window that covers a watcher restart (torch import, resume) plus its replays.
+        task = post_task(owner, system.spec, system.boundary, terms(challenge_window=90))
         cheat = ("--task", str(task), "--attack", "micro_batch_drop", "--attack-intervals", str(DELIVERABLE))
         trainer = system.start("trainer", 2, *cheat)
 
