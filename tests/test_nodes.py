@@ -215,6 +215,18 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
     assert len(events(owner, "ChallengeCommitted", task=task)) == 1
     nodes = [devnet_account(i).address for i in (2, 3, 4, 5, 6)]
     assert reverted_protocol_transactions(owner, nodes) == []
+    # Every payout of a faulty verdict (protocol 4.2), to the wei.
+    bond, reward, challenger_bond = 3 * ETHER, 2 * ETHER, ETHER // 10
+    credited: dict[str, int] = {}
+    for e in events(owner, "Credited", task=task):
+        if e.contract == "TrainingTasks":
+            credited[e.args["account"]] = credited.get(e.args["account"], 0) + e.args["amount"]
+    panelist = bond * 1_000 // 10_000 // 3
+    assert credited == {
+        owner.address: reward + bond * 4_000 // 10_000,
+        devnet_account(3).address: bond * 5_000 // 10_000 + challenger_bond,
+        **{devnet_account(i).address: panelist for i in (4, 5, 6)},
+    }
 
 
 def test_an_unreachable_rpc_is_one_clear_line(tmp_path: Path) -> None:

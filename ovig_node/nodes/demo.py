@@ -108,6 +108,7 @@ def run_demo(net: Devnet, *, stop_at_end: bool, console: Console, timeout: float
     console.rule("5. payouts")
     console.print(_summary(result))
     result.seconds = time.monotonic() - started
+    _check(result)
     if stop_at_end:
         net.down()
     console.print(f"done in {result.seconds:.0f}s. devnet config: {net.info_path}")
@@ -202,6 +203,31 @@ def _credited(owner: NodeContext, tasks: tuple[int, int]) -> dict[int, dict[str,
             role = names.get(event.args["account"], event.args["account"])
             credited[task][role] = credited[task].get(role, 0) + int(event.args["amount"])
     return credited
+
+
+def expected_credits() -> tuple[dict[str, int], dict[str, int]]:
+    """Protocol 4.2 for the demo's terms: (honest task, cheated task) role -> wei."""
+    bond, reward, challenger_bond = TERMS.provider_bond, TERMS.reward, TERMS.challenger_bond
+    panelist = bond * 1_000 // 10_000 // len(AUDITORS)
+    cheated = {"owner": reward + bond * 4_000 // 10_000, "watcher": bond * 5_000 // 10_000 + challenger_bond}
+    cheated |= {ROLES[a]: panelist for a in AUDITORS}
+    return {"provider A": reward + bond}, cheated
+
+
+def _check(result: DemoResult) -> None:
+    """The demo checks its own outcome, to the wei: it is also a test (CI runs it)."""
+    honest, cheated = expected_credits()
+    problems = []
+    if result.status != {result.honest: TaskStatus.FINALIZED, result.cheated: TaskStatus.SLASHED}:
+        problems.append(f"outcomes {result.status}")
+    if result.credited.get(result.honest) != honest:
+        problems.append(f"honest task credits {result.credited.get(result.honest)} != {honest}")
+    if result.credited.get(result.cheated) != cheated:
+        problems.append(f"cheated task credits {result.credited.get(result.cheated)} != {cheated}")
+    if not any("resolved: FAULTY" in line for line in result.lines):
+        problems.append("no dispute was resolved faulty")
+    if problems:
+        raise DemoFailed("the demo did not end as the protocol says: " + "; ".join(problems))
 
 
 def _summary(result: DemoResult) -> Table:
