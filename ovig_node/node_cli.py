@@ -100,9 +100,10 @@ def watcher() -> None:
 @watcher.command("run")
 @click.option("--task", "task_ids", type=int, multiple=True, help="Watch only these tasks [all].")
 @click.option("--profile", default="reference", show_default=True, help="Execution profile of replays.")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Parallel replays.")
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @connection_options
-def watcher_run(task_ids: tuple[int, ...], profile: str, seconds: float | None, **options: Any) -> None:
+def watcher_run(task_ids: tuple[int, ...], profile: str, workers: int, seconds: float | None, **options: Any) -> None:
     """Watch until interrupted."""
     import time
 
@@ -111,7 +112,7 @@ def watcher_run(task_ids: tuple[int, ...], profile: str, seconds: float | None, 
 
     ctx = _open("watcher", options)
     only = frozenset(task_ids) or None
-    node = WatcherNode(ctx, profile_name=profile, only_tasks=only, keeper=Keeper(ctx, only_tasks=only))
+    node = WatcherNode(ctx, profile_name=profile, only_tasks=only, keeper=Keeper(ctx, only_tasks=only), workers=workers)
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 

@@ -20,7 +20,7 @@ from ovig_node.chain.contracts import DisputeStatus, Reason, Verdict
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
-from ovig_node.nodes.judging import judge_interval
+from ovig_node.nodes.judging import judge_interval, opening_cid
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
@@ -106,7 +106,9 @@ class AuditorNode:
         task = int(d.task)
         if task not in self._fetched:
             self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
-        judgement = judge_interval(self.ctx, self._fetched[task], int(d.k), profile=self.profile_name, who="audit")
+        fetched = self._fetched[task]
+        opening = opening_cid(self.ctx, task, int(d.k), fetched.prepared.spec.intervals_per_batch)
+        judgement = judge_interval(self.ctx, fetched, int(d.k), opening, profile=self.profile_name, who="audit")
         if d.reason == Reason.UNAVAILABLE:
             vote = Verdict.VALID if judgement.available else Verdict.FAULTY
         else:

@@ -40,7 +40,7 @@ OWNER, HONEST, CHEAT, WATCHER, AUDITORS = 0, 1, 2, 3, (4, 5, 6)
 ROLES = {OWNER: "owner", HONEST: "provider A", CHEAT: "provider B", WATCHER: "watcher",
          **{a: f"auditor {i + 1}" for i, a in enumerate(AUDITORS)}}  # fmt: skip
 TERMS = Terms(reward=2 * ETHER, provider_bond=3 * ETHER, challenger_bond=ETHER // 10, opening_window=90,
-              challenge_window=45, reveal_window=30, deadline_in=1800)  # fmt: skip
+              challenge_window=90, reveal_window=30, deadline_in=1800)  # fmt: skip
 # Tiny vision: 200 steps in 20 intervals of 10, committed 5 at a time, 40% of each batch opened.
 SPEC = {"total_steps": 200, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
 CALIBRATION_PROFILES = ("micro2", "micro4", "micro4-fp64acc")

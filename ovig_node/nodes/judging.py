@@ -42,12 +42,15 @@ def opening_cid(ctx: NodeContext, task: int, k: int, per_batch: int) -> str | No
     return str(events[-1].args["openingCID"]) if events else None
 
 
-def judge_interval(ctx: NodeContext, fetched: FetchedTask, k: int, *, profile: str, who: str) -> Judgement:
-    """Fetch, replay and judge interval k of ``fetched``; pin the report."""
+def judge_interval(
+    ctx: NodeContext, fetched: FetchedTask, k: int, opening: str | None, *, profile: str, who: str
+) -> Judgement:
+    """Fetch (by the opening manifest ``opening``), replay and judge interval k of ``fetched``; pin the
+    report. Safe in a worker thread: it touches the chain and IPFS, never the event index."""
     task = fetched.task
     iv = ctx.protocol.view(ctx.protocol.tasks, "getOpenedInterval", task, k)
     folder = ctx.home / f"task-{task}" / f"{who}-{k}"
-    missing = _fetch_evidence(ctx, fetched, k, iv, folder)
+    missing = _fetch_evidence(ctx, k, opening, iv, folder)
     if missing is not None:
         report = {"task": task, "interval": k, "verdict": FAULTY, "reason": "unavailable", "detail": missing}
         available = False
@@ -59,9 +62,8 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, k: int, *, profile: s
     return Judgement(report, cid, available)
 
 
-def _fetch_evidence(ctx: NodeContext, fetched: FetchedTask, k: int, iv: Any, folder: Any) -> str | None:
+def _fetch_evidence(ctx: NodeContext, k: int, cid: str | None, iv: Any, folder: Any) -> str | None:
     """Download E_{k-1} (k > 0) and E_k into ``folder``; the reason they are unavailable, or None."""
-    cid = opening_cid(ctx, fetched.task, k, fetched.prepared.spec.intervals_per_batch)
     if cid is None:
         return f"batch of interval {k} has no opening manifest"
     try:

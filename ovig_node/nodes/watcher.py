@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +23,7 @@ from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
-from ovig_node.nodes.judging import judge_interval
+from ovig_node.nodes.judging import Judgement, judge_interval
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
@@ -36,6 +38,7 @@ class WatcherNode:
     only_tasks: frozenset[int] | None = None
     keeper: Keeper | None = None
     poll_seconds: float = 1.0
+    workers: int = 1  # intervals replayed in parallel
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _refused: set[int] = field(default_factory=set)
 
@@ -54,53 +57,66 @@ class WatcherNode:
 
     def step(self) -> None:
         self.ctx.scanner.poll()
-        for event in self.ctx.scanner.events("BatchOpened"):
-            task, j = int(event.args["task"]), int(event.args["j"])
-            if (self.only_tasks is not None and task not in self.only_tasks) or task in self._refused:
-                continue
-            for k in self.ctx.protocol.tasks.functions.sampledIntervals(task, j).call():
-                try:
-                    self._watch(task, int(k))
-                except IpfsUnavailable as exc:
-                    self.ctx.say(f"IPFS unavailable ({exc}); will retry", style="yellow")
-                    return
+        try:
+            for (task, k, _), judgement in self._judge(self._due()):
+                if self._record(task, k, judgement):
+                    self._drive_challenges()  # at once: the challenge window is running
+        except IpfsUnavailable as exc:
+            self.ctx.say(f"IPFS unavailable ({exc}); will retry", style="yellow")
         self._drive_challenges()
         withdraw_credits(self.ctx, self.state)
 
     # --- judging -------------------------------------------------------------------------------
 
-    def _watch(self, task: int, k: int) -> None:
+    def _due(self) -> list[tuple[int, int, str]]:
+        """Sampled intervals of opened batches not judged yet, whose window closes first first."""
+        judged = self.state.get("judged", {})
+        due: list[tuple[int, int, int, str]] = []
+        for event in self.ctx.scanner.events("BatchOpened"):
+            task, j = int(event.args["task"]), int(event.args["j"])
+            if (self.only_tasks is not None and task not in self.only_tasks) or task in self._refused:
+                continue
+            if self.ctx.protocol.task(task).status not in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED):
+                continue
+            for k in self.ctx.protocol.tasks.functions.sampledIntervals(task, j).call():
+                iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
+                if f"{task}:{k}" in judged or iv.dispute != 0 or iv.cleared or self._task(task) is None:
+                    continue
+                due.append((int(event.args["challengeWindowEnd"]), task, int(k), str(event.args["openingCID"])))
+        return [(task, k, opening) for _, task, k, opening in sorted(due)]
+
+    def _judge(self, due: list[tuple[int, int, str]]) -> Iterator[tuple[tuple[int, int, str], Judgement]]:
+        """Judgements of ``due`` as they complete: one at a time, or ``workers`` replays in parallel."""
+
+        def judge(item: tuple[int, int, str]) -> Judgement:
+            task, k, opening = item
+            return judge_interval(self.ctx, self._fetched[task], k, opening, profile=self.profile_name, who="watch")
+
+        if self.workers <= 1:
+            yield from ((item, judge(item)) for item in due)
+            return
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay") as pool:
+            futures = {pool.submit(judge, item): item for item in due}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+    def _record(self, task: int, k: int, judgement: Judgement) -> bool:
+        """Persist the verdict; for a faulty one, persist a challenge to make. True if faulty."""
         key = f"{task}:{k}"
         judged = self.state.get("judged", {})
-        if key in judged:
-            return
-        iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
-        if (
-            iv.dispute != 0
-            or iv.cleared
-            or self.ctx.protocol.task(task).status
-            not in (
-                TaskStatus.ACCEPTED,
-                TaskStatus.COMMITTED,
-            )
-        ):
-            return
-        fetched = self._task(task)
-        if fetched is None:
-            return
-        judgement = judge_interval(self.ctx, fetched, k, profile=self.profile_name, who="watch")
         judged[key] = {"verdict": judgement.report["verdict"], "reason": judgement.report.get("reason"),
                        "report": judgement.report_cid}  # fmt: skip
         self.state.set("judged", judged)
         if not judgement.faulty:
             self.ctx.say(f"task {task} interval {k}: valid (report {judgement.report_cid[:12]}…)", style="green")
-            return
+            return False
         reason = Reason.OUT_OF_BOUNDS if judgement.available else Reason.UNAVAILABLE
         self.ctx.say(f"task {task} interval {k}: FAULTY ({judgement.report.get('reason')}): challenging", style="red")
         challenges = self.state.get("challenges", {})
         # The salt is on disk before the commit leaves, so a restart can always reveal.
         challenges[key] = {"salt": os.urandom(32).hex(), "reason": int(reason), "report": judgement.report_cid}
         self.state.set("challenges", challenges)
+        return True
 
     def _task(self, task: int) -> FetchedTask | None:
         if task not in self._fetched:
