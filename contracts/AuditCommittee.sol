@@ -297,8 +297,10 @@ contract AuditCommittee is IAdjudicator, ReentrancyGuard {
         if (hash == bytes32(0)) return _rearm(dispute, d, 0);
         address[] memory pool = _eligible(dispute, d);
         if (pool.length < MIN_PANEL) {
-            if (_now() >= d.openedAt + PANEL_TIMEOUT) return _finish(dispute, d, Verdict.NoDecision, new address[](0));
-            return _rearm(dispute, d, pool.length);
+            if (_now() < d.openedAt + PANEL_TIMEOUT) return _rearm(dispute, d, pool.length);
+            // Both contracts record the same outcome: a dispute whose task has ended is moot.
+            Verdict verdict = TASKS.isMoot(dispute) ? Verdict.Moot : Verdict.NoDecision;
+            return _finish(dispute, d, verdict, new address[](0));
         }
         uint256 size = panelSizeOf(d.round);
         if (size > pool.length) size = pool.length - (pool.length % 2 == 0 ? 1 : 0);

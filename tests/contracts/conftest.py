@@ -30,6 +30,28 @@ from helpers import (
 from ovig_node.chain.deploy import create_address
 
 
+def _cache_test_accounts() -> None:
+    """Ape derives every test account's key again (pure-Python HD derivation, about 20 ms each) each
+    time something iterates the accounts, which the balance checks do after every transaction; the
+    keys never change within a session, so derive each once. A speed-up only: same accounts, same keys.
+    """
+    from ape_test.accounts import TestAccountContainer
+
+    derive = TestAccountContainer.get_test_account
+    cache: dict[tuple[Any, ...], Any] = {}
+
+    def cached(self: Any, index: int) -> Any:
+        key = (self.mnemonic, self.hd_path, index)
+        if key not in cache:
+            cache[key] = derive(self, index)
+        return cache[key]
+
+    TestAccountContainer.get_test_account = cached  # type: ignore[method-assign]
+
+
+_cache_test_accounts()
+
+
 @pytest.fixture(scope="session")
 def owner(accounts: Any) -> Any:
     return accounts[0]

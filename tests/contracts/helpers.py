@@ -75,6 +75,13 @@ def leaf(task: int, k: int, end_step: int, digest: bytes) -> bytes:
     return keccak(keccak(encode(["uint256", "uint256", "uint256", "bytes32"], [task, k, end_step, digest])))
 
 
+def revert_data(signature: str, types: list[str], values: list[Any]) -> str:
+    """Hex revert data of custom error ``signature``. Ape checks neither the error class nor, for a
+    reverted deployment (no address to decode against), anything at all when given
+    ``project.X.Error``: compare the raw data instead."""
+    return "0x" + (keccak(text=signature)[:4] + encode(types, values)).hex()
+
+
 def challenge_commitment(task: int, k: int, reason: int, salt: bytes, challenger: str) -> bytes:
     """`keccak256(abi.encode(task, k, reason, salt, challenger))` (protocol 4.1)."""
     return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"], [task, k, reason, salt, challenger]))

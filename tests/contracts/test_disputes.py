@@ -663,3 +663,37 @@ def test_abandon_waits_for_an_open_dispute(
     decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
     assert tasks.getTask(task).status == SLASHED
     assert tasks.credits(owner) == REWARD + BOND * 4_000 // 10_000
+
+
+def test_a_moot_dispute_that_times_out_without_a_panel_is_recorded_moot_by_both_contracts(
+    tasks: Any,
+    committee: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    keeper: Any,
+    challenge: Any,
+    chain: Any,
+) -> None:
+    """No auditor at all, and the task is slashed for an unopened batch meanwhile: the panel timeout
+    ends the dispute as Moot (not NoDecision), as TrainingTasks records it."""
+    task = post_task(sampleBps=10_000)
+    tasks.acceptTask(task, sender=provider, value=BOND)
+    ev = evidence(task)
+    commit(ev)
+    draw(task, 0)
+    open_batch(ev, 0)
+    dispute = challenge(task, 1, watcher)
+    draw(task, 1)
+    chain.pending_timestamp = tasks.getBatch(task, 1).windowEnd
+    tasks.slashUnopened(task, 1, sender=keeper)
+    chain.pending_timestamp = committee.getDispute(dispute).openedAt + committee.PANEL_TIMEOUT()
+    chain.mine(3)
+    tx = committee.drawPanel(dispute, sender=keeper)
+    assert committee.getDispute(dispute).verdict == MOOT
+    assert [e.verdict for e in tx.events.filter(tasks.DisputeSettled)] == [MOOT]
+    assert tasks.credits(watcher) == CBOND

@@ -7,16 +7,11 @@ from typing import Any
 
 import ape
 import pytest
-from eth_abi import encode
 from eth_utils import keccak
-from helpers import ACCEPTED, COMMITTED, DEFAULTS, FINALIZED, Evidence, post_args
+from helpers import ACCEPTED, COMMITTED, DEFAULTS, FINALIZED, Evidence, post_args, revert_data
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 REWARD, BOND = DEFAULTS["reward"], DEFAULTS["providerBond"]
-
-
-def error_data(signature: str, types: list[str], values: list[Any]) -> bytes:
-    return keccak(text=signature)[:4] + encode(types, values)
 
 
 def test_honest_lifecycle_pays_provider_to_the_wei(
@@ -183,7 +178,9 @@ def test_withdraw_to_reverting_receiver_keeps_the_credit(tasks: Any, owner: Any,
     attacker.arm(tasks.withdraw.encode_input(), False, sender=owner)
     held = tasks.balance
     # The re-entrant withdraw fails, so receive() reverts, so the payment fails: nothing moves.
-    failed = error_data("TransferFailed(address,uint256)", ["address", "uint256"], [attacker.address, REWARD])
+    failed = bytes.fromhex(
+        revert_data("TransferFailed(address,uint256)", ["address", "uint256"], [attacker.address, REWARD])[2:]
+    )
     with ape.reverts(attacker.CallFailed, data=failed):
         attacker.execute(tasks.withdraw.encode_input(), sender=owner)
     assert tasks.credits(attacker) == REWARD and tasks.balance == held

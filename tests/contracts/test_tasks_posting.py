@@ -19,6 +19,7 @@ from helpers import (
     SEED_DELAY,
     SHARES,
     Evidence,
+    revert_data,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
@@ -43,23 +44,25 @@ def test_constructor_sets_parameters(tasks: Any, committee: Any) -> None:
 
 
 def test_constructor_rejects_zero_seed_delay_and_bps_above_whole(project: Any, owner: Any, committee: Any) -> None:
-    with ape.reverts(project.TrainingTasks.ZeroSeedDelay):
+    with ape.reverts(revert_data("ZeroSeedDelay()", [], [])):
         owner.deploy(project.TrainingTasks, 0, 1000, SHARES, committee)
-    with ape.reverts(project.TrainingTasks.InvalidBps, bps=10001):
+    with ape.reverts(revert_data("InvalidBps(uint256)", ["uint256"], [10001])):
         owner.deploy(project.TrainingTasks, 1, 10001, SHARES, committee)
 
 
 def test_constructor_rejects_shares_that_are_not_whole(project: Any, owner: Any, committee: Any) -> None:
-    with ape.reverts(project.TrainingTasks.SharesNotWhole, sum=9999):
+    with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [9999])):
         owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 3999, 5000, 1000, 4000), committee)
-    with ape.reverts(project.TrainingTasks.SharesNotWhole, sum=10001):
+    with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [10001])):
         owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 4000, 5000, 1001, 4000), committee)
 
 
 def test_constructor_rejects_a_committee_wired_to_another_task_contract(
     project: Any, owner: Any, committee: Any, tasks: Any
 ) -> None:
-    with ape.reverts(project.TrainingTasks.AdjudicatorMismatch, adjudicator=committee.address, itsTasks=tasks.address):
+    mismatch = revert_data("AdjudicatorMismatch(address,address)", ["address", "address"],
+                           [committee.address, tasks.address])  # fmt: skip
+    with ape.reverts(mismatch):
         owner.deploy(project.TrainingTasks, 1, 1000, SHARES, committee)
 
 
