@@ -202,6 +202,13 @@ error IntervalNotOpened(uint256 task, uint256 k);
 /// @param closedAt When its window closed.
 error IntervalWindowClosed(uint256 task, uint256 k, uint64 closedAt);
 
+/// @notice The interval's challenge window had not opened yet when the challenge was committed (its
+/// batch was opened later).
+/// @param task The task id.
+/// @param k The interval.
+/// @param opensAt When its window opened.
+error IntervalWindowNotOpen(uint256 task, uint256 k, uint64 opensAt);
+
 /// @notice A dispute of the task is still open.
 /// @param task The task id.
 /// @param disputes How many.

@@ -47,6 +47,7 @@ import {
     InvalidReason,
     InvalidSampleBps,
     InvalidWindow,
+    IntervalWindowNotOpen,
     NoChallengeWindowOpen,
     NotAdjudicator,
     NotOwner,
@@ -699,8 +700,14 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
             revert IntervalNotOpened(task, k);
         }
         iv = _opened[task][k];
-        uint64 end = _windowEnd(b, iv);
-        if (at >= end) revert IntervalWindowClosed(task, k, end);
+        // INVARIANT: the challenge was committed inside a window of this very interval: its batch's
+        // [openedAt, windowEnd), or its one extension.
+        bool inBatchWindow = at >= b.openedAt && at < b.windowEnd;
+        bool inExtension = at >= iv.extendedFrom && at < iv.extendedUntil;
+        if (!inBatchWindow && !inExtension) {
+            if (at < b.openedAt) revert IntervalWindowNotOpen(task, k, b.openedAt);
+            revert IntervalWindowClosed(task, k, _windowEnd(b, iv));
+        }
     }
 
     /// @dev End of an opened interval's challenge window: its batch's, or its extension.
@@ -755,6 +762,7 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         OpenedInterval storage iv = _opened[task][k];
         if (iv.extendedUntil != 0) return;
         uint64 end = _now() + t.terms.windows.challengeWindow;
+        iv.extendedFrom = _now();
         iv.extendedUntil = end;
         if (end > t.challengeEnd) t.challengeEnd = end;
         emit ChallengeWindowExtended(task, k, end);
@@ -882,6 +890,7 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         string calldata openingCID
     ) internal {
         uint64 end = _now() + t.terms.windows.challengeWindow;
+        b.openedAt = _now();
         b.windowEnd = end;
         b.status = BatchStatus.Opened;
         t.openedBatches += 1;

@@ -122,6 +122,8 @@ struct Batch {
     uint64 commitBlock;
     // Opening window end (drawn batches) or challenge window end (opened batches).
     uint64 windowEnd;
+    // When the batch was opened: its challenge window runs from here to windowEnd.
+    uint64 openedAt;
     // Number of sampled positions.
     uint16 sampleCount;
     // Where the batch is in its lifecycle.
@@ -154,8 +156,9 @@ struct OpenedInterval {
     bytes32 endDigest;
     // The dispute over this interval the adjudicator has not settled yet (0: none).
     uint256 dispute;
-    // End of the interval's own challenge window after an `unavailable` dispute found the files
-    // available (0: the interval's window is its batch's).
+    // The interval's own extra challenge window [extendedFrom, extendedUntil), granted once when an
+    // `unavailable` dispute found the files available (0: none).
+    uint64 extendedFrom;
     uint64 extendedUntil;
     // A dispute found the interval valid for reason out_of_bounds: later reveals are refunded.
     bool cleared;

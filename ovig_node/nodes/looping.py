@@ -17,15 +17,15 @@ from ovig_node.nodes.keeper import Keeper
 
 def keep_running(
     ctx: NodeContext,
-    step: Callable[[], bool],
+    step: Callable[[], bool | None],
     *,
     keeper: Keeper | None,
     poll_seconds: float,
     until: float | None = None,
     fatal: tuple[type[BaseException], ...] = (),
 ) -> None:
-    """Run ``step`` (then the keeper's duties) every ``poll_seconds`` until it returns True or the
-    monotonic time ``until`` passes."""
+    """Run ``step`` (then the keeper's duties) every ``poll_seconds`` until it returns True (a node
+    with an end) or the monotonic time ``until`` passes."""
     ctx.client.resume()
     while until is None or time.monotonic() < until:
         try:

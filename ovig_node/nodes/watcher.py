@@ -48,12 +48,7 @@ class WatcherNode:
 
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""
-
-        def step() -> bool:
-            self.step()
-            return False
-
-        keep_running(self.ctx, step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until)
+        keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until)
 
     def step(self) -> None:
         self.ctx.scanner.poll()

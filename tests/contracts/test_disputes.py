@@ -536,9 +536,9 @@ def test_two_disputes_one_upheld_the_other_moot_and_refunded(
     assert tasks.getTask(task).openDisputes == tasks.getTask(task).pendingCommits == 0
 
 
-def test_slashing_an_unopened_batch_makes_open_disputes_moot(
+@pytest.fixture
+def moot_dispute(
     tasks: Any,
-    committee: Any,
     post_task: Callable[..., int],
     provider: Any,
     evidence: Callable[[int], Evidence],
@@ -547,10 +547,10 @@ def test_slashing_an_unopened_batch_makes_open_disputes_moot(
     open_batch: Any,
     watcher: Any,
     keeper: Any,
-    owner: Any,
     challenge: Any,
     chain: Any,
-) -> None:
+) -> tuple[int, int]:
+    """Interval 1 disputed, then the task slashed for leaving batch 1 unopened: (task, dispute)."""
     task = post_task(sampleBps=10_000)
     tasks.acceptTask(task, sender=provider, value=BOND)
     ev = evidence(task)
@@ -561,8 +561,17 @@ def test_slashing_an_unopened_batch_makes_open_disputes_moot(
     draw(task, 1)
     chain.pending_timestamp = tasks.getBatch(task, 1).windowEnd
     tasks.slashUnopened(task, 1, sender=keeper)
+    return task, dispute
+
+
+def test_slashing_an_unopened_batch_makes_open_disputes_moot(
+    tasks: Any, committee: Any, moot_dispute: tuple[int, int], watcher: Any, keeper: Any, owner: Any
+) -> None:
+    task, dispute = moot_dispute
     assert tasks.isMoot(dispute)
+    assert tasks.getTask(task).openDisputes == 1
     committee.resolve(dispute, sender=keeper)  # still awaiting its panel: ends moot at once
+    assert tasks.getTask(task).openDisputes == 0
     assert committee.getDispute(dispute).verdict == MOOT
     assert tasks.credits(watcher) == CBOND
     keeper_share = BOND * 1_000 // 10_000
@@ -666,31 +675,11 @@ def test_abandon_waits_for_an_open_dispute(
 
 
 def test_a_moot_dispute_that_times_out_without_a_panel_is_recorded_moot_by_both_contracts(
-    tasks: Any,
-    committee: Any,
-    post_task: Callable[..., int],
-    provider: Any,
-    evidence: Callable[[int], Evidence],
-    commit: Any,
-    draw: Any,
-    open_batch: Any,
-    watcher: Any,
-    keeper: Any,
-    challenge: Any,
-    chain: Any,
+    tasks: Any, committee: Any, moot_dispute: tuple[int, int], watcher: Any, keeper: Any, chain: Any
 ) -> None:
     """No auditor at all, and the task is slashed for an unopened batch meanwhile: the panel timeout
     ends the dispute as Moot (not NoDecision), as TrainingTasks records it."""
-    task = post_task(sampleBps=10_000)
-    tasks.acceptTask(task, sender=provider, value=BOND)
-    ev = evidence(task)
-    commit(ev)
-    draw(task, 0)
-    open_batch(ev, 0)
-    dispute = challenge(task, 1, watcher)
-    draw(task, 1)
-    chain.pending_timestamp = tasks.getBatch(task, 1).windowEnd
-    tasks.slashUnopened(task, 1, sender=keeper)
+    _, dispute = moot_dispute
     chain.pending_timestamp = committee.getDispute(dispute).openedAt + committee.PANEL_TIMEOUT()
     chain.mine(3)
     tx = committee.drawPanel(dispute, sender=keeper)
