@@ -14,9 +14,9 @@ STAMP_TOOLS := .tools/.installed
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export SOLCX_BINARY_PATH := $(CURDIR)/.tools/solcx
 
-.PHONY: setup demo test lint clean
+.PHONY: setup browser demo test lint clean
 
-setup: $(STAMP_PY) $(STAMP_NPM) $(STAMP_TOOLS)
+setup: $(STAMP_PY) $(STAMP_NPM) $(STAMP_TOOLS) browser
 
 $(STAMP_PY): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -39,6 +39,15 @@ $(STAMP_TOOLS): $(STAMP_NPM) tools/solc/solc tools/solc/solc.cjs package.json
 	ln -sfn "$$(ls -d $(CURDIR)/node_modules/@foundry-rs/anvil-*/bin/anvil | head -n 1)" .tools/bin/anvil
 	.tools/bin/anvil --version >/dev/null
 	touch $@
+
+# The dashboard's browser test runs Debian's chromium (Playwright's own browser download is not
+# reachable here). Installed once, where apt-get exists; elsewhere that test is skipped with a reason.
+browser:
+	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null; then \
+	  sudo="$$( [ "$$(id -u)" = 0 ] || echo sudo )"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium chromium-driver \
+	    || echo "warning: could not install chromium; the dashboard's browser test will be skipped"; \
+	fi
 
 demo: setup
 	$(VENV)/bin/ovig demo

@@ -496,17 +496,19 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: int, alpha: flo
 @data_dir_option
 @port_options
 @click.option("--down/--keep-running", default=False, help="Stop the devnet at the end [keep it running].")
-def demo_cmd(data_dir: Path | None, down: bool, **options: int | float | None) -> None:
+@click.option("--serve/--no-serve", default=True, help="Serve the dashboard at the end until Ctrl-C [serve].")
+def demo_cmd(data_dir: Path | None, down: bool, serve: bool, **options: int | float | None) -> None:
     """The main job: the whole system on the devnet, an honest task and a cheated one, end to end."""
     from ovig_node.nodes.demo import run_demo
 
-    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console)
+    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console, serve=serve)
 
 
 def _add_node_commands() -> None:
+    from ovig_node.api.cli import api
     from ovig_node.node_cli import COMMANDS
 
-    for command in COMMANDS:
+    for command in (*COMMANDS, api):
         cli.add_command(command)
 
 

@@ -99,7 +99,8 @@ def watcher() -> None:
 
 @watcher.command("run")
 @click.option("--task", "task_ids", type=int, multiple=True, help="Watch only these tasks [all].")
-@click.option("--profile", default="reference", show_default=True, help="Execution profile of replays.")
+@click.option("--profile", default="reference", show_default=True,
+              help="Replay profile; 'a,b': a rejection under a stands only if b rejects too.")  # fmt: skip
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Parallel replays.")
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @connection_options
@@ -122,7 +123,8 @@ def auditor() -> None:
 
 
 @auditor.command("run")
-@click.option("--profile", default="reference", show_default=True, help="Execution profile of replays.")
+@click.option("--profile", default="reference", show_default=True,
+              help="Replay profile; 'a,b': a rejection under a stands only if b rejects too.")  # fmt: skip
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @connection_options
 def auditor_run(profile: str, seconds: float | None, **options: Any) -> None:

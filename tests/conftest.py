@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +50,27 @@ def ipfs_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IpfsNode]:
 def ipfs(ipfs_node: IpfsNode) -> Iterator[IpfsClient]:
     with ipfs_node.client(fetch_timeout=10) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def vision_task(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The verification tests' tiny vision task (``verify_support``): 5 intervals of 10 steps."""
+    import verify_support
+
+    return verify_support.tiny_task(tmp_path_factory.mktemp("vision-task"))
+
+
+@pytest.fixture(scope="session")
+def vision_claims(vision_task: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Its honest claims, trained on the reference profile."""
+    import verify_support
+
+    return verify_support.honest_claims(vision_task, tmp_path_factory.mktemp("vision-claims"))
+
+
+@pytest.fixture(scope="session")
+def vision_boundary(vision_task: Any, vision_claims: Path) -> Any:
+    """Its boundary, calibrated on intervals 0, 2 and 4: intervals 1 and 3 stay held out."""
+    import verify_support
+
+    return verify_support.spread_boundary(vision_task, vision_claims)

@@ -91,7 +91,9 @@ def test_deploy_rewires_the_pair_when_the_task_contract_is_gone(devnet: Devnet, 
     assert "AuditCommittee: deployed at" in result.stdout and "TrainingTasks: deployed at" in result.stdout
     contracts = json.loads(deployments.read_text())["contracts"]
     w3 = connect(devnet.info().rpc_url)
-    committee = w3.eth.contract(address=contracts["AuditCommittee"]["address"], abi=artifacts.load("AuditCommittee").abi)
+    committee = w3.eth.contract(
+        address=contracts["AuditCommittee"]["address"], abi=artifacts.load("AuditCommittee").abi
+    )
     assert committee.functions.TASKS().call() == contracts["TrainingTasks"]["address"]
 
 

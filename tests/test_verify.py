@@ -16,68 +16,77 @@ from ovig_node.attacks.builtin import RowTamper
 from ovig_node.training.evidence import Evidence, read_evidence, write_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
-from ovig_node.training.taskfiles import PreparedTask, prepare_task
-from ovig_node.verify.boundary import BoundaryProfile, calibrate
-from ovig_node.verify.evaluate import AttackCase, EvalSettings, evaluate, markdown, summarise
+from ovig_node.training.taskfiles import PreparedTask
+from ovig_node.verify.boundary import REL_TAIL, BoundaryProfile, bounds_of, spread_positions
+from ovig_node.verify.check import Verdict
+from ovig_node.verify.evaluate import AttackCase, EvalSettings, evaluate
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import replay_and_judge
 from ovig_node.verify.stats import PERCENTILES, percentiles
+from ovig_node.verify.summary import markdown, summarise
 from support import run_ovig
-
-CALIBRATION_PROFILES = ["micro2", "micro4", "micro4-fp64acc"]
-HELD_OUT = "threads2-micro2"  # never used in calibration
+from verify_support import CALIBRATION_PROFILES, HELD_OUT, HELD_OUT_PROFILES
 
 
 @pytest.fixture(scope="module")
-def task(tmp_path_factory: pytest.TempPathFactory) -> PreparedTask:
-    return prepare_task("vision", tmp_path_factory.mktemp("verify"), tiny=True, total_steps=50, stride=10,
-                        intervals_per_batch=5)  # fmt: skip
+def task(vision_task: PreparedTask) -> PreparedTask:
+    return vision_task
 
 
 @pytest.fixture(scope="module")
-def boundary(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> BoundaryProfile:
-    return calibrate(
-        task,
-        claim_profile=get_profile("reference"),
-        replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES],
-        # Every interval of this short run: calibrated on a 2-interval prefix, later intervals of the tiny
-        # model drift 1.2-2.4x beyond 3x the prefix's bounds (optimizer moments and probe grow), a known
-        # limit of prefix calibration on runs this short.
-        intervals=5,
-        alpha=3.0,
-        work_dir=tmp_path_factory.mktemp("calibration"),
-    )
+def claims(vision_claims: Path) -> Path:
+    return vision_claims
 
 
 @pytest.fixture(scope="module")
-def claims(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("claims")
-    train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, out, get_profile("reference")))
-    return out
+def boundary(vision_boundary: BoundaryProfile) -> BoundaryProfile:
+    return vision_boundary
 
 
-def check(task: PreparedTask, boundary: BoundaryProfile, claims: Path, k: int, claimed_end: Evidence):
+def check(task: PreparedTask, boundary: BoundaryProfile, claims: Path, k: int, claimed_end: Evidence) -> Verdict:
     start = read_evidence(evidence_path(claims, k - 1))
-    return replay_and_judge(task, k, start, claimed_end, boundary, profile=get_profile(HELD_OUT))[0]
+    return replay_and_judge(task, k, start, claimed_end, boundary, profiles=HELD_OUT_PROFILES).verdict
 
 
 def test_percentiles_are_exact_nearest_rank() -> None:
-    values = np.random.default_rng(0).standard_normal(10_001)
-    ranked = np.sort(values)
-    assert percentiles(values) == [ranked[int(np.ceil(p / 100 * values.size)) - 1] for p in PERCENTILES]
+    rng = np.random.default_rng(0)
+    dense = np.abs(rng.standard_normal(300_001)).astype(np.float32)  # large enough for the sampled threshold
+    mostly_zero = np.concatenate([np.zeros(200_000, dtype=np.float32), dense[:100_001]])  # like honest drift
+    quantised = np.round(dense * 4) / 4  # many equal values, as float32 differences are
+    for values in (dense, rng.permutation(mostly_zero), quantised, dense[:10_001]):
+        ranked = np.sort(values)
+        assert percentiles(values) == [ranked[int(np.ceil(p / 100 * values.size)) - 1] for p in PERCENTILES]
+    with_nan = dense.copy()
+    with_nan[7] = np.nan
+    assert np.isnan(percentiles(with_nan)[-1])  # a NaN is never within a bound
     assert percentiles(np.array([3.0])) == [3.0] * 5
     assert percentiles(np.zeros(0)) == [0.0] * 5
 
 
 def test_calibration_records_drift_per_signal(boundary: BoundaryProfile) -> None:
-    assert boundary.profiles == CALIBRATION_PROFILES and boundary.replays == 15
+    assert boundary.profiles == CALIBRATION_PROFILES and boundary.replays == 9
+    assert boundary.positions == [0, 2, 4] and boundary.intervals == 3 and boundary.rel_tail == REL_TAIL
     assert boundary.stride == 10 and boundary.workload == "vision"
     weights = boundary.signals["weights"].abs
     assert weights == sorted(weights) and 0 < weights[-1] < 1e-4  # honest drift is tiny but real
     assert boundary.signals["probe"].abs[-1] > 0
     assert boundary.replay_seconds_max > 0
     assert BoundaryProfile.model_validate_json(boundary.model_dump_json()) == boundary
+
+
+def test_positions_spread_from_first_to_last_interval() -> None:
+    assert spread_positions(12, 4) == [0, 4, 7, 11]
+    assert spread_positions(5, 9) == [0, 1, 2, 3, 4]
+    assert spread_positions(7, 1) == [0]
+
+
+def test_rel_p100_bound_follows_the_one_over_x_tail_not_the_sample_maximum() -> None:
+    # Five replays' [p50, p100]: the p100 column's median is 2e-4, so the tail model asks >= 2e-4 / (2 * 1e-3).
+    rows = [[1e-7, 1e-4], [2e-7, 2e-4], [1e-7, 3e-4], [3e-7, 2e-4], [1e-7, 5e-3]]
+    assert bounds_of(rows, tail=None) == [3e-7, 5e-3]
+    assert bounds_of(rows, tail=1e-3) == [3e-7, pytest.approx(0.1)]
+    assert bounds_of([[0.0, 0.0]] * 3, tail=1e-3) == [0.0, 0.0]
 
 
 def test_replay_with_the_claims_profile_reproduces_the_claim_exactly(task: PreparedTask, claims: Path) -> None:
@@ -89,10 +98,30 @@ def test_replay_with_the_claims_profile_reproduces_the_claim_exactly(task: Prepa
 def test_honest_interval_passes_on_a_held_out_profile(
     task: PreparedTask, boundary: BoundaryProfile, claims: Path
 ) -> None:
-    for k in (1, 2, 3, 4):
-        verdict = check(task, boundary, claims, k, read_evidence(evidence_path(claims, k)))
-        assert verdict.valid, (k, verdict.reason, verdict.margin)
-        assert verdict.margin is not None and verdict.margin <= 0
+    for k in (1, 3):  # calibration never saw these intervals, nor these profiles
+        start, end = (read_evidence(evidence_path(claims, j)) for j in (k - 1, k))
+        judged = replay_and_judge(task, k, start, end, boundary, profiles=HELD_OUT_PROFILES)
+        assert judged.verdict.valid, (k, judged.verdict.reason, judged.verdict.margin)
+        assert judged.verdict.margin is not None and judged.verdict.margin <= 0
+        assert judged.replays == HELD_OUT[:1]  # a pass needs no confirmation
+
+
+def test_a_rejection_stands_only_if_every_replay_rejects(
+    task: PreparedTask, claims: Path, boundary: BoundaryProfile
+) -> None:
+    # A boundary of zeros rejects any drift at all: the held-out replay rejects the honest claim, a replay
+    # on the claim's own profile reproduces it bit for bit and accepts it, so the claim is valid.
+    zero = boundary.model_copy(update={"signals": {name: type(b)(abs=[0.0] * 5, rel=[0.0] * 5)
+                                                   for name, b in boundary.signals.items()}})  # fmt: skip
+    start, end = (read_evidence(evidence_path(claims, k)) for k in (2, 3))
+    judged = replay_and_judge(task, 3, start, end, zero, profiles=[get_profile(HELD_OUT[0]), get_profile("reference")])
+    assert not judged.first["all"].valid and judged.verdict.valid
+    assert judged.replays == [HELD_OUT[0], "reference"] and judged.deciding["all"] == "reference"
+    tampered = replace(end, model={k: v * 1.001 for k, v in end.model.items()})
+    judged = replay_and_judge(
+        task, 3, start, tampered, zero, profiles=[get_profile(HELD_OUT[0]), get_profile("reference")]
+    )
+    assert judged.verdict.reason == "out_of_bounds" and len(judged.replays) == 2
 
 
 def test_perturbed_weights_are_out_of_bounds(task: PreparedTask, boundary: BoundaryProfile, claims: Path) -> None:
@@ -103,6 +132,14 @@ def test_perturbed_weights_are_out_of_bounds(task: PreparedTask, boundary: Bound
     assert (verdict.verdict, verdict.reason) == ("faulty", "out_of_bounds")
     assert verdict.margin is not None and verdict.margin > 1
     assert not all(row["ok"] for row in verdict.signals["weights"]["abs"])
+
+
+def test_a_nan_in_the_claim_is_out_of_bounds(task: PreparedTask, boundary: BoundaryProfile, claims: Path) -> None:
+    claim = read_evidence(evidence_path(claims, 3))
+    model = {**claim.model, "fc1.bias": claim.model["fc1.bias"].clone()}
+    model["fc1.bias"][0] = float("nan")
+    verdict = check(task, boundary, claims, 3, replace(claim, model=model))
+    assert (verdict.reason, verdict.failing) == ("out_of_bounds", ["weights"])
 
 
 def test_one_changed_row_is_caught_because_every_coordinate_counts(
@@ -141,20 +178,24 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
     task: PreparedTask, claims: Path, tmp_path: Path
 ) -> None:
     boundary_file = tmp_path / "boundary.json"
-    made = run_ovig("calibrate", "--spec", str(task.spec_path), "--intervals", "5", "--out", str(boundary_file))
+    made = run_ovig("calibrate", "--spec", str(task.spec_path), "--intervals", "3", "--out", str(boundary_file),
+                    "--work", str(claims))  # fmt: skip
     assert made.returncode == 0, made.stderr
-    assert BoundaryProfile.model_validate_json(boundary_file.read_text()).profiles == CALIBRATION_PROFILES
+    written = BoundaryProfile.model_validate_json(boundary_file.read_text())
+    assert written.profiles == CALIBRATION_PROFILES and written.positions == [0, 2, 4]
 
     def verify(evidence: Path, *extra: str) -> tuple[int, dict[str, object]]:
         report = tmp_path / "report.json"
         report.unlink(missing_ok=True)
         files = ["--spec", str(task.spec_path), "--evidence", str(evidence), "--boundary", str(boundary_file)]
-        result = run_ovig("verify", *files, "--interval", "3", "--profile", HELD_OUT, "--report", str(report), *extra)
+        result = run_ovig("verify", *files, "--interval", "3", "--profile", ",".join(HELD_OUT), "--report", str(report),
+                          *extra)  # fmt: skip
         return result.returncode, json.loads(report.read_text())
 
     code, report = verify(claims)
     assert (code, report["verdict"], report["reason"]) == (0, "valid", "within_bounds")
-    assert report["profile"]["name"] == HELD_OUT and report["seconds"]["replay"] > 0
+    assert report["profile"]["name"] == HELD_OUT[0] and report["seconds"]["replay"] > 0
+    assert report["replays"] == HELD_OUT[:1]
 
     tampered = tmp_path / "tampered"
     (tampered / "evidence").mkdir(parents=True)
@@ -162,7 +203,7 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
     claim = read_evidence(evidence_path(claims, 3))
     write_evidence(evidence_path(tampered, 3), replace(claim, model={k: v * 1.001 for k, v in claim.model.items()}))
     code, report = verify(tampered)
-    assert (code, report["reason"]) == (3, "out_of_bounds")
+    assert (code, report["reason"]) == (3, "out_of_bounds") and report["replays"] == HELD_OUT  # confirmed
 
     code, report = verify(claims, "--digest", "0" * 64)
     assert (code, report["reason"]) == (3, "corrupt")
@@ -221,23 +262,29 @@ def test_bad_attack_names_give_clear_errors() -> None:
         load_attack("lr_tamper", intervals=frozenset({1}), speed=3)
 
 
-def test_evaluation_reports_asr_fpr_frontier_and_plots(tmp_path: Path) -> None:
+def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) -> None:
     settings = EvalSettings(
         strides=(5,),
         intervals=4,
-        calibration_intervals=2,
-        attacks=(AttackCase("micro_batch_drop", {"keep": 0.5}),
+        calibration_profiles=("micro2", "micro4", "micro4-fp64acc"),
+        attacks=(AttackCase("micro_batch_drop", {"keep": 0.5}), AttackCase("optimizer_tamper", {"scale": 0.0}),
                  *(AttackCase("row_tamper", {"delta": d}, strength="delta") for d in (1e-9, 1e-4))),
     )  # fmt: skip
+    assert (settings.positions, settings.held_out, settings.attacked) == ([0, 2], [1, 3], 1)
     summary = summarise(settings, evaluate(settings, tmp_path / "work"))
-    assert summary["asr"]['micro_batch_drop {"keep": 0.5}'] == 0.0
-    assert summary["asr"]['row_tamper {"delta": 1e-09}'] == 1.0  # below float32 resolution here: invisible
-    assert summary["frontier"] == {5: 1e-4}
-    assert set(summary["fpr"]) == {5} and 0.0 <= summary["fpr"][5] <= 1.0
-    assert len(summary["honest"][5]) == 2 * len(settings.held_out_profiles)
+    assert summary["asr"]["micro_batch_drop keep=0.5"] == 0.0
+    assert summary["asr"]["row_tamper delta=1e-09"] == 1.0  # below float32 resolution here: invisible
+    assert summary["frontier"] == {"row_tamper": {5: 1e-4}}
+    assert summary["fpr"] == {5: 0.0} and len(summary["honest"][5]) == 2
+    ablation = summary["ablation"][5]
+    assert "optimizer_tamper scale=0" in ablation["weights+probe"]["missed"]  # only the optimizer state shows it
+    assert ablation["all"]["missed"] == ["row_tamper delta=1e-09"]
+    effect = summary["rows"][0]["effect"]
+    assert effect["moved"] > 0 and effect["target_loss"] > 0 and 0 <= effect["backdoor_success"] <= 1
     table = markdown(summary)
     assert "| micro_batch_drop keep=0.5 | caught (out_of_bounds" in table
-    assert "| row_tamper: smallest delta caught | 0.0001 |" in table
+    assert "| row_tamper: smallest strength caught | 0.0001 |" in table
+    assert "| weights+probe | FPR 0%;" in table
     plot_margins(summary, tmp_path / "m.png")
     plot_honest(summary, tmp_path / "h.png")
     assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

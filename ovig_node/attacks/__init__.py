@@ -6,7 +6,7 @@ An attack is a plugin: any ``package.module:callable`` returning an :class:`Atta
 
 from __future__ import annotations
 
-from ovig_node.attacks.base import Attack, load_attack
+from ovig_node.attacks.base import Attack, AttackContext, load_attack
 from ovig_node.attacks.builtin import BUILTIN
 
-__all__ = ["BUILTIN", "Attack", "load_attack"]
+__all__ = ["BUILTIN", "Attack", "AttackContext", "load_attack"]

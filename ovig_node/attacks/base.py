@@ -4,13 +4,22 @@ Every hook defaults to honest behaviour, so an attack overrides only what it cha
 runs the hooks only for steps inside ``intervals``; everything else, including the probe gradient and
 the evidence format, stays honest, so the attacked evidence is well formed and only the replay
 comparison can tell.
+
+Order within one attacked step (``training_step``):
+
+1. ``lr`` and ``batch`` choose what the step trains on, ``compute_dtype`` its precision;
+2. ``gradients`` changes ``.grad`` before the optimizer step, ``skip_update`` may leave it out;
+3. ``after_update`` changes the weights, then ``after_optimizer`` the optimizer state.
+
+``setup`` runs once before the first step with the task's :class:`AttackContext`, so an attack that
+needs the workload (a target objective, a trigger, the interval layout) finds it in ``self.context``.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -18,21 +27,53 @@ from torch import nn
 from ovig_node.errors import OvigError
 from ovig_node.protocol.intervals import Layout
 
+if TYPE_CHECKING:
+    from ovig_node.protocol.spec import TaskSpec
+    from ovig_node.training.workloads import Dataset, Workload
+
 
 class AttackError(OvigError, ValueError):
     """An attack that cannot be loaded or configured."""
 
 
 @dataclass(frozen=True)
+class AttackContext:
+    """What the trainer knows about the task, handed to an attack once before training."""
+
+    spec: TaskSpec
+    workload: Workload
+    dataset: Dataset
+
+
+@dataclass(frozen=True)
 class Attack:
     intervals: frozenset[int]  # the intervals the provider fakes
+    # What the attack remembers between hooks (its context, saved tensors): the one mutable part of
+    # an otherwise frozen configuration, left out of equality and repr.
+    memory: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def name(self) -> str:
         return type(self).__name__
 
+    @property
+    def context(self) -> AttackContext:
+        if "context" not in self.memory:
+            raise AttackError(f"{self.name} needs the task context: the trainer calls setup() before training")
+        context: AttackContext = self.memory["context"]
+        return context
+
     def active(self, step: int, layout: Layout) -> bool:
         return step < layout.total_steps and step // layout.stride in self.intervals
+
+    def last_step(self, step: int) -> bool:
+        """True for the last step of an interval (the one whose state becomes E_k)."""
+        layout = self.context.spec.layout
+        return step + 1 == layout.end_step(step // layout.stride)
+
+    def setup(self, context: AttackContext) -> None:
+        """Called once before the first step; subclasses that override it call ``super().setup``."""
+        self.memory["context"] = context
 
     def batch(self, step: int, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The examples (and random draws) the step really trains on."""
@@ -55,6 +96,9 @@ class Attack:
 
     def after_update(self, step: int, model: nn.Module) -> None:
         """Change the weights after the optimizer step."""
+
+    def after_optimizer(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+        """Change the optimizer state (moments, step counters) after the optimizer step."""
 
 
 def load_attack(target: str, *, intervals: frozenset[int], **params: Any) -> Attack:

@@ -1,14 +1,22 @@
-"""Built-in attacks: OVIG's shortcut attacks and the ones a provider would try next."""
+"""Built-in attacks: OVIG's shortcut attacks and the ones a provider would try next.
+
+The shortcut attacks live here; steering attacks in :mod:`~ovig_node.attacks.manipulation`, attacks on the
+committed state in :mod:`~ovig_node.attacks.state`, the boundary-aware attacker in
+:mod:`~ovig_node.attacks.adaptive`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from ovig_node.attacks.adaptive import BoundaryAware
 from ovig_node.attacks.base import Attack, AttackError
+from ovig_node.attacks.manipulation import Backdoor, TargetedGradient
+from ovig_node.attacks.state import InterpolatedEndpoint, OptimizerTamper
 
 INPUT_FIELDS = ("image", "input_ids")  # the model inputs of the built-in workloads
 
@@ -53,15 +61,15 @@ class StaleGradient(Attack):
     replay: half the backward passes could be skipped)."""
 
     every: int = 2
-    _last: dict[str, torch.Tensor] = field(default_factory=dict, compare=False, repr=False)
 
     def gradients(self, step: int, model: nn.Module) -> None:
         params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
-        if step % self.every == 0 and self._last:
+        last: dict[str, torch.Tensor] = self.memory.setdefault("last_gradient", {})
+        if step % self.every == 0 and last:
             for name, param in params:
-                param.grad = self._last[name].clone()
+                param.grad = last[name].clone()
         else:
-            self._last.update({name: param.grad.detach().clone() for name, param in params})
+            last.update({name: param.grad.detach().clone() for name, param in params})
 
 
 @dataclass(frozen=True)
@@ -108,4 +116,9 @@ BUILTIN: dict[str, Callable[..., Attack]] = {
     "lr_tamper": LrTamper,
     "skip_steps": SkipSteps,
     "row_tamper": RowTamper,
+    "targeted_gradient": TargetedGradient,
+    "backdoor": Backdoor,
+    "optimizer_tamper": OptimizerTamper,
+    "interpolated_endpoint": InterpolatedEndpoint,
+    "boundary_aware": BoundaryAware,
 }

@@ -62,7 +62,9 @@ class DemoResult:
     lines: list[str] = field(default_factory=list)
 
 
-def run_demo(net: Devnet, *, stop_at_end: bool, console: Console, timeout: float = 300) -> DemoResult:
+def run_demo(
+    net: Devnet, *, stop_at_end: bool, console: Console, timeout: float = 300, serve: bool = False
+) -> DemoResult:
     started = time.monotonic()
     console.rule("1. devnet and contracts")
     with console.status("starting anvil and the IPFS node ..."):
@@ -109,6 +111,8 @@ def run_demo(net: Devnet, *, stop_at_end: bool, console: Console, timeout: float
     console.print(_summary(result))
     result.seconds = time.monotonic() - started
     _check(result)
+    if serve:
+        _serve_dashboard(net, folder, console)
     if stop_at_end:
         net.down()
     console.print(f"done in {result.seconds:.0f}s. devnet config: {net.info_path}")
@@ -242,3 +246,19 @@ def _summary(result: DemoResult) -> Table:
         if any(paid):
             table.add_row(role, *(f"{p / ETHER:g}" if p else "" for p in paid))
     return table
+
+
+def _serve_dashboard(net: Devnet, folder: Path, console: Console) -> None:
+    """6. The owner's dashboard over what just happened, until Ctrl-C."""
+    from ovig_node.api.main import create_app
+    from ovig_node.api.server import serve
+    from ovig_node.api.settings import devnet_settings
+    from ovig_node.devnet.processes import free_port, port_free
+
+    console.rule("6. the owner's dashboard")
+    labels = {devnet_account(i).address: role for i, role in ROLES.items()}
+    watchers = (folder / "nodes" / f"watcher-{WATCHER}",)
+    app = create_app(devnet_settings(net.data_dir, labels=labels, watcher_homes=watchers))
+    port = 8000 if port_free("127.0.0.1", 8000) else free_port()
+    console.print(f"dashboard: [bold]http://127.0.0.1:{port}/[/]  (API docs: /docs). Ctrl-C to stop serving.")
+    serve(app, host="127.0.0.1", port=port)

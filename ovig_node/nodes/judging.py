@@ -55,8 +55,10 @@ def judge_interval(
         report = {"task": task, "interval": k, "verdict": FAULTY, "reason": "unavailable", "detail": missing}
         available = False
     else:
-        report = verify_interval(fetched.prepared, folder, k, fetched.boundary, profile=get_profile(profile),
-                                 task=task, end_sha256=bytes(iv.endDigest).hex())  # fmt: skip
+        # "a,b": replay under a; a rejection stands only if b's replay rejects too (a branch flip is not fraud).
+        profiles = [get_profile(name) for name in profile.split(",")]
+        report = verify_interval(fetched.prepared, folder, k, fetched.boundary, profiles=profiles, task=task,
+                                 end_sha256=bytes(iv.endDigest).hex())  # fmt: skip
         available = True
     cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1, default=float).encode(), name="report.json").cid
     return Judgement(report, cid, available)

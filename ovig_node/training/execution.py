@@ -56,7 +56,9 @@ PROFILES: dict[str, ExecutionProfile] = {
         ExecutionProfile("reference"),
         ExecutionProfile("threads2", threads=2),
         ExecutionProfile("micro2", micro_batches=2),
+        ExecutionProfile("micro3", micro_batches=3),  # uneven parts: 32 examples split 11 + 11 + 10
         ExecutionProfile("micro4", micro_batches=4),
+        ExecutionProfile("micro8", micro_batches=8),
         ExecutionProfile("micro4-fp64acc", micro_batches=4, accumulate="float64"),
         ExecutionProfile("threads2-micro2", threads=2, micro_batches=2),
         ExecutionProfile("cuda", device="cuda"),

@@ -21,10 +21,9 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from ovig_node.attacks.base import Attack
+from ovig_node.attacks.base import Attack, AttackContext
 from ovig_node.files import file_sha256
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
-from ovig_node.protocol.schedule import batch_indices
 from ovig_node.protocol.spec import TaskSpec
 from ovig_node.training.evidence import (
     Evidence,
@@ -36,7 +35,7 @@ from ovig_node.training.evidence import (
 )
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.optim import build_optimizer, load_optimizer_state, lr_at, optimizer_state, set_lr
-from ovig_node.training.workloads import Dataset, Workload, get_workload, step_seed
+from ovig_node.training.workloads import Dataset, Workload, get_workload, step_batch
 
 
 @dataclass(frozen=True)
@@ -91,6 +90,8 @@ def train(
     dataset = Dataset.load(run.dataset_path)
     model = load_initial_model(workload, config, run.init_path).to(run.profile.device)
     optimizer = build_optimizer(spec.optimizer, model)
+    if run.attack is not None:
+        run.attack.setup(AttackContext(spec, workload, dataset))
 
     # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file)
     for partial in run.out_dir.glob("evidence/.E_*.tmp"):
@@ -134,7 +135,7 @@ def training_step(
     """One optimizer step at the learning rate of ``step`` on its batch; returns the loss.
 
     An ``attack`` active at this step may change the batch, the learning rate, the gradients, skip
-    the update or change the weights after it; honest training passes None.
+    the update or change the weights and optimizer state after it; honest training passes None.
     """
     cheat = attack if attack is not None and attack.active(step, spec.layout) else None
     lr = lr_at(spec.optimizer, step, spec.total_steps)
@@ -147,6 +148,7 @@ def training_step(
     optimizer.zero_grad(set_to_none=True)
     if cheat:
         cheat.after_update(step, model)
+        cheat.after_optimizer(step, model, optimizer)
     return loss
 
 
@@ -164,10 +166,7 @@ def compute_gradients(
     The profile splits the batch into micro-batches (each weighted by its share of the batch) and
     may sum their gradients in float64: same mathematics, different rounding.
     """
-    generator = torch.Generator().manual_seed(step_seed(spec.seed, step))
-    indices = batch_indices(spec.seed, dataset.examples, spec.batch_size, step)
-    # Data and random draws are made on the CPU, then moved: every device trains on the same numbers.
-    batch = dataset.batch(indices) | workload.randomness(len(indices), generator, spec.workload.config)
+    batch = step_batch(workload, dataset, spec, step)
     if attack is not None:
         batch = attack.batch(step, batch)
     batch = {name: tensor.to(profile.device) for name, tensor in batch.items()}

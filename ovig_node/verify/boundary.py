@@ -1,14 +1,24 @@
 """The empirical boundary (protocol section 2.5): how far honest replays land from honest claims.
 
-Calibration trains the task's first ``N`` intervals honestly (the claims), replays each interval from
-its claimed start under several execution profiles, and records, per signal, kind and percentile, the
-largest difference seen. An interval passes only if each of its values is ``<= alpha * bound``.
+Calibration trains honest claims up to the last calibrated interval, replays each calibrated interval
+from its claimed start under several execution profiles, and records, per signal, kind and
+percentile, the largest difference seen. An interval passes only if each of its values is
+``<= alpha * bound``. Two choices make the bound hold beyond the replays it was measured on:
+
+- **positions spread over the run** (:func:`spread_positions`), not only its first intervals: honest
+  drift follows the phase of training (optimizer moments and gradients grow, the schedule moves), so
+  a prefix under-covers later intervals;
+- **a tail model for the largest relative difference** (``rel`` at p100). That value is set by the
+  claim's coordinate nearest zero: with a density of coordinates around zero it has a 1/x tail,
+  ``P(X > x) ~ median / (2x)``, so a maximum over a few dozen replays cannot bound it. Its bound is at
+  least the value that tail leaves ``rel_tail`` of replays above, ``median / (2 rel_tail)``.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -21,6 +31,8 @@ from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.stats import PERCENTILES, SECTION_OF, SIGNALS, difference_profiles
+
+REL_TAIL = 1e-3  # share of honest replays the tail model lets past the rel p100 bound (before alpha)
 
 
 class SignalBounds(BaseModel):
@@ -37,7 +49,9 @@ class BoundaryProfile(BaseModel):
     signals: dict[str, SignalBounds]  # weights, optim, probe
     claim_profile: str  # the profile the honest claims were trained with
     profiles: list[str]  # the profiles honest replays ran under
-    intervals: int  # intervals calibrated on (the first N)
+    intervals: int  # intervals calibrated on (how many)
+    positions: list[int] = []  # which intervals (empty in profiles older than this field: the first N)
+    rel_tail: float | None = None  # the tail model's exceedance for rel p100 (None: plain maximum)
     replays: int  # replays measured (intervals x profiles)
     torch: str
     replay_seconds_max: float  # the slowest honest replay of one interval
@@ -46,26 +60,37 @@ class BoundaryProfile(BaseModel):
         return self.alpha * getattr(self.signals[signal], kind)[index]
 
 
+def spread_positions(intervals: int, count: int) -> list[int]:
+    """``count`` intervals evenly spread from the first to the last of ``intervals``."""
+    if count >= intervals:
+        return list(range(intervals))
+    if count == 1:
+        return [0]
+    return sorted({round(i * (intervals - 1) / (count - 1)) for i in range(count)})
+
+
 def calibrate(
     prepared: PreparedTask,
     *,
     claim_profile: ExecutionProfile,
     replay_profiles: list[ExecutionProfile],
-    intervals: int,
+    positions: Sequence[int],
     alpha: float,
     work_dir: Path,
+    rel_tail: float | None = REL_TAIL,
     on_replay: Callable[[int, str], None] | None = None,
 ) -> BoundaryProfile:
-    """Honest claims for the first ``intervals`` intervals, then every (interval, profile) replay."""
+    """Honest claims in ``work_dir`` (trained if missing), then every (position, profile) replay."""
     spec: TaskSpec = prepared.spec
-    intervals = min(intervals, spec.layout.intervals)
+    positions = sorted({k for k in positions if 0 <= k < spec.layout.intervals})
+    if not positions:
+        raise ValueError("calibration needs at least one interval of the task")
     claims = TrainRun(spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path, work_dir, claim_profile)
-    train(claims, stop_at=spec.layout.end_step(intervals - 1))
-    worst = {signal: {"abs": [0.0] * len(PERCENTILES), "rel": [0.0] * len(PERCENTILES)} for signal in SIGNALS}
+    train(claims, stop_at=spec.layout.end_step(positions[-1]))  # resumes: a no-op when the claims exist
+    seen: dict[tuple[str, str], list[list[float]]] = {(s, kind): [] for s in SIGNALS for kind in ("abs", "rel")}
     slowest = 0.0
-    for k in range(intervals):
-        start = read_claim(work_dir, k - 1)
-        end = read_claim(work_dir, k)
+    for k in positions:
+        start, end = read_claim(work_dir, k - 1), read_claim(work_dir, k)
         for profile in replay_profiles:
             started = time.monotonic()
             replayed = replay_interval(prepared, k, start, profile=profile)
@@ -74,21 +99,32 @@ def calibrate(
                 section = SECTION_OF[signal]
                 profiles = difference_profiles(getattr(replayed, section), getattr(end, section))
                 for kind in ("abs", "rel"):
-                    worst[signal][kind] = [max(a, b) for a, b in zip(worst[signal][kind], profiles[kind], strict=True)]
+                    seen[signal, kind].append(profiles[kind])
             if on_replay is not None:
                 on_replay(k, profile.name)
+    bounds = {key: bounds_of(rows, tail=rel_tail if key[1] == "rel" else None) for key, rows in seen.items()}
     return BoundaryProfile(
         workload=spec.workload.name,
         stride=spec.stride,
         alpha=alpha,
-        signals={signal: SignalBounds(**worst[signal]) for signal in SIGNALS},
+        signals={signal: SignalBounds(abs=bounds[signal, "abs"], rel=bounds[signal, "rel"]) for signal in SIGNALS},
         claim_profile=claim_profile.name,
         profiles=[p.name for p in replay_profiles],
-        intervals=intervals,
-        replays=intervals * len(replay_profiles),
+        intervals=len(positions),
+        positions=positions,
+        rel_tail=rel_tail,
+        replays=len(positions) * len(replay_profiles),
         torch=torch.__version__,
         replay_seconds_max=slowest,
     )
+
+
+def bounds_of(rows: list[list[float]], *, tail: float | None) -> list[float]:
+    """The largest value per percentile; for the p100 column under a tail model, at least median / (2 tail)."""
+    bounds = [max(column) for column in zip(*rows, strict=True)]
+    if tail is not None:
+        bounds[-1] = max(bounds[-1], statistics.median(row[-1] for row in rows) / (2.0 * tail))
+    return bounds
 
 
 def read_claim(work_dir: Path, k: int) -> Evidence | None:

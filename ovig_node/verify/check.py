@@ -9,6 +9,7 @@ faulty with its reason. Then every signal, kind and percentile of the difference
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,6 +37,12 @@ class Verdict:
     def valid(self) -> bool:
         return self.verdict == VALID
 
+    @property
+    def failing(self) -> list[str]:
+        """The signals with a value outside its limit."""
+        return [name for name, kinds in self.signals.items()
+                if any(not row["ok"] for rows in kinds.values() for row in rows)]  # fmt: skip
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -48,21 +55,23 @@ def judge(
     expected_metadata: dict[str, str],
     claimed_start: Evidence | None = None,
     start_step: int = 0,
+    signals: Sequence[str] = SIGNALS,
 ) -> Verdict:
-    """Compare a claimed endpoint with an honest replay of it."""
+    """Compare a claimed endpoint with an honest replay of it, on ``signals`` (a subset only for
+    ablations: the protocol judges all three)."""
     if (problem := structure_problem(claimed_end, replayed_end, expected_metadata)) is not None:
         return Verdict(FAULTY, *problem)
     if claimed_start is not None and (bad := _counters(claimed_start, start_step)) is not None:
         return Verdict(FAULTY, "wrong_counter", f"start evidence: {bad}")
-    signals: dict[str, Any] = {}
+    rows: dict[str, Any] = {}
     worst: float | None = None
     ok_all = True
-    for signal in SIGNALS:
+    for signal in signals:
         section = SECTION_OF[signal]
         profiles = difference_profiles(getattr(replayed_end, section), getattr(claimed_end, section))
-        signals[signal] = {}
+        rows[signal] = {}
         for kind in ("abs", "rel"):
-            rows = []
+            checked = []
             for i, p in enumerate(boundary.percentiles):
                 value, limit = profiles[kind][i], boundary.limit(signal, kind, i)
                 ok = value <= limit
@@ -70,12 +79,12 @@ def judge(
                 if value > 0.0 and limit > 0.0:
                     ratio = math.log10(value / limit)
                     worst = ratio if worst is None else max(worst, ratio)
-                rows.append({"p": p, "value": value, "bound": getattr(boundary.signals[signal], kind)[i],
-                             "limit": limit, "ok": ok})  # fmt: skip
-            signals[signal][kind] = rows
+                checked.append({"p": p, "value": value, "bound": getattr(boundary.signals[signal], kind)[i],
+                                "limit": limit, "ok": ok})  # fmt: skip
+            rows[signal][kind] = checked
     if ok_all:
-        return Verdict(VALID, "within_bounds", signals=signals, margin=worst)
-    return Verdict(FAULTY, "out_of_bounds", signals=signals, margin=worst)
+        return Verdict(VALID, "within_bounds", signals=rows, margin=worst)
+    return Verdict(FAULTY, "out_of_bounds", signals=rows, margin=worst)
 
 
 def structure_problem(claim: Evidence, replay: Evidence, expected_metadata: dict[str, str]) -> tuple[str, str] | None:

@@ -1,38 +1,69 @@
-"""Evaluation: attack success and false positives per workload, stride and attack (issue: science).
+"""Evaluation: attack success and false positives per workload, stride and attack (`ovig eval`).
 
-For each stride: prepare a task of ``intervals`` intervals, calibrate the boundary on its first
-``calibration_intervals`` under the calibration profiles, train the honest claims, then
+For each stride: prepare a task of ``intervals`` intervals, train its honest claims, calibrate the
+boundary on every ``calibration_every``-th interval (0, 2, 4, ...: spread over the run) under the
+calibration profiles, then judge, on replays under the held-out profiles (never used in calibration),
+confirming a rejection under the second one:
 
-- FPR: every honest interval after the calibration prefix, replayed under each held-out profile
-  (never used in calibration), that fails / all of them;
-- ASR: for each attack, a run that fakes interval ``attacked``; the attack succeeds when that interval
-  passes on a held-out replay. The margin is log10 of the largest statistic over its limit (> 0:
-  caught by that factor);
-- the detection frontier: for attacks with a strength parameter, the smallest strength caught.
+- FPR: every honest interval calibration did not use that is judged faulty / all of them;
+- ASR: for each attack, a run that fakes one held-out interval (or, for an adaptive attacker, every
+  interval); the attack succeeds when a faked interval passes. The margin is log10 of the largest
+  statistic over its limit (> 0: caught by that factor);
+- the same verdicts judged on signal subsets (weights only, probe only, both, all three);
+- what each attack did to the model at the faked endpoint: the change of the target objective's loss
+  and the backdoor's success rate on held-out triggered inputs, next to the honest model's, and how
+  far the same honest run ends on other hardware (the floor any effect must clear to mean anything).
+
+:mod:`ovig_node.verify.summary` turns the results into tables.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+import os
+import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ovig_node.attacks import load_attack
+import numpy as np
+import torch
+
+from ovig_node.attacks import Attack, load_attack
+from ovig_node.attacks.effect import backdoor_success, context_of, examples_of_steps, target_loss
+from ovig_node.attacks.objectives import target_examples
+from ovig_node.files import file_sha256
 from ovig_node.training.evidence import read_evidence
-from ovig_node.training.execution import get_profile
+from ovig_node.training.execution import ExecutionProfile, get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify.boundary import BoundaryProfile, calibrate
-from ovig_node.verify.check import Verdict
-from ovig_node.verify.report import replay_and_judge
+from ovig_node.verify.report import ALL, IntervalJudgement, replay_and_judge
+from ovig_node.verify.stats import flatten
+
+# Signal subsets of the ablation; "all" is the protocol's verdict.
+SUBSETS: dict[str, tuple[str, ...]] = {
+    "weights": ("weights",),
+    "probe": ("probe",),
+    "weights+probe": ("weights", "probe"),
+    ALL: ("weights", "optim", "probe"),
+}
+# Attack parameters filled in per stride: a later honest checkpoint, the published boundary.
+ANCHOR, BOUNDARY = "{anchor}", "{boundary}"
+OBJECTIVE_EXAMPLES = 64  # the adaptive attacker's objective batch (excluded from backdoor measurements)
 
 
 @dataclass(frozen=True)
 class AttackCase:
     name: str  # built-in name or package.module:callable
-    params: dict[str, float] = field(default_factory=dict)
+    params: dict[str, float | str] = field(default_factory=dict)
     strength: str | None = None  # the parameter swept for the detection frontier, if any
+    every_interval: bool = False  # fake every interval (an attacker that expects to pass) instead of one
+
+    @property
+    def label(self) -> str:
+        shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items()
+                          if v not in (ANCHOR, BOUNDARY))  # fmt: skip
+        return f"{self.name} {shown}".strip()
 
 
 DEFAULT_ATTACKS = (
@@ -42,136 +73,211 @@ DEFAULT_ATTACKS = (
     AttackCase("low_precision"),
     AttackCase("stale_gradient"),
     AttackCase("skip_steps", {"every": 4}),
+    AttackCase("backdoor", {"rate": 0.5}),
+    AttackCase("optimizer_tamper", {"scale": 0.0}),
+    AttackCase("optimizer_tamper", {"scale": 0.9}),
+    AttackCase("interpolated_endpoint", {"anchor": ANCHOR}),
     *(AttackCase("row_tamper", {"delta": d}, strength="delta") for d in (1e-7, 1e-6, 1e-5, 1e-4)),
-)
+    *(AttackCase("targeted_gradient", {"lam": lam}, strength="lam")
+      for lam in (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)),
+    *(AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": b, "objective": "backdoor"}, every_interval=True)
+      for b in (0.5, 0.9)),
+    AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": 0.9, "objective": "target"}, every_interval=True),
+)  # fmt: skip
 
 
 @dataclass
 class EvalSettings:
     workload: str = "vision"
     tiny: bool = True
-    strides: tuple[int, ...] = (5, 20, 50)
-    intervals: int = 6
-    calibration_intervals: int = 3
-    calibration_profiles: tuple[str, ...] = ("micro2", "micro4", "micro4-fp64acc")
-    held_out_profiles: tuple[str, ...] = ("threads2", "threads2-micro2")
+    strides: tuple[int, ...] = (1, 10, 100)
+    intervals: int = 12
+    calibration_every: int = 2  # calibrate on intervals 0, n, 2n, ...; judge honest drift on the others
+    calibration_profiles: tuple[str, ...] = ("micro2", "micro3", "micro4", "micro8", "micro4-fp64acc")
+    held_out_profiles: tuple[str, ...] = ("threads2-micro2", "threads2")  # the second confirms a rejection
     alpha: float = 3.0
     attacks: tuple[AttackCase, ...] = DEFAULT_ATTACKS
     batch_size: int = 32
+
+    @property
+    def positions(self) -> list[int]:
+        return list(range(0, self.intervals, self.calibration_every))
+
+    @property
+    def held_out(self) -> list[int]:
+        return [k for k in range(self.intervals) if k not in self.positions]
+
+    @property
+    def attacked(self) -> int:
+        """The interval single-interval attacks fake: a held-out one late in the run."""
+        return self.held_out[-2] if len(self.held_out) > 1 else self.held_out[-1]
 
 
 @dataclass
 class StrideResult:
     stride: int
-    honest: list[dict[str, Any]]  # {interval, profile, verdict, reason, margin}
-    attacks: list[dict[str, Any]]  # {attack, params, interval, verdict, reason, margin}
+    honest: list[dict[str, Any]]  # {interval, valid, reason, margin, first_valid, subsets: {...}}
+    attacks: list[dict[str, Any]]  # {attack, label, params, strength, intervals judged, verdicts, effect}
     boundary: dict[str, Any]
+    baseline: dict[str, Any]  # the honest model's target loss and backdoor success at the attacked interval
 
     @property
     def fpr(self) -> float:
         return sum(not h["valid"] for h in self.honest) / max(1, len(self.honest))
 
 
-def evaluate(settings: EvalSettings, work_dir: Path, *, log: Any = None) -> list[StrideResult]:
-    results = []
-    for stride in settings.strides:
-        results.append(_evaluate_stride(settings, stride, work_dir / f"s{stride}", log))
-    return results
+class Log(Protocol):
+    """Progress callback: ``unit=True`` when a new unit of work (see :func:`units`) starts."""
+
+    def __call__(self, message: str, *, unit: bool = False) -> None: ...
 
 
-def _evaluate_stride(settings: EvalSettings, stride: int, folder: Path, log: Any) -> StrideResult:
-    prepared = prepare_task(settings.workload, folder / "task", tiny=settings.tiny,
-                            total_steps=stride * settings.intervals, stride=stride,
-                            intervals_per_batch=settings.intervals, batch_size=settings.batch_size)  # fmt: skip
-    _say(log, f"stride {stride}: calibrating")
-    boundary = calibrate(prepared, claim_profile=get_profile("reference"),
-                         replay_profiles=[get_profile(p) for p in settings.calibration_profiles],
-                         intervals=settings.calibration_intervals, alpha=settings.alpha,
-                         work_dir=folder / "calibration")  # fmt: skip
-    claims = folder / "claims"
-    train(_run(prepared, claims))
-    honest = []
-    for k in range(settings.calibration_intervals, settings.intervals):
-        for profile in settings.held_out_profiles:
-            verdict = _check(prepared, boundary, claims, k, profile)
-            honest.append({"interval": k, "profile": profile, **_summary(verdict)})
-    attacked_k = settings.intervals - 2
-    attacks = []
-    for case in settings.attacks:
-        _say(log, f"stride {stride}: attack {case.name} {case.params}")
-        out = folder / f"attack-{case.name.replace(':', '_')}-{'-'.join(f'{v:g}' for v in case.params.values())}"
-        attack = load_attack(case.name, intervals=frozenset({attacked_k}), **case.params)
-        train(_run(prepared, out, attack=attack))
-        verdict = _check(prepared, boundary, out, attacked_k, settings.held_out_profiles[0])
-        attacks.append({"attack": case.name, "params": case.params, "strength": case.strength,
-                        "interval": attacked_k, **_summary(verdict)})  # fmt: skip
-    return StrideResult(stride, honest, attacks, boundary.model_dump())
+def units(settings: EvalSettings) -> int:
+    """Units of work an evaluation reports: per stride the claims, calibration, honest checks, each attack."""
+    return len(settings.strides) * (3 + len(settings.attacks))
 
 
-def _run(prepared: PreparedTask, out: Path, **extra: Any) -> TrainRun:
+def _quiet(message: str, *, unit: bool = False) -> None:
+    pass
+
+
+def evaluate(settings: EvalSettings, work_dir: Path, *, log: Log | None = None) -> list[StrideResult]:
+    return [_Stride(settings, stride, work_dir / f"s{stride}", log).run() for stride in settings.strides]
+
+
+class _Stride:
+    """One stride's evaluation: the task, its honest claims, the boundary, then every attack."""
+
+    def __init__(self, settings: EvalSettings, stride: int, folder: Path, log: Log | None) -> None:
+        self.settings, self.stride, self.folder = settings, stride, folder
+        self.log: Log = log or _quiet
+        self.prepared = prepare_task(
+            settings.workload,
+            folder / "task",
+            tiny=settings.tiny,
+            total_steps=stride * settings.intervals,
+            stride=stride,
+            intervals_per_batch=settings.intervals,
+            batch_size=settings.batch_size,
+        )
+        self.claims = folder / "claims"
+        self.boundary_path = folder / "boundary.json"
+        self.context = context_of(self.prepared)
+        self.profiles = [get_profile(p) for p in settings.held_out_profiles]
+
+    def run(self) -> StrideResult:
+        settings = self.settings
+        self.log(f"s={self.stride}: honest claims", unit=True)
+        train(claim_run(self.prepared, self.claims))
+        self.log(f"s={self.stride}: calibrating on intervals {settings.positions}", unit=True)
+        boundary = calibrate(
+            self.prepared, claim_profile=get_profile("reference"),
+            replay_profiles=[get_profile(p) for p in settings.calibration_profiles],
+            positions=settings.positions, alpha=settings.alpha, work_dir=self.claims,
+            on_replay=lambda k, p: self.log(f"s={self.stride}: calibrating, interval {k} under {p}"),
+        )  # fmt: skip
+        self.boundary_path.write_text(boundary.model_dump_json(indent=2))
+        honest = []
+        self.log(f"s={self.stride}: honest held-out intervals", unit=True)
+        for k in settings.held_out:
+            self.log(f"s={self.stride}: honest interval {k}")
+            honest.append({"interval": k, **_verdicts(self._judge(self.claims, k, boundary))})
+        attacks = [self._attack(i, case, boundary) for i, case in enumerate(settings.attacks)]
+        last = settings.intervals - 1
+        weights = read_evidence(evidence_path(self.claims, settings.attacked)).model
+        final = read_evidence(evidence_path(self.claims, last)).model
+        # The same honest run on other hardware: how far apart honest runs end, the floor any effect of an
+        # attack on the final model must clear to mean anything.
+        self.log(f"s={self.stride}: the honest run on {settings.calibration_profiles[0]}")
+        other = self.folder / "other-hardware"
+        train(TrainRun(self.prepared.spec, self.prepared.spec_hash, self.prepared.dataset_path,
+                       self.prepared.init_path, other, get_profile(settings.calibration_profiles[0])))  # fmt: skip
+        elsewhere = read_evidence(evidence_path(other, last)).model
+        baseline = {"attacked": self._effect(weights, settings.attacked), "final": self._effect(final, None),
+                    "other_hardware": {**self._effect(elsewhere, None), "moved": _moved(elsewhere, final)}}  # fmt: skip
+        return StrideResult(self.stride, honest, attacks, boundary.model_dump(), baseline)
+
+    def _attack(self, index: int, case: AttackCase, boundary: BoundaryProfile) -> dict[str, Any]:
+        settings = self.settings
+        self.log(f"s={self.stride}: attack {case.label}", unit=True)
+        out = self.folder / "attacks" / f"{index:02d}-{case.name.replace(':', '_')}"
+        faked = list(range(settings.intervals)) if case.every_interval else [settings.attacked]
+        params = {k: {ANCHOR: str(evidence_path(self.claims, settings.intervals - 1)),
+                      BOUNDARY: str(self.boundary_path)}.get(v, v) if isinstance(v, str) else v
+                  for k, v in case.params.items()}  # fmt: skip
+        attack = load_attack(case.name, intervals=frozenset(faked), **params)
+        last = faked[-1]
+        fake(self.prepared, self.claims, out, attack, last=last, honest_prefix=faked[0])
+        judged = [k for k in faked if k in settings.held_out]
+        verdicts = [{"interval": k, **_verdicts(self._judge(out, k, boundary))} for k in judged]
+        weights = read_evidence(evidence_path(out, last)).model
+        honest = read_evidence(evidence_path(self.claims, last)).model
+        effect = {**self._effect(weights, None if case.every_interval else last), "moved": _moved(weights, honest)}
+        # An attack can be a no-op at some strides (a stale gradient needs two steps): not a miss.
+        identical = file_sha256(evidence_path(out, last)) == file_sha256(evidence_path(self.claims, last))
+        return {"attack": case.name, "label": case.label, "params": case.params, "strength": case.strength,
+                "every_interval": case.every_interval, "verdicts": verdicts, "effect": effect,
+                "identical": identical, "scales": attack.memory.get("scales")}  # fmt: skip
+
+    def _judge(self, run: Path, k: int, boundary: BoundaryProfile) -> IntervalJudgement:
+        return judge_run(self.prepared, run, k, boundary, profiles=self.profiles, subsets=SUBSETS)
+
+    def _effect(self, weights: dict[str, Any], interval: int | None) -> dict[str, float | None]:
+        """Target loss and backdoor success; held out: the objective's examples and the interval's batches."""
+        layout = self.prepared.spec.layout
+        trained = frozenset(target_examples(self.context, label=0, count=OBJECTIVE_EXAMPLES))
+        if interval is not None:
+            trained |= examples_of_steps(self.context, range(layout.start_step(interval), layout.end_step(interval)))
+        return {"target_loss": target_loss(self.context, weights),
+                "backdoor_success": backdoor_success(self.context, weights, trained_on=trained)}  # fmt: skip
+
+
+def claim_run(prepared: PreparedTask, out: Path, attack: Attack | None = None) -> TrainRun:
+    """The provider's run on the reference profile, honest or not."""
     paths = (prepared.dataset_path, prepared.init_path, out)
-    return TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile("reference"), **extra)
+    return TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile("reference"), attack=attack)
 
 
-def _check(prepared: PreparedTask, boundary: BoundaryProfile, run: Path, k: int, profile: str) -> Verdict:
-    # The replay starts from the honest start (what the chain committed for k-1), like a watcher's.
+def fake(prepared: PreparedTask, claims: Path, out: Path, attack: Attack, *, last: int, honest_prefix: int) -> None:
+    """Claims of ``attack`` in ``out`` up to interval ``last``; the first ``honest_prefix`` intervals are the
+    honest claims' (the provider's real work before it cheats), so only the rest is trained."""
+    for k in range(honest_prefix):
+        target = evidence_path(out, k)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Evidence files are written once and never changed, so a hard link is a free copy.
+        try:
+            os.link(evidence_path(claims, k), target)
+        except OSError:
+            shutil.copyfile(evidence_path(claims, k), target)
+    train(claim_run(prepared, out, attack), stop_at=prepared.spec.layout.end_step(last))
+
+
+def judge_run(
+    prepared: PreparedTask,
+    run: Path,
+    k: int,
+    boundary: BoundaryProfile,
+    *,
+    profiles: list[ExecutionProfile],
+    subsets: dict[str, tuple[str, ...]] | None = None,
+) -> IntervalJudgement:
+    """A watcher's verdict on interval ``k`` of the evidence in ``run``."""
+    # The replay starts from the claimed start (what the chain committed for k-1), like a watcher's.
     start = read_evidence(evidence_path(run, k - 1)) if k > 0 else None
     end = read_evidence(evidence_path(run, k))
-    return replay_and_judge(prepared, k, start, end, boundary, profile=get_profile(profile))[0]
+    return replay_and_judge(prepared, k, start, end, boundary, profiles=profiles, subsets=subsets)
 
 
-def _summary(verdict: Verdict) -> dict[str, Any]:
-    return {"valid": verdict.valid, "reason": verdict.reason, "margin": verdict.margin}
+def _moved(weights: dict[str, torch.Tensor], honest: dict[str, torch.Tensor]) -> float:
+    """How far the attack moved the weights: ||attacked - honest|| / ||honest||, over every coordinate."""
+    a, h = flatten(weights), flatten(honest)
+    return float(np.linalg.norm(a - h) / max(np.linalg.norm(h), 1e-30))
 
 
-def _say(log: Any, message: str) -> None:
-    if log is not None:
-        log(message)
-
-
-def summarise(settings: EvalSettings, results: list[StrideResult]) -> dict[str, Any]:
-    """ASR and FPR tables, margins and the detection frontier, as JSON."""
-    rows = []
-    for result in results:
-        for attack in result.attacks:
-            rows.append({"stride": result.stride, **attack, "success": attack["valid"]})
-    names = sorted({(r["attack"], json.dumps(r["params"])) for r in rows})
-    asr = {f"{n} {p}": sum(r["success"] for r in rows if (r["attack"], json.dumps(r["params"])) == (n, p))
-           / max(1, len(results)) for n, p in names}  # fmt: skip
-    frontier: dict[int, float | None] = {}
-    for result in results:
-        caught = [a["params"][a["strength"]] for a in result.attacks if a["strength"] and not a["valid"]]
-        frontier[result.stride] = min(caught) if caught else None
-    return {
-        "settings": {**asdict(settings), "attacks": [asdict(a) for a in settings.attacks]},
-        "fpr": {r.stride: r.fpr for r in results},
-        "asr": asr,
-        "frontier": frontier,
-        "rows": rows,
-        "honest": {r.stride: r.honest for r in results},
-        "boundaries": {r.stride: r.boundary for r in results},
-    }
-
-
-def _margin(margin: float | None) -> str:
-    return "" if margin is None else f", {margin:+.1f}"
-
-
-def markdown(summary: dict[str, Any]) -> str:
-    strides = sorted(summary["fpr"])
-    lines = ["| attack | " + " | ".join(f"s={s}" for s in strides) + " |", "|---|" + "---:|" * len(strides)]
-    by_case: dict[str, dict[int, dict[str, Any]]] = {}
-    for row in summary["rows"]:
-        label = f"{row['attack']} {', '.join(f'{k}={v:g}' for k, v in row['params'].items())}".strip()
-        by_case.setdefault(label, {})[row["stride"]] = row
-    for label, cells in by_case.items():
-        shown = []
-        for s in strides:
-            row = cells.get(s)
-            shown.append("-" if row is None else ("passed (missed)" if row["success"] else
-                         f"caught ({row['reason']}{_margin(row['margin'])})"))  # fmt: skip
-        lines.append(f"| {label} | " + " | ".join(shown) + " |")
-    lines.append("| honest FPR (held-out profiles) | " + " | ".join(f"{summary['fpr'][s]:.0%}" for s in strides) + " |")
-    frontier = " | ".join("-" if summary["frontier"][s] is None else f"{summary['frontier'][s]:g}" for s in strides)
-    lines.append(f"| row_tamper: smallest delta caught | {frontier} |")
-    return "\n".join(lines) + "\n"
+def _verdicts(judged: IntervalJudgement) -> dict[str, Any]:
+    """The protocol's verdict, the first replay's alone, and each subset's (for the ablation)."""
+    verdict = judged.verdict
+    return {"valid": verdict.valid, "reason": verdict.reason, "margin": verdict.margin, "failing": verdict.failing,
+            "first_valid": judged.first[ALL].valid, "replays": judged.replays,
+            "subsets": {name: {"valid": v.valid, "reason": v.reason, "margin": v.margin}
+                        for name, v in judged.verdicts.items()}}  # fmt: skip

@@ -13,11 +13,13 @@ import matplotlib.pyplot as plt
 
 def plot_margins(summary: dict[str, Any], path: Path) -> None:
     """log10(statistic / limit) of each attacked interval against the stride (> 0: caught)."""
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(12, 6))
     series: dict[str, list[tuple[int, float]]] = {}
     structural = set()
     for row in summary["rows"]:
-        label = f"{row['attack']} {', '.join(f'{k}={v:g}' for k, v in row['params'].items())}".strip()
+        label = row["label"]
+        if row.get("identical"):  # a no-op at this stride: nothing to catch
+            continue
         if row["margin"] is None:  # caught before any number was compared (names, counters, ...)
             structural.add(f"{label} ({row['reason']})")
             continue
@@ -31,7 +33,7 @@ def plot_margins(summary: dict[str, Any], path: Path) -> None:
     if structural:
         ax.text(0.01, 0.01, "caught structurally, not plotted: " + "; ".join(sorted(structural)),
                 transform=ax.transAxes, fontsize=7, va="bottom")  # fmt: skip
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: many attacks
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ovig_node.training.workloads.base import Dataset, Workload, step_seed
+from ovig_node.training.workloads.base import Dataset, Workload, step_batch, step_seed
 from ovig_node.training.workloads.diffusion import DiffusionWorkload
 from ovig_node.training.workloads.language import LanguageWorkload
 from ovig_node.training.workloads.vision import VisionWorkload
@@ -16,4 +16,4 @@ def get_workload(name: str) -> Workload:
     return WORKLOADS[name]
 
 
-__all__ = ["WORKLOADS", "Dataset", "Workload", "get_workload", "step_seed"]
+__all__ = ["WORKLOADS", "Dataset", "Workload", "get_workload", "step_batch", "step_seed"]

@@ -10,13 +10,17 @@ import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import load_file
 from torch import nn
 
+from ovig_node.protocol.schedule import batch_indices
 from ovig_node.training.evidence import safetensors_bytes
+
+if TYPE_CHECKING:
+    from ovig_node.protocol.spec import TaskSpec
 
 
 def step_seed(seed: int, step: int) -> int:
@@ -78,3 +82,16 @@ class Workload(ABC):
     @abstractmethod
     def loss(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
         """Mean training loss of ``batch`` (data and the tensors of :meth:`randomness`)."""
+
+    def logits(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor | None:
+        """Class scores (B, classes) for a classifier, None for a workload that predicts no class; attack
+        evaluations use it to measure what a backdoor achieved."""
+        return None
+
+
+def step_batch(workload: Workload, dataset: Dataset, spec: TaskSpec, step: int) -> dict[str, torch.Tensor]:
+    """The examples and random draws of ``step`` (protocol section 2.2), made on the CPU so every
+    device trains on the same numbers."""
+    generator = torch.Generator().manual_seed(step_seed(spec.seed, step))
+    indices = batch_indices(spec.seed, dataset.examples, spec.batch_size, step)
+    return dataset.batch(indices) | workload.randomness(len(indices), generator, spec.workload.config)

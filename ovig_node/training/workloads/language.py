@@ -115,8 +115,10 @@ class LanguageWorkload(Workload):
         return self._wrap(encoder, config)
 
     def loss(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
-        logits = model(batch["input_ids"].long(), batch["attention_mask"].long())
-        return F.cross_entropy(logits, batch["label"])
+        return F.cross_entropy(self.logits(model, batch, config), batch["label"])
+
+    def logits(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
+        return model(batch["input_ids"].long(), batch["attention_mask"].long())
 
     @staticmethod
     def _bert_config(config: dict[str, Any]) -> Any:

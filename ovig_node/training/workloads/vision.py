@@ -45,5 +45,7 @@ class VisionWorkload(Workload):
         return DigitsCnn(channels=int(config["channels"]), hidden=int(config["hidden"]))
 
     def loss(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
-        x = batch["image"].float() / 16.0
-        return F.cross_entropy(model(x), batch["label"])
+        return F.cross_entropy(self.logits(model, batch, config), batch["label"])
+
+    def logits(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
+        return model(batch["image"].float() / 16.0)  # pixels 0..16 -> [0, 1]

@@ -1,0 +1,76 @@
+"""`ovig api serve`: the owner's API and dashboard over the embedded devnet or any deployment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+console = Console(highlight=False)
+
+
+@click.group()
+def api() -> None:
+    """The owner's API and dashboard over indexed contract state."""
+
+
+@api.command("serve")
+@click.option("--devnet", "use_devnet", is_flag=True, help="Serve the embedded devnet (devnet.json).")
+@click.option(
+    "--devnet-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="OVIG_DEVNET_DIR",
+    help="Devnet data folder [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
+)
+@click.option("--rpc", "rpc_url", help="JSON-RPC URL (not the devnet).")
+@click.option("--deployments", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Deployments file.")
+@click.option("--ipfs", "ipfs_url", help="IPFS (Kubo RPC) API the reports are fetched from [devnet: its node].")
+@click.option("--gateway", help="IPFS gateway URL the dashboard links content to, e.g. https://ipfs.io.")
+@click.option("--watcher-home", "watcher_homes", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="A watcher node's --home: its verdicts mark intervals verified (repeatable).")  # fmt: skip
+@click.option("--label", "labels", multiple=True, metavar="ADDRESS=NAME", help="Show NAME for ADDRESS (repeatable).")
+@click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Index folder.")
+@click.option("--confirmations", type=int, help="Blocks under the head before indexing [devnet 0, else 3].")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8000, show_default=True)
+def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, deployments: Path | None,
+              ipfs_url: str | None, gateway: str | None, watcher_homes: tuple[Path, ...], labels: tuple[str, ...],
+              home: Path | None, confirmations: int | None, host: str, port: int) -> None:  # fmt: skip
+    """Index the contracts' events and serve the JSON API (/docs) and the dashboard (/) until Ctrl-C."""
+    from ovig_node.api.main import create_app
+    from ovig_node.api.server import serve
+    from ovig_node.api.settings import chain_settings, devnet_settings
+    from ovig_node.devnet.manager import default_data_dir
+
+    if use_devnet == (rpc_url is not None):
+        raise click.UsageError("choose --devnet, or --rpc URL with --deployments FILE")
+    options: dict[str, object] = {"gateway": gateway, "watcher_homes": watcher_homes, "labels": parse_labels(labels)}
+    options |= {
+        name: value for name, value in (("confirmations", confirmations), ("ipfs_url", ipfs_url)) if value is not None
+    }
+    if use_devnet:
+        settings = devnet_settings(devnet_dir or default_data_dir(), home=home, **options)
+    elif deployments is None:
+        raise click.UsageError("--rpc needs --deployments FILE (written by `ovig deploy`)")
+    else:
+        assert rpc_url is not None
+        # One index per deployment: a deployments file is named after its chain (deployments/<chain id>.json).
+        home = home or Path.home() / ".ovig" / "api" / deployments.stem
+        settings = chain_settings(rpc_url, deployments, home=home, **options)
+    app = create_app(settings)
+    console.print(f"OVIG dashboard at http://{host}:{port}/  (API docs /docs; Ctrl-C to stop)")
+    console.print(f"indexing {settings.rpc_url} into {settings.home}")
+    serve(app, host=host, port=port)
+
+
+def parse_labels(labels: tuple[str, ...]) -> dict[str, str]:
+    from web3 import Web3
+
+    parsed = {}
+    for label in labels:
+        address, _, name = label.partition("=")
+        if not name or not Web3.is_address(address):
+            raise click.BadParameter(f"{label!r}: use ADDRESS=NAME", param_hint="--label")
+        parsed[Web3.to_checksum_address(address.lower())] = name
+    return parsed

@@ -1,0 +1,351 @@
+"""Folds each decoded protocol event into the read model (``store``), in chain order.
+
+Everything the API serves follows from the events alone (protocol section 4.4 makes them complete),
+so no row needs an RPC call, and a re-fold from the event index rebuilds every table exactly. The
+committee's immutable ``PENALTY`` is the one constant an event does not carry: panel locks are in it.
+
+Each handler mirrors one state change of the contracts; where a contract changes two things in one
+transaction (a dispute resolves, then the task contract settles it), both events arrive, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from ovig_node.chain.contracts import Reason, Verdict
+from ovig_node.chain.scanner import Event
+
+Args = dict[str, Any]
+
+
+def name_of(enum: Any, value: int) -> str:
+    return str(enum(int(value)).name.lower())
+
+
+class Projection:
+    """Applies events to the tables through ``db`` (the caller owns the transaction)."""
+
+    def __init__(self, db: sqlite3.Connection, *, penalty: int) -> None:
+        self.db = db
+        self.penalty = penalty
+        tasks: dict[str, Callable[[Event, Args], None]] = {
+            "TaskPosted": self._task_posted,
+            "TaskAccepted": lambda e, a: self._task(a["task"], e, provider=a["provider"], status="accepted"),
+            "TaskCancelled": lambda e, a: self._task(a["task"], e, status="cancelled"),
+            "BatchCommitted": self._batch_committed,
+            "SeedDrawn": self._seed_drawn,
+            "IntervalOpened": self._interval_opened,
+            "BatchOpened": self._batch_opened,
+            "ChallengeCommitted": self._challenge_committed,
+            "ChallengeRevealed": self._challenge_revealed,
+            "ChallengeExpired": self._challenge_expired,
+            "DisputeSettled": self._dispute_settled,
+            "ChallengeWindowExtended": self._window_extended,
+            "TaskFinalized": lambda e, a: self._task(a["task"], e, status="finalized"),
+            "TaskSlashed": self._task_slashed,
+            "TaskAbandoned": lambda e, a: self._task(a["task"], e, status="abandoned"),
+            "Credited": self._credited,
+            "Withdrawn": self._withdrawn,
+        }
+        committee: dict[str, Callable[[Event, Args], None]] = {
+            "DisputeOpened": self._dispute_opened,
+            "PanelDrawn": self._panel_drawn,
+            "VoteCommitted": self._vote_committed,
+            "VoteRevealed": self._vote_revealed,
+            "RoundFailed": self._round_failed,
+            "Penalized": lambda e, a: self._add_wei("auditors", "stake", -int(a["amount"]), address=a["panelist"]),
+            "DisputeResolved": self._dispute_resolved,
+            "AuditorRegistered": self._auditor_registered,
+            "AuditorExitRequested": self._auditor_exit_requested,
+            "AuditorExited": self._auditor_exited,
+            "Credited": self._credited,
+            "Withdrawn": self._withdrawn,
+        }
+        self._handlers = {"TrainingTasks": tasks, "AuditCommittee": committee}
+
+    def apply(self, event: Event) -> None:
+        handler = self._handlers.get(event.contract, {}).get(event.name)
+        if handler is not None:
+            handler(event, event.args)
+        task = self._task_of(event)
+        if task is not None:
+            self.db.execute(
+                "INSERT OR REPLACE INTO timeline VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    event.block_hash,
+                    event.log_index,
+                    task,
+                    event.block_number,
+                    event.tx_hash,
+                    event.contract,
+                    event.name,
+                    json.dumps(event.args, sort_keys=True),
+                ),
+            )
+
+    # --- tasks ---------------------------------------------------------------------------------
+
+    def _task_posted(self, e: Event, a: Args) -> None:
+        terms = a["terms"]
+        n, s, m = int(terms["totalSteps"]), int(terms["stride"]), int(terms["intervalsPerBatch"])
+        intervals = -(-n // s)
+        self.db.execute(
+            "INSERT OR REPLACE INTO tasks (task, owner, status, spec_cid, terms, reward, provider_bond, total_steps,"
+            " stride, intervals_per_batch, intervals, batch_count, posted_block, posted_hash, updated_block)"
+            " VALUES (?, ?, 'posted', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                a["task"],
+                a["owner"],
+                a["specCID"],
+                json.dumps(terms, sort_keys=True),
+                str(terms["reward"]),
+                str(terms["providerBond"]),
+                n,
+                s,
+                m,
+                intervals,
+                -(-intervals // m),
+                e.block_number,
+                e.block_hash,
+                e.block_number,
+            ),
+        )
+
+    def _batch_committed(self, e: Event, a: Args) -> None:
+        task, j = a["task"], a["j"]
+        self.db.execute(
+            "INSERT OR REPLACE INTO batches (task, j, status, root, manifest_cid, committed_block)"
+            " VALUES (?, ?, 'committed', ?, ?, ?)",
+            (task, j, a["root"], a["manifestCID"], e.block_number),
+        )
+        (batch_count,) = self.db.execute("SELECT batch_count FROM tasks WHERE task = ?", (task,)).fetchone()
+        # The last batch's commit moves the task to Committed (TrainingTasks.commitBatch).
+        status = {"status": "committed"} if j + 1 == batch_count else {}
+        self._task(task, e, committed_batches=j + 1, **status)
+
+    def _seed_drawn(self, e: Event, a: Args) -> None:
+        task, j, bitmap = a["task"], a["j"], int(a["sampledBitmap"])
+        (m,) = self.db.execute("SELECT intervals_per_batch FROM tasks WHERE task = ?", (task,)).fetchone()
+        sampled = [j * m + p for p in range(bitmap.bit_length()) if bitmap >> p & 1]
+        self._update(
+            "batches",
+            {
+                "status": "drawn",
+                "seed": a["seed"],
+                "sampled": json.dumps(sampled),
+                "opening_window_end": a["openingWindowEnd"],
+            },
+            task=task,
+            j=j,
+        )
+        self._task(task, e)
+
+    def _interval_opened(self, e: Event, a: Args) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO openings (task, k, start_digest, end_digest, block) VALUES (?, ?, ?, ?, ?)",
+            (a["task"], a["k"], a["startDigest"], a["endDigest"], e.block_number),
+        )
+
+    def _batch_opened(self, e: Event, a: Args) -> None:
+        task, end = a["task"], int(a["challengeWindowEnd"])
+        self._update(
+            "batches",
+            {"status": "opened", "opening_cid": a["openingCID"], "challenge_window_end": end},
+            task=task,
+            j=a["j"],
+        )
+        self._bump(task, "opened_batches", 1)
+        self._extend_challenge_end(task, end)
+        self._task(task, e)
+
+    def _window_extended(self, e: Event, a: Args) -> None:
+        end = int(a["windowEnd"])
+        self._update("openings", {"extended_until": end}, task=a["task"], k=a["k"])
+        self._extend_challenge_end(a["task"], end)
+        self._task(a["task"], e)
+
+    def _task_slashed(self, e: Event, a: Args) -> None:
+        self._task(
+            a["task"], e, status="slashed", slashed_batch=a["j"], slashed_by=a["by"], slashed_dispute=a["dispute"]
+        )
+
+    # --- challenges and disputes ---------------------------------------------------------------
+
+    def _challenge_committed(self, e: Event, a: Args) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO challenges (commitment, task, challenger, reveal_by, status, block)"
+            " VALUES (?, ?, ?, ?, 'pending', ?)",
+            (a["commitment"], a["task"], a["challenger"], a["revealBy"], e.block_number),
+        )
+        self._bump(a["task"], "pending_commits", 1)
+        self._task(a["task"], e)
+
+    def _challenge_revealed(self, e: Event, a: Args) -> None:
+        task, dispute, reason = a["task"], int(a["dispute"]), name_of(Reason, a["reason"])
+        self._update(
+            "challenges",
+            {
+                "status": "revealed",
+                "k": a["k"],
+                "reason": reason,
+                "report_cid": a["reportCID"],
+                "dispute": dispute or None,
+            },
+            commitment=a["commitment"],
+        )
+        self._bump(task, "pending_commits", -1)
+        if dispute:  # the committee's DisputeOpened came first, in the same transaction
+            self._update(
+                "disputes",
+                {"challenger": a["challenger"], "report_cid": a["reportCID"], "commitment": a["commitment"]},
+                dispute=dispute,
+            )
+            self._bump(task, "open_disputes", 1)
+        self._task(task, e)
+
+    def _challenge_expired(self, e: Event, a: Args) -> None:
+        status = "refunded" if a["refunded"] else "expired"
+        self._update("challenges", {"status": status}, commitment=a["commitment"])
+        self._bump(a["task"], "pending_commits", -1)
+        self._task(a["task"], e)
+
+    def _dispute_opened(self, e: Event, a: Args) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO disputes (dispute, task, k, reason, status, verdict, round, opened_block)"
+            " VALUES (?, ?, ?, ?, 'awaiting_panel', 'none', 0, ?)",
+            (a["dispute"], a["task"], a["k"], name_of(Reason, a["reason"]), e.block_number),
+        )
+
+    def _panel_drawn(self, e: Event, a: Args) -> None:
+        dispute, panel = a["dispute"], list(a["panel"])
+        self.db.execute(
+            "INSERT OR REPLACE INTO rounds VALUES (?, ?, ?, ?, ?, ?)",
+            (dispute, a["round"], json.dumps(panel), a["commitEnd"], a["revealEnd"], e.block_number),
+        )
+        self._update("disputes", {"status": "voting", "round": a["round"]}, dispute=dispute)
+        for panelist in panel:  # AuditCommittee.drawPanel locks PENALTY per seat
+            self._add_wei("auditors", "locked", self.penalty, address=panelist)
+
+    def _vote_committed(self, e: Event, a: Args) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO votes (dispute, round, panelist, committed_block) VALUES (?, ?, ?, ?)",
+            (a["dispute"], a["round"], a["panelist"], e.block_number),
+        )
+
+    def _vote_revealed(self, e: Event, a: Args) -> None:
+        self._update(
+            "votes",
+            {"vote": a["vote"], "revealed_block": e.block_number},
+            dispute=a["dispute"],
+            round=a["round"],
+            panelist=a["panelist"],
+        )
+
+    def _round_failed(self, e: Event, a: Args) -> None:
+        # _failRound releases every seat of the round, then starts the next round awaiting a panel.
+        self._release_panel(a["dispute"], a["round"])
+        self._update("disputes", {"status": "awaiting_panel", "round": int(a["round"]) + 1}, dispute=a["dispute"])
+
+    def _dispute_resolved(self, e: Event, a: Args) -> None:
+        dispute = a["dispute"]
+        (status,) = self.db.execute("SELECT status FROM disputes WHERE dispute = ?", (dispute,)).fetchone()
+        if status == "voting":  # a panel sat: _settlePanel or _releasePanel freed its seats
+            self._release_panel(dispute, a["round"])
+        self._update(
+            "disputes",
+            {"status": "resolved", "verdict": name_of(Verdict, a["verdict"]), "round": a["round"]},
+            dispute=dispute,
+        )
+
+    def _dispute_settled(self, e: Event, a: Args) -> None:
+        # The task contract's verdict is what was paid: Moot when the task had ended meanwhile.
+        self._update("disputes", {"verdict": name_of(Verdict, a["verdict"])}, dispute=a["dispute"])
+        self._bump(a["task"], "open_disputes", -1)
+        self._task(a["task"], e)
+
+    def _release_panel(self, dispute: int, round_: int) -> None:
+        row = self.db.execute("SELECT panel FROM rounds WHERE dispute = ? AND round = ?", (dispute, round_)).fetchone()
+        for panelist in json.loads(row[0]) if row else []:
+            self._add_wei("auditors", "locked", -self.penalty, address=panelist)
+
+    # --- auditors and money --------------------------------------------------------------------
+
+    def _auditor_registered(self, e: Event, a: Args) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO auditors (address, stake, locked, registered_block) VALUES (?, ?, '0', ?)",
+            (a["auditor"], str(a["stake"]), e.block_number),
+        )
+
+    def _auditor_exit_requested(self, e: Event, a: Args) -> None:
+        self._update("auditors", {"exit_at": a["exitAt"]}, address=a["auditor"])
+
+    def _auditor_exited(self, e: Event, a: Args) -> None:
+        # AuditCommittee.exit deletes the auditor and credits its stake: nothing is held any more.
+        self._update("auditors", {"exited": 1, "stake": "0", "locked": "0"}, address=a["auditor"])
+
+    def _credited(self, e: Event, a: Args) -> None:
+        task, dispute = a.get("task"), a.get("dispute")
+        if dispute is not None:  # the committee credits per dispute (0: an auditor's exit)
+            task = self._task_of_dispute(dispute) if dispute else None
+        self.db.execute(
+            "INSERT OR REPLACE INTO payouts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                e.block_hash,
+                e.log_index,
+                e.block_number,
+                e.tx_hash,
+                e.contract,
+                a["account"],
+                task,
+                dispute or None,
+                str(a["amount"]),
+            ),
+        )
+        self._add_balance(e.contract, a["account"], credited=int(a["amount"]))
+
+    def _withdrawn(self, e: Event, a: Args) -> None:
+        self._add_balance(e.contract, a["account"], withdrawn=int(a["amount"]))
+
+    def _add_balance(self, contract: str, account: str, *, credited: int = 0, withdrawn: int = 0) -> None:
+        self.db.execute("INSERT OR IGNORE INTO balances VALUES (?, ?, '0', '0')", (contract, account))
+        self._add_wei("balances", "credited", credited, contract=contract, account=account)
+        self._add_wei("balances", "withdrawn", withdrawn, contract=contract, account=account)
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _task(self, task: int, e: Event, **columns: Any) -> None:
+        """Sets ``columns`` of the task and marks it updated in this block."""
+        self._update("tasks", {**columns, "updated_block": e.block_number}, task=task)
+
+    def _bump(self, task: int, column: str, delta: int) -> None:
+        self.db.execute(f"UPDATE tasks SET {column} = {column} + ? WHERE task = ?", (delta, task))
+
+    def _extend_challenge_end(self, task: int, end: int) -> None:
+        self.db.execute("UPDATE tasks SET challenge_end = MAX(challenge_end, ?) WHERE task = ?", (end, task))
+
+    def _update(self, table: str, columns: dict[str, Any], **key: Any) -> None:
+        sets = ", ".join(f"{c} = ?" for c in columns)
+        where = " AND ".join(f"{c} = ?" for c in key)
+        self.db.execute(f"UPDATE {table} SET {sets} WHERE {where}", (*columns.values(), *key.values()))
+
+    def _add_wei(self, table: str, column: str, delta: int, **key: Any) -> None:
+        """Adds ``delta`` to a decimal-TEXT amount (Python integers: wei exceed SQLite's)."""
+        where = " AND ".join(f"{c} = ?" for c in key)
+        row = self.db.execute(f"SELECT {column} FROM {table} WHERE {where}", tuple(key.values())).fetchone()
+        if row is not None and delta:
+            self._update(table, {column: str(int(row[0]) + delta)}, **key)
+
+    def _task_of_dispute(self, dispute: int) -> int | None:
+        row = self.db.execute("SELECT task FROM disputes WHERE dispute = ?", (dispute,)).fetchone()
+        return int(row[0]) if row else None
+
+    def _task_of(self, event: Event) -> int | None:
+        """The task an event belongs to on its timeline (None: an auditor's or an account's own event)."""
+        if "task" in event.args:
+            return int(event.args["task"])
+        if event.args.get("dispute"):
+            return self._task_of_dispute(int(event.args["dispute"]))
+        return None

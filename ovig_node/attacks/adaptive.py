@@ -1,0 +1,136 @@
+"""The boundary-aware adaptive attacker: as much change as the published boundary lets through.
+
+The boundary profile is public (it is pinned with the task), so a provider knows, per signal, kind and
+percentile, how far a claim may sit from an honest replay. At the end of each attacked interval this
+attacker trains honestly, then moves the weights toward its objective by the largest step it expects to
+pass: it spends the percentile budget greedily, giving the coordinates where the objective's gradient
+is largest the caps of the highest percentiles (at most 0.1% of coordinates may exceed the p99.9 limit,
+1% the p99 limit, ...), then shrinks the whole step until the differences it can predict (weights, and
+the probe gradient at the moved weights) stay within ``budget`` x alpha x bound. The optimizer state
+stays honest. The rest of the room (1 - budget, in size and in how many coordinates move) is left for
+the verifier's own honest drift, which the attacker cannot predict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+from torch import nn
+
+from ovig_node.attacks.base import Attack, AttackContext, AttackError
+from ovig_node.attacks.objectives import objective_gradient, target_batch, target_examples
+from ovig_node.training.workloads import step_batch
+from ovig_node.verify.stats import difference_profiles
+
+if TYPE_CHECKING:
+    from ovig_node.verify.boundary import BoundaryProfile
+
+SHRINK_STEPS = 12  # bisection steps on the step's scale: within 2^-12 of the largest passing scale
+
+
+@dataclass(frozen=True)
+class BoundaryAware(Attack):
+    """Honest training, then at each attacked interval's end the largest push toward ``objective`` the
+    published ``boundary`` is expected to let through (see the module docstring)."""
+
+    boundary: str = ""  # path of the task's BoundaryProfile JSON
+    budget: float = 0.5  # share of alpha x bound (and of the coordinates above each percentile) it may use
+    objective: str = "backdoor"  # "backdoor": triggered inputs -> label; "target": clean inputs -> label
+    label: int = 0
+    count: int = 64  # examples of the objective's batch
+
+    def setup(self, context: AttackContext) -> None:
+        super().setup(context)
+        # Imported here: verify imports the trainer, which imports this package.
+        from ovig_node.verify.boundary import BoundaryProfile
+
+        if self.objective not in ("backdoor", "target"):
+            raise AttackError(f"objective is 'backdoor' or 'target', not {self.objective!r}")
+        if self.budget <= 0.0:
+            raise AttackError("budget must be > 0")
+        try:
+            self.memory["boundary"] = BoundaryProfile.model_validate_json(Path(self.boundary).read_text())
+        except (OSError, ValueError) as exc:
+            raise AttackError(f"boundary_aware needs boundary=PATH of a boundary profile: {exc}") from None
+        indices = target_examples(context, label=self.label, count=self.count)
+        self.memory["objective"] = target_batch(
+            context, indices, label=self.label, trigger=self.objective == "backdoor"
+        )
+
+    def after_update(self, step: int, model: nn.Module) -> None:
+        if not self.last_step(step):
+            return
+        context = self.context
+        honest = {name: t.detach().clone() for name, t in model.state_dict().items()}
+        boundary: BoundaryProfile = self.memory["boundary"]
+        limits = {kind: [self.budget * boundary.limit("weights", kind, i) for i in range(len(boundary.percentiles))]
+                  for kind in ("abs", "rel")}  # fmt: skip
+        gradient = objective_gradient(context, model, self.memory["objective"])
+        push = _allocate(gradient, honest, boundary.percentiles, limits, share=min(1.0, self.budget))
+        probe_batch = step_batch(context.workload, context.dataset, context.spec, step + 1)
+        honest_probe = objective_gradient(context, model, probe_batch)
+
+        def passes(scale: float) -> bool:
+            moved = _moved(honest, push, scale)
+            model.load_state_dict(moved)
+            probe = objective_gradient(context, model, probe_batch)
+            return self._within("weights", honest, moved) and self._within("probe", honest_probe, probe)
+
+        low, high = 0.0, 1.0
+        if passes(high):
+            low = high
+        else:
+            for _ in range(SHRINK_STEPS):
+                middle = (low + high) / 2
+                low, high = (middle, high) if passes(middle) else (low, middle)
+        model.load_state_dict(_moved(honest, push, low))
+        self.memory.setdefault("scales", {})[step // context.spec.layout.stride] = low
+
+    def _within(self, signal: str, honest: dict[str, torch.Tensor], claimed: dict[str, torch.Tensor]) -> bool:
+        boundary: BoundaryProfile = self.memory["boundary"]
+        profiles = difference_profiles(honest, claimed, tuple(boundary.percentiles))
+        return all(value <= self.budget * boundary.limit(signal, kind, i)
+                   for kind in ("abs", "rel") for i, value in enumerate(profiles[kind]))  # fmt: skip
+
+
+def _allocate(
+    gradient: dict[str, torch.Tensor],
+    honest: dict[str, torch.Tensor],
+    percentiles: list[float],
+    limits: dict[str, list[float]],
+    share: float,
+) -> dict[str, torch.Tensor]:
+    """A step against ``gradient`` whose |step| and |step|/|weight| percentiles stay within ``limits``.
+
+    With nearest-rank percentiles over all ``n`` coordinates of the weights, at most ``n - ceil(p n)``
+    coordinates may exceed the limit at percentile p, so the coordinates sorted by |gradient| get, in
+    order, the p100 cap, then the p99.9 cap, ... and the rest the p50 cap. Only ``share`` of those
+    counts is used: the verifier's own drift moves coordinates past the lower limits too.
+    """
+    names = list(gradient)
+    g = torch.cat([gradient[name].reshape(-1) for name in names]).double()
+    w = torch.cat([honest[name].reshape(-1) for name in names]).double()
+    total = sum(t.numel() for t in honest.values())  # the weights signal counts buffers and frozen weights too
+    order = torch.argsort(g.abs(), descending=True)
+    caps_abs = torch.full_like(g, limits["abs"][0])
+    caps_rel = torch.full_like(g, limits["rel"][0])
+    for i in range(1, len(percentiles)):
+        may_exceed = total - math.ceil(percentiles[i - 1] / 100.0 * total)  # coordinates allowed above p_{i-1}
+        top = order[: max(0, int(share * may_exceed))]
+        caps_abs[top] = limits["abs"][i]
+        caps_rel[top] = limits["rel"][i]
+    step = -torch.sign(g) * torch.minimum(caps_abs, caps_rel * w.abs())
+    out, offset = {}, 0
+    for name in names:
+        size = gradient[name].numel()
+        out[name] = step[offset : offset + size].view_as(gradient[name]).to(honest[name].dtype)
+        offset += size
+    return out
+
+
+def _moved(honest: dict[str, torch.Tensor], push: dict[str, torch.Tensor], scale: float) -> dict[str, torch.Tensor]:
+    return {name: (t + scale * push[name] if name in push else t) for name, t in honest.items()}

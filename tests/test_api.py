@@ -1,0 +1,673 @@
+"""The owner API and dashboard against a private devnet holding a real history, built in-process with no
+training: an honest task (sampled, opened with real Merkle proofs, finalized, paid, withdrawn), a task
+slashed by a dispute (challenge with a report on IPFS, a panel of three voting faulty), and a task still
+posted. JSON is checked to the wei and against the contracts' views; the dashboard in headless Chromium;
+the OpenAPI schema with schemathesis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import schemathesis
+from eth_abi import encode
+from eth_utils import keccak
+from hypothesis import HealthCheck, settings
+from web3 import Web3
+from web3.logs import DISCARD
+
+from ovig_node.api.main import create_app
+from ovig_node.api.server import serving
+from ovig_node.api.settings import ApiSettings, devnet_settings
+from ovig_node.chain.accounts import devnet_account
+from ovig_node.chain.client import ChainClient
+from ovig_node.chain.contracts import Protocol, TaskStatus
+from ovig_node.chain.journal import TxJournal
+from ovig_node.chain.rpc import connect
+from ovig_node.devnet.manager import Devnet, DevnetConfig
+from ovig_node.devnet.processes import free_port
+from ovig_node.nodes.deploying import DeployTarget, deploy
+from ovig_node.protocol.merkle import MerkleTree, leaf_hash
+from ovig_node.storage.ipfs import IpfsClient
+
+REPO = Path(__file__).resolve().parents[1]
+ETHER = 10**18
+OWNER, PROVIDER_A, PROVIDER_B, WATCHER, AUDITORS = 0, 1, 2, 3, (4, 5, 6)
+N, S, M, SAMPLE_BPS = 120, 10, 4, 5000  # K = 12 intervals in B = 3 batches; two of each batch sampled
+K, B = 12, 3
+REWARD, PROVIDER_BOND, CHALLENGER_BOND = 2 * ETHER, 3 * ETHER, ETHER // 10
+WINDOWS = (30, 8, 20)  # opening, challenge, challenge reveal (seconds)
+CHALLENGED = K - 1  # the deliverable: always sampled
+FAULTY = 2  # vote
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+PERCENTILES = (50.0, 90.0, 99.0, 99.9, 100.0)
+# The numbers a report table shows in each row, as text.
+SHOWN_NUMBERS = "rows => rows.map(r => ['value', 'bound', 'limit'].map(c => r.querySelector(`.${c}`).textContent))"
+
+
+def address(index: int) -> str:
+    return devnet_account(index).address
+
+
+def digest(task: int, k: int) -> bytes:
+    """Stand-in evidence digest of E_k (sha256 of a label: nothing here trains)."""
+    return hashlib.sha256(f"evidence of task {task} interval {k}".encode()).digest()
+
+
+def end_step(k: int) -> int:
+    return min((k + 1) * S, N)
+
+
+def synthetic_report(task: int) -> dict[str, Any]:
+    """The shape ovig_node.verify.report writes: every signal within its limit but the probe gradient,
+    which is out from p99 up."""
+    signals: dict[str, Any] = {}
+    for name, base in (("weights", 1e-7), ("optim", 1e-9), ("probe", 1e-6)):
+        signals[name] = {}
+        for kind, scale in (("abs", 1.0), ("rel", 1e3)):
+            rows = []
+            for i, p in enumerate(PERCENTILES):
+                bound = base * scale * 10 ** (i / 2)
+                limit = 3 * bound
+                value = limit * 2000 if name == "probe" and p >= 99 else bound / 2
+                rows.append({"p": p, "value": value, "bound": bound, "limit": limit, "ok": value <= limit})
+            signals[name][kind] = rows
+    return {
+        "task": task,
+        "interval": CHALLENGED,
+        "end_step": N,
+        "verdict": "faulty",
+        "reason": "out_of_bounds",
+        "detail": "probe outside the boundary",
+        "signals": signals,
+        "margin": 3.3,
+        "profile": {"name": "threads2"},
+        "replays": ["threads2"],
+        "seconds": {"replay": 1.5, "compare": 0.1},
+    }
+
+
+# --- the history ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Chain:
+    """Devnet test accounts sending protocol transactions, and anvil's clock."""
+
+    w3: Web3
+    protocol: Protocol
+    folder: Path
+    clients: dict[int, ChainClient] = field(default_factory=dict)
+    sent: int = 0
+
+    def send(self, index: int, fn: Any, *, value: int = 0) -> Any:
+        if index not in self.clients:
+            self.clients[index] = ChainClient(self.w3, devnet_account(index), TxJournal(self.folder / f"{index}.db"))
+        self.sent += 1
+        return self.clients[index].transact(f"tx{self.sent}", fn, value=value)
+
+    def mine(self, blocks: int) -> None:
+        self.w3.provider.make_request("anvil_mine", [hex(blocks)])  # type: ignore[arg-type]
+
+    def skip(self, seconds: int) -> None:
+        """Move chain time on (the windows are in seconds); safe: nothing else acts on this chain."""
+        self.w3.provider.make_request("evm_increaseTime", [seconds])  # type: ignore[arg-type]
+        self.mine(1)
+
+    def now(self) -> int:
+        return int(self.w3.eth.get_block("latest")["timestamp"])
+
+
+def trees(task: int) -> list[MerkleTree]:
+    return [
+        MerkleTree.build([leaf_hash(task, k, end_step(k), digest(task, k)) for k in range(j * M, min((j + 1) * M, K))])
+        for j in range(B)
+    ]
+
+
+def opening(task: int, k: int) -> tuple[Any, ...]:
+    """The Opening struct for interval k: its end leaf's proof and (k > 0) its start leaf's."""
+    batch_trees = trees(task)
+    end_proof = batch_trees[k // M].proof(k % M)
+    if k == 0:
+        return (k, end_step(k), digest(task, k), end_proof, 0, bytes(32), [])
+    start_proof = batch_trees[(k - 1) // M].proof((k - 1) % M)
+    return (k, end_step(k), digest(task, k), end_proof, end_step(k - 1), digest(task, k - 1), start_proof)
+
+
+@dataclass
+class History:
+    url: str
+    app: Any
+    chain: Chain
+    settings: ApiSettings
+    honest: int
+    slashed: int
+    posted: int
+    dispute: int
+    report: dict[str, Any]
+    report_cid: str
+    sampled: dict[int, list[int]]  # task -> sampled intervals, ascending, as the contract reports them
+    opening_cids: dict[tuple[int, int], str]
+
+    def get(self, path: str, **params: Any) -> Any:
+        response = httpx.get(f"{self.url}{path}", params=params, timeout=10)
+        assert response.status_code == 200, (path, response.status_code, response.text)
+        return response.json()
+
+
+def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
+    tasks = chain.protocol.tasks.functions
+    committee = chain.protocol.committee.functions
+    deadline = chain.now() + 3600
+    ids = []
+    for _ in range(3):
+        receipt = chain.send(
+            OWNER,
+            tasks.postTask(
+                b"\x11" * 32,
+                "QmSpecOfTheTask",
+                b"\x22" * 32,
+                N,
+                S,
+                M,
+                SAMPLE_BPS,
+                PROVIDER_BOND,
+                CHALLENGER_BOND,
+                WINDOWS,
+                deadline,
+            ),
+            value=REWARD,
+        )
+        ids.append(int(chain.protocol.tasks.events.TaskPosted().process_receipt(receipt)[0]["args"]["task"]))
+    honest, slashed, posted = ids
+    for auditor in AUDITORS:  # early: auditors must be registered warmupBlocks before the reveal
+        chain.send(auditor, committee.register(), value=ETHER)
+    providers = {honest: PROVIDER_A, slashed: PROVIDER_B}
+    for task, provider in providers.items():
+        chain.send(provider, tasks.acceptTask(task), value=PROVIDER_BOND)
+        for j, tree in enumerate(trees(task)):
+            chain.send(provider, tasks.commitBatch(task, j, tree.root, f"QmManifest{task}x{j}"))
+    chain.mine(3)  # past the seed block (SEED_DELAY = 2)
+    sampled: dict[int, list[int]] = {}
+    opening_cids = {}
+    for task, provider in providers.items():
+        for j in range(B):
+            chain.send(WATCHER, tasks.drawSeed(task, j))
+            ks = [int(k) for k in tasks.sampledIntervals(task, j).call()]
+            sampled.setdefault(task, []).extend(sorted(ks))
+            opening_cids[(task, j)] = f"QmOpening{task}x{j}"
+            chain.send(provider, tasks.openBatch(task, j, opening_cids[(task, j)], [opening(task, k) for k in ks]))
+
+    # The watcher challenges the deliverable of the slashed task, with its report on IPFS.
+    report = synthetic_report(slashed)
+    with IpfsClient(ipfs_url) as ipfs:
+        report_cid = ipfs.add_bytes(json.dumps(report).encode(), name="report.json").cid
+    salt = b"\x33" * 32
+    commitment = keccak(
+        encode(["uint256", "uint256", "uint8", "bytes32", "address"], [slashed, CHALLENGED, 1, salt, address(WATCHER)])
+    )
+    chain.send(WATCHER, tasks.commitChallenge(slashed, commitment), value=CHALLENGER_BOND)
+    receipt = chain.send(WATCHER, tasks.revealChallenge(slashed, CHALLENGED, 1, salt, report_cid))
+    [revealed] = chain.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)
+    dispute = int(revealed["args"]["dispute"])
+
+    # The panel (all three auditors) votes faulty; windows are skipped with anvil's clock.
+    chain.mine(3)
+    chain.send(WATCHER, committee.drawPanel(dispute))
+    for auditor in AUDITORS:
+        vote_hash = keccak(
+            encode(
+                ["uint256", "uint256", "uint8", "bytes32", "address"],
+                [dispute, 0, FAULTY, bytes([auditor]) * 32, address(auditor)],
+            )
+        )
+        chain.send(auditor, committee.commitVote(dispute, vote_hash))
+    chain.skip(31)
+    for auditor in AUDITORS:
+        chain.send(auditor, committee.revealVote(dispute, FAULTY, bytes([auditor]) * 32))
+    chain.skip(21)
+    chain.send(WATCHER, committee.resolve(dispute))
+    chain.send(WATCHER, tasks.finalize(honest))
+    chain.send(PROVIDER_A, tasks.withdraw())
+    return {
+        "honest": honest,
+        "slashed": slashed,
+        "posted": posted,
+        "dispute": dispute,
+        "report": report,
+        "report_cid": report_cid,
+        "sampled": sampled,
+        "opening_cids": opening_cids,
+    }
+
+
+def write_watcher_state(home: Path, honest: int, slashed: int, sampled: dict[int, list[int]]) -> None:
+    """What a watcher node persists (``watcher.json``): valid verdicts on the honest task's sample."""
+    judged = {
+        f"{honest}:{k}": {"verdict": "valid", "reason": "within_bounds", "report": "QmWatch"} for k in sampled[honest]
+    }
+    judged[f"{slashed}:{CHALLENGED}"] = {"verdict": "faulty", "reason": "out_of_bounds", "report": "QmChallenge"}
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "watcher.json").write_text(json.dumps({"judged": judged}))
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
+    folder = tmp_path_factory.mktemp("api")
+    net = Devnet(DevnetConfig(data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port()))
+    net.up()
+    try:
+        deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))
+        info = net.info()
+        w3 = connect(info.rpc_url)
+        chain = Chain(w3, Protocol.at(w3, info.contracts), folder / "journals")
+        chain.folder.mkdir()
+        built = build_history(chain, info.ipfs_api_url)
+        write_watcher_state(folder / "watcher", built["honest"], built["slashed"], built["sampled"])
+        labels = {address(OWNER): "owner", address(WATCHER): "watcher", address(PROVIDER_A): "provider A",
+                  address(PROVIDER_B): "provider B", **{address(a): f"auditor {a - 3}" for a in AUDITORS}}  # fmt: skip
+        api_settings = devnet_settings(
+            net.data_dir,
+            home=folder / "api",
+            watcher_homes=(folder / "watcher",),
+            labels=labels,
+            gateway="https://ipfs.example",
+        )
+        app = create_app(api_settings)
+        with serving(app, port=free_port()) as url:
+            assert app.state.ovig.indexer.wait_for_block(w3.eth.block_number, timeout=60), "the indexer lags"
+            yield History(url, app, chain, api_settings, **built)
+    finally:
+        net.down()
+
+
+# --- JSON ----------------------------------------------------------------------------------------
+
+
+def test_task_list_filters_and_pages(history: History) -> None:
+    h = history
+    page = h.get("/api/tasks", order="asc")
+    assert page["total"] == 3 and (page["limit"], page["offset"]) == (50, 0)
+    assert [(t["task"], t["status"], t["provider"]) for t in page["items"]] == [
+        (h.honest, "finalized", address(PROVIDER_A)),
+        (h.slashed, "slashed", address(PROVIDER_B)),
+        (h.posted, "posted", None),
+    ]
+    first = page["items"][0]
+    assert first["owner"] == address(OWNER)
+    assert (first["reward"], first["provider_bond"]) == (str(REWARD), str(PROVIDER_BOND))
+    counts = (first["intervals"], first["batch_count"], first["committed_batches"], first["opened_batches"])
+    assert counts == (K, B, B, B)
+    assert first["posted_at"] > 0
+    assert [t["task"] for t in h.get("/api/tasks")["items"]] == [h.posted, h.slashed, h.honest]  # newest first
+    assert [t["task"] for t in h.get("/api/tasks", status="slashed")["items"]] == [h.slashed]
+    assert [t["task"] for t in h.get("/api/tasks", provider=address(PROVIDER_A).lower())["items"]] == [h.honest]
+    assert h.get("/api/tasks", owner=address(OWNER))["total"] == 3
+    assert h.get("/api/tasks", owner=address(WATCHER))["total"] == 0
+    one = h.get("/api/tasks", order="asc", limit=1, offset=1)
+    assert (one["total"], [t["task"] for t in one["items"]]) == (3, [h.slashed])
+    # Pages are serialised by SQLite, single tasks by the models: the same fields, the same values.
+    for t in page["items"]:
+        detail = h.get(f"/api/tasks/{t['task']}")
+        assert t == {key: detail[key] for key in t}
+    # The index agrees with the contract on every task.
+    for t in page["items"]:
+        assert t["status"] == TaskStatus(h.chain.protocol.task(t["task"]).status).name.lower()
+
+
+def test_honest_task_has_its_batches_samples_openings_and_payout(history: History) -> None:
+    h = history
+    task = h.get(f"/api/tasks/{h.honest}")
+    assert task["status"] == "finalized" and task["slashed"] is None
+    assert task["terms"]["windows"] == {"opening": 30, "challenge": 8, "reveal": 20}
+    assert (task["terms"]["challenger_bond"], task["terms"]["sample_bps"]) == (str(CHALLENGER_BOND), SAMPLE_BPS)
+    assert task["spec_cid"] == "QmSpecOfTheTask"
+    views = h.chain.protocol
+    for batch, tree in zip(task["batches"], trees(h.honest), strict=True):
+        j = batch["j"]
+        assert batch["status"] == "opened"
+        assert batch["root"] == "0x" + tree.root.hex()
+        assert batch["manifest_cid"] == f"QmManifest{h.honest}x{j}"
+        assert batch["opening_cid"] == h.opening_cids[(h.honest, j)]
+        assert batch["sampled"] == sorted(views.tasks.functions.sampledIntervals(h.honest, j).call())
+        assert batch["challenge_window_end"] == views.batch(h.honest, j).windowEnd
+    # Half of each batch; the last batch's draw always includes the deliverable.
+    assert [len(b["sampled"]) for b in task["batches"]] == [M // 2] * B and K - 1 in task["batches"][-1]["sampled"]
+    assert task["disputes"] == []
+    assert [(p["contract"], p["account"], p["amount"]) for p in task["payouts"]] == [
+        ("TrainingTasks", address(PROVIDER_A), str(REWARD + PROVIDER_BOND))
+    ]
+    openings = h.get(f"/api/tasks/{h.honest}/openings")
+    assert [o["k"] for o in openings] == h.sampled[h.honest]
+    for o in openings:
+        start = digest(h.honest, o["k"] - 1) if o["k"] else b"\x22" * 32  # interval 0 starts at initDigest
+        assert (o["start_digest"], o["end_digest"]) == ("0x" + start.hex(), "0x" + digest(h.honest, o["k"]).hex())
+        assert o["opening_cid"] == h.opening_cids[(h.honest, o["k"] // M)]
+    intervals = h.get(f"/api/tasks/{h.honest}/intervals")["items"]
+    assert [iv["status"] for iv in intervals] == [
+        "verified" if k in h.sampled[h.honest] else "committed" for k in range(K)
+    ]
+    assert [iv["end_step"] for iv in intervals] == [end_step(k) for k in range(K)]
+
+
+def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None:
+    h = history
+    task = h.get(f"/api/tasks/{h.slashed}")
+    assert task["status"] == "slashed"
+    assert task["slashed"] == {"batch": B - 1, "by": address(WATCHER), "dispute": h.dispute}
+    intervals = {iv["k"]: iv for iv in h.get(f"/api/tasks/{h.slashed}/intervals")["items"]}
+    assert intervals[CHALLENGED]["status"] == "faulty" and intervals[CHALLENGED]["disputes"] == [h.dispute]
+    assert intervals[CHALLENGED]["watcher"] == {
+        "verdict": "faulty",
+        "reason": "out_of_bounds",
+        "report_cid": "QmChallenge",
+    }
+    for k in range(K - 1):
+        assert intervals[k]["status"] == ("opened" if k in h.sampled[h.slashed] else "committed")
+    assert [iv["status"] for iv in h.get(f"/api/tasks/{h.posted}/intervals")["items"]] == ["pending"] * K
+
+    dispute = h.get(f"/api/disputes/{h.dispute}")
+    assert {key: dispute[key] for key in ("task", "k", "reason", "status", "verdict", "round", "challenger")} == {
+        "task": h.slashed,
+        "k": CHALLENGED,
+        "reason": "out_of_bounds",
+        "status": "resolved",
+        "verdict": "faulty",
+        "round": 0,
+        "challenger": address(WATCHER),
+    }
+    assert dispute["report_cid"] == h.report_cid
+    [round_0] = dispute["rounds"]
+    assert sorted(round_0["panel"]) == sorted(address(a) for a in AUDITORS)
+    assert sorted((v["panelist"], v["committed"], v["vote"]) for v in round_0["votes"]) == sorted(
+        (address(a), True, "faulty") for a in AUDITORS
+    )
+    assert round_0["reveal_end"] - round_0["commit_end"] == 20  # the devnet committee's reveal window
+
+    # Protocol 4.2, faulty: the provider bond 50% challenger, 10% panel, 40% owner; reward and bond back.
+    panelist = PROVIDER_BOND * 1_000 // 10_000 // 3
+    expected = {
+        address(WATCHER): PROVIDER_BOND * 5_000 // 10_000 + CHALLENGER_BOND,
+        address(OWNER): PROVIDER_BOND * 4_000 // 10_000 + REWARD,
+        **{address(a): panelist for a in AUDITORS},
+    }
+    paid: dict[str, int] = {}
+    for p in dispute["payouts"]:
+        paid[p["account"]] = paid.get(p["account"], 0) + int(p["amount"])
+    assert paid == expected
+    assert sorted((p["account"], p["amount"]) for p in task["payouts"]) == sorted(
+        (a, str(v)) for a, v in expected.items()
+    )
+    payouts = h.get("/api/payouts", task=h.slashed)
+    assert (payouts["total"], payouts["items"]) == (5, task["payouts"])
+    assert h.get(f"/api/disputes/{h.dispute}/report") == h.report
+    assert h.get("/api/disputes", task=h.slashed)["items"] == [
+        {k: v for k, v in dispute.items() if k not in ("commitment", "opened_block", "rounds", "payouts")}
+    ]
+    assert h.get("/api/disputes", status="voting")["total"] == 0
+
+
+def test_credits_and_auditors_match_the_contracts(history: History) -> None:
+    h = history
+    views = h.chain.protocol
+    credits = {(c["contract"], c["account"]): c for c in h.get("/api/credits")}
+    provider = credits[("TrainingTasks", address(PROVIDER_A))]
+    assert (provider["credited"], provider["withdrawn"], provider["unpaid"]) == (
+        str(REWARD + PROVIDER_BOND),
+        str(REWARD + PROVIDER_BOND),
+        "0",
+    )
+    for (contract, account), c in credits.items():
+        on_chain = (views.tasks if contract == "TrainingTasks" else views.committee).functions.credits(account).call()
+        assert int(c["unpaid"]) == on_chain
+    assert h.get("/api/credits", account=address(WATCHER).lower()) == [credits[("TrainingTasks", address(WATCHER))]]
+    auditors = h.get("/api/auditors")
+    assert [a["address"] for a in auditors] == [address(a) for a in AUDITORS]
+    for a in auditors:
+        view = views.view(views.committee, "getAuditor", a["address"])
+        assert (a["stake"], a["locked"], a["registered_block"]) == (
+            str(view.stake),
+            str(view.locked),
+            view.registeredBlock,
+        )
+        assert (a["stake"], a["locked"], a["exit_requested"], a["exited"]) == (str(ETHER), "0", False, False)
+    assert h.get(f"/api/auditors/{address(4)}") == auditors[0]
+
+
+def test_timeline_tells_the_slashed_task_in_order(history: History) -> None:
+    h = history
+    timeline = h.get(f"/api/tasks/{h.slashed}/timeline")
+    kinds = [e["kind"] for e in timeline]
+    first_seen = sorted(set(kinds), key=kinds.index)
+    assert first_seen[:5] == ["posted", "accepted", "committed", "seed", "opening"]
+    assert {"window", "challenge", "dispute", "vote", "slashed", "payout"} <= set(kinds)
+    texts = [e["text"] for e in timeline]
+    assert f"task {h.slashed} SLASHED" in texts
+    assert f"dispute {h.dispute} resolved: FAULTY" in texts
+    assert f"task {h.slashed}: watcher challenges interval {CHALLENGED} (out_of_bounds) -> dispute {h.dispute}" in texts
+    assert [e["time"] for e in timeline] == sorted(e["time"] for e in timeline)
+    closed = [e for e in timeline if e["kind"] == "window"]
+    assert f"batch {B - 1}: challenge window closed" in [e["text"] for e in closed]
+    assert not any(e["upcoming"] for e in closed)
+    honest = [e["kind"] for e in h.get(f"/api/tasks/{h.honest}/timeline")]
+    assert "finalized" in honest and "slashed" not in honest
+
+
+def test_unknown_ids_are_404_and_bad_parameters_422(history: History) -> None:
+    h = history
+    for path in (
+        "/api/tasks/999",
+        "/api/tasks/999/intervals",
+        "/api/tasks/999/timeline",
+        "/api/tasks/999/openings",
+        "/api/disputes/999",
+        "/api/disputes/999/report",
+        f"/api/auditors/{address(9)}",
+    ):
+        response = httpx.get(h.url + path)
+        assert response.status_code == 404, path
+        assert "no " in response.json()["detail"]
+    for path, params in (
+        ("/api/tasks", {"limit": -1}),
+        ("/api/tasks", {"limit": 0}),
+        ("/api/tasks", {"offset": -5}),
+        ("/api/tasks", {"status": "bogus"}),
+        ("/api/tasks", {"owner": "0x1234"}),
+        ("/api/tasks", {"order": "sideways"}),
+        ("/api/tasks/0", {}),
+        ("/api/tasks/abc", {}),
+        ("/api/tasks/99999999999999999999999", {}),
+        ("/api/disputes", {"status": "bogus"}),
+        ("/api/payouts", {"account": "nobody"}),
+        ("/api/auditors/0xnothex", {}),
+    ):
+        assert httpx.get(h.url + path, params=params).status_code == 422, (path, params)
+
+
+def test_health_reports_head_index_and_lag(history: History) -> None:
+    health = history.get("/health")
+    assert health["ok"] is True and health["error"] is None
+    assert health["chain_id"] == 31337
+    assert health["indexed_block"] <= health["head_block"] and health["lag_blocks"] <= 2
+    assert health["events"] > 40 and health["last_poll_seconds_ago"] < 5
+    config = history.get("/api/config")
+    assert config["gateway"] == "https://ipfs.example" and config["reports"] is True
+    assert config["contracts"] == history.settings.contracts
+    assert httpx.get(history.url + "/docs").status_code == 200
+
+
+def test_an_unreachable_chain_shows_in_health_and_nothing_fails(tmp_path: Path) -> None:
+    rpc = f"http://127.0.0.1:{free_port()}"
+    contracts = {"TrainingTasks": address(8), "AuditCommittee": address(9)}
+    app = create_app(ApiSettings(rpc_url=rpc, contracts=contracts, home=tmp_path, poll_seconds=0.2))
+    with serving(app, port=free_port()) as url:
+        deadline = time.monotonic() + 10
+        while (health := httpx.get(f"{url}/health").json())["error"] is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert health["ok"] is False and health["head_block"] is None
+        assert health["error"] == f"RpcUnavailable: RPC endpoint {rpc} is unavailable: ConnectionError"
+        assert httpx.get(f"{url}/api/tasks").json() == {"total": 0, "limit": 50, "offset": 0, "items": []}
+        assert httpx.get(f"{url}/api/tasks/1").status_code == 404
+
+
+def test_a_fresh_index_and_a_refold_serve_the_same_json(history: History, tmp_path: Path) -> None:
+    """The read model is a cache of the events: indexing from scratch, and re-folding after the model
+    loses count, give the very same answers."""
+    fresh = create_app(replace(history.settings, home=tmp_path / "fresh"))
+    indexer = fresh.state.ovig.indexer
+    with serving(fresh, port=free_port()) as url, httpx.Client(base_url=url) as client:
+        assert indexer.wait_for_block(history.chain.w3.eth.block_number, timeout=60)
+        paths = [
+            f"/api/tasks/{history.slashed}",
+            f"/api/disputes/{history.dispute}",
+            "/api/credits",
+            "/api/auditors",
+            f"/api/tasks/{history.honest}/intervals",
+        ]
+        before = {p: client.get(p).json() for p in paths}
+        assert before == {p: history.get(p) for p in paths}
+        with sqlite3.connect(tmp_path / "fresh" / "api.sqlite") as db:
+            db.execute("UPDATE meta SET value = '0' WHERE key = 'events'")
+        target = history.chain.w3.eth.block_number + 2
+        history.chain.mine(2)
+        assert indexer.wait_for_block(target, timeout=30)
+        with sqlite3.connect(tmp_path / "fresh" / "api.sqlite") as db:
+            assert int(db.execute("SELECT value FROM meta WHERE key = 'events'").fetchone()[0]) == indexer.status.events
+        assert {p: client.get(p).json() for p in paths} == before
+
+
+def test_ovig_api_serve_serves_the_devnet_and_stops_on_ctrl_c(history: History, tmp_path: Path) -> None:
+    port = free_port()
+    devnet_dir = history.settings.home.parent / "devnet"
+    label = f"{address(OWNER).lower()}=the owner"
+    argv = [str(Path(sys.executable).parent / "ovig"), "api", "serve", "--devnet", "--devnet-dir", str(devnet_dir),
+            "--home", str(tmp_path / "index"), "--port", str(port), "--label", label]  # fmt: skip
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/api/tasks", timeout=2).json()["total"] == 3:
+                    break
+            except (httpx.HTTPError, KeyError):
+                pass
+            time.sleep(0.3)
+        else:
+            raise AssertionError("`ovig api serve` did not index the devnet's three tasks")
+        config = httpx.get(f"http://127.0.0.1:{port}/api/config").json()
+        assert config["labels"] == {address(OWNER): "the owner"}
+        assert "<title>OVIG dashboard</title>" in httpx.get(f"http://127.0.0.1:{port}/").text
+        server.send_signal(signal.SIGINT)
+        output, _ = server.communicate(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert server.returncode == 0, output
+    assert f"OVIG dashboard at http://127.0.0.1:{port}/" in output
+
+
+# --- the dashboard in a real browser -------------------------------------------------------------
+
+
+def test_dashboard_shows_the_slashed_task_and_its_dispute(history: History, tmp_path: Path) -> None:
+    if not CHROMIUM.is_file():
+        pytest.skip("no /usr/bin/chromium: `make setup` installs Debian's chromium where apt-get is available")
+    from playwright.sync_api import expect, sync_playwright
+
+    h = history
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.goto(h.url + "/")
+            expect(page.locator("#tasks tbody tr")).to_have_count(3)
+            expect(page.locator(f"#tasks tr[data-task='{h.slashed}'] [data-status]")).to_have_text("slashed")
+            page.click(f"a[href='#/tasks/{h.slashed}']")
+            expect(page.locator("#timeline li").first).to_be_visible()
+
+            # The timeline, as shown.
+            entries = page.locator("#timeline li").evaluate_all(
+                "items => items.map(li => [li.dataset.kind, li.querySelector('.text').textContent])"
+            )
+            kinds = [kind for kind, _ in entries]
+            assert {
+                "posted",
+                "accepted",
+                "committed",
+                "seed",
+                "opening",
+                "window",
+                "challenge",
+                "vote",
+                "slashed",
+            } <= set(kinds)
+            assert kinds[0] == "posted"
+            assert ["slashed", f"task {h.slashed} SLASHED"] in [list(e) for e in entries]
+
+            # The interval grid: the faulty cell in the legend's faulty colour; every cell as the API says.
+            cells = page.locator("#intervals [data-k]").evaluate_all(
+                "cells => cells.map(c => [Number(c.dataset.k), c.dataset.status])"
+            )
+            api = h.get(f"/api/tasks/{h.slashed}/intervals")["items"]
+            assert [tuple(c) for c in cells] == [(iv["k"], iv["status"]) for iv in api]
+            faulty = page.locator(f"#intervals [data-k='{CHALLENGED}']")
+            colour = faulty.evaluate("c => getComputedStyle(c).backgroundColor")
+            legend = page.locator("#legend [data-legend='faulty']").evaluate("c => getComputedStyle(c).backgroundColor")
+            assert colour == legend == "rgb(220, 38, 38)"
+            assert faulty.get_attribute("data-status") == "faulty"
+            shot = tmp_path / "dashboard-task.png"
+            page.screenshot(path=str(shot), full_page=True)
+            if os.environ.get("OVIG_UPDATE_SCREENSHOT"):  # the README's picture, refreshed on request only
+                shutil.copyfile(shot, REPO / "docs" / "dashboard.png")
+
+            # The faulty cell leads to its dispute: the report's percentiles against the boundary.
+            faulty.click()
+            expect(page.locator("#report figure")).to_have_count(6)
+            for name, kinds_ in h.report["signals"].items():
+                for kind, rows in kinds_.items():
+                    figure = page.locator(f"#report figure[data-signal='{name}'][data-kind='{kind}']")
+                    expect(figure.locator("svg.chart circle")).to_have_count(len(rows))
+                    shown = figure.locator("tbody tr").evaluate_all(SHOWN_NUMBERS)
+                    for (value, bound, limit), row in zip(shown, rows, strict=True):
+                        assert float(value) == pytest.approx(row["value"], rel=1e-3)
+                        assert float(bound) == pytest.approx(row["bound"], rel=1e-3)
+                        assert float(limit) == pytest.approx(row["limit"], rel=1e-3)
+                    outside = figure.locator("svg.chart circle.out").count()
+                    assert outside == sum(not row["ok"] for row in rows)
+            expect(page.locator("#round-0 tbody tr")).to_have_count(3)
+            page.screenshot(path=str(tmp_path / "dashboard-dispute.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+# --- the OpenAPI schema, fuzzed ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def api_schema(history: History) -> Any:
+    return schemathesis.openapi.from_url(f"{history.url}/openapi.json")
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+def test_openapi_schema_holds_and_nothing_is_a_server_error(case: Any) -> None:
+    case.call_and_validate()

@@ -1,0 +1,117 @@
+"""The steering and state attacks and the boundary-aware attacker, on real tiny-vision training at s = 10.
+
+Each attack fakes interval 3, which calibration never saw (it used 0, 2, 4), on top of the honest claims
+of intervals 0..2; a watcher replays it on held-out profiles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from ovig_node.attacks import load_attack
+from ovig_node.attacks.effect import backdoor_success, context_of, examples_of_steps, target_loss
+from ovig_node.training.evidence import read_evidence
+from ovig_node.training.loop import evidence_path
+from ovig_node.training.optim import step_counters
+from ovig_node.training.taskfiles import PreparedTask
+from ovig_node.verify.boundary import BoundaryProfile
+from ovig_node.verify.evaluate import SUBSETS, fake, judge_run
+from verify_support import HELD_OUT_PROFILES
+
+FAKED = 3
+
+
+@pytest.fixture(scope="module")
+def boundary_file(vision_boundary: BoundaryProfile, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("boundary") / "boundary.json"
+    path.write_text(vision_boundary.model_dump_json())
+    return path
+
+
+def faked(task: PreparedTask, claims: Path, out: Path, name: str, **params: Any) -> Path:
+    fake(task, claims, out, load_attack(name, intervals=frozenset({FAKED}), **params), last=FAKED, honest_prefix=FAKED)
+    return out
+
+
+def weights(run: Path, k: int = FAKED) -> dict[str, torch.Tensor]:
+    return read_evidence(evidence_path(run, k)).model
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "failing"),
+    [
+        ("targeted_gradient", {"lam": 1e-3}, ["optim", "probe", "weights"]),
+        ("backdoor", {"rate": 0.5}, ["optim", "probe", "weights"]),
+        ("optimizer_tamper", {"scale": 0.0}, ["optim"]),  # weights and probe are exactly honest
+        ("interpolated_endpoint", {"anchor": "last"}, ["optim", "probe", "weights"]),
+    ],
+)
+def test_attack_is_caught_at_s10_by_the_signals_it_touches(
+    vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path, name: str,
+    params: dict[str, Any], failing: list[str],
+) -> None:  # fmt: skip
+    if params.get("anchor") == "last":  # a later checkpoint of the honest run: the line the cheat follows
+        params = {"anchor": str(evidence_path(vision_claims, vision_task.spec.layout.intervals - 1))}
+    run = faked(vision_task, vision_claims, tmp_path, name, **params)
+    judged = judge_run(vision_task, run, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES, subsets=SUBSETS)
+    assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", "out_of_bounds")
+    assert sorted(judged.verdict.failing) == failing
+    assert judged.replays == [p.name for p in HELD_OUT_PROFILES]  # the rejection was confirmed
+    # A judge blind to the optimizer state misses the moment tampering and nothing else.
+    assert judged.verdicts["weights+probe"].valid == (failing == ["optim"])
+
+
+def test_steering_attacks_change_what_they_aim_at(
+    vision_task: PreparedTask, vision_claims: Path, tmp_path: Path
+) -> None:
+    context = context_of(vision_task)
+    layout = vision_task.spec.layout
+    seen = examples_of_steps(context, range(layout.start_step(FAKED), layout.end_step(FAKED)))
+    honest = weights(vision_claims)
+    poisoned = weights(faked(vision_task, vision_claims, tmp_path / "backdoor", "backdoor", rate=0.5))
+    before, after = (backdoor_success(context, w, trained_on=seen) for w in (honest, poisoned))
+    assert before is not None and after is not None and after > before + 0.3
+    pushed = weights(faked(vision_task, vision_claims, tmp_path / "targeted", "targeted_gradient", lam=1.0))
+    assert target_loss(context, pushed) < target_loss(context, honest) - 0.05
+
+
+def test_state_attacks_commit_well_formed_plausible_state(
+    vision_task: PreparedTask, vision_claims: Path, tmp_path: Path
+) -> None:
+    tampered_run = faked(vision_task, vision_claims, tmp_path / "tamper", "optimizer_tamper")
+    tampered = read_evidence(evidence_path(tampered_run, FAKED))
+    honest = read_evidence(evidence_path(vision_claims, FAKED))
+    assert tampered.to_bytes() != honest.to_bytes()
+    assert all(torch.equal(tampered.model[n], honest.model[n]) and torch.equal(tampered.probe[n], honest.probe[n])
+               for n in honest.model)  # fmt: skip
+    assert all(v.abs().sum() == 0 for k, v in tampered.optim.items() if not k.endswith("/step"))
+
+    anchor = str(evidence_path(vision_claims, 4))
+    line = read_evidence(evidence_path(faked(vision_task, vision_claims, tmp_path / "line", "interpolated_endpoint",
+                                             anchor=anchor), FAKED))  # fmt: skip
+    assert set(step_counters(line.optim).values()) == {vision_task.spec.layout.end_step(FAKED)}
+    start, end = weights(vision_claims, FAKED - 1), weights(vision_claims, 4)
+    # Half-way (10 of the 20 steps to the anchor): the midpoint of start and anchor, coordinate by coordinate.
+    assert all(torch.allclose(line.model[n], (start[n] + end[n]) / 2, atol=1e-7) for n in start)
+
+
+def test_boundary_aware_attacker_passes_within_budget_and_is_caught_beyond(
+    vision_task: PreparedTask,
+    vision_claims: Path,
+    vision_boundary: BoundaryProfile,
+    boundary_file: Path,
+    tmp_path: Path,
+) -> None:
+    verdicts = {}
+    for budget in (0.5, 3.0):  # half of alpha x bound, then three times it
+        out = tmp_path / f"b{budget}"
+        run = faked(vision_task, vision_claims, out, "boundary_aware", boundary=str(boundary_file), budget=budget)
+        verdicts[budget] = judge_run(vision_task, run, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES).verdict
+        moved = (weights(run)["fc2.weight"] - weights(vision_claims)["fc2.weight"]).abs().max().item()
+        assert 0 < moved <= budget * vision_boundary.limit("weights", "abs", 4) * 1.01  # never past its own cap
+    assert verdicts[0.5].valid and verdicts[0.5].margin is not None and verdicts[0.5].margin < 0
+    assert verdicts[3.0].reason == "out_of_bounds" and "weights" in verdicts[3.0].failing

@@ -1,0 +1,33 @@
+"""Set-up shared by the verification tests: a tiny vision task (5 intervals of 10 steps), its honest
+claims, and a boundary calibrated on intervals spread over the run (0, 2, 4), so 1 and 3 stay held out.
+Real torch training throughout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ovig_node.training.execution import get_profile
+from ovig_node.training.loop import train
+from ovig_node.training.taskfiles import PreparedTask, prepare_task
+from ovig_node.verify.boundary import BoundaryProfile, calibrate
+from ovig_node.verify.evaluate import claim_run
+
+CALIBRATION_PROFILES = ["micro2", "micro4", "micro4-fp64acc"]
+POSITIONS = [0, 2, 4]
+HELD_OUT = ["threads2-micro2", "threads2"]  # never used in calibration; the second confirms a rejection
+HELD_OUT_PROFILES = [get_profile(name) for name in HELD_OUT]
+
+
+def tiny_task(folder: Path) -> PreparedTask:
+    return prepare_task("vision", folder, tiny=True, total_steps=50, stride=10, intervals_per_batch=5)
+
+
+def honest_claims(task: PreparedTask, folder: Path) -> Path:
+    train(claim_run(task, folder))
+    return folder
+
+
+def spread_boundary(task: PreparedTask, claims: Path) -> BoundaryProfile:
+    return calibrate(task, claim_profile=get_profile("reference"),
+                     replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES], positions=POSITIONS,
+                     alpha=3.0, work_dir=claims)  # fmt: skip
