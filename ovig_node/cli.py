@@ -119,12 +119,11 @@ def devnet_status(data_dir: Path | None) -> None:
 
 
 @cli.command("compile")
-@click.option("--force", is_flag=True, help="Recompile even if nothing changed.")
-def compile_cmd(force: bool) -> None:
-    """Compile contracts/ (Ape + wasm solc) and export artifacts into the package."""
+def compile_cmd() -> None:
+    """Compile contracts/ (Ape + wasm solc, always a full build) and export artifacts into the package."""
     from ovig_node.chain.compile import compile_contracts
 
-    written = compile_contracts(force=force)
+    written = compile_contracts()
     console.print(f"exported artifacts: {', '.join(written) or 'none'}")
 
 

@@ -27,13 +27,15 @@ def toolchain_env(repo: Path) -> dict[str, str]:
     return env
 
 
-def compile_contracts(*, force: bool = False) -> list[str]:
+def compile_contracts() -> list[str]:
     """Run ``ape compile`` in the repository and export artifacts; return the exported names."""
     repo = tools.repo_root()
     ape = shutil.which("ape", path=str(Path(sys.executable).parent)) or shutil.which("ape")
     if ape is None:
         raise DeploymentError("ape is not installed in this environment; run `make setup`")
-    argv = [ape, "compile", *(["--force"] if force else [])]
+    # Always a full build: Ape's incremental compile skips a contract whose own file is unchanged even when
+    # a file it imports changed, which leaves stale bytecode (metadata hash) in the exported artifacts.
+    argv = [ape, "compile", "--force"]
     result = subprocess.run(argv, cwd=repo, env=toolchain_env(repo), capture_output=True, text=True)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
