@@ -25,7 +25,8 @@ class Keeper:
     ctx: NodeContext
     duties: frozenset[str] = frozenset(DUTIES)
     only_tasks: frozenset[int] | None = None  # None: every task on the contract
-    _done: set[tuple[str, int]] = field(default_factory=set)  # ("task" | "dispute", id) that ended
+    # ("task", id), ("dispute", id) or ("commit", commitment hex) that need no more duties.
+    _done: set[tuple[str, int | str]] = field(default_factory=set)
     _params: dict[str, int] = field(default_factory=dict)
 
     def tick(self) -> list[str]:
@@ -90,11 +91,11 @@ class Keeper:
         done = []
         for event in self.ctx.scanner.events("ChallengeCommitted"):
             task, commitment = int(event.args["task"]), event.args["commitment"]
-            if ("commit", hash(commitment)) in self._done or not self._watched(task):
+            if ("commit", commitment) in self._done or not self._watched(task):
                 continue
             c = self.ctx.protocol.view(tasks, "getCommit", bytes.fromhex(commitment[2:]))
             if c.status != CommitStatus.PENDING:
-                self._done.add(("commit", hash(commitment)))
+                self._done.add(("commit", commitment))
                 continue
             ended = self.ctx.protocol.task(task).status not in LIVE
             if ended or int(head["timestamp"]) >= int(event.args["revealBy"]):

@@ -67,15 +67,20 @@ class WatcherNode:
         """Sampled intervals of opened batches not judged yet, whose window closes first first."""
         judged = self.state.get("judged", {})
         due: list[tuple[int, int, int, str]] = []
+        live: dict[int, bool] = {}  # one status read per task per pass, not one per opened batch
         for event in self.ctx.scanner.events("BatchOpened"):
             task, j = int(event.args["task"]), int(event.args["j"])
             if (self.only_tasks is not None and task not in self.only_tasks) or task in self._refused:
                 continue
-            if self.ctx.protocol.task(task).status not in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED):
+            if task not in live:
+                live[task] = self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+            if not live[task]:
                 continue
             for k in self.ctx.protocol.tasks.functions.sampledIntervals(task, j).call():
+                if f"{task}:{k}" in judged:
+                    continue  # judged before: no need to read its on-chain state again
                 iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
-                if f"{task}:{k}" in judged or iv.dispute != 0 or iv.cleared or self._task(task) is None:
+                if iv.dispute != 0 or iv.cleared or self._task(task) is None:
                     continue
                 due.append((int(event.args["challengeWindowEnd"]), task, int(k), str(event.args["openingCID"])))
         return [(task, k, opening) for _, task, k, opening in sorted(due)]
