@@ -459,22 +459,56 @@ def verify_cmd(
 @click.option("--workload", default="vision", show_default=True)
 @click.option("--tiny/--full", default=True, show_default=True)
 @click.option("--strides", default="1,10,100", show_default=True, help="Comma-separated strides.")
-@click.option("--intervals", type=int, default=12, show_default=True,
-              help="Intervals per evaluated task; every other one calibrates, the rest are judged.")  # fmt: skip
+@click.option(
+    "--intervals",
+    default="12",
+    show_default=True,
+    help="Intervals per evaluated task: N, or per stride as 1:210,10:210,100:40.",
+)
+@click.option(
+    "--calibration-positions",
+    type=int,
+    default=None,
+    help="Calibrate on this many intervals spread over the run and judge all others "
+    "[default: every other interval calibrates].",
+)
+@click.option(
+    "--attacks", "only", default=None, help="Only these built-in attacks (comma-separated names) [default: all]."
+)
+@click.option(
+    "--attack",
+    "extra",
+    multiple=True,
+    metavar="PACKAGE.MODULE:CALLABLE",
+    help="Also evaluate this outside attack (repeatable).",
+)
 @click.option("--alpha", type=float, default=3.0, show_default=True)
+@click.option("--batch-size", type=int, default=32, show_default=True, help="Examples per step.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-def eval_cmd(workload: str, tiny: bool, strides: str, intervals: int, alpha: float, out_dir: Path) -> None:
+def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
+             only: str | None, extra: tuple[str, ...], alpha: float, batch_size: int,
+             out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
     import json
     import tempfile
 
-    from ovig_node.verify.evaluate import EvalSettings, evaluate, units
+    from ovig_node.verify.evaluate import DEFAULT_ATTACKS, AttackCase, EvalSettings, evaluate, units
     from ovig_node.verify.plots import plot_honest, plot_margins
     from ovig_node.verify.summary import markdown, summarise
 
-    settings = EvalSettings(workload=workload, tiny=tiny, strides=tuple(int(s) for s in strides.split(",")),
-                            intervals=intervals, alpha=alpha)  # fmt: skip
+    stride_list = tuple(_positive_ints(strides, "--strides"))
+    default, by_stride = _intervals_option(intervals)
+    attacks = DEFAULT_ATTACKS
+    if only is not None:
+        names = {name.strip() for name in only.split(",") if name.strip()}
+        if unknown := names - {case.name for case in DEFAULT_ATTACKS}:
+            raise click.BadParameter(f"unknown attacks {sorted(unknown)}", param_hint="--attacks")
+        attacks = tuple(case for case in DEFAULT_ATTACKS if case.name in names)
+    attacks += tuple(AttackCase(spec) for spec in extra)
+    settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
+                            intervals_by_stride=by_stride, calibration_positions=calibration_positions,
+                            attacks=attacks, alpha=alpha, batch_size=batch_size)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
         results = evaluate(settings, Path(tmp), log=log)
     summary = summarise(settings, results)
@@ -486,6 +520,30 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: int, alpha: flo
     plot_honest(summary, out_dir / "honest_vs_stride.png")
     console.print(table)
     console.print(f"written {out_dir}/eval.json, eval.md, margin_vs_stride.png, honest_vs_stride.png")
+
+
+def _positive_ints(text: str, option: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint=option) from None
+    if not values or min(values) < 1:
+        raise click.BadParameter(f"{text!r}: give positive integers", param_hint=option)
+    return values
+
+
+def _intervals_option(text: str) -> tuple[int, dict[int, int]]:
+    """``N`` or ``stride:N,stride:N`` -> (default N, per-stride N)."""
+    if ":" not in text:
+        return _positive_ints(text, "--intervals")[0], {}
+    by_stride: dict[int, int] = {}
+    for part in text.split(","):
+        stride, _, count = part.partition(":")
+        values = _positive_ints(f"{stride},{count}", "--intervals")
+        if len(values) != 2 or values[1] < 2:
+            raise click.BadParameter(f"{part!r}: give stride:N with N >= 2", param_hint="--intervals")
+        by_stride[values[0]] = values[1]
+    return max(by_stride.values()), by_stride
 
 
 # --- demo --------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ovig_node.devnet.manager import default_data_dir
-from ovig_node.nodes.context import Connection, NodeContext, open_node
+from ovig_node.nodes.context import REPLAY_PROFILES, Connection, NodeContext, open_node
 
 console = Console(highlight=False)
 WEI = Decimal(10**18)
@@ -92,6 +92,12 @@ def trainer_run(task_id: int, profile: str, attack: str | None, attack_intervals
     console.print(f"task {task_id} ended: {status.name.lower()}")
 
 
+replay_profile_option = click.option(
+    "--profile", default=REPLAY_PROFILES, show_default=True,
+    help="Replay profiles 'a,b': replay under a; a rejection stands only if b's replay rejects too.",
+)  # fmt: skip
+
+
 @click.group()
 def watcher() -> None:
     """Replays sampled intervals and challenges those outside the boundary."""
@@ -99,8 +105,7 @@ def watcher() -> None:
 
 @watcher.command("run")
 @click.option("--task", "task_ids", type=int, multiple=True, help="Watch only these tasks [all].")
-@click.option("--profile", default="reference", show_default=True,
-              help="Replay profile; 'a,b': a rejection under a stands only if b rejects too.")  # fmt: skip
+@replay_profile_option
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Parallel replays.")
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @connection_options
@@ -123,8 +128,7 @@ def auditor() -> None:
 
 
 @auditor.command("run")
-@click.option("--profile", default="reference", show_default=True,
-              help="Replay profile; 'a,b': a rejection under a stands only if b rejects too.")  # fmt: skip
+@replay_profile_option
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @connection_options
 def auditor_run(profile: str, seconds: float | None, **options: Any) -> None:

@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from click.testing import CliRunner
 
 from ovig_node.attacks.base import Attack, AttackError, load_attack
 from ovig_node.attacks.builtin import RowTamper
+from ovig_node.cli import cli
 from ovig_node.training.evidence import Evidence, read_evidence, write_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
@@ -23,7 +25,7 @@ from ovig_node.verify.evaluate import AttackCase, EvalSettings, evaluate
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import replay_and_judge
-from ovig_node.verify.stats import PERCENTILES, percentiles
+from ovig_node.verify.stats import PERCENTILES, difference_profiles, percentiles
 from ovig_node.verify.summary import markdown, summarise
 from support import run_ovig
 from verify_support import CALIBRATION_PROFILES, HELD_OUT, HELD_OUT_PROFILES
@@ -51,7 +53,7 @@ def check(task: PreparedTask, boundary: BoundaryProfile, claims: Path, k: int, c
 
 def test_percentiles_are_exact_nearest_rank() -> None:
     rng = np.random.default_rng(0)
-    dense = np.abs(rng.standard_normal(300_001)).astype(np.float32)  # large enough for the sampled threshold
+    dense = np.abs(rng.standard_normal(300_001)).astype(np.float32)
     mostly_zero = np.concatenate([np.zeros(200_000, dtype=np.float32), dense[:100_001]])  # like honest drift
     quantised = np.round(dense * 4) / 4  # many equal values, as float32 differences are
     for values in (dense, rng.permutation(mostly_zero), quantised, dense[:10_001]):
@@ -62,6 +64,55 @@ def test_percentiles_are_exact_nearest_rank() -> None:
     assert np.isnan(percentiles(with_nan)[-1])  # a NaN is never within a bound
     assert percentiles(np.array([3.0])) == [3.0] * 5
     assert percentiles(np.zeros(0)) == [0.0] * 5
+
+
+def _explicit_profiles(replay: dict[str, torch.Tensor], claim: dict[str, torch.Tensor]) -> dict[str, list[float]]:
+    """The definition, spelt out: every difference materialised, then ranked."""
+    r, c = (torch.cat([t[name].reshape(-1) for name in sorted(t)]) for t in (replay, claim))
+    d = (r - c).abs()
+    eps = torch.tensor(1e-12, dtype=d.dtype)
+    return {"abs": percentiles(d.numpy()), "rel": percentiles((d / (c.abs() + eps)).numpy())}
+
+
+@pytest.mark.parametrize(
+    "case", ["drift", "mostly_identical", "identical", "quantised", "nan_inf", "float64", "tiny", "denormal"]
+)
+def test_difference_profiles_equal_the_definition(case: str) -> None:
+    g = torch.Generator().manual_seed(1)
+    claim = {"w": torch.randn(300, 700, generator=g) * 0.05, "b": torch.randn(701, generator=g), "v": torch.zeros(5)}
+    replay = {name: t + torch.randn(t.shape, generator=g) * 1e-7 for name, t in claim.items()}
+    if case == "mostly_identical":  # like an honest replay: most coordinates bit-identical
+        replay = {
+            name: torch.where(torch.rand(t.shape, generator=g) < 0.7, claim[name], t) for name, t in replay.items()
+        }
+    elif case == "identical":
+        replay = {name: t.clone() for name, t in claim.items()}
+    elif case == "quantised":  # many equal differences, as float32 differences of nearby weights are
+        replay = {name: claim[name] + torch.round(t - claim[name], decimals=7) for name, t in replay.items()}
+    elif case == "nan_inf":
+        replay["w"][3, 4], replay["b"][9], claim["b"][10] = float("nan"), float("inf"), -0.0
+    elif case == "float64":
+        replay["w"], claim["w"] = replay["w"].double(), claim["w"].double()
+        replay, claim = {n: t.double() for n, t in replay.items()}, {n: t.double() for n, t in claim.items()}
+    elif case == "tiny":
+        replay, claim = {"x": torch.tensor([2.5])}, {"x": torch.tensor([1.0])}
+    elif case == "denormal":
+        claim = {"x": torch.zeros(1000)}
+        replay = {"x": torch.full((1000,), 1e-44) * (torch.arange(1000) % 3)}
+    profiles, expected = difference_profiles(replay, claim), _explicit_profiles(replay, claim)
+    for kind in ("abs", "rel"):
+        np.testing.assert_array_equal(profiles[kind], expected[kind])  # exactly equal, NaN included
+    if case == "nan_inf":
+        assert np.isnan(profiles["abs"][-1]) and np.isnan(profiles["rel"][-1])
+    if case == "identical":
+        assert profiles == {"abs": [0.0] * 5, "rel": [0.0] * 5}
+    if case == "tiny":
+        assert profiles == {"abs": [1.5] * 5, "rel": [1.5] * 5}
+
+
+def test_difference_profiles_of_an_empty_signal_are_zero() -> None:
+    assert difference_profiles({}, {}) == {"abs": [0.0] * 5, "rel": [0.0] * 5}
+    assert difference_profiles({"x": torch.zeros(0)}, {"x": torch.zeros(0)}) == {"abs": [0.0] * 5, "rel": [0.0] * 5}
 
 
 def test_calibration_records_drift_per_signal(boundary: BoundaryProfile) -> None:
@@ -262,6 +313,17 @@ def test_bad_attack_names_give_clear_errors() -> None:
         load_attack("lr_tamper", intervals=frozenset({1}), speed=3)
 
 
+def test_large_fpr_samples_calibrate_on_few_spread_intervals_and_judge_the_rest() -> None:
+    adaptive = AttackCase("boundary_aware", every_interval=True)
+    settings = EvalSettings(intervals=12, intervals_by_stride={10: 210}, calibration_positions=21, adaptive_window=5)
+    assert settings.positions_at(10) == list(range(0, 210, 10))
+    assert len(settings.held_out_at(10)) == 189 and settings.attacked_at(10) == 208
+    assert settings.faked_at(10, adaptive) == [205, 206, 207, 208, 209]
+    assert settings.faked_at(10, AttackCase("lr_tamper")) == [208]
+    assert settings.positions_at(1) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # 12 intervals: at most n - 1 calibrate
+    assert settings.held_out_at(1) == [11]
+
+
 def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) -> None:
     settings = EvalSettings(
         strides=(5,),
@@ -270,12 +332,12 @@ def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) 
         attacks=(AttackCase("micro_batch_drop", {"keep": 0.5}), AttackCase("optimizer_tamper", {"scale": 0.0}),
                  *(AttackCase("row_tamper", {"delta": d}, strength="delta") for d in (1e-9, 1e-4))),
     )  # fmt: skip
-    assert (settings.positions, settings.held_out, settings.attacked) == ([0, 2], [1, 3], 1)
+    assert (settings.positions_at(5), settings.held_out_at(5), settings.attacked_at(5)) == ([0, 2], [1, 3], 1)
     summary = summarise(settings, evaluate(settings, tmp_path / "work"))
     assert summary["asr"]["micro_batch_drop keep=0.5"] == 0.0
     assert summary["asr"]["row_tamper delta=1e-09"] == 1.0  # below float32 resolution here: invisible
     assert summary["frontier"] == {"row_tamper": {5: 1e-4}}
-    assert summary["fpr"] == {5: 0.0} and len(summary["honest"][5]) == 2
+    assert summary["fpr"] == {5: 0.0} and len(summary["honest"][5]) == 2 and summary["honest_intervals"] == {5: 2}
     ablation = summary["ablation"][5]
     assert "optimizer_tamper scale=0" in ablation["weights+probe"]["missed"]  # only the optimizer state shows it
     assert ablation["all"]["missed"] == ["row_tamper delta=1e-09"]
@@ -285,6 +347,7 @@ def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) 
     assert "| micro_batch_drop keep=0.5 | caught (out_of_bounds" in table
     assert "| row_tamper: smallest strength caught | 0.0001 |" in table
     assert "| weights+probe | FPR 0%;" in table
+    assert "| honest FPR, held-out intervals and profiles | 0/2 (0.0%) |" in table
     plot_margins(summary, tmp_path / "m.png")
     plot_honest(summary, tmp_path / "h.png")
     assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -299,3 +362,18 @@ def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
     assert out["image"][0, 0, 0].tolist() == [3, 0, 1, 2]
     with pytest.raises(AttackError, match="no input tensor"):
         attack.batch(0, {"label": torch.tensor([1])})
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--intervals", "10:x"], "'10,x' is not a comma-separated list of integers"),
+        (["--intervals", "10:1"], "'10:1': give stride:N with N >= 2"),
+        (["--strides", "0,10"], "'0,10': give positive integers"),
+        (["--attacks", "lr_tamper,nope"], "unknown attacks ['nope']"),
+    ],
+)
+def test_eval_options_are_checked_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["eval", *args, "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "out").exists()

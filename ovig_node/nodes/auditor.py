@@ -18,7 +18,7 @@ from eth_utils import keccak
 
 from ovig_node.chain.contracts import DisputeStatus, Reason, Verdict
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
 from ovig_node.nodes.judging import judge_interval, opening_cid
 from ovig_node.nodes.keeper import Keeper
@@ -31,7 +31,7 @@ from ovig_node.storage.errors import IpfsUnavailable
 @dataclass
 class AuditorNode:
     ctx: NodeContext
-    profile_name: str = "reference"
+    profile_name: str = REPLAY_PROFILES
     keeper: Keeper | None = None
     poll_seconds: float = 1.0
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)

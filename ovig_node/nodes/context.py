@@ -27,6 +27,11 @@ from ovig_node.devnet.errors import DevnetNotRunning
 from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir
 from ovig_node.storage.ipfs import IpfsClient
 
+# Watchers and auditors replay under the first profile; a rejection stands only if a replay under the
+# second rejects too, as in the evaluation that measured the false-positive rate (a replay that took
+# the other side of a rounding tie is not fraud).
+REPLAY_PROFILES = "reference,threads2"
+
 
 @dataclass(frozen=True)
 class Connection:

@@ -21,7 +21,7 @@ from web3.logs import DISCARD
 
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
 from ovig_node.nodes.judging import Judgement, judge_interval
 from ovig_node.nodes.keeper import Keeper
@@ -34,7 +34,7 @@ from ovig_node.storage.errors import IpfsUnavailable
 @dataclass
 class WatcherNode:
     ctx: NodeContext
-    profile_name: str = "reference"
+    profile_name: str = REPLAY_PROFILES
     only_tasks: frozenset[int] | None = None
     keeper: Keeper | None = None
     poll_seconds: float = 1.0

@@ -56,9 +56,11 @@ def judge(
     claimed_start: Evidence | None = None,
     start_step: int = 0,
     signals: Sequence[str] = SIGNALS,
+    profiles_seen: dict[str, dict[str, list[float]]] | None = None,
 ) -> Verdict:
     """Compare a claimed endpoint with an honest replay of it, on ``signals`` (a subset only for
-    ablations: the protocol judges all three)."""
+    ablations: the protocol judges all three). ``profiles_seen`` keeps each signal's percentile profiles
+    across calls on the same pair of endpoints, so ablations judge each signal's differences once."""
     if (problem := structure_problem(claimed_end, replayed_end, expected_metadata)) is not None:
         return Verdict(FAULTY, *problem)
     if claimed_start is not None and (bad := _counters(claimed_start, start_step)) is not None:
@@ -68,7 +70,10 @@ def judge(
     ok_all = True
     for signal in signals:
         section = SECTION_OF[signal]
-        profiles = difference_profiles(getattr(replayed_end, section), getattr(claimed_end, section))
+        seen = profiles_seen if profiles_seen is not None else {}
+        if signal not in seen:
+            seen[signal] = difference_profiles(getattr(replayed_end, section), getattr(claimed_end, section))
+        profiles = seen[signal]
         rows[signal] = {}
         for kind in ("abs", "rel"):
             checked = []

@@ -92,25 +92,44 @@ class EvalSettings:
     tiny: bool = True
     strides: tuple[int, ...] = (1, 10, 100)
     intervals: int = 12
+    intervals_by_stride: dict[int, int] = field(default_factory=dict)  # overrides ``intervals`` per stride
     calibration_every: int = 2  # calibrate on intervals 0, n, 2n, ...; judge honest drift on the others
+    # If set, calibrate on this many intervals spread evenly over the run instead (a large FPR sample
+    # needs many held-out intervals, not many calibration replays).
+    calibration_positions: int | None = None
     calibration_profiles: tuple[str, ...] = ("micro2", "micro3", "micro4", "micro8", "micro4-fp64acc")
     held_out_profiles: tuple[str, ...] = ("threads2-micro2", "threads2")  # the second confirms a rejection
     alpha: float = 3.0
     attacks: tuple[AttackCase, ...] = DEFAULT_ATTACKS
     batch_size: int = 32
+    adaptive_window: int = 12  # an every-interval attacker fakes the last this many intervals
 
-    @property
-    def positions(self) -> list[int]:
-        return list(range(0, self.intervals, self.calibration_every))
+    def intervals_at(self, stride: int) -> int:
+        return self.intervals_by_stride.get(stride, self.intervals)
 
-    @property
-    def held_out(self) -> list[int]:
-        return [k for k in range(self.intervals) if k not in self.positions]
+    def positions_at(self, stride: int) -> list[int]:
+        n = self.intervals_at(stride)
+        if self.calibration_positions is None:
+            return list(range(0, n, self.calibration_every))
+        count = min(self.calibration_positions, n - 1)
+        return sorted({(i * n) // count for i in range(count)})
 
-    @property
-    def attacked(self) -> int:
+    def held_out_at(self, stride: int) -> list[int]:
+        positions = set(self.positions_at(stride))
+        return [k for k in range(self.intervals_at(stride)) if k not in positions]
+
+    def attacked_at(self, stride: int) -> int:
         """The interval single-interval attacks fake: a held-out one late in the run."""
-        return self.held_out[-2] if len(self.held_out) > 1 else self.held_out[-1]
+        held_out = self.held_out_at(stride)
+        return held_out[-2] if len(held_out) > 1 else held_out[-1]
+
+    def faked_at(self, stride: int, case: AttackCase) -> list[int]:
+        n = self.intervals_at(stride)
+        return list(range(max(0, n - self.adaptive_window), n)) if case.every_interval else [self.attacked_at(stride)]
+
+    def layout(self, stride: int) -> dict[str, Any]:
+        return {"intervals": self.intervals_at(stride), "positions": self.positions_at(stride),
+                "held_out": self.held_out_at(stride), "attacked": self.attacked_at(stride)}  # fmt: skip
 
 
 @dataclass
@@ -142,7 +161,13 @@ def _quiet(message: str, *, unit: bool = False) -> None:
 
 
 def evaluate(settings: EvalSettings, work_dir: Path, *, log: Log | None = None) -> list[StrideResult]:
-    return [_Stride(settings, stride, work_dir / f"s{stride}", log).run() for stride in settings.strides]
+    results = []
+    for stride in settings.strides:
+        folder = work_dir / f"s{stride}"
+        results.append(_Stride(settings, stride, folder, log).run())
+        # A stride's evidence is no longer needed (tens of GB for a long language run).
+        shutil.rmtree(folder, ignore_errors=True)
+    return results
 
 
 class _Stride:
@@ -151,13 +176,16 @@ class _Stride:
     def __init__(self, settings: EvalSettings, stride: int, folder: Path, log: Log | None) -> None:
         self.settings, self.stride, self.folder = settings, stride, folder
         self.log: Log = log or _quiet
+        self.intervals = settings.intervals_at(stride)
+        self.positions, self.held_out = settings.positions_at(stride), settings.held_out_at(stride)
+        self.attacked = settings.attacked_at(stride)
         self.prepared = prepare_task(
             settings.workload,
             folder / "task",
             tiny=settings.tiny,
-            total_steps=stride * settings.intervals,
+            total_steps=stride * self.intervals,
             stride=stride,
-            intervals_per_batch=settings.intervals,
+            intervals_per_batch=self.intervals,
             batch_size=settings.batch_size,
         )
         self.claims = folder / "claims"
@@ -169,22 +197,22 @@ class _Stride:
         settings = self.settings
         self.log(f"s={self.stride}: honest claims", unit=True)
         train(claim_run(self.prepared, self.claims))
-        self.log(f"s={self.stride}: calibrating on intervals {settings.positions}", unit=True)
+        self.log(f"s={self.stride}: calibrating on {len(self.positions)} intervals", unit=True)
         boundary = calibrate(
             self.prepared, claim_profile=get_profile("reference"),
             replay_profiles=[get_profile(p) for p in settings.calibration_profiles],
-            positions=settings.positions, alpha=settings.alpha, work_dir=self.claims,
+            positions=self.positions, alpha=settings.alpha, work_dir=self.claims,
             on_replay=lambda k, p: self.log(f"s={self.stride}: calibrating, interval {k} under {p}"),
         )  # fmt: skip
         self.boundary_path.write_text(boundary.model_dump_json(indent=2))
         honest = []
         self.log(f"s={self.stride}: honest held-out intervals", unit=True)
-        for k in settings.held_out:
-            self.log(f"s={self.stride}: honest interval {k}")
+        for k in self.held_out:
+            self.log(f"s={self.stride}: honest interval {k} of {self.intervals}")
             honest.append({"interval": k, **_verdicts(self._judge(self.claims, k, boundary))})
         attacks = [self._attack(i, case, boundary) for i, case in enumerate(settings.attacks)]
-        last = settings.intervals - 1
-        weights = read_evidence(evidence_path(self.claims, settings.attacked)).model
+        last = self.intervals - 1
+        weights = read_evidence(evidence_path(self.claims, self.attacked)).model
         final = read_evidence(evidence_path(self.claims, last)).model
         # The same honest run on other hardware: how far apart honest runs end, the floor any effect of an
         # attack on the final model must clear to mean anything.
@@ -193,7 +221,8 @@ class _Stride:
         train(TrainRun(self.prepared.spec, self.prepared.spec_hash, self.prepared.dataset_path,
                        self.prepared.init_path, other, get_profile(settings.calibration_profiles[0])))  # fmt: skip
         elsewhere = read_evidence(evidence_path(other, last)).model
-        baseline = {"attacked": self._effect(weights, settings.attacked), "final": self._effect(final, None),
+        shutil.rmtree(other, ignore_errors=True)
+        baseline = {"attacked": self._effect(weights, self.attacked), "final": self._effect(final, None),
                     "other_hardware": {**self._effect(elsewhere, None), "moved": _moved(elsewhere, final)}}  # fmt: skip
         return StrideResult(self.stride, honest, attacks, boundary.model_dump(), baseline)
 
@@ -201,20 +230,21 @@ class _Stride:
         settings = self.settings
         self.log(f"s={self.stride}: attack {case.label}", unit=True)
         out = self.folder / "attacks" / f"{index:02d}-{case.name.replace(':', '_')}"
-        faked = list(range(settings.intervals)) if case.every_interval else [settings.attacked]
-        params = {k: {ANCHOR: str(evidence_path(self.claims, settings.intervals - 1)),
+        faked = settings.faked_at(self.stride, case)
+        params = {k: {ANCHOR: str(evidence_path(self.claims, self.intervals - 1)),
                       BOUNDARY: str(self.boundary_path)}.get(v, v) if isinstance(v, str) else v
                   for k, v in case.params.items()}  # fmt: skip
         attack = load_attack(case.name, intervals=frozenset(faked), **params)
         last = faked[-1]
         fake(self.prepared, self.claims, out, attack, last=last, honest_prefix=faked[0])
-        judged = [k for k in faked if k in settings.held_out]
+        judged = [k for k in faked if k in self.held_out]
         verdicts = [{"interval": k, **_verdicts(self._judge(out, k, boundary))} for k in judged]
         weights = read_evidence(evidence_path(out, last)).model
         honest = read_evidence(evidence_path(self.claims, last)).model
         effect = {**self._effect(weights, None if case.every_interval else last), "moved": _moved(weights, honest)}
         # An attack can be a no-op at some strides (a stale gradient needs two steps): not a miss.
         identical = file_sha256(evidence_path(out, last)) == file_sha256(evidence_path(self.claims, last))
+        shutil.rmtree(out, ignore_errors=True)
         return {"attack": case.name, "label": case.label, "params": case.params, "strength": case.strength,
                 "every_interval": case.every_interval, "verdicts": verdicts, "effect": effect,
                 "identical": identical, "scales": attack.memory.get("scales")}  # fmt: skip

@@ -96,16 +96,19 @@ def replay_and_judge(
     subsets = subsets or {ALL: SIGNALS}
     judged = IntervalJudgement(verdicts={}, deciding={})
     replayed: list[Evidence] = []
+    seen: list[dict[str, dict[str, list[float]]]] = []  # per replay, each signal's percentile profiles
     for name, signals in subsets.items():
         candidates: list[tuple[str, Verdict]] = []
         for i, profile in enumerate(profiles):
             if i == len(replayed):
                 started = time.monotonic()
                 replayed.append(replay_interval(prepared, k, start, profile=profile, task=task))
+                seen.append({})
                 judged.seconds["replay"] += time.monotonic() - started
                 judged.replays.append(profile.name)
             started = time.monotonic()
-            verdict = judge_replay(prepared, k, start, end, replayed[i], boundary, task=task, signals=signals)
+            verdict = judge_replay(prepared, k, start, end, replayed[i], boundary, task=task, signals=signals,
+                                   profiles_seen=seen[i])  # fmt: skip
             judged.seconds["compare"] += time.monotonic() - started
             candidates.append((profile.name, verdict))
             if verdict.reason != "out_of_bounds":  # valid, or a structural fault no replay can change
@@ -132,13 +135,14 @@ def judge_replay(
     *,
     task: int = 0,
     signals: Sequence[str] = SIGNALS,
+    profiles_seen: dict[str, dict[str, list[float]]] | None = None,
 ) -> Verdict:
     """The verdict on the claimed ``end`` of interval ``k`` against one honest replay of it."""
     layout = prepared.spec.layout
     expected = evidence_metadata(task, prepared.spec_hash, k, layout.end_step(k))
     start_step = layout.end_step(k - 1) if k > 0 else 0
     return judge(end, replayed, boundary, expected_metadata=expected, claimed_start=start, start_step=start_step,
-                 signals=signals)  # fmt: skip
+                 signals=signals, profiles_seen=profiles_seen)  # fmt: skip
 
 
 def _load(evidence_dir: Path, k: int, end_sha256: str | None) -> tuple[Evidence | None, Evidence] | Verdict:

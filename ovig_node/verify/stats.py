@@ -4,29 +4,31 @@ A signal (weights, optimizer state or probe gradient) is all tensors of one evid
 flattened and concatenated in name order. Its ``abs`` profile is the percentiles of
 ``|replay - claim|``, its ``rel`` profile of ``|replay - claim| / (|claim| + 1e-12)``. Percentiles are
 exact (nearest rank: the value at index ``ceil(p/100 * n) - 1`` of the sorted values; p100 is the
-maximum), found with one linear-time ``numpy.partition`` for all percentiles at once. Two shortcuts keep
-checking every coordinate cheap next to the replay without giving up exactness: percentiles that fall
-among exact zeros (an honest replay leaves about half the coordinates bit-identical) are 0, and the
-others are selected among the values at or above a threshold that a systematic sample places just
-below the lowest of them, a threshold checked by counting, with a full partition when it fails.
-Differences are taken in float32 (float64 if the signal has a float64 tensor): a float32 difference is
-within half an ulp of the exact one, far below any bound, and half the memory traffic of float64 keeps
-the comparison of a 22M-parameter model's evidence to seconds (``bench/compare_cost.py``).
+maximum; NaN sorts last). :func:`percentiles` is that definition, written plainly; :func:`difference_profiles`
+computes the same numbers without materialising or sorting the differences: one compiled pass counts
+every difference into value bins, which names the bin of each wanted rank and its rank inside it, and a
+second pass copies out only those bins' values, a few percent of the signal at most, to partition
+(:mod:`ovig_node.verify.kernels`). Differences are taken in float32 (float64 if the signal has a float64
+tensor): a float32 difference is within half an ulp of the exact one, far below any bound. On the
+22M-parameter language model the whole comparison costs well under a second (``bench/compare_cost.py``).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
+import numba
 import numpy as np
 import torch
+
+from ovig_node.verify import kernels
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 100.0)
 SIGNALS = ("weights", "optim", "probe")
 SECTION_OF = {"weights": "model", "optim": "optim", "probe": "probe"}
 REL_EPS = 1e-12
-SAMPLE = 1 << 16  # values in the systematic sample that places the selection threshold
-SLACK = 0.005  # the threshold aims this share of ranks below the lowest wanted one
+_KERNELS = threading.Lock()  # one comparison at a time uses the compiled passes' thread pool
 
 
 def flatten(tensors: dict[str, torch.Tensor]) -> np.ndarray:
@@ -41,46 +43,18 @@ def _compute_dtype(*signals: dict[str, torch.Tensor]) -> torch.dtype:
     return torch.float64 if wide else torch.float32
 
 
-def percentiles(values: np.ndarray, ps: tuple[float, ...] = PERCENTILES, *, in_place: bool = False) -> list[float]:
-    """Exact nearest-rank percentiles of non-negative ``values`` (all 0.0 for an empty signal); ``in_place``
-    may reorder ``values`` instead of copying them (a signal's differences are hundreds of MB)."""
+def percentiles(values: np.ndarray, ps: tuple[float, ...] = PERCENTILES) -> list[float]:
+    """Exact nearest-rank percentiles of non-negative ``values`` (all 0.0 when empty): the definition."""
     n = values.size
     if n == 0:
         return [0.0] * len(ps)
-    ranks = [max(0, math.ceil(p / 100.0 * n) - 1) for p in ps]
-    # Honest replays leave about half the coordinates bit-identical, so the lowest ranks are usually 0.
-    zeros = n - np.count_nonzero(values)
-    wanted = sorted({r for r in ranks if r >= zeros})
-    if not wanted:
-        return [0.0] * len(ps)
-    found = _select_above(values, wanted) or _select_nonzero(values, wanted, zeros, in_place)
-    return [0.0 if r < zeros else found[r] for r in ranks]
+    ranks = [_rank(p, n) for p in ps]
+    ordered = np.partition(values, sorted(set(ranks)))  # NaN sorts last
+    return [float(ordered[r]) for r in ranks]
 
 
-def _select_above(values: np.ndarray, wanted: list[int]) -> dict[int, float] | None:
-    """The values at ranks ``wanted`` by partitioning only those at or above a threshold placed, from a
-    systematic sample, just below the lowest wanted rank; None when the sample misled (or NaN, which no
-    comparison selects, is present): the caller then partitions everything."""
-    n = values.size
-    if n < 4 * SAMPLE or np.isnan(values.max()):
-        return None
-    sample = np.sort(values[:: n // SAMPLE])
-    threshold = sample[max(0, int((wanted[0] / n - SLACK) * sample.size))]
-    if threshold <= 0:
-        return None
-    chosen = values >= threshold
-    below = n - np.count_nonzero(chosen)
-    if below > wanted[0]:  # the threshold landed above a wanted rank: not usable
-        return None
-    above = values[chosen]
-    above.partition([r - below for r in wanted])
-    return {r: float(above[r - below]) for r in wanted}
-
-
-def _select_nonzero(values: np.ndarray, wanted: list[int], zeros: int, in_place: bool) -> dict[int, float]:
-    rest = values[values != 0] if zeros else (values if in_place else values.copy())  # NaN sorts last
-    rest.partition([r - zeros for r in wanted])
-    return {r: float(rest[r - zeros]) for r in wanted}
+def _rank(p: float, n: int) -> int:
+    return max(0, math.ceil(p / 100.0 * n) - 1)
 
 
 def difference_profiles(
@@ -88,16 +62,54 @@ def difference_profiles(
 ) -> dict[str, list[float]]:
     """``{"abs": [...], "rel": [...]}`` percentile profiles of one signal (same tensor names on both sides)."""
     dtype = _compute_dtype(replay, claim)
-    names = sorted(claim)
-    size = sum(claim[name].numel() for name in names)
-    # Both profiles are written tensor by tensor into two arrays: no flattened copies of either side.
-    diff = np.empty(size, dtype=np.float64 if dtype == torch.float64 else np.float32)
-    rel = np.empty_like(diff)
-    offset = 0
-    for name in names:
-        r, c = (t[name].detach().reshape(-1).cpu().to(dtype).numpy() for t in (replay, claim))
-        d, q = diff[offset : offset + c.size], rel[offset : offset + c.size]
-        np.abs(np.subtract(r, c, out=d), out=d)
-        np.divide(d, np.add(np.abs(c, out=q), REL_EPS, out=q), out=q)
-        offset += c.size
-    return {"abs": percentiles(diff, ps, in_place=True), "rel": percentiles(rel, ps, in_place=True)}
+    pairs = [(_vector(replay[name], dtype), _vector(claim[name], dtype)) for name in sorted(claim)]
+    n = sum(c.size for _, c in pairs)
+    if n == 0:
+        return {"abs": [0.0] * len(ps), "rel": [0.0] * len(ps)}
+    np_dtype = pairs[0][1].dtype
+    layout = (np_dtype.type(REL_EPS), *kernels.key_layout(np_dtype))
+    threads = numba.get_num_threads()
+    ranks = [_rank(p, n) for p in ps]
+    with _KERNELS:
+        # int32 keeps each thread's table in cache; a thread counts less than 2^31 values of one signal
+        counts = [np.zeros((threads, kernels.BINS), np.int32) for _ in range(2)]
+        for r, c in pairs:
+            kernels.count_bins(r, c, *layout, *counts)
+        plans = [_Plan(hist, ranks) for hist in counts]
+        out = [np.empty(plan.copied, np_dtype) for plan in plans]
+        cursor = np.stack([plan.offsets for plan in plans], axis=1)
+        for r, c in pairs:
+            kernels.copy_bins(r, c, *layout, plans[0].wanted, plans[1].wanted, *out, cursor)
+    return {"abs": plans[0].values(out[0]), "rel": plans[1].values(out[1])}
+
+
+def _vector(tensor: torch.Tensor, dtype: torch.dtype) -> np.ndarray:
+    return tensor.detach().reshape(-1).cpu().to(dtype).numpy()
+
+
+class _Plan:
+    """Where each wanted rank lies, from the per-thread bin counts: its bin and its rank in that bin."""
+
+    def __init__(self, hist: np.ndarray, ranks: list[int]) -> None:
+        total = hist.sum(axis=0, dtype=np.int64)
+        below = np.cumsum(total) - total  # values in lower bins
+        self.bins = [int(np.searchsorted(below + total, r, side="right")) for r in ranks]
+        self.inside = [r - int(below[b]) for r, b in zip(ranks, self.bins, strict=True)]
+        self.wanted = np.zeros(kernels.BINS, np.bool_)
+        self.wanted[[b for b in self.bins if b != 0]] = True  # bin 0 is exact zeros: nothing to copy
+        per_thread = hist[:, self.wanted].sum(axis=1, dtype=np.int64)
+        self.offsets = np.cumsum(per_thread) - per_thread
+        self.copied = int(per_thread.sum())
+        copied = np.flatnonzero(self.wanted)
+        # the copied values in sorted order are the wanted bins' values, bin after bin
+        first = np.cumsum(total[copied]) - total[copied]
+        self.start = dict(zip(copied.tolist(), first.tolist(), strict=True))
+
+    def values(self, copied: np.ndarray) -> list[float]:
+        """The wanted ranks' values from the copied bins (in any order: partitioning sorts them by bin)."""
+        at = [self.start[b] + i for b, i in zip(self.bins, self.inside, strict=True) if b != 0]
+        if at:
+            copied.partition(sorted(set(at)))
+        return [
+            0.0 if b == 0 else float(copied[self.start[b] + i]) for b, i in zip(self.bins, self.inside, strict=True)
+        ]

@@ -15,10 +15,14 @@ def summarise(settings: EvalSettings, results: list[StrideResult]) -> dict[str, 
     labels = list(dict.fromkeys(row["label"] for row in rows))
     judged = [row for row in rows if row["success"] is not None]  # no-ops neither succeed nor fail
     asr = {label: _share(row["success"] for row in judged if row["label"] == label) for label in labels}
-    layout = {"positions": settings.positions, "held_out": settings.held_out, "attacked": settings.attacked}
     return {
-        "settings": {**asdict(settings), "attacks": [asdict(a) for a in settings.attacks], **layout},
+        "settings": {
+            **asdict(settings),
+            "attacks": [asdict(a) for a in settings.attacks],
+            "layout": {r.stride: settings.layout(r.stride) for r in results},
+        },
         "fpr": {r.stride: r.fpr for r in results},
+        "honest_intervals": {r.stride: len(r.honest) for r in results},
         "fpr_single_replay": {r.stride: _share(not h["first_valid"] for h in r.honest) for r in results},
         "asr": asr,
         "frontier": _frontier(rows),
@@ -110,16 +114,18 @@ def markdown(summary: dict[str, Any]) -> str:
     lines = [*head]
     lines += [f"| {label} | " + " | ".join(_cell(cells.get(int(s))) for s in strides) + " |"
               for label, cells in by_label.items()]  # fmt: skip
-    lines.append("| honest FPR, held-out intervals and profiles | " + _per(summary["fpr"], strides, "{:.0%}") + " |")
-    lines.append("| honest FPR, first replay alone | " + _per(summary["fpr_single_replay"], strides, "{:.0%}") + " |")
+    counts = summary["honest_intervals"]
+    lines.append("| honest FPR, held-out intervals and profiles | " + _rates(summary["fpr"], counts, strides) + " |")
+    lines.append("| honest FPR, first replay alone | " + _rates(summary["fpr_single_replay"], counts, strides) + " |")
     for attack, cells in summary["frontier"].items():
         shown = " | ".join("none" if cells.get(s) is None else f"{cells[s]:g}" for s in strides)
         lines.append(f"| {attack}: smallest strength caught | {shown} |")
     return "\n".join(lines) + "\n\n" + ablation_markdown(summary) + "\n" + effect_markdown(summary)
 
 
-def _per(values: dict[Any, float], strides: list[Any], fmt: str) -> str:
-    return " | ".join(fmt.format(values[s]) for s in strides)
+def _rates(rates: dict[Any, float], counts: dict[Any, int], strides: list[Any]) -> str:
+    """``failed/judged (rate)`` per stride: a rate means little without its sample size."""
+    return " | ".join(f"{round(rates[s] * counts[s])}/{counts[s]} ({rates[s]:.1%})" for s in strides)
 
 
 def ablation_markdown(summary: dict[str, Any]) -> str:
