@@ -73,13 +73,16 @@ def difference_profiles(
     with _KERNELS:
         # int32 keeps each thread's table in cache; a thread counts less than 2^31 values of one signal
         counts = [np.zeros((threads, kernels.BINS), np.int32) for _ in range(2)]
-        for r, c in pairs:
-            kernels.count_bins(r, c, *layout, *counts)
+        keys = [np.empty(n, np.uint16) for _ in range(2)]
+        offsets = np.cumsum([0] + [c.size for _, c in pairs]).tolist()
+        for (r, c), at in zip(pairs, offsets, strict=False):
+            kernels.count_bins(r, c, *layout, *counts, *(k[at : at + c.size] for k in keys))
         plans = [_Plan(hist, ranks) for hist in counts]
         out = [np.empty(plan.copied, np_dtype) for plan in plans]
         cursor = np.stack([plan.offsets for plan in plans], axis=1)
-        for r, c in pairs:
-            kernels.copy_bins(r, c, *layout, plans[0].wanted, plans[1].wanted, *out, cursor)
+        for (r, c), at in zip(pairs, offsets, strict=False):
+            tensor_keys = (k[at : at + c.size] for k in keys)
+            kernels.copy_bins(r, c, layout[0], *tensor_keys, plans[0].wanted, plans[1].wanted, *out, cursor)
     return {"abs": plans[0].values(out[0]), "rel": plans[1].values(out[1])}
 
 
