@@ -318,8 +318,9 @@ def test_large_fpr_samples_calibrate_on_few_spread_intervals_and_judge_the_rest(
     settings = EvalSettings(intervals=12, intervals_by_stride={10: 210}, calibration_positions=21, adaptive_window=5)
     assert settings.positions_at(10) == list(range(0, 210, 10))
     assert len(settings.held_out_at(10)) == 189 and settings.attacked_at(10) == 208
-    assert settings.faked_at(10, adaptive) == [205, 206, 207, 208, 209]
-    assert settings.faked_at(10, AttackCase("lr_tamper")) == [208]
+    assert settings.attacked_at(10, frozenset({208, 207})) == 206  # honest evidence failing there: not attacked
+    assert settings.faked_at(10, adaptive, 206) == [205, 206, 207, 208, 209]
+    assert settings.faked_at(10, AttackCase("lr_tamper"), 206) == [206]
     assert settings.positions_at(1) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # 12 intervals: at most n - 1 calibrate
     assert settings.held_out_at(1) == [11]
 

@@ -118,18 +118,21 @@ class EvalSettings:
         positions = set(self.positions_at(stride))
         return [k for k in range(self.intervals_at(stride)) if k not in positions]
 
-    def attacked_at(self, stride: int) -> int:
-        """The interval single-interval attacks fake: a held-out one late in the run."""
+    def attacked_at(self, stride: int, honest_failures: frozenset[int] = frozenset()) -> int:
+        """The interval single-interval attacks fake: a held-out one late in the run (not the last, which
+        anchors the interpolation), and not one whose honest evidence already fails: a rejection there
+        would say nothing about the attack."""
         held_out = self.held_out_at(stride)
-        return held_out[-2] if len(held_out) > 1 else held_out[-1]
+        candidates = [k for k in held_out[:-1] if k not in honest_failures] or held_out
+        return candidates[-1]
 
-    def faked_at(self, stride: int, case: AttackCase) -> list[int]:
+    def faked_at(self, stride: int, case: AttackCase, attacked: int) -> list[int]:
         n = self.intervals_at(stride)
-        return list(range(max(0, n - self.adaptive_window), n)) if case.every_interval else [self.attacked_at(stride)]
+        return list(range(max(0, n - self.adaptive_window), n)) if case.every_interval else [attacked]
 
     def layout(self, stride: int) -> dict[str, Any]:
         return {"intervals": self.intervals_at(stride), "positions": self.positions_at(stride),
-                "held_out": self.held_out_at(stride), "attacked": self.attacked_at(stride)}  # fmt: skip
+                "held_out": self.held_out_at(stride)}  # fmt: skip
 
 
 @dataclass
@@ -139,6 +142,7 @@ class StrideResult:
     attacks: list[dict[str, Any]]  # {attack, label, params, strength, intervals judged, verdicts, effect}
     boundary: dict[str, Any]
     baseline: dict[str, Any]  # the honest model's target loss and backdoor success at the attacked interval
+    attacked: int = -1  # the interval single-interval attacks faked
 
     @property
     def fpr(self) -> float:
@@ -178,7 +182,7 @@ class _Stride:
         self.log: Log = log or _quiet
         self.intervals = settings.intervals_at(stride)
         self.positions, self.held_out = settings.positions_at(stride), settings.held_out_at(stride)
-        self.attacked = settings.attacked_at(stride)
+        self.attacked = settings.attacked_at(stride)  # until the honest verdicts are known
         self.prepared = prepare_task(
             settings.workload,
             folder / "task",
@@ -210,6 +214,7 @@ class _Stride:
         for k in self.held_out:
             self.log(f"s={self.stride}: honest interval {k} of {self.intervals}")
             honest.append({"interval": k, **_verdicts(self._judge(self.claims, k, boundary))})
+        self.attacked = settings.attacked_at(self.stride, frozenset(h["interval"] for h in honest if not h["valid"]))
         attacks = [self._attack(i, case, boundary) for i, case in enumerate(settings.attacks)]
         last = self.intervals - 1
         weights = read_evidence(evidence_path(self.claims, self.attacked)).model
@@ -224,13 +229,13 @@ class _Stride:
         shutil.rmtree(other, ignore_errors=True)
         baseline = {"attacked": self._effect(weights, self.attacked), "final": self._effect(final, None),
                     "other_hardware": {**self._effect(elsewhere, None), "moved": _moved(elsewhere, final)}}  # fmt: skip
-        return StrideResult(self.stride, honest, attacks, boundary.model_dump(), baseline)
+        return StrideResult(self.stride, honest, attacks, boundary.model_dump(), baseline, self.attacked)
 
     def _attack(self, index: int, case: AttackCase, boundary: BoundaryProfile) -> dict[str, Any]:
         settings = self.settings
         self.log(f"s={self.stride}: attack {case.label}", unit=True)
         out = self.folder / "attacks" / f"{index:02d}-{case.name.replace(':', '_')}"
-        faked = settings.faked_at(self.stride, case)
+        faked = settings.faked_at(self.stride, case, self.attacked)
         params = {k: {ANCHOR: str(evidence_path(self.claims, self.intervals - 1)),
                       BOUNDARY: str(self.boundary_path)}.get(v, v) if isinstance(v, str) else v
                   for k, v in case.params.items()}  # fmt: skip

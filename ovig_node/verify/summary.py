@@ -19,7 +19,7 @@ def summarise(settings: EvalSettings, results: list[StrideResult]) -> dict[str, 
         "settings": {
             **asdict(settings),
             "attacks": [asdict(a) for a in settings.attacks],
-            "layout": {r.stride: settings.layout(r.stride) for r in results},
+            "layout": {r.stride: {**settings.layout(r.stride), "attacked": r.attacked} for r in results},
         },
         "fpr": {r.stride: r.fpr for r in results},
         "honest_intervals": {r.stride: len(r.honest) for r in results},
