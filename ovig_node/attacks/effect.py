@@ -45,8 +45,11 @@ def backdoor_success(
     trained_on: frozenset[int] = frozenset(),
 ) -> float | None:
     """Share of held-out triggered inputs (not of class ``label``, not in ``trained_on``) classified as
-    ``label``; None for a workload that predicts no class (diffusion)."""
+    ``label``; None for a workload that predicts no class (diffusion), or when no input is held out (an
+    interval that trained on every example)."""
     indices = target_examples(context, label=label, count=HELD_OUT, exclude=trained_on)
+    if not indices:
+        return None
     batch = target_batch(context, indices, label=label, trigger=True)
     logits = context.workload.logits(_model(context, weights), batch, context.spec.workload.config)
     if logits is None:

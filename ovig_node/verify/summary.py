@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import Any
 
@@ -169,6 +170,6 @@ def effect_markdown(summary: dict[str, Any]) -> str:
 def _delta(effect: dict[str, Any], base: dict[str, Any]) -> str:
     loss = f"{effect['target_loss'] - base['target_loss']:+.1e}"
     moved = f"{effect['moved']:.1e}"
-    if effect["backdoor_success"] is None:
+    if effect["backdoor_success"] is None or math.isnan(effect["backdoor_success"]):  # NaN: older results
         return f"{loss}; n/a; {moved}"
     return f"{loss}; {effect['backdoor_success']:.0%} (honest {base['backdoor_success']:.0%}); {moved}"
