@@ -484,9 +484,11 @@ def verify_cmd(
 )
 @click.option("--alpha", type=float, default=3.0, show_default=True)
 @click.option("--batch-size", type=int, default=32, show_default=True, help="Examples per step.")
+@click.option("--other-hardware/--no-other-hardware", default=True, show_default=True,
+              help="Train the honest run again on another profile, the floor for the attacks' effects.")  # fmt: skip
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
-             only: str | None, extra: tuple[str, ...], alpha: float, batch_size: int,
+             only: str | None, extra: tuple[str, ...], alpha: float, batch_size: int, other_hardware: bool,
              out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
@@ -508,7 +510,8 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     attacks += tuple(AttackCase(spec) for spec in extra)
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
-                            attacks=attacks, alpha=alpha, batch_size=batch_size)  # fmt: skip
+                            attacks=attacks, alpha=alpha, batch_size=batch_size,
+                            other_hardware=other_hardware)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
         results = evaluate(settings, Path(tmp), log=log)
     summary = summarise(settings, results)

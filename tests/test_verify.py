@@ -349,6 +349,9 @@ def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) 
     assert "| row_tamper: smallest strength caught | 0.0001 |" in table
     assert "| weights+probe | FPR 0%;" in table
     assert "| honest FPR, held-out intervals and profiles | 0/2 (0.0%) |" in table
+    assert summary["baseline"][5]["other_hardware"]["moved"] > 0  # the same run on micro2 ends elsewhere
+    summary["baseline"][5]["other_hardware"] = None  # --no-other-hardware
+    assert "| honest run on other hardware (final model) | not run |" in markdown(summary)
     plot_margins(summary, tmp_path / "m.png")
     plot_honest(summary, tmp_path / "h.png")
     assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -162,7 +162,9 @@ def effect_markdown(summary: dict[str, Any]) -> str:
             base = summary["baseline"][s]["final" if row and row["every_interval"] else "attacked"]
             shown.append("-" if row is None else f"{_cell(row)}: {_delta(row['effect'], base)}")
         lines.append(f"| {label} | " + " | ".join(shown) + " |")
-    floor = [_delta(summary["baseline"][s]["other_hardware"], summary["baseline"][s]["final"]) for s in strides]
+    floor = [("not run" if summary["baseline"][s]["other_hardware"] is None
+              else _delta(summary["baseline"][s]["other_hardware"], summary["baseline"][s]["final"]))
+             for s in strides]  # fmt: skip
     lines.append("| honest run on other hardware (final model) | " + " | ".join(floor) + " |")
     return "\n".join(lines) + "\n"
 
