@@ -467,10 +467,17 @@ def verify_cmd(
 )
 @click.option(
     "--calibration-positions",
-    type=int,
+    type=click.IntRange(min=1),
     default=None,
     help="Calibrate on this many intervals spread over the run and judge all others "
     "[default: every other interval calibrates].",
+)
+@click.option(
+    "--calibration-seed",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Calibrate on a separate honest run of this task seed (the evaluated run's is 1), on every "
+    "interval of it unless --calibration-positions says how many, and judge every interval of the evaluated run.",
 )
 @click.option(
     "--attacks", "only", default=None, help="Only these built-in attacks (comma-separated names) [default: all]."
@@ -488,8 +495,8 @@ def verify_cmd(
               help="Train the honest run again on another profile, the floor for the attacks' effects.")  # fmt: skip
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
-             only: str | None, extra: tuple[str, ...], alpha: float, batch_size: int, other_hardware: bool,
-             out_dir: Path) -> None:  # fmt: skip
+             calibration_seed: int | None, only: str | None, extra: tuple[str, ...], alpha: float,
+             batch_size: int, other_hardware: bool, out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
     import json
@@ -510,7 +517,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     attacks += tuple(AttackCase(spec) for spec in extra)
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
-                            attacks=attacks, alpha=alpha, batch_size=batch_size,
+                            calibration_seed=calibration_seed, attacks=attacks, alpha=alpha, batch_size=batch_size,
                             other_hardware=other_hardware)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
         results = evaluate(settings, Path(tmp), log=log)

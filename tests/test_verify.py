@@ -323,6 +323,10 @@ def test_large_fpr_samples_calibrate_on_few_spread_intervals_and_judge_the_rest(
     assert settings.faked_at(10, AttackCase("lr_tamper"), 206) == [206]
     assert settings.positions_at(1) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # 12 intervals: at most n - 1 calibrate
     assert settings.held_out_at(1) == [11]
+    separate = EvalSettings(intervals=12, intervals_by_stride={10: 210}, calibration_seed=2)
+    assert separate.positions_at(10) == separate.held_out_at(10) == list(range(210))  # of two different runs
+    assert separate.attacked_at(10) == 208
+    assert EvalSettings(intervals=12, calibration_seed=2, calibration_positions=4).positions_at(1) == [0, 3, 6, 9]
 
 
 def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) -> None:
@@ -349,6 +353,7 @@ def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) 
     assert "| row_tamper: smallest strength caught | 0.0001 |" in table
     assert "| weights+probe | FPR 0%;" in table
     assert "| honest FPR, held-out intervals and profiles | 0/2 (0.0%) |" in table
+    assert "| boundary calibrated on | 2 intervals of this run |" in table
     assert summary["baseline"][5]["other_hardware"]["moved"] > 0  # the same run on micro2 ends elsewhere
     summary["baseline"][5]["other_hardware"] = None  # --no-other-hardware
     assert "| honest run on other hardware (final model) | not run |" in markdown(summary)
@@ -356,6 +361,20 @@ def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) 
     plot_honest(summary, tmp_path / "h.png")
     assert (tmp_path / "m.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (tmp_path / "h.png").stat().st_size > 10_000
+
+
+def test_a_boundary_from_a_separate_honest_run_judges_every_interval_of_another(tmp_path: Path) -> None:
+    settings = EvalSettings(strides=(5,), intervals=3, calibration_seed=2, other_hardware=False,
+                            calibration_profiles=("micro2", "micro4", "micro4-fp64acc"),
+                            attacks=(AttackCase("micro_batch_drop", {"keep": 0.5}),))  # fmt: skip
+    messages: list[str] = []
+    summary = summarise(settings, evaluate(settings, tmp_path / "work", log=lambda m, unit=False: messages.append(m)))
+    assert [h["interval"] for h in summary["honest"][5]] == [0, 1, 2]  # calibration replayed none of them
+    assert summary["fpr"] == {5: 0.0} and summary["asr"] == {"micro_batch_drop keep=0.5": 0.0}
+    assert summary["boundaries"][5]["positions"] == [0, 1, 2] and summary["boundaries"][5]["replays"] == 9
+    assert sum("calibrating, interval" in m for m in messages) == 9
+    assert "| boundary calibrated on | 3 intervals of a separate run (seed 2) |" in markdown(summary)
+    assert not (tmp_path / "work" / "s5").exists()  # both runs' evidence deleted
 
 
 def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
@@ -375,6 +394,8 @@ def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
         (["--intervals", "10:1"], "'10:1': give stride:N with N >= 2"),
         (["--strides", "0,10"], "'0,10': give positive integers"),
         (["--attacks", "lr_tamper,nope"], "unknown attacks ['nope']"),
+        (["--calibration-seed", "1"], "1 is not in the range x>=2"),
+        (["--calibration-positions", "0"], "0 is not in the range x>=1"),
     ],
 )
 def test_eval_options_are_checked_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:

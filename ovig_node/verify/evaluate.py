@@ -3,7 +3,9 @@
 For each stride: prepare a task of ``intervals`` intervals, train its honest claims, calibrate the
 boundary on every ``calibration_every``-th interval (0, 2, 4, ...: spread over the run) under the
 calibration profiles, then judge, on replays under the held-out profiles (never used in calibration),
-confirming a rejection under the second one:
+confirming a rejection under the second one. With ``calibration_seed`` the boundary comes from another
+honest run instead (other initial weights and data order), as one published before a task would, and
+every interval of the evaluated run is held out:
 
 - FPR: every honest interval calibration did not use that is judged faulty / all of them;
 - ASR: for each attack, a run that fakes one held-out interval (or, for an adaptive attacker, every
@@ -97,6 +99,11 @@ class EvalSettings:
     # If set, calibrate on this many intervals spread evenly over the run instead (a large FPR sample
     # needs many held-out intervals, not many calibration replays).
     calibration_positions: int | None = None
+    seed: int = 1  # the evaluated task's
+    # If set, calibrate on a separate honest run of this seed (every interval of it unless
+    # ``calibration_positions`` says how many) and judge every interval of the evaluated run: a boundary
+    # can then see as many intervals as the run it judges, and rare honest branches with them.
+    calibration_seed: int | None = None
     calibration_profiles: tuple[str, ...] = ("micro2", "micro3", "micro4", "micro8", "micro4-fp64acc")
     held_out_profiles: tuple[str, ...] = ("threads2-micro2", "threads2")  # the second confirms a rejection
     alpha: float = 3.0
@@ -109,13 +116,16 @@ class EvalSettings:
         return self.intervals_by_stride.get(stride, self.intervals)
 
     def positions_at(self, stride: int) -> list[int]:
+        """Intervals calibration replays: of the evaluated run, or of the separate calibration run."""
         n = self.intervals_at(stride)
         if self.calibration_positions is None:
-            return list(range(0, n, self.calibration_every))
-        count = min(self.calibration_positions, n - 1)
+            return list(range(0, n, 1 if self.calibration_seed is not None else self.calibration_every))
+        count = min(self.calibration_positions, n if self.calibration_seed is not None else n - 1)
         return sorted({(i * n) // count for i in range(count)})
 
     def held_out_at(self, stride: int) -> list[int]:
+        if self.calibration_seed is not None:
+            return list(range(self.intervals_at(stride)))
         positions = set(self.positions_at(stride))
         return [k for k in range(self.intervals_at(stride)) if k not in positions]
 
@@ -133,7 +143,7 @@ class EvalSettings:
 
     def layout(self, stride: int) -> dict[str, Any]:
         return {"intervals": self.intervals_at(stride), "positions": self.positions_at(stride),
-                "held_out": self.held_out_at(stride)}  # fmt: skip
+                "held_out": self.held_out_at(stride), "calibration_seed": self.calibration_seed}  # fmt: skip
 
 
 @dataclass
@@ -184,19 +194,22 @@ class _Stride:
         self.intervals = settings.intervals_at(stride)
         self.positions, self.held_out = settings.positions_at(stride), settings.held_out_at(stride)
         self.attacked = settings.attacked_at(stride)  # until the honest verdicts are known
-        self.prepared = prepare_task(
-            settings.workload,
-            folder / "task",
-            tiny=settings.tiny,
-            total_steps=stride * self.intervals,
-            stride=stride,
-            intervals_per_batch=self.intervals,
-            batch_size=settings.batch_size,
-        )
+        self.prepared = self._task(folder / "task", settings.seed)
         self.claims = folder / "claims"
+        if settings.calibration_seed is None:
+            self.calibration, self.calibration_claims = self.prepared, self.claims
+        else:
+            self.calibration = self._task(folder / "calibration-task", settings.calibration_seed)
+            self.calibration_claims = folder / "calibration-claims"
         self.boundary_path = folder / "boundary.json"
         self.context = context_of(self.prepared)
         self.profiles = [get_profile(p) for p in settings.held_out_profiles]
+
+    def _task(self, folder: Path, seed: int) -> PreparedTask:
+        settings = self.settings
+        return prepare_task(settings.workload, folder, tiny=settings.tiny, seed=seed,
+                            total_steps=self.stride * self.intervals, stride=self.stride,
+                            intervals_per_batch=self.intervals, batch_size=settings.batch_size)  # fmt: skip
 
     def run(self) -> StrideResult:
         settings = self.settings
@@ -204,11 +217,13 @@ class _Stride:
         train(claim_run(self.prepared, self.claims))
         self.log(f"s={self.stride}: calibrating on {len(self.positions)} intervals", unit=True)
         boundary = calibrate(
-            self.prepared, claim_profile=get_profile("reference"),
+            self.calibration, claim_profile=get_profile("reference"),
             replay_profiles=[get_profile(p) for p in settings.calibration_profiles],
-            positions=self.positions, alpha=settings.alpha, work_dir=self.claims,
+            positions=self.positions, alpha=settings.alpha, work_dir=self.calibration_claims,
             on_replay=lambda k, p: self.log(f"s={self.stride}: calibrating, interval {k} under {p}"),
         )  # fmt: skip
+        if self.calibration_claims != self.claims:
+            shutil.rmtree(self.calibration_claims, ignore_errors=True)
         self.boundary_path.write_text(boundary.model_dump_json(indent=2))
         honest = []
         self.log(f"s={self.stride}: honest held-out intervals", unit=True)

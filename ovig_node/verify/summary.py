@@ -118,10 +118,18 @@ def markdown(summary: dict[str, Any]) -> str:
     counts = summary["honest_intervals"]
     lines.append("| honest FPR, held-out intervals and profiles | " + _rates(summary["fpr"], counts, strides) + " |")
     lines.append("| honest FPR, first replay alone | " + _rates(summary["fpr_single_replay"], counts, strides) + " |")
+    layouts = summary["settings"]["layout"]
+    lines.append("| boundary calibrated on | " + " | ".join(_calibration(layouts[s]) for s in strides) + " |")
     for attack, cells in summary["frontier"].items():
         shown = " | ".join("none" if cells.get(s) is None else f"{cells[s]:g}" for s in strides)
         lines.append(f"| {attack}: smallest strength caught | {shown} |")
     return "\n".join(lines) + "\n\n" + ablation_markdown(summary) + "\n" + effect_markdown(summary)
+
+
+def _calibration(layout: dict[str, Any]) -> str:
+    seed = layout.get("calibration_seed")
+    where = "this run" if seed is None else f"a separate run (seed {seed})"
+    return f"{len(layout['positions'])} intervals of {where}"
 
 
 def _rates(rates: dict[Any, float], counts: dict[Any, int], strides: list[Any]) -> str:
