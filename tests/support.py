@@ -1,16 +1,19 @@
-"""Helpers shared by the tests: real IPFS nodes on free ports, test data, running `ovig`."""
+"""Helpers shared by the tests: real IPFS nodes on free ports, a deployed devnet, test data, running `ovig`."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ovig_node.devnet import tools
-from ovig_node.devnet.manager import ipfs_health
+from ovig_node.devnet.manager import Devnet, DevnetConfig, ipfs_health
 from ovig_node.devnet.processes import ProcessRecord, free_port, start_process, terminate
+from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.storage.ipfs import IpfsClient
 
 
@@ -60,3 +63,15 @@ def run_ovig(*args: str, env: dict[str, str] | None = None, timeout: float = 180
     ovig = Path(sys.executable).parent / "ovig"
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([str(ovig), *args], capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+@contextmanager
+def deployed_devnet(folder: Path) -> Iterator[Devnet]:
+    """A devnet (anvil and IPFS) on free ports in ``folder/devnet`` with the contracts deployed; stopped on exit."""
+    net = Devnet(DevnetConfig(data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port()))
+    net.up()
+    try:
+        deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))
+        yield net
+    finally:
+        net.down()

@@ -38,11 +38,10 @@ from ovig_node.chain.client import ChainClient
 from ovig_node.chain.contracts import Protocol, TaskStatus
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.rpc import connect
-from ovig_node.devnet.manager import Devnet, DevnetConfig
 from ovig_node.devnet.processes import free_port
-from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.ipfs import IpfsClient
+from support import deployed_devnet
 
 REPO = Path(__file__).resolve().parents[1]
 ETHER = 10**18
@@ -270,10 +269,7 @@ def write_watcher_state(home: Path, honest: int, slashed: int, sampled: dict[int
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     folder = tmp_path_factory.mktemp("api")
-    net = Devnet(DevnetConfig(data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port()))
-    net.up()
-    try:
-        deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))
+    with deployed_devnet(folder) as net:
         info = net.info()
         w3 = connect(info.rpc_url)
         chain = Chain(w3, Protocol.at(w3, info.contracts), folder / "journals")
@@ -293,8 +289,6 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
         with serving(app, port=free_port()) as url:
             assert app.state.ovig.indexer.wait_for_block(w3.eth.block_number, timeout=60), "the indexer lags"
             yield History(url, app, chain, api_settings, **built)
-    finally:
-        net.down()
 
 
 # --- JSON ----------------------------------------------------------------------------------------

@@ -18,17 +18,16 @@ from rich.console import Console
 
 from ovig_node.chain.accounts import devnet_account, write_keystore
 from ovig_node.chain.contracts import TaskStatus, Verdict
-from ovig_node.devnet.manager import Devnet, DevnetConfig
+from ovig_node.devnet.manager import Devnet
 from ovig_node.devnet.processes import free_port
 from ovig_node.nodes.context import Connection, NodeContext, open_node
-from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.owner import Terms, post_task
 from ovig_node.training.execution import get_profile
 from ovig_node.training.taskfiles import attach_boundary, prepare_task
 from ovig_node.verify.boundary import calibrate
-from support import run_ovig
+from support import deployed_devnet, run_ovig
 
 ETHER = 10**18
 SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
@@ -61,10 +60,7 @@ class System:
 @pytest.fixture(scope="module")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
     folder = tmp_path_factory.mktemp("nodes")
-    net = Devnet(DevnetConfig(data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port()))
-    net.up()
-    try:
-        deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))
+    with deployed_devnet(folder) as net:
         prepared = prepare_task("vision", folder / "task", tiny=True, **SPEC)
         boundary = calibrate(prepared, claim_profile=get_profile("reference"),
                              replay_profiles=[get_profile(p) for p in ("micro2", "micro4", "micro4-fp64acc")],
@@ -72,8 +68,6 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
         (folder / "task" / "boundary.json").write_text(boundary.model_dump_json())
         attach_boundary(prepared.spec_path, folder / "task" / "boundary.json")
         yield System(net, prepared.spec_path, folder / "task" / "boundary.json", folder)
-    finally:
-        net.down()
 
 
 def wait_for(condition: Callable[[], Any], *, timeout: float, what: str) -> Any:
