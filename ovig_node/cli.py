@@ -10,7 +10,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -233,6 +233,31 @@ def ipfs_pins(api_url: str | None, data_dir: Path | None) -> None:
 # --- training ----------------------------------------------------------------------------------
 
 
+def _config_option(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; a value is JSON where it parses (3, 0.5, true, "x"), else a string."""
+    import json
+
+    config: dict[str, Any] = {}
+    for item in values:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r}: give KEY=VALUE", param_hint="--config")
+        try:
+            config[key.strip()] = json.loads(text)
+        except ValueError:
+            config[key.strip()] = text
+    return config
+
+
+config_option = click.option(
+    "--config",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=_config_option,
+    help="Change or add a workload config key (repeatable), e.g. pool=avg for vision.",
+)
+
+
 @cli.group()
 def spec() -> None:
     """Task specs: the document whose hash the contract holds."""
@@ -248,12 +273,13 @@ def spec() -> None:
 @click.option("--sample-bps", type=int, default=2500, show_default=True, help="Share of a batch to open (bps).")
 @click.option("--batch-size", type=int, default=32, show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
-def spec_new(workload: str, tiny: bool, out_dir: Path, **options: int) -> None:
+@config_option
+def spec_new(workload: str, tiny: bool, out_dir: Path, config: dict[str, Any], **options: int) -> None:
     """Write spec.json, dataset.safetensors and init.safetensors into a folder."""
     from ovig_node.training.taskfiles import prepare_task
 
     try:
-        prepared = prepare_task(workload, out_dir, tiny=tiny, **options)
+        prepared = prepare_task(workload, out_dir, tiny=tiny, config=config, **options)
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]), param_hint="--workload") from None
     layout = prepared.spec.layout
@@ -493,10 +519,11 @@ def verify_cmd(
 @click.option("--batch-size", type=int, default=32, show_default=True, help="Examples per step.")
 @click.option("--other-hardware/--no-other-hardware", default=True, show_default=True,
               help="Train the honest run again on another profile, the floor for the attacks' effects.")  # fmt: skip
+@config_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
              calibration_seed: int | None, only: str | None, extra: tuple[str, ...], alpha: float,
-             batch_size: int, other_hardware: bool, out_dir: Path) -> None:  # fmt: skip
+             batch_size: int, other_hardware: bool, config: dict[str, Any], out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
     import json
@@ -517,8 +544,8 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     attacks += tuple(AttackCase(spec) for spec in extra)
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
-                            calibration_seed=calibration_seed, attacks=attacks, alpha=alpha, batch_size=batch_size,
-                            other_hardware=other_hardware)  # fmt: skip
+                            calibration_seed=calibration_seed, config=config, attacks=attacks, alpha=alpha,
+                            batch_size=batch_size, other_hardware=other_hardware)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
         results = evaluate(settings, Path(tmp), log=log)
     summary = summarise(settings, results)

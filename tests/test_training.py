@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from ovig_node.files import file_sha256
+from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.ipfs import IpfsClient
 from ovig_node.training.evidence import EvidenceError, read_evidence
@@ -202,3 +203,22 @@ def test_workload_learns_resumes_bit_identically_and_drifts_across_profiles(name
     # Adam divides by the gradient's running scale, so coordinates whose gradient is near zero can move
     # by up to about lr (0.003) apart: drift, not a different computation.
     assert 0 < max((mine[k].float() - ref[k].float()).abs().max().item() for k in ref) < 1e-2
+
+
+def test_a_spec_can_change_the_workload_config_and_nothing_else(tmp_path: Path) -> None:
+    default = prepare_task("vision", tmp_path / "max", tiny=True, total_steps=20, stride=10)
+    assert default.spec.workload.config == {"channels": 4, "hidden": 32}  # no implicit key: old hashes stand
+    smooth = prepare_task("vision", tmp_path / "avg", tiny=True, total_steps=20, stride=10, config={"pool": "avg"})
+    assert smooth.spec.workload.config == {"channels": 4, "hidden": 32, "pool": "avg"}
+    assert smooth.spec_hash != default.spec_hash and file_sha256(smooth.init_path) == file_sha256(default.init_path)
+    losses = [train(run_of(p, tmp_path / f"run-{p.spec_path.parent.name}")).losses for p in (default, smooth)]
+    assert losses[0][0] != losses[1][0]  # the same weights and batch through another pooling
+    with pytest.raises(SpecError, match="vision config has no depth; it has channels, hidden, pool"):
+        prepare_task("vision", tmp_path / "bad", tiny=True, config={"depth": 3})
+    with pytest.raises(SpecError, match=r"pool must be one of \['avg', 'max'\], not 'min'"):
+        prepare_task("vision", tmp_path / "bad", tiny=True, config={"pool": "min"})
+    made = run_ovig(
+        "spec", "new", "--workload", "vision", "--tiny", "--config", "hidden=8", "--out", str(tmp_path / "cli")
+    )
+    assert made.returncode == 0, made.stderr
+    assert '"config":{"channels":4,"hidden":8}' in (tmp_path / "cli" / "spec.json").read_text()

@@ -396,6 +396,7 @@ def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
         (["--attacks", "lr_tamper,nope"], "unknown attacks ['nope']"),
         (["--calibration-seed", "1"], "1 is not in the range x>=2"),
         (["--calibration-positions", "0"], "0 is not in the range x>=1"),
+        (["--config", "pool"], "'pool': give KEY=VALUE"),
     ],
 )
 def test_eval_options_are_checked_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:

@@ -50,13 +50,22 @@ def prepare_task(
     sample_bps: int = 2500,
     batch_size: int = 32,
     optimizer: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> PreparedTask:
-    """Write ``dataset.safetensors``, ``init.safetensors`` and ``spec.json`` into ``out_dir``."""
+    """Write ``dataset.safetensors``, ``init.safetensors`` and ``spec.json`` into ``out_dir``; ``config``
+    changes keys of the workload's (tiny or full) config or sets its optional ones."""
     workload = get_workload(workload_name)
-    config = workload.config(tiny=tiny)
+    defaults = workload.config(tiny=tiny)
+    if unknown := set(config or {}) - set(defaults) - workload.options:
+        known = ", ".join(sorted(set(defaults) | workload.options))
+        raise SpecError(f"{workload_name} config has no {', '.join(sorted(unknown))}; it has {known}")
+    config = {**defaults, **(config or {})}
     dataset_bytes = workload.build_dataset(config).to_bytes()
     torch.manual_seed(seed % 2**63)
-    model = workload.initial_model(config)
+    try:
+        model = workload.initial_model(config)
+    except (ValueError, TypeError) as exc:
+        raise SpecError(str(exc)) from None
     init_bytes = safetensors_bytes({f"model/{name}": t.detach().contiguous() for name, t in model.state_dict().items()})
     document = {
         "version": 1,

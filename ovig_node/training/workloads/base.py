@@ -55,6 +55,9 @@ class Workload(ABC):
     """One kind of training job. Subclasses are stateless; configuration travels in the spec."""
 
     name: str
+    # Config keys a spec may add to :meth:`config`'s (each with its default there left implicit, so
+    # specs written before the option existed keep their hash).
+    options: frozenset[str] = frozenset()
 
     @abstractmethod
     def config(self, *, tiny: bool) -> dict[str, Any]:

@@ -10,10 +10,13 @@ from torch.nn import functional as F
 
 from ovig_node.training.workloads.base import Dataset, Workload
 
+POOLS = {"max": F.max_pool2d, "avg": F.avg_pool2d}
+
 
 class DigitsCnn(nn.Module):
-    def __init__(self, channels: int, hidden: int) -> None:
+    def __init__(self, channels: int, hidden: int, pool: str = "max") -> None:
         super().__init__()
+        self.pool = POOLS[pool]
         self.conv1 = nn.Conv2d(1, channels, 3, padding=1)
         self.conv2 = nn.Conv2d(channels, 2 * channels, 3, padding=1)
         self.fc1 = nn.Linear(2 * channels * 4 * 4, hidden)
@@ -22,13 +25,17 @@ class DigitsCnn(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (B, 1, 8, 8) in [0, 1]
         x = F.relu(self.conv1(x))  # (B, C, 8, 8)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)  # (B, 2C, 4, 4)
+        # Max-pooling routes each window's gradient to one winner, which a last-bit difference can change
+        # where two values nearly tie: an honest replay then disagrees in whole gradient entries. Average
+        # pooling has no such branch (README, false positives).
+        x = self.pool(F.relu(self.conv2(x)), 2)  # (B, 2C, 4, 4)
         x = F.relu(self.fc1(x.flatten(1)))  # (B, hidden)
         return self.fc2(x)  # (B, 10) logits
 
 
 class VisionWorkload(Workload):
     name = "vision"
+    options = frozenset({"pool"})  # "max" (default) or "avg"
 
     def config(self, *, tiny: bool) -> dict[str, Any]:
         return {"channels": 4, "hidden": 32} if tiny else {"channels": 16, "hidden": 128}
@@ -42,7 +49,10 @@ class VisionWorkload(Workload):
         return Dataset(tensors={"image": images, "label": labels})
 
     def build_model(self, config: dict[str, Any]) -> nn.Module:
-        return DigitsCnn(channels=int(config["channels"]), hidden=int(config["hidden"]))
+        pool = config.get("pool", "max")
+        if pool not in POOLS:
+            raise ValueError(f"vision config: pool must be one of {sorted(POOLS)}, not {pool!r}")
+        return DigitsCnn(channels=int(config["channels"]), hidden=int(config["hidden"]), pool=pool)
 
     def loss(self, model: nn.Module, batch: dict[str, torch.Tensor], config: dict[str, Any]) -> torch.Tensor:
         return F.cross_entropy(self.logits(model, batch, config), batch["label"])
