@@ -28,7 +28,17 @@ PERCENTILES = (50.0, 90.0, 99.0, 99.9, 100.0)
 SIGNALS = ("weights", "optim", "probe")
 SECTION_OF = {"weights": "model", "optim": "optim", "probe": "probe"}
 REL_EPS = 1e-12
-_KERNELS = threading.Lock()  # one comparison at a time uses the compiled passes' thread pool
+_KERNELS = threading.Lock()  # one comparison at a time uses the compiled passes' thread pool and key buffer
+_keys = np.empty((2, 0), np.uint16)  # the bin keys of the last comparison, reused under _KERNELS
+
+
+def _key_buffers(n: int) -> np.ndarray:
+    """Two uint16 vectors of length ``n``. Reused from one comparison to the next: a fresh 2n-key
+    buffer costs its page faults on first write, about a quarter of a large signal's first pass."""
+    global _keys
+    if _keys.shape[1] < n:
+        _keys = np.empty((2, n), np.uint16)
+    return _keys[:, :n]
 
 
 def flatten(tensors: dict[str, torch.Tensor]) -> np.ndarray:
@@ -73,7 +83,7 @@ def difference_profiles(
     with _KERNELS:
         # int32 keeps each thread's table in cache; a thread counts less than 2^31 values of one signal
         counts = [np.zeros((threads, kernels.BINS), np.int32) for _ in range(2)]
-        keys = [np.empty(n, np.uint16) for _ in range(2)]
+        keys = _key_buffers(n)
         offsets = np.cumsum([0] + [c.size for _, c in pairs]).tolist()
         for (r, c), at in zip(pairs, offsets, strict=False):
             kernels.count_bins(r, c, *layout, *counts, *(k[at : at + c.size] for k in keys))
