@@ -11,11 +11,11 @@ in the same hour on these two cores: 36 intervals of which 6 calibrate (30 held 
 need no sweep or adaptive run, and no second honest run on other hardware. It writes
 bench/results/eval_language_tiny_s100/.
 
-Vision runs two more processes beside its main one, both about the CNN's max-pooling (README, false
-positives): the same evaluation of the CNN with average pooling (``--config pool=avg``, to
-bench/results/eval_vision_tiny_avgpool/), and s = 10 with the boundary calibrated on every interval of
-a separate honest run of seed 2, judging all 120 intervals of the evaluated run (to
-bench/results/eval_vision_tiny_s10_separate_calibration/).
+Vision runs two more processes beside its main one (the CNN with average pooling, the default), both
+about max-pooling (README, false positives): the same evaluation of the CNN with max-pooling
+(``--config pool=max``, to bench/results/eval_vision_tiny_maxpool/), and that CNN at s = 10 with the
+boundary calibrated on every interval of a separate honest run of seed 2, judging all 120 intervals of
+the evaluated run (to bench/results/eval_vision_tiny_maxpool_s10_separate_calibration/).
 
 ``--full-language`` evaluates the full language config (MiniLM-L6, batch 16 x 64 tokens) at s = 1 and
 10 with as many intervals as about half an hour of these two CPU cores allows, and the attacks that
@@ -43,9 +43,9 @@ GROUPS = {
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),
-        ([*TINY, "--strides", "1,10,100", "--config", "pool=avg"], "_avgpool"),
-        (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2"],
-         "_s10_separate_calibration"),
+        ([*TINY, "--strides", "1,10,100", "--config", "pool=max"], "_maxpool"),
+        (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--config", "pool=max"],
+         "_maxpool_s10_separate_calibration"),
     ],
 }  # fmt: skip
 ALL_STRIDES = [([*TINY, "--strides", "1,10,100"], "")]

@@ -206,13 +206,19 @@ def test_workload_learns_resumes_bit_identically_and_drifts_across_profiles(name
 
 
 def test_a_spec_can_change_the_workload_config_and_nothing_else(tmp_path: Path) -> None:
-    default = prepare_task("vision", tmp_path / "max", tiny=True, total_steps=20, stride=10)
-    assert default.spec.workload.config == {"channels": 4, "hidden": 32}  # no implicit key: old hashes stand
-    smooth = prepare_task("vision", tmp_path / "avg", tiny=True, total_steps=20, stride=10, config={"pool": "avg"})
-    assert smooth.spec.workload.config == {"channels": 4, "hidden": 32, "pool": "avg"}
-    assert smooth.spec_hash != default.spec_hash and file_sha256(smooth.init_path) == file_sha256(default.init_path)
-    losses = [train(run_of(p, tmp_path / f"run-{p.spec_path.parent.name}")).losses for p in (default, smooth)]
+    default = prepare_task("vision", tmp_path / "avg", tiny=True, total_steps=20, stride=10)
+    assert default.spec.workload.config == {"channels": 4, "hidden": 32, "pool": "avg"}
+    hard = prepare_task("vision", tmp_path / "max", tiny=True, total_steps=20, stride=10, config={"pool": "max"})
+    assert hard.spec.workload.config == {"channels": 4, "hidden": 32, "pool": "max"}
+    assert hard.spec_hash != default.spec_hash and file_sha256(hard.init_path) == file_sha256(default.init_path)
+    # A spec written before the option existed has no key, and keeps the max-pooling it was trained with.
+    old = hard.spec.model_copy(
+        update={"workload": hard.spec.workload.model_copy(update={"config": {"channels": 4, "hidden": 32}})}
+    )
+    losses = [train(run_of(p, tmp_path / f"run-{p.spec_path.parent.name}")).losses for p in (default, hard)]
     assert losses[0][0] != losses[1][0]  # the same weights and batch through another pooling
+    kept = train(run_of(hard, tmp_path / "old", spec=old)).losses
+    assert kept == losses[1]
     with pytest.raises(SpecError, match="vision config has no depth; it has channels, hidden, pool"):
         prepare_task("vision", tmp_path / "bad", tiny=True, config={"depth": 3})
     with pytest.raises(SpecError, match=r"pool must be one of \['avg', 'max'\], not 'min'"):
@@ -221,4 +227,4 @@ def test_a_spec_can_change_the_workload_config_and_nothing_else(tmp_path: Path) 
         "spec", "new", "--workload", "vision", "--tiny", "--config", "hidden=8", "--out", str(tmp_path / "cli")
     )
     assert made.returncode == 0, made.stderr
-    assert '"config":{"channels":4,"hidden":8}' in (tmp_path / "cli" / "spec.json").read_text()
+    assert '"config":{"channels":4,"hidden":8,"pool":"avg"}' in (tmp_path / "cli" / "spec.json").read_text()
