@@ -9,7 +9,9 @@ Writes bench/results/eval_<workload>_tiny/{eval.json, eval.md, margin_vs_stride.
 The language workload's s = 100 runs as a second process beside s = 1 and 10, lighter so that it fits
 in the same hour on these two cores: 36 intervals of which 6 calibrate (30 held out), the attacks that
 need no sweep or adaptive run, and no second honest run on other hardware. It writes
-bench/results/eval_language_tiny_s100/.
+bench/results/eval_language_tiny_s100/. A third process runs that s = 100 evaluation with the boundary
+calibrated on late intervals only (6, 12, 18, 24, 30; README: the first intervals set the boundary),
+to bench/results/eval_language_tiny_s100_late_calibration/.
 
 Vision runs two more processes beside its main one (the CNN with average pooling, the default), both
 about max-pooling (README, false positives): the same evaluation of the CNN with max-pooling
@@ -40,6 +42,8 @@ GROUPS = {
         ([*TINY, "--strides", "1,10"], ""),
         (["--tiny", "--strides", "100", "--intervals", "100:36", "--calibration-positions", "6",
           "--no-other-hardware", "--attacks", NO_SWEEP], "_s100"),
+        (["--tiny", "--strides", "100", "--intervals", "100:36", "--calibrate-on", "6,12,18,24,30",
+          "--no-other-hardware", "--attacks", NO_SWEEP], "_s100_late_calibration"),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),

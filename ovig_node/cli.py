@@ -499,6 +499,12 @@ def verify_cmd(
     "[default: every other interval calibrates].",
 )
 @click.option(
+    "--calibrate-on",
+    default=None,
+    metavar="K,K,...",
+    help="Calibrate on exactly these intervals (e.g. only late ones) and judge all others.",
+)
+@click.option(
     "--calibration-seed",
     type=click.IntRange(min=2),
     default=None,
@@ -522,8 +528,9 @@ def verify_cmd(
 @config_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
-             calibration_seed: int | None, only: str | None, extra: tuple[str, ...], alpha: float,
-             batch_size: int, other_hardware: bool, config: dict[str, Any], out_dir: Path) -> None:  # fmt: skip
+             calibrate_on: str | None, calibration_seed: int | None, only: str | None, extra: tuple[str, ...],
+             alpha: float, batch_size: int, other_hardware: bool, config: dict[str, Any],
+             out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
     import json
@@ -542,10 +549,18 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
             raise click.BadParameter(f"unknown attacks {sorted(unknown)}", param_hint="--attacks")
         attacks = tuple(case for case in DEFAULT_ATTACKS if case.name in names)
     attacks += tuple(AttackCase(spec) for spec in extra)
+    calibration_at: tuple[int, ...] = ()
+    if calibrate_on is not None:
+        calibration_at = tuple(sorted(set(_positive_ints(calibrate_on, "--calibrate-on", minimum=0))))
+        shortest = min(by_stride.get(s, default) for s in stride_list)
+        if calibration_at[-1] >= shortest or len(calibration_at) > shortest - 2:
+            raise click.BadParameter(f"give intervals below {shortest}, leaving at least two of them held out",
+                                     param_hint="--calibrate-on")  # fmt: skip
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
-                            calibration_seed=calibration_seed, config=config, attacks=attacks, alpha=alpha,
-                            batch_size=batch_size, other_hardware=other_hardware)  # fmt: skip
+                            calibration_at=calibration_at, calibration_seed=calibration_seed, config=config,
+                            attacks=attacks, alpha=alpha, batch_size=batch_size,
+                            other_hardware=other_hardware)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
         results = evaluate(settings, Path(tmp), log=log)
     summary = summarise(settings, results)
@@ -559,13 +574,14 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     console.print(f"written {out_dir}/eval.json, eval.md, margin_vs_stride.png, honest_vs_stride.png")
 
 
-def _positive_ints(text: str, option: str) -> list[int]:
+def _positive_ints(text: str, option: str, *, minimum: int = 1) -> list[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise click.BadParameter(f"{text!r} is not a comma-separated list of integers", param_hint=option) from None
-    if not values or min(values) < 1:
-        raise click.BadParameter(f"{text!r}: give positive integers", param_hint=option)
+    if not values or min(values) < minimum:
+        kind = "positive integers" if minimum == 1 else f"integers >= {minimum}"
+        raise click.BadParameter(f"{text!r}: give {kind}", param_hint=option)
     return values
 
 

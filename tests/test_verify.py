@@ -327,6 +327,9 @@ def test_large_fpr_samples_calibrate_on_few_spread_intervals_and_judge_the_rest(
     assert separate.positions_at(10) == separate.held_out_at(10) == list(range(210))  # of two different runs
     assert separate.attacked_at(10) == 208
     assert EvalSettings(intervals=12, calibration_seed=2, calibration_positions=4).positions_at(1) == [0, 3, 6, 9]
+    late = EvalSettings(intervals=12, intervals_by_stride={100: 8}, calibration_at=(3, 6, 9))
+    assert late.positions_at(1) == [3, 6, 9] and late.positions_at(100) == [3, 6]
+    assert late.held_out_at(100) == [0, 1, 2, 4, 5, 7]
 
 
 def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) -> None:
@@ -397,6 +400,11 @@ def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
         (["--calibration-seed", "1"], "1 is not in the range x>=2"),
         (["--calibration-positions", "0"], "0 is not in the range x>=1"),
         (["--config", "pool"], "'pool': give KEY=VALUE"),
+        (
+            ["--intervals", "6", "--calibrate-on", "2,6"],
+            "give intervals below 6, leaving at least two of them held out",
+        ),
+        (["--calibrate-on", "-1,2"], "'-1,2': give integers >= 0"),
     ],
 )
 def test_eval_options_are_checked_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:

@@ -99,6 +99,7 @@ class EvalSettings:
     # If set, calibrate on this many intervals spread evenly over the run instead (a large FPR sample
     # needs many held-out intervals, not many calibration replays).
     calibration_positions: int | None = None
+    calibration_at: tuple[int, ...] = ()  # if set, calibrate on exactly these intervals (at every stride)
     seed: int = 1  # the evaluated task's
     config: dict[str, Any] = field(default_factory=dict)  # changes to the workload's config (both runs)
     # If set, calibrate on a separate honest run of this seed (every interval of it unless
@@ -119,6 +120,8 @@ class EvalSettings:
     def positions_at(self, stride: int) -> list[int]:
         """Intervals calibration replays: of the evaluated run, or of the separate calibration run."""
         n = self.intervals_at(stride)
+        if self.calibration_at:
+            return sorted({k for k in self.calibration_at if k < n})
         if self.calibration_positions is None:
             return list(range(0, n, 1 if self.calibration_seed is not None else self.calibration_every))
         count = min(self.calibration_positions, n if self.calibration_seed is not None else n - 1)
