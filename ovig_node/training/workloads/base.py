@@ -55,8 +55,8 @@ class Workload(ABC):
     """One kind of training job. Subclasses are stateless; configuration travels in the spec."""
 
     name: str
-    # Config keys a spec may add to :meth:`config`'s (each with its default there left implicit, so
-    # specs written before the option existed keep their hash).
+    # Config keys a spec may set or leave out (a spec written before the option existed has none, and
+    # build_model gives it the behaviour it was trained with), beyond those every config has.
     options: frozenset[str] = frozenset()
 
     @abstractmethod
