@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -17,6 +17,7 @@ from ovig_node.api.timelines import timeline_entries
 from ovig_node.api.watchers import WatcherVerdict, WatcherVerdicts
 
 Row = sqlite3.Row
+M = TypeVar("M", bound=BaseModel)
 TASK_COLUMNS = "t.*, b.timestamp AS posted_at"
 TASK_FROM = "tasks t LEFT JOIN blocks b ON b.hash = t.posted_hash"
 
@@ -305,18 +306,7 @@ def list_auditors(db: sqlite3.Connection, *, address: str | None = None) -> list
     rows = db.execute(
         "SELECT * FROM auditors WHERE ? IS NULL OR address = ? ORDER BY registered_block, address", (address, address)
     )
-    return [
-        m.Auditor(
-            address=r["address"],
-            stake=r["stake"],
-            locked=r["locked"],
-            registered_block=r["registered_block"],
-            exit_requested=r["exit_at"] is not None,
-            exit_at=r["exit_at"],
-            exited=bool(r["exited"]),
-        )
-        for r in rows
-    ]
+    return [_from_row(m.Auditor, r, exit_requested=r["exit_at"] is not None, exited=bool(r["exited"])) for r in rows]
 
 
 # --- rows ----------------------------------------------------------------------------------------
@@ -327,64 +317,23 @@ def _task_row(db: sqlite3.Connection, task: int) -> Row | None:
     return row
 
 
+def _from_row(model: type[M], r: Row, **computed: Any) -> M:
+    """One ``model`` from a row: each field from the column of its name, as :func:`_json_row` builds it in
+    SQL; ``computed`` gives the fields that need Python."""
+    return model(**{f: r[f] for f in model.model_fields if f not in computed}, **computed)
+
+
 def _summary(r: Row) -> m.TaskSummary:
-    return m.TaskSummary(
-        task=r["task"],
-        status=r["status"],
-        owner=r["owner"],
-        provider=r["provider"],
-        reward=r["reward"],
-        provider_bond=r["provider_bond"],
-        total_steps=r["total_steps"],
-        stride=r["stride"],
-        intervals_per_batch=r["intervals_per_batch"],
-        intervals=r["intervals"],
-        batch_count=r["batch_count"],
-        committed_batches=r["committed_batches"],
-        opened_batches=r["opened_batches"],
-        open_disputes=r["open_disputes"],
-        posted_block=r["posted_block"],
-        posted_at=r["posted_at"],
-        updated_block=r["updated_block"],
-    )
+    return _from_row(m.TaskSummary, r)
 
 
 def _batch(r: Row) -> m.Batch:
-    return m.Batch(
-        j=r["j"],
-        status=r["status"],
-        root=r["root"],
-        manifest_cid=r["manifest_cid"],
-        committed_block=r["committed_block"],
-        seed=r["seed"],
-        sampled=json.loads(r["sampled"] or "[]"),
-        opening_window_end=r["opening_window_end"],
-        opening_cid=r["opening_cid"],
-        challenge_window_end=r["challenge_window_end"],
-    )
+    return _from_row(m.Batch, r, sampled=json.loads(r["sampled"] or "[]"))
 
 
 def _dispute(r: Row) -> m.DisputeSummary:
-    return m.DisputeSummary(
-        dispute=r["dispute"],
-        task=r["task"],
-        k=r["k"],
-        reason=r["reason"],
-        status=r["status"],
-        verdict=r["verdict"],
-        round=r["round"],
-        challenger=r["challenger"],
-        report_cid=r["report_cid"],
-    )
+    return _from_row(m.DisputeSummary, r)
 
 
 def _payout(r: Row) -> m.Payout:
-    return m.Payout(
-        contract=r["contract"],
-        account=r["account"],
-        task=r["task"],
-        dispute=r["dispute"],
-        amount=r["amount"],
-        block=r["block"],
-        tx=r["tx"],
-    )
+    return _from_row(m.Payout, r)
