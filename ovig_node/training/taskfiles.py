@@ -53,11 +53,11 @@ def prepare_task(
     config: dict[str, Any] | None = None,
 ) -> PreparedTask:
     """Write ``dataset.safetensors``, ``init.safetensors`` and ``spec.json`` into ``out_dir``; ``config``
-    changes keys of the workload's (tiny or full) config or sets its optional ones."""
+    changes keys of the workload's (tiny or full) config."""
     workload = get_workload(workload_name)
     defaults = workload.config(tiny=tiny)
-    if unknown := set(config or {}) - set(defaults) - workload.options:
-        known = ", ".join(sorted(set(defaults) | workload.options))
+    if unknown := set(config or {}) - set(defaults):
+        known = ", ".join(sorted(defaults))
         raise SpecError(f"{workload_name} config has no {', '.join(sorted(unknown))}; it has {known}")
     config = {**defaults, **(config or {})}
     dataset_bytes = workload.build_dataset(config).to_bytes()

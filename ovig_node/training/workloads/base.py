@@ -55,9 +55,6 @@ class Workload(ABC):
     """One kind of training job. Subclasses are stateless; configuration travels in the spec."""
 
     name: str
-    # Config keys a spec may set or leave out (a spec written before the option existed has none, and
-    # build_model gives it the behaviour it was trained with), beyond those every config has.
-    options: frozenset[str] = frozenset()
 
     @abstractmethod
     def config(self, *, tiny: bool) -> dict[str, Any]:
