@@ -36,14 +36,15 @@ RESULTS = Path(__file__).parent / "results"
 TINY = ["--tiny", "--intervals", "1:120,10:120,100:44", "--calibration-positions", "12"]
 NO_SWEEP = ("micro_batch_drop,data_perturbation,lr_tamper,low_precision,stale_gradient,skip_steps,backdoor,"
             "optimizer_tamper,interpolated_endpoint,row_tamper")  # fmt: skip
+S100_LIGHT = ["--tiny", "--strides", "100", "--intervals", "100:36", "--no-other-hardware", "--attacks", NO_SWEEP]
 # (options, output suffix) per process
 GROUPS = {
     "language": [
         ([*TINY, "--strides", "1,10"], ""),
-        (["--tiny", "--strides", "100", "--intervals", "100:36", "--calibration-positions", "6",
-          "--no-other-hardware", "--attacks", NO_SWEEP], "_s100"),
-        (["--tiny", "--strides", "100", "--intervals", "100:36", "--calibrate-on", "6,12,18,24,30",
-          "--no-other-hardware", "--attacks", NO_SWEEP], "_s100_late_calibration"),
+        ([*S100_LIGHT, "--calibration-positions", "6"], "_s100"),
+        # as measured before the tiny config warmed up: at the full rate from the first step
+        ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "0"], "_s100_no_warmup"),
+        ([*S100_LIGHT, "--calibrate-on", "6,12,18,24,30", "--warmup-steps", "0"], "_s100_no_warmup_late_calibration"),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),

@@ -257,6 +257,13 @@ config_option = click.option(
     help="Change or add a workload config key (repeatable), e.g. pool=avg for vision.",
 )
 
+warmup_option = click.option(
+    "--warmup-steps",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Warm the learning rate up linearly over this many steps (0: none) [default: the workload's recipe].",
+)
+
 
 @cli.group()
 def spec() -> None:
@@ -274,7 +281,8 @@ def spec() -> None:
 @click.option("--batch-size", type=int, default=32, show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
 @config_option
-def spec_new(workload: str, tiny: bool, out_dir: Path, config: dict[str, Any], **options: int) -> None:
+@warmup_option
+def spec_new(workload: str, tiny: bool, out_dir: Path, config: dict[str, Any], **options: Any) -> None:
     """Write spec.json, dataset.safetensors and init.safetensors into a folder."""
     from ovig_node.training.taskfiles import prepare_task
 
@@ -526,10 +534,11 @@ def verify_cmd(
 @click.option("--other-hardware/--no-other-hardware", default=True, show_default=True,
               help="Train the honest run again on another profile, the floor for the attacks' effects.")  # fmt: skip
 @config_option
+@warmup_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
              calibrate_on: str | None, calibration_seed: int | None, only: str | None, extra: tuple[str, ...],
-             alpha: float, batch_size: int, other_hardware: bool, config: dict[str, Any],
+             alpha: float, batch_size: int, other_hardware: bool, config: dict[str, Any], warmup_steps: int | None,
              out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
@@ -559,7 +568,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
                             calibration_at=calibration_at, calibration_seed=calibration_seed, config=config,
-                            attacks=attacks, alpha=alpha, batch_size=batch_size,
+                            warmup_steps=warmup_steps, attacks=attacks, alpha=alpha, batch_size=batch_size,
                             other_hardware=other_hardware)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
         results = evaluate(settings, Path(tmp), log=log)

@@ -21,7 +21,7 @@ from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import REL_TAIL, BoundaryProfile, bounds_of, spread_positions
 from ovig_node.verify.check import Verdict
-from ovig_node.verify.evaluate import AttackCase, EvalSettings, evaluate
+from ovig_node.verify.evaluate import AttackCase, EvalSettings, _Stride, evaluate
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import replay_and_judge
@@ -380,6 +380,13 @@ def test_a_boundary_from_a_separate_honest_run_judges_every_interval_of_another(
     assert not (tmp_path / "work" / "s5").exists()  # both runs' evidence deleted
 
 
+def test_an_evaluation_can_change_the_warm_up_of_both_runs(tmp_path: Path) -> None:
+    settings = EvalSettings(strides=(5,), intervals=3, calibration_seed=2, warmup_steps=7)
+    stride = _Stride(settings, 5, tmp_path, None)
+    assert [task.spec.optimizer.schedule.warmup_steps for task in (stride.prepared, stride.calibration)] == [7, 7]
+    assert stride.prepared.spec.seed == 1 and stride.calibration.spec.seed == 2
+
+
 def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
     attack = load_attack("data_perturbation", intervals=frozenset({0}))
     batch = {"label": torch.tensor([1, 2]), "image": torch.arange(8).view(2, 1, 1, 4), "noise": torch.ones(2, 4)}
@@ -405,6 +412,7 @@ def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
             "give intervals below 6, leaving at least two of them held out",
         ),
         (["--calibrate-on", "-1,2"], "'-1,2': give integers >= 0"),
+        (["--warmup-steps", "-1"], "-1 is not in the range x>=0"),
     ],
 )
 def test_eval_options_are_checked_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:

@@ -22,8 +22,6 @@ from ovig_node.storage.unixfs import cid_of_bytes
 from ovig_node.training.evidence import safetensors_bytes, sha256_hex
 from ovig_node.training.workloads import get_workload
 
-DEFAULT_OPTIMIZER = {"name": "adamw", "lr": "0.003", "beta1": "0.9", "beta2": "0.999", "eps": "1e-8"}
-
 
 class TaskFileError(OvigError, FileNotFoundError):
     """A dataset or checkpoint that is missing or does not match the spec's digest."""
@@ -51,9 +49,11 @@ def prepare_task(
     batch_size: int = 32,
     optimizer: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
+    warmup_steps: int | None = None,
 ) -> PreparedTask:
-    """Write ``dataset.safetensors``, ``init.safetensors`` and ``spec.json`` into ``out_dir``; ``config``
-    changes keys of the workload's (tiny or full) config."""
+    """Write ``dataset.safetensors``, ``init.safetensors`` and ``spec.json`` into ``out_dir``. ``config``
+    changes keys of the workload's (tiny or full) config; ``optimizer`` replaces the workload's recipe,
+    and ``warmup_steps`` its learning-rate warm-up."""
     workload = get_workload(workload_name)
     defaults = workload.config(tiny=tiny)
     if unknown := set(config or {}) - set(defaults):
@@ -76,7 +76,7 @@ def prepare_task(
             "sha256": sha256_hex(dataset_bytes),
             "examples": workload.build_dataset(config).examples,
         },
-        "optimizer": optimizer or DEFAULT_OPTIMIZER,
+        "optimizer": _with_warmup(optimizer or workload.optimizer(tiny=tiny), warmup_steps),
         "batch_size": batch_size,
         "total_steps": total_steps,
         "seed": seed,
@@ -91,6 +91,13 @@ def prepare_task(
     write_atomic(paths["init.safetensors"], init_bytes)
     write_atomic(paths["spec.json"], canonical_bytes(document))
     return PreparedTask(spec, spec_hash, paths["spec.json"], paths["dataset.safetensors"], paths["init.safetensors"])
+
+
+def _with_warmup(optimizer: dict[str, Any], warmup_steps: int | None) -> dict[str, Any]:
+    if warmup_steps is None:
+        return optimizer
+    schedule = {"name": "constant", **optimizer.get("schedule", {}), "warmup_steps": warmup_steps}
+    return {**optimizer, "schedule": schedule}
 
 
 def open_task(spec_path: Path, *, data_dir: Path | None = None) -> PreparedTask:

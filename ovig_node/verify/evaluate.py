@@ -102,6 +102,7 @@ class EvalSettings:
     calibration_at: tuple[int, ...] = ()  # if set, calibrate on exactly these intervals (at every stride)
     seed: int = 1  # the evaluated task's
     config: dict[str, Any] = field(default_factory=dict)  # changes to the workload's config (both runs)
+    warmup_steps: int | None = None  # if set, replaces the workload's learning-rate warm-up (both runs)
     # If set, calibrate on a separate honest run of this seed (every interval of it unless
     # ``calibration_positions`` says how many) and judge every interval of the evaluated run: a boundary
     # can then see as many intervals as the run it judges, and rare honest branches with them.
@@ -212,8 +213,9 @@ class _Stride:
     def _task(self, folder: Path, seed: int) -> PreparedTask:
         settings = self.settings
         return prepare_task(settings.workload, folder, tiny=settings.tiny, seed=seed, config=settings.config,
-                            total_steps=self.stride * self.intervals, stride=self.stride,
-                            intervals_per_batch=self.intervals, batch_size=settings.batch_size)  # fmt: skip
+                            warmup_steps=settings.warmup_steps, total_steps=self.stride * self.intervals,
+                            stride=self.stride, intervals_per_batch=self.intervals,
+                            batch_size=settings.batch_size)  # fmt: skip
 
     def run(self) -> StrideResult:
         settings = self.settings
