@@ -11,7 +11,9 @@ in the same hour on these two cores: 36 intervals of which 6 calibrate (30 held 
 need no sweep or adaptive run, and no second honest run on other hardware. It writes
 bench/results/eval_language_tiny_s100/. A third process runs that s = 100 evaluation with the boundary
 calibrated on late intervals only (6, 12, 18, 24, 30; README: the first intervals set the boundary),
-to bench/results/eval_language_tiny_s100_late_calibration/.
+to bench/results/eval_language_tiny_s100_late_calibration/, and two more repeat the s = 1 and 10 and the
+s = 100 evaluations with the learning rate warmed up over the first 500 steps (``--warmup-steps 500``;
+to bench/results/eval_language_tiny_warmup500/ and eval_language_tiny_s100_warmup500/).
 
 Vision runs two more processes beside its main one (the CNN with average pooling, the default), both
 about max-pooling (README, false positives): the same evaluation of the CNN with max-pooling
@@ -42,9 +44,10 @@ GROUPS = {
     "language": [
         ([*TINY, "--strides", "1,10"], ""),
         ([*S100_LIGHT, "--calibration-positions", "6"], "_s100"),
-        # as measured before the tiny config warmed up: at the full rate from the first step
-        ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "0"], "_s100_no_warmup"),
-        ([*S100_LIGHT, "--calibrate-on", "6,12,18,24,30", "--warmup-steps", "0"], "_s100_no_warmup_late_calibration"),
+        ([*S100_LIGHT, "--calibrate-on", "6,12,18,24,30"], "_s100_late_calibration"),
+        # the same with the learning rate warmed up over the first 500 steps (README: language at s = 100)
+        ([*TINY, "--strides", "1,10", "--warmup-steps", "500"], "_warmup500"),
+        ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "500"], "_s100_warmup500"),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),

@@ -1,4 +1,4 @@
-"""Set-up shared by the verification tests: a tiny vision task (5 intervals of 10 steps), its honest
+"""Set-up shared by the verification tests: a tiny task (5 intervals of 10 steps; vision unless named), its honest
 claims, and a boundary calibrated on intervals spread over the run (0, 2, 4), so 1 and 3 stay held out.
 Real torch training throughout."""
 
@@ -18,8 +18,8 @@ HELD_OUT = ["threads2-micro2", "threads2"]  # never used in calibration; the sec
 HELD_OUT_PROFILES = [get_profile(name) for name in HELD_OUT]
 
 
-def tiny_task(folder: Path) -> PreparedTask:
-    return prepare_task("vision", folder, tiny=True, total_steps=50, stride=10, intervals_per_batch=5)
+def tiny_task(folder: Path, workload: str = "vision") -> PreparedTask:
+    return prepare_task(workload, folder, tiny=True, total_steps=50, stride=10, intervals_per_batch=5)
 
 
 def honest_claims(task: PreparedTask, folder: Path) -> Path:

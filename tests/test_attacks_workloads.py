@@ -1,0 +1,68 @@
+"""Every single-interval attack on the other two tiny workloads, the transformer (language) and the
+MLP denoiser (diffusion), at s = 10: each is caught, and the honest held-out interval it replaces passes.
+The CNN's (vision) are in test_attacks.py and test_verify.py. Set-up as in ``verify_support``: honest
+claims of 5 intervals, a boundary calibrated on intervals 0, 2 and 4, the attack faked at interval 3
+on top of the honest claims of 0..2, judged on replays under held-out profiles. Real torch training."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import verify_support
+from ovig_node.attacks import load_attack
+from ovig_node.training.loop import evidence_path
+from ovig_node.training.taskfiles import PreparedTask
+from ovig_node.verify.boundary import BoundaryProfile
+from ovig_node.verify.evaluate import fake, judge_run
+from verify_support import HELD_OUT_PROFILES
+
+FAKED = 3
+# (attack, parameters, reason): the evaluation's single-interval attacks; the swept ones at a strength
+# both workloads catch at s = 10 (bench/results: a row from 1e-6, a targeted push from 1e-6 or less)
+ATTACKS = [
+    ("micro_batch_drop", {"keep": 0.5}, "out_of_bounds"),
+    ("data_perturbation", {}, "out_of_bounds"),
+    ("lr_tamper", {"scale": 1.1}, "out_of_bounds"),
+    ("low_precision", {}, "out_of_bounds"),
+    ("stale_gradient", {}, "out_of_bounds"),
+    ("skip_steps", {"every": 4}, "wrong_counter"),  # Adam's step counters fall short of b_k
+    ("backdoor", {"rate": 0.5}, "out_of_bounds"),
+    ("optimizer_tamper", {"scale": 0.0}, "out_of_bounds"),
+    ("optimizer_tamper", {"scale": 0.9}, "out_of_bounds"),
+    ("interpolated_endpoint", {"anchor": "last"}, "out_of_bounds"),
+    ("row_tamper", {"delta": 1e-4}, "out_of_bounds"),
+    ("targeted_gradient", {"lam": 1e-4}, "out_of_bounds"),
+]
+
+
+@pytest.fixture(scope="module", params=["language", "diffusion"])
+def honest(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, ...]:
+    """(task, honest claims, boundary) of one workload."""
+    task = verify_support.tiny_task(tmp_path_factory.mktemp(f"{request.param}-task"), request.param)
+    claims = verify_support.honest_claims(task, tmp_path_factory.mktemp(f"{request.param}-claims"))
+    return task, claims, verify_support.spread_boundary(task, claims)
+
+
+def test_the_honest_held_out_interval_passes(honest: tuple[PreparedTask, Path, BoundaryProfile]) -> None:
+    task, claims, boundary = honest
+    judged = judge_run(task, claims, FAKED, boundary, profiles=HELD_OUT_PROFILES)
+    assert judged.verdict.valid, judged.verdict.failing
+    assert judged.replays == [HELD_OUT_PROFILES[0].name]  # a pass needs no confirmation
+
+
+@pytest.mark.parametrize(("name", "params", "reason"), ATTACKS, ids=lambda v: v if isinstance(v, str) else None)
+def test_every_attack_is_caught_at_s10(
+    honest: tuple[PreparedTask, Path, BoundaryProfile], tmp_path: Path, name: str, params: dict[str, Any], reason: str
+) -> None:
+    task, claims, boundary = honest
+    if params.get("anchor") == "last":  # a later checkpoint of the honest run: the line the cheat follows
+        params = {"anchor": str(evidence_path(claims, task.spec.layout.intervals - 1))}
+    attack = load_attack(name, intervals=frozenset({FAKED}), **params)
+    fake(task, claims, tmp_path, attack, last=FAKED, honest_prefix=FAKED)
+    judged = judge_run(task, tmp_path, FAKED, boundary, profiles=HELD_OUT_PROFILES)
+    assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", reason)
+    if reason == "out_of_bounds":  # drift could explain it: a second profile confirms; a wrong counter cannot
+        assert judged.replays == [p.name for p in HELD_OUT_PROFILES] and (judged.verdict.margin or 0) > 0
