@@ -13,7 +13,9 @@ bench/results/eval_language_tiny_s100/. A third process runs that s = 100 evalua
 calibrated on late intervals only (6, 12, 18, 24, 30; README: the first intervals set the boundary),
 to bench/results/eval_language_tiny_s100_late_calibration/, and two more repeat the s = 1 and 10 and the
 s = 100 evaluations with the learning rate warmed up over the first 500 steps (``--warmup-steps 500``;
-to bench/results/eval_language_tiny_warmup500/ and eval_language_tiny_s100_warmup500/).
+to bench/results/eval_language_tiny_warmup500/ and eval_language_tiny_s100_warmup500/). The last one
+judges all 120 intervals of that warm-up at s = 10 against a boundary from 60 intervals of a separate
+honest run (seed 2), to bench/results/eval_language_tiny_s10_warmup500_separate_calibration/.
 
 Vision runs two more processes beside its main one (the CNN with average pooling, the default), both
 about max-pooling (README, false positives): the same evaluation of the CNN with max-pooling
@@ -48,6 +50,9 @@ GROUPS = {
         # the same with the learning rate warmed up over the first 500 steps (README: language at s = 100)
         ([*TINY, "--strides", "1,10", "--warmup-steps", "500"], "_warmup500"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "500"], "_s100_warmup500"),
+        (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--calibration-positions",
+          "60", "--warmup-steps", "500", "--no-other-hardware", "--attacks", "lr_tamper"],
+         "_s10_warmup500_separate_calibration"),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),
