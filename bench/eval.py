@@ -51,8 +51,7 @@ GROUPS = {
         ([*TINY, "--strides", "1,10", "--warmup-steps", "500"], "_warmup500"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "500"], "_s100_warmup500"),
         (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--calibration-positions",
-          "60", "--warmup-steps", "500", "--no-other-hardware", "--attacks", "lr_tamper"],
-         "_s10_warmup500_separate_calibration"),
+          "60", "--warmup-steps", "500", "--no-other-hardware"], "_s10_warmup500_separate_calibration"),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),
