@@ -102,7 +102,7 @@ class EvalSettings:
     calibration_at: tuple[int, ...] = ()  # if set, calibrate on exactly these intervals (at every stride)
     seed: int = 1  # the evaluated task's
     config: dict[str, Any] = field(default_factory=dict)  # changes to the workload's config (both runs)
-    warmup_steps: int | None = None  # if set, replaces the workload's learning-rate warm-up (both runs)
+    warmup_steps: int | None = None  # if set, the learning rate warms up over this many steps (both runs)
     # If set, calibrate on a separate honest run of this seed (every interval of it unless
     # ``calibration_positions`` says how many) and judge every interval of the evaluated run: a boundary
     # can then see as many intervals as the run it judges, and rare honest branches with them.
