@@ -12,17 +12,14 @@ from typing import Any
 import pytest
 import torch
 
-from ovig_node.attacks import load_attack
 from ovig_node.attacks.effect import backdoor_success, context_of, examples_of_steps, target_loss
 from ovig_node.training.evidence import read_evidence
 from ovig_node.training.loop import evidence_path
 from ovig_node.training.optim import step_counters
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
-from ovig_node.verify.evaluate import SUBSETS, fake, judge_run
-from verify_support import HELD_OUT_PROFILES
-
-FAKED = 3
+from ovig_node.verify.evaluate import SUBSETS, judge_run
+from verify_support import FAKED, HELD_OUT_PROFILES, faked
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +27,6 @@ def boundary_file(vision_boundary: BoundaryProfile, tmp_path_factory: pytest.Tem
     path = tmp_path_factory.mktemp("boundary") / "boundary.json"
     path.write_text(vision_boundary.model_dump_json())
     return path
-
-
-def faked(task: PreparedTask, claims: Path, out: Path, name: str, **params: Any) -> Path:
-    fake(task, claims, out, load_attack(name, intervals=frozenset({FAKED}), **params), last=FAKED, honest_prefix=FAKED)
-    return out
 
 
 def weights(run: Path, k: int = FAKED) -> dict[str, torch.Tensor]:
@@ -54,8 +46,6 @@ def test_attack_is_caught_at_s10_by_the_signals_it_touches(
     vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path, name: str,
     params: dict[str, Any], failing: list[str],
 ) -> None:  # fmt: skip
-    if params.get("anchor") == "last":  # a later checkpoint of the honest run: the line the cheat follows
-        params = {"anchor": str(evidence_path(vision_claims, vision_task.spec.layout.intervals - 1))}
     run = faked(vision_task, vision_claims, tmp_path, name, **params)
     judged = judge_run(vision_task, run, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES, subsets=SUBSETS)
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", "out_of_bounds")

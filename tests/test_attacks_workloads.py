@@ -12,14 +12,11 @@ from typing import Any
 import pytest
 
 import verify_support
-from ovig_node.attacks import load_attack
-from ovig_node.training.loop import evidence_path
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
-from ovig_node.verify.evaluate import fake, judge_run
-from verify_support import HELD_OUT_PROFILES
+from ovig_node.verify.evaluate import judge_run
+from verify_support import FAKED, HELD_OUT_PROFILES, faked
 
-FAKED = 3
 # (attack, parameters, reason): the evaluation's single-interval attacks; the swept ones at a strength
 # both workloads catch at s = 10 (bench/results: a row from 1e-6, a targeted push from 1e-6 or less)
 ATTACKS = [
@@ -58,11 +55,7 @@ def test_every_attack_is_caught_at_s10(
     honest: tuple[PreparedTask, Path, BoundaryProfile], tmp_path: Path, name: str, params: dict[str, Any], reason: str
 ) -> None:
     task, claims, boundary = honest
-    if params.get("anchor") == "last":  # a later checkpoint of the honest run: the line the cheat follows
-        params = {"anchor": str(evidence_path(claims, task.spec.layout.intervals - 1))}
-    attack = load_attack(name, intervals=frozenset({FAKED}), **params)
-    fake(task, claims, tmp_path, attack, last=FAKED, honest_prefix=FAKED)
-    judged = judge_run(task, tmp_path, FAKED, boundary, profiles=HELD_OUT_PROFILES)
+    judged = judge_run(task, faked(task, claims, tmp_path, name, **params), FAKED, boundary, profiles=HELD_OUT_PROFILES)
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", reason)
     if reason == "out_of_bounds":  # drift could explain it: a second profile confirms; a wrong counter cannot
         assert judged.replays == [p.name for p in HELD_OUT_PROFILES] and (judged.verdict.margin or 0) > 0
