@@ -6,16 +6,19 @@ Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false
 12 intervals spread over the run calibrate, and every other one is an honest held-out interval
 (108 at s = 1 and 10, 32 at s = 100), judged on replays under profiles calibration never used.
 Writes bench/results/eval_<workload>_tiny/{eval.json, eval.md, margin_vs_stride.png, honest_vs_stride.png}.
-The language workload's s = 100 runs as a second process beside s = 1 and 10, lighter so that it fits
-in the same hour on these two cores: 36 intervals of which 6 calibrate (30 held out), the attacks that
-need no sweep or adaptive run, and no second honest run on other hardware. It writes
-bench/results/eval_language_tiny_s100/. A third process runs that s = 100 evaluation with the boundary
-calibrated on late intervals only (6, 12, 18, 24, 30; README: the first intervals set the boundary),
-to bench/results/eval_language_tiny_s100_late_calibration/, and two more repeat the s = 1 and 10 and the
-s = 100 evaluations with the learning rate warmed up over the first 500 steps (``--warmup-steps 500``;
-to bench/results/eval_language_tiny_warmup500/ and eval_language_tiny_s100_warmup500/). The last one
-judges all 120 intervals of that warm-up at s = 10 against a boundary from 60 intervals of a separate
-honest run (seed 2), to bench/results/eval_language_tiny_s10_warmup500_separate_calibration/.
+
+Language tiny warms its learning rate up over 500 steps, and its boundary comes from every other interval
+of a separate honest run (seed 2), so that the warm-up's drift is in it at every stride; every interval of
+the evaluated run is held out (120 at s = 1 and 10). Its s = 100 runs as a second process beside s = 1 and
+10, lighter so that it fits in the same hour on these two cores: 36 intervals (18 calibrate), the attacks
+that need no sweep or adaptive run, and no second honest run on other hardware; it writes
+bench/results/eval_language_tiny_s100/. The other language processes keep the measurements that led there
+(README, "language at s = 100"): the constant rate from the first step, with 12 calibrated intervals
+(eval_language_tiny_constant/, eval_language_tiny_s100_constant/) and with the boundary from late intervals
+only (eval_language_tiny_s100_constant_late_calibration/); the warm-up with 12 calibrated intervals of the
+same run (eval_language_tiny_warmup500/, eval_language_tiny_s100_warmup500/); and the warm-up at s = 10
+against 60 intervals of the separate run, before it was the main evaluation
+(eval_language_tiny_s10_warmup500_separate_calibration/).
 
 Vision runs two more processes beside its main one (the CNN with average pooling, the default), both
 about max-pooling (README, false positives): the same evaluation of the CNN with max-pooling
@@ -42,12 +45,21 @@ NO_SWEEP = ("micro_batch_drop,data_perturbation,lr_tamper,low_precision,stale_gr
             "optimizer_tamper,interpolated_endpoint,row_tamper")  # fmt: skip
 S100_LIGHT = ["--tiny", "--strides", "100", "--intervals", "100:36", "--no-other-hardware", "--attacks", NO_SWEEP]
 # (options, output suffix) per process
+# Language tiny warms its learning rate up over 500 steps (LanguageWorkload.optimizer), so its honest drift
+# peaks at steps 40-100; every other interval of a separate honest run (seed 2) calibrates, so that phase
+# is in the boundary at every stride, and every interval of the evaluated run is held out.
+SEPARATE = ["--calibration-seed", "2", "--calibration-positions"]
+# (options, output suffix) per process
 GROUPS = {
     "language": [
-        ([*TINY, "--strides", "1,10"], ""),
-        ([*S100_LIGHT, "--calibration-positions", "6"], "_s100"),
-        ([*S100_LIGHT, "--calibrate-on", "6,12,18,24,30"], "_s100_late_calibration"),
-        # the same with the learning rate warmed up over the first 500 steps (README: language at s = 100)
+        (["--tiny", "--strides", "1,10", "--intervals", "120", *SEPARATE, "60"], ""),
+        (["--tiny", "--strides", "100", "--intervals", "36", "--no-other-hardware", "--attacks", NO_SWEEP,
+          *SEPARATE, "18"], "_s100"),
+        # before the warm-up: a constant rate from the first step (README: language at s = 100)
+        ([*TINY, "--strides", "1,10", "--warmup-steps", "0"], "_constant"),
+        ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "0"], "_s100_constant"),
+        ([*S100_LIGHT, "--calibrate-on", "6,12,18,24,30", "--warmup-steps", "0"], "_s100_constant_late_calibration"),
+        # the warm-up with the sparse same-run boundary of the other workloads (12 intervals)
         ([*TINY, "--strides", "1,10", "--warmup-steps", "500"], "_warmup500"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "500"], "_s100_warmup500"),
         (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--calibration-positions",

@@ -261,7 +261,7 @@ warmup_option = click.option(
     "--warmup-steps",
     type=click.IntRange(min=0),
     default=None,
-    help="Warm the learning rate up linearly over this many steps [default: none].",
+    help="Warm the learning rate up linearly over this many steps (0: none) [default: the workload's recipe].",
 )
 
 

@@ -19,6 +19,7 @@ from ovig_node.training.evidence import Evidence, read_evidence, write_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask
+from ovig_node.verify import stats
 from ovig_node.verify.boundary import REL_TAIL, BoundaryProfile, bounds_of, spread_positions
 from ovig_node.verify.check import Verdict
 from ovig_node.verify.evaluate import AttackCase, EvalSettings, _Stride, evaluate
@@ -113,6 +114,35 @@ def test_difference_profiles_equal_the_definition(case: str) -> None:
 def test_difference_profiles_of_an_empty_signal_are_zero() -> None:
     assert difference_profiles({}, {}) == {"abs": [0.0] * 5, "rel": [0.0] * 5}
     assert difference_profiles({"x": torch.zeros(0)}, {"x": torch.zeros(0)}) == {"abs": [0.0] * 5, "rel": [0.0] * 5}
+
+
+def test_sampled_brackets_give_the_exact_answer_and_decline_when_the_sample_misleads() -> None:
+    rng = np.random.default_rng(3)
+    n = 2_000_003  # well over the sample, in two tensors
+    claim = (rng.standard_normal(n) * 0.05).astype(np.float32)
+    drift = claim + (rng.standard_normal(n) * 1e-7).astype(np.float32)
+    replay = np.where(rng.random(n) < 0.6, claim, drift)  # mostly bit-identical, like an honest replay
+    replay[[5, 9]] = np.nan, np.inf
+    ranks = [stats._rank(p, n) for p in PERCENTILES]
+
+    def pairs(r: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [(r[: n // 3], claim[: n // 3]), (r[n // 3 :], claim[n // 3 :])]
+
+    def definition(r: np.ndarray) -> list[list[float]]:
+        d = np.abs(r - claim)
+        return [percentiles(d), percentiles(d / (np.abs(claim) + np.float32(1e-12)))]
+
+    fast = stats._bracketed(pairs(replay), n, ranks)
+    assert fast is not None  # the fast path answered
+    np.testing.assert_array_equal([fast["abs"], fast["rel"]], definition(replay))
+    assert np.isnan(fast["abs"][-1]) and fast["abs"][0] == 0.0  # p100 a NaN, p50 among the identical ones
+    # A replay whose sampled coordinates alone differ much: every bracket misses, and the binned pass answers.
+    runs = stats.SAMPLE // stats.RUN
+    misled = replay.copy()
+    misled[(((np.arange(runs) * n) // runs)[:, None] + np.arange(stats.RUN)).ravel()] += 1.0
+    assert stats._bracketed(pairs(misled), n, ranks) is None
+    profiles = difference_profiles({"x": torch.from_numpy(misled)}, {"x": torch.from_numpy(claim)})
+    np.testing.assert_array_equal([profiles["abs"], profiles["rel"]], definition(misled))
 
 
 def test_calibration_records_drift_per_signal(boundary: BoundaryProfile) -> None:

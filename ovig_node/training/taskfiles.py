@@ -22,8 +22,6 @@ from ovig_node.storage.unixfs import cid_of_bytes
 from ovig_node.training.evidence import safetensors_bytes, sha256_hex
 from ovig_node.training.workloads import get_workload
 
-DEFAULT_OPTIMIZER = {"name": "adamw", "lr": "0.003", "beta1": "0.9", "beta2": "0.999", "eps": "1e-8"}
-
 
 class TaskFileError(OvigError, FileNotFoundError):
     """A dataset or checkpoint that is missing or does not match the spec's digest."""
@@ -54,8 +52,8 @@ def prepare_task(
     warmup_steps: int | None = None,
 ) -> PreparedTask:
     """Write ``dataset.safetensors``, ``init.safetensors`` and ``spec.json`` into ``out_dir``. ``config``
-    changes keys of the workload's (tiny or full) config; ``optimizer`` replaces the default AdamW, and
-    ``warmup_steps`` sets the learning rate's warm-up."""
+    changes keys of the workload's (tiny or full) config; ``optimizer`` replaces the workload's recipe,
+    and ``warmup_steps`` its learning-rate warm-up."""
     workload = get_workload(workload_name)
     defaults = workload.config(tiny=tiny)
     if unknown := set(config or {}) - set(defaults):
@@ -78,7 +76,7 @@ def prepare_task(
             "sha256": sha256_hex(dataset_bytes),
             "examples": workload.build_dataset(config).examples,
         },
-        "optimizer": _with_warmup(optimizer or DEFAULT_OPTIMIZER, warmup_steps),
+        "optimizer": _with_warmup(optimizer or workload.optimizer(tiny=tiny), warmup_steps),
         "batch_size": batch_size,
         "total_steps": total_steps,
         "seed": seed,

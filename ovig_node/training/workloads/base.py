@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from ovig_node.protocol.spec import TaskSpec
 
 
+# AdamW at a constant learning rate: the recipe a workload uses unless it says otherwise (Workload.optimizer)
+DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adamw", "lr": "0.003", "beta1": "0.9", "beta2": "0.999", "eps": "1e-8"}
+
+
 def step_seed(seed: int, step: int) -> int:
     """A 63-bit torch seed for ``step``: the same on every machine and in every language."""
     return int.from_bytes(hashlib.sha256(f"{seed}:{step}:rng".encode()).digest()[:8], "big") >> 1
@@ -59,6 +63,10 @@ class Workload(ABC):
     @abstractmethod
     def config(self, *, tiny: bool) -> dict[str, Any]:
         """The full config, or a tiny one that trains in seconds for tests."""
+
+    def optimizer(self, *, tiny: bool) -> dict[str, Any]:
+        """The spec's ``optimizer`` section a new task of this workload gets by default."""
+        return dict(DEFAULT_OPTIMIZER)
 
     @abstractmethod
     def build_dataset(self, config: dict[str, Any]) -> Dataset:
