@@ -91,8 +91,8 @@ def _sample(pairs: list[tuple[np.ndarray, np.ndarray]], n: int) -> list[np.ndarr
     """Sorted ``abs`` and ``rel`` differences of about ``SAMPLE`` coordinates: runs of ``RUN`` consecutive
     ones spread evenly over the signal (a run reads whole cache lines; single coordinates would each miss)."""
     runs = max(1, min(n, SAMPLE) // RUN)
-    at = ((np.arange(runs, dtype=np.int64) * n) // runs)[:, None] + np.arange(RUN)
-    at = at[at < n]
+    # runs <= n / RUN, so run i ends before run i + 1 starts, and the last by n (n < RUN: one shorter run)
+    at = (((np.arange(runs, dtype=np.int64) * n) // runs)[:, None] + np.arange(min(RUN, n))).reshape(-1)
     offsets = np.cumsum([0] + [c.size for _, c in pairs])
     cuts = np.searchsorted(at, offsets)
     eps = pairs[0][1].dtype.type(REL_EPS)
@@ -155,10 +155,9 @@ class _Brackets:
                 self.lo.append(lo)
                 self.hi.append(hi)
         self.span_of = [self._span(lo) for lo, _ in wanted]
-        inside = sum(
-            np.searchsorted(bits, hi, "right") - np.searchsorted(bits, lo)
-            for lo, hi in zip(self.lo, self.hi, strict=True)
-        )
+        edges = np.array([edge for lo, hi in zip(self.lo, self.hi, strict=True) for edge in (lo, hi + 1)], itype)
+        ends = np.searchsorted(bits, edges).reshape(-1, 2)  # the sample's values in [lo, hi], per bracket
+        inside = int((ends[:, 1] - ends[:, 0]).sum())
         self.share = (inside + 1) / m
 
     def _span(self, lo: int) -> int:
