@@ -18,7 +18,8 @@ bench/results/eval_language_tiny_s100/. The other language processes keep the me
 only (eval_language_tiny_s100_constant_late_calibration/); the warm-up with 12 calibrated intervals of the
 same run (eval_language_tiny_warmup500/, eval_language_tiny_s100_warmup500/); and the warm-up at s = 10
 against 60 intervals of the separate run, before it was the main evaluation
-(eval_language_tiny_s10_warmup500_separate_calibration/).
+(eval_language_tiny_s10_warmup500_separate_calibration/), and against its first 60 intervals, as the
+protocol calibrates (eval_language_tiny_s10_first60/: the attacks closest to the boundary).
 
 Vision runs two more processes beside its main one (the CNN with average pooling, the default), both
 about max-pooling (README, false positives): the same evaluation of the CNN with max-pooling
@@ -64,6 +65,10 @@ GROUPS = {
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "500"], "_s100_warmup500"),
         (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--calibration-positions",
           "60", "--warmup-steps", "500", "--no-other-hardware"], "_s10_warmup500_separate_calibration"),
+        # the protocol's own calibration: the first 60 intervals (of the separate run), warm-up included
+        (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--calibrate-on",
+          ",".join(str(k) for k in range(60)), "--no-other-hardware",
+          "--attacks", "lr_tamper,low_precision,row_tamper"], "_s10_first60"),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),
