@@ -137,9 +137,8 @@ def test_sampled_brackets_give_the_exact_answer_and_decline_when_the_sample_misl
     np.testing.assert_array_equal([fast["abs"], fast["rel"]], definition(replay))
     assert np.isnan(fast["abs"][-1]) and fast["abs"][0] == 0.0  # p100 a NaN, p50 among the identical ones
     # A replay whose sampled coordinates alone differ much: every bracket misses, and the binned pass answers.
-    runs = stats.SAMPLE // stats.RUN
     misled = replay.copy()
-    misled[(((np.arange(runs) * n) // runs)[:, None] + np.arange(stats.RUN)).ravel()] += 1.0
+    misled[(np.arange(stats.SAMPLE) * n) // stats.SAMPLE] += 1.0
     assert stats._bracketed(pairs(misled), n, ranks) is None
     profiles = difference_profiles({"x": torch.from_numpy(misled)}, {"x": torch.from_numpy(claim)})
     np.testing.assert_array_equal([profiles["abs"], profiles["rel"]], definition(misled))

@@ -14,7 +14,7 @@ difference is ever stored whole. For non-negative floats the IEEE bit pattern or
   every difference into one of ``BINS`` bins by the top bits of its pattern (in float32 a bin is a value
   range of relative width 1/256; bin 0 holds exact zeros, the tiniest subnormals share bin 1) and keeps
   each coordinate's bin as a 16-bit key. The second reads only the keys and recomputes the differences of
-  the coordinates whose bin is wanted. Exact whatever the data, about three times slower.
+  the coordinates whose bin is wanted. Exact whatever the data, and slower.
 
 Each thread ``t`` of ``threads`` takes the same slice ``[n*t/threads, n*(t+1)/threads)`` of every tensor.
 ``error_model="numpy"``: a division is IEEE division, without the zero check that keeps a loop scalar.

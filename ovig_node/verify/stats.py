@@ -6,8 +6,8 @@ flattened and concatenated in name order. Its ``abs`` profile is the percentiles
 exact (nearest rank: the value at index ``ceil(p/100 * n) - 1`` of the sorted values; p100 is the
 maximum; NaN sorts last). :func:`percentiles` is that definition, written plainly; :func:`difference_profiles`
 computes the same numbers without materialising or sorting the differences, in one compiled pass
-(:mod:`ovig_node.verify.kernels`). A sample of the differences (runs of consecutive coordinates spread over
-the signal) places a narrow bracket of values around each wanted rank; the pass counts the differences
+(:mod:`ovig_node.verify.kernels`). A sample of the differences (coordinates spread evenly over the signal)
+places a narrow bracket of values around each wanted rank; the pass counts the differences
 under each bracket and copies out those inside, a few percent of the signal, which are then sorted. The
 counts say whether each rank really lies in its bracket. If one does not (a sample unlike the rest of the
 signal, or a bracket overfull), a slower pass that counts every difference into value bins answers
@@ -31,8 +31,7 @@ PERCENTILES = (50.0, 90.0, 99.0, 99.9, 100.0)
 SIGNALS = ("weights", "optim", "probe")
 SECTION_OF = {"weights": "model", "optim": "optim", "probe": "probe"}
 REL_EPS = 1e-12
-SAMPLE = 1 << 18  # differences sampled to place the brackets of the fast path
-RUN = 64  # consecutive coordinates per sampled run
+SAMPLE = 1 << 17  # differences sampled to place the brackets of the fast path
 SPREAD = 4.0  # a bracket spans its rank in the sample +- SPREAD binomial standard deviations
 _KERNELS = threading.Lock()  # one comparison at a time uses the compiled passes' thread pool and key buffer
 _keys = np.empty((2, 0), np.uint16)  # the bin keys of the last comparison, reused under _KERNELS
@@ -88,11 +87,10 @@ def difference_profiles(
 
 
 def _sample(pairs: list[tuple[np.ndarray, np.ndarray]], n: int) -> list[np.ndarray]:
-    """Sorted ``abs`` and ``rel`` differences of about ``SAMPLE`` coordinates: runs of ``RUN`` consecutive
-    ones spread evenly over the signal (a run reads whole cache lines; single coordinates would each miss)."""
-    runs = max(1, min(n, SAMPLE) // RUN)
-    # runs <= n / RUN, so run i ends before run i + 1 starts, and the last by n (n < RUN: one shorter run)
-    at = (((np.arange(runs, dtype=np.int64) * n) // runs)[:, None] + np.arange(min(RUN, n))).reshape(-1)
+    """Sorted ``abs`` and ``rel`` differences of ``SAMPLE`` coordinates spread evenly over the signal. Single
+    coordinates, not runs of neighbours: neighbours are alike (a row of embeddings no batch touched is all
+    zeros), so a run counts as one draw and its brackets would be too narrow."""
+    at = (np.arange(min(n, SAMPLE), dtype=np.int64) * n) // min(n, SAMPLE)
     offsets = np.cumsum([0] + [c.size for _, c in pairs])
     cuts = np.searchsorted(at, offsets)
     eps = pairs[0][1].dtype.type(REL_EPS)
