@@ -142,6 +142,12 @@ def test_sampled_brackets_give_the_exact_answer_and_decline_when_the_sample_misl
     assert stats._bracketed(pairs(misled), n, ranks) is None
     profiles = difference_profiles({"x": torch.from_numpy(misled)}, {"x": torch.from_numpy(claim)})
     np.testing.assert_array_equal([profiles["abs"], profiles["rel"]], definition(misled))
+    # A replay with NaN in 2% of its coordinates: the top three percentiles are NaN, by either path.
+    broken = replay.copy()
+    broken[::50] = np.nan
+    profiles = difference_profiles({"x": torch.from_numpy(broken)}, {"x": torch.from_numpy(claim)})
+    np.testing.assert_array_equal([profiles["abs"], profiles["rel"]], definition(broken))
+    assert np.isnan(profiles["abs"][2:]).all() and not np.isnan(profiles["abs"][1])
 
 
 def test_calibration_records_drift_per_signal(boundary: BoundaryProfile) -> None:

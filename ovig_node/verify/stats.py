@@ -142,8 +142,9 @@ class _Brackets:
             half = SPREAD * math.sqrt(m * p * (1.0 - p)) + 2.0  # binomial spread of the rank in a sample
             low, high = math.floor(p * m - half), math.ceil(p * m + half)
             lo = int(bits[low]) if low >= 0 else 1
-            hi = int(bits[high]) if high < m and r < n - 1 else self.inf
-            wanted.append((max(lo, 1), min(hi, self.inf)))  # lo >= 1: zeros never copied; a NaN -> +inf
+            hi = min(int(bits[high]) if high < m and r < n - 1 else self.inf, self.inf)  # a NaN -> +inf
+            # lo >= 1: zeros are never copied; lo <= hi + 1: a bracket in the NaNs is empty above +inf
+            wanted.append((min(max(lo, 1), hi + 1), hi))
         self.lo: list[int] = []
         self.hi: list[int] = []
         for lo, hi in sorted(wanted):
