@@ -13,7 +13,7 @@ the evaluated run is held out (120 at s = 1 and 10). Its s = 100 runs as a secon
 10, lighter so that it fits in the same hour on these two cores: 36 intervals (18 calibrate), the attacks
 that need no sweep or adaptive run, and no second honest run on other hardware; it writes
 bench/results/eval_language_tiny_s100/. The other language processes keep the measurements that led there
-(README, "language at s = 100"): the constant rate from the first step, with 12 calibrated intervals
+(README, "Language: why the tiny recipe warms up"): the constant rate from the first step, with 12 calibrated intervals
 (eval_language_tiny_constant/, eval_language_tiny_s100_constant/) and with the boundary from late intervals
 only (eval_language_tiny_s100_constant_late_calibration/); the warm-up with 12 calibrated intervals of the
 same run (eval_language_tiny_warmup500/, eval_language_tiny_s100_warmup500/); and the warm-up at s = 10
@@ -56,7 +56,7 @@ GROUPS = {
         (["--tiny", "--strides", "1,10", "--intervals", "120", *SEPARATE, "60"], ""),
         (["--tiny", "--strides", "100", "--intervals", "36", "--no-other-hardware", "--attacks", NO_SWEEP,
           *SEPARATE, "18"], "_s100"),
-        # before the warm-up: a constant rate from the first step (README: language at s = 100)
+        # before the warm-up: a constant rate from the first step (README: why the tiny recipe warms up)
         ([*TINY, "--strides", "1,10", "--warmup-steps", "0"], "_constant"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "0"], "_s100_constant"),
         ([*S100_LIGHT, "--calibrate-on", "6,12,18,24,30", "--warmup-steps", "0"], "_s100_constant_late_calibration"),

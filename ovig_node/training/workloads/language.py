@@ -84,7 +84,8 @@ class LanguageWorkload(Workload):
         step, while the fresh head's gradients are large and Adam's second moments unsettled, replays of
         the first 200 steps diverge about 10^4 times more than later ones, and the single boundary of
         protocol section 2.5 must admit them: at s = 100 it then passed a learning rate 10% too high
-        (README, "language at s = 100"). The full config keeps the constant rate it was measured with."""
+        (README, "Language: why the tiny recipe warms up"). The full config keeps the constant rate it was
+        measured with."""
         recipe = super().optimizer(tiny=tiny)
         if tiny:
             recipe["schedule"] = {"name": "constant", "warmup_steps": TINY_WARMUP_STEPS}
