@@ -52,8 +52,9 @@ def _key(bits, mask, shift):  # type: ignore[no-untyped-def]
     return key
 
 
-@njit(cache=True, inline="always")
-def _differences(r, c, eps, d, q):  # type: ignore[no-untyped-def]
+@njit(cache=True, inline="always", error_model="numpy")
+def differences(r, c, eps, d, q):  # type: ignore[no-untyped-def]
+    """``d = |r - c|`` and ``q = d / (|c| + eps)``, the two differences every pass (and the sample) takes."""
     for j in range(r.size):  # slices, not r[lo + j]: an index that cannot be negative lets the loop vectorise
         x = abs(r[j] - c[j])
         d[j] = x
@@ -74,7 +75,7 @@ def count_bins(r, c, eps, utype, mask, shift, hist_abs, hist_rel, keys_abs, keys
         stop = n * (t + 1) // threads
         for lo in range(n * t // threads, stop, BLOCK):
             hi = min(lo + BLOCK, stop)
-            _differences(r[lo:hi], c[lo:hi], eps, d, q)  # apart from the counting, so that it vectorises
+            differences(r[lo:hi], c[lo:hi], eps, d, q)  # apart from the counting, so that it vectorises
             for j in range(hi - lo):
                 key_abs = _key(d_bits[j], mask, shift)
                 key_rel = _key(q_bits[j], mask, shift)
@@ -149,7 +150,7 @@ def bracket_pass(r, c, eps, itype, lo_abs, hi_abs, lo_rel, hi_rel, counts, out_a
                 next_abs = -1
                 break
             m = min(BLOCK, stop - lo)
-            _differences(r[lo : lo + m], c[lo : lo + m], eps, d, q)
+            differences(r[lo : lo + m], c[lo : lo + m], eps, d, q)
             _count_and_mark(d_bits, m, lo_abs, hi_abs, counts[t, 0], in_abs)
             _count_and_mark(q_bits, m, lo_rel, hi_rel, counts[t, 1], in_rel)
             for j in range(m):  # branch-free: a mispredicted branch per copied value costs more

@@ -97,8 +97,9 @@ def _sample(pairs: list[tuple[np.ndarray, np.ndarray]], n: int) -> list[np.ndarr
     parts: list[tuple[np.ndarray, np.ndarray]] = []
     for (r, c), start, stop, offset in zip(pairs, cuts[:-1], cuts[1:], offsets[:-1], strict=True):
         local = at[start:stop] - offset
-        x = np.abs(r[local] - c[local])
-        parts.append((x, x / (np.abs(c[local]) + eps)))
+        d, q = np.empty(local.size, c.dtype), np.empty(local.size, c.dtype)
+        kernels.differences(r[local], c[local], eps, d, q)  # the same arithmetic as the passes
+        parts.append((d, q))
     return [np.sort(np.concatenate([part[kind] for part in parts])) for kind in (0, 1)]
 
 
@@ -132,7 +133,7 @@ class _Brackets:
     rank's bracket, and the values once the pass has counted and copied (None if a rank is outside)."""
 
     def __init__(self, sample: np.ndarray, ranks: list[int], n: int, itype: type) -> None:
-        self.n, self.itype, self.ranks = n, itype, ranks
+        self.itype, self.ranks = itype, ranks
         self.inf = int(np.array(np.inf, sample.dtype).view(itype))
         bits = sample.view(itype)
         m = bits.size
