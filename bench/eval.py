@@ -10,8 +10,9 @@ Writes bench/results/eval_<workload>_tiny/{eval.json, eval.md, margin_vs_stride.
 Language tiny warms its learning rate up over 500 steps, and its boundary comes from every other interval
 of a separate honest run (seed 2), so that the warm-up's drift is in it at every stride; every interval of
 the evaluated run is held out (120 at s = 1 and 10). Its s = 100 runs as a second process beside s = 1 and
-10, lighter so that it fits in the same hour on these two cores: 36 intervals (18 calibrate), the attacks
-that need no sweep or adaptive run, and no second honest run on other hardware; it writes
+10, lighter so that it fits in the same two hours on these two cores: 36 intervals, calibrated on 12 of
+each of two separate runs (seeds 2 and 3), the attacks that need no sweep or adaptive run, and no second
+honest run on other hardware; it writes
 bench/results/eval_language_tiny_s100/. The other language processes keep the measurements that led there
 (README, "Language: why the tiny recipe warms up"): the constant rate from the first step, with 12 calibrated intervals
 (eval_language_tiny_constant/, eval_language_tiny_s100_constant/) and with the boundary from late intervals
@@ -54,8 +55,10 @@ SEPARATE = ["--calibration-seed", "2", "--calibration-positions"]
 GROUPS = {
     "language": [
         (["--tiny", "--strides", "1,10", "--intervals", "120", *SEPARATE, "60"], ""),
+        # s = 100: 12 intervals of each of two separate runs. Interval 0 is a fifth of the warm-up, and its
+        # drift follows the run's gradient scale (seed 2's is 3x smaller than seeds 1 and 3's)
         (["--tiny", "--strides", "100", "--intervals", "36", "--no-other-hardware", "--attacks", NO_SWEEP,
-          *SEPARATE, "18"], "_s100"),
+          "--calibration-seed", "2", "--calibration-seed", "3", "--calibration-positions", "12"], "_s100"),
         # before the warm-up: a constant rate from the first step (README: why the tiny recipe warms up)
         ([*TINY, "--strides", "1,10", "--warmup-steps", "0"], "_constant"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "0"], "_s100_constant"),

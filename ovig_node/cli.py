@@ -514,10 +514,12 @@ def verify_cmd(
 )
 @click.option(
     "--calibration-seed",
+    "calibration_seeds",
     type=click.IntRange(min=2),
-    default=None,
-    help="Calibrate on a separate honest run of this task seed (the evaluated run's is 1), on every "
-    "interval of it unless --calibration-positions says how many, and judge every interval of the evaluated run.",
+    multiple=True,
+    help="Calibrate on a separate honest run of this task seed (the evaluated run's is 1; repeatable: one run "
+    "per seed), on every interval of it unless --calibration-positions says how many, and judge every "
+    "interval of the evaluated run.",
 )
 @click.option(
     "--attacks", "only", default=None, help="Only these built-in attacks (comma-separated names) [default: all]."
@@ -537,7 +539,7 @@ def verify_cmd(
 @warmup_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
-             calibrate_on: str | None, calibration_seed: int | None, only: str | None, extra: tuple[str, ...],
+             calibrate_on: str | None, calibration_seeds: tuple[int, ...], only: str | None, extra: tuple[str, ...],
              alpha: float, batch_size: int, other_hardware: bool, config: dict[str, Any], warmup_steps: int | None,
              out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
@@ -567,7 +569,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
                                      param_hint="--calibrate-on")  # fmt: skip
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
-                            calibration_at=calibration_at, calibration_seed=calibration_seed, config=config,
+                            calibration_at=calibration_at, calibration_seeds=calibration_seeds, config=config,
                             warmup_steps=warmup_steps, attacks=attacks, alpha=alpha, batch_size=batch_size,
                             other_hardware=other_hardware)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:

@@ -18,9 +18,9 @@ from ovig_node.cli import cli
 from ovig_node.training.evidence import Evidence, read_evidence, write_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
-from ovig_node.training.taskfiles import PreparedTask
+from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify import stats
-from ovig_node.verify.boundary import REL_TAIL, BoundaryProfile, bounds_of, spread_positions
+from ovig_node.verify.boundary import REL_TAIL, BoundaryProfile, bounds_of, calibrate, spread_positions
 from ovig_node.verify.check import Verdict
 from ovig_node.verify.evaluate import AttackCase, EvalSettings, _Stride, evaluate
 from ovig_node.verify.plots import plot_honest, plot_margins
@@ -358,10 +358,10 @@ def test_large_fpr_samples_calibrate_on_few_spread_intervals_and_judge_the_rest(
     assert settings.faked_at(10, AttackCase("lr_tamper"), 206) == [206]
     assert settings.positions_at(1) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # 12 intervals: at most n - 1 calibrate
     assert settings.held_out_at(1) == [11]
-    separate = EvalSettings(intervals=12, intervals_by_stride={10: 210}, calibration_seed=2)
+    separate = EvalSettings(intervals=12, intervals_by_stride={10: 210}, calibration_seeds=(2,))
     assert separate.positions_at(10) == separate.held_out_at(10) == list(range(210))  # of two different runs
     assert separate.attacked_at(10) == 208
-    assert EvalSettings(intervals=12, calibration_seed=2, calibration_positions=4).positions_at(1) == [0, 3, 6, 9]
+    assert EvalSettings(intervals=12, calibration_seeds=(2, 3), calibration_positions=4).positions_at(1) == [0, 3, 6, 9]
     late = EvalSettings(intervals=12, intervals_by_stride={100: 8}, calibration_at=(3, 6, 9))
     assert late.positions_at(1) == [3, 6, 9] and late.positions_at(100) == [3, 6]
     assert late.held_out_at(100) == [0, 1, 2, 4, 5, 7]
@@ -401,25 +401,38 @@ def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) 
     assert (tmp_path / "h.png").stat().st_size > 10_000
 
 
-def test_a_boundary_from_a_separate_honest_run_judges_every_interval_of_another(tmp_path: Path) -> None:
-    settings = EvalSettings(strides=(5,), intervals=3, calibration_seed=2, other_hardware=False,
+def test_a_boundary_from_separate_honest_runs_judges_every_interval_of_another(tmp_path: Path) -> None:
+    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2, 3), other_hardware=False,
                             calibration_profiles=("micro2", "micro4", "micro4-fp64acc"),
                             attacks=(AttackCase("micro_batch_drop", {"keep": 0.5}),))  # fmt: skip
     messages: list[str] = []
     summary = summarise(settings, evaluate(settings, tmp_path / "work", log=lambda m, unit=False: messages.append(m)))
     assert [h["interval"] for h in summary["honest"][5]] == [0, 1, 2]  # calibration replayed none of them
     assert summary["fpr"] == {5: 0.0} and summary["asr"] == {"micro_batch_drop keep=0.5": 0.0}
-    assert summary["boundaries"][5]["positions"] == [0, 1, 2] and summary["boundaries"][5]["replays"] == 9
-    assert sum("calibrating, interval" in m for m in messages) == 9
+    boundary = summary["boundaries"][5]
+    assert (boundary["positions"], boundary["runs"], boundary["replays"]) == ([0, 1, 2], 2, 18)  # 2 runs x 3 x 3
+    assert sum("calibrating, interval" in m for m in messages) == 18
+    assert "| boundary calibrated on | 3 intervals of each of 2 separate runs (seeds 2, 3) |" in markdown(summary)
+    summary["settings"]["layout"][5] = {"positions": [0, 1, 2], "calibration_seed": 2}  # results of older versions
     assert "| boundary calibrated on | 3 intervals of a separate run (seed 2) |" in markdown(summary)
-    assert not (tmp_path / "work" / "s5").exists()  # both runs' evidence deleted
+    assert not (tmp_path / "work" / "s5").exists()  # every run's evidence deleted
+
+
+def test_calibration_runs_must_share_the_workload_and_stride(tmp_path: Path) -> None:
+    first = prepare_task("vision", tmp_path / "a", tiny=True, total_steps=10, stride=5, intervals_per_batch=2)
+    other = prepare_task("vision", tmp_path / "b", tiny=True, seed=2, total_steps=12, stride=6, intervals_per_batch=2)
+    with pytest.raises(ValueError, match="the first run's workload and stride"):
+        calibrate(first, claim_profile=get_profile("reference"), replay_profiles=[get_profile("micro2")],
+                  positions=[0], alpha=3.0, work_dir=tmp_path / "ca", more_runs=[(other, tmp_path / "cb")])  # fmt: skip
+    assert not (tmp_path / "ca").exists()  # refused before any training
 
 
 def test_an_evaluation_can_change_the_warm_up_of_both_runs(tmp_path: Path) -> None:
-    settings = EvalSettings(strides=(5,), intervals=3, calibration_seed=2, warmup_steps=7)
+    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), warmup_steps=7)
     stride = _Stride(settings, 5, tmp_path, None)
-    assert [task.spec.optimizer.schedule.warmup_steps for task in (stride.prepared, stride.calibration)] == [7, 7]
-    assert stride.prepared.spec.seed == 1 and stride.calibration.spec.seed == 2
+    ((calibration, _),) = stride.calibration_runs
+    assert [task.spec.optimizer.schedule.warmup_steps for task in (stride.prepared, calibration)] == [7, 7]
+    assert stride.prepared.spec.seed == 1 and calibration.spec.seed == 2
 
 
 def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:

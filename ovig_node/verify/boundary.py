@@ -49,10 +49,11 @@ class BoundaryProfile(BaseModel):
     signals: dict[str, SignalBounds]  # weights, optim, probe
     claim_profile: str  # the profile the honest claims were trained with
     profiles: list[str]  # the profiles honest replays ran under
-    intervals: int  # intervals calibrated on (how many)
+    intervals: int  # intervals calibrated on (how many, per run)
     positions: list[int] = []  # which intervals (empty in profiles older than this field: the first N)
+    runs: int = 1  # honest runs (tasks of this workload and stride) replayed at those positions
     rel_tail: float | None = None  # the tail model's exceedance for rel p100 (None: plain maximum)
-    replays: int  # replays measured (intervals x profiles)
+    replays: int  # replays measured (runs x intervals x profiles)
     torch: str
     replay_seconds_max: float  # the slowest honest replay of one interval
 
@@ -79,29 +80,39 @@ def calibrate(
     work_dir: Path,
     rel_tail: float | None = REL_TAIL,
     on_replay: Callable[[int, str], None] | None = None,
+    more_runs: Sequence[tuple[PreparedTask, Path]] = (),
 ) -> BoundaryProfile:
-    """Honest claims in ``work_dir`` (trained if missing), then every (position, profile) replay."""
+    """Honest claims in ``work_dir`` (trained if missing), then every (position, profile) replay.
+
+    ``more_runs`` adds other honest runs of the same workload and stride (other initial weights and data
+    order; their claims in their own folder), each replayed at the same positions: how far honest replays
+    drift follows the run's gradient scale, most in its first interval, so a boundary meant for tasks it
+    was not measured on should see more than one run."""
+    runs = [(prepared, work_dir), *more_runs]
     spec: TaskSpec = prepared.spec
-    positions = sorted({k for k in positions if 0 <= k < spec.layout.intervals})
+    if any((p.spec.workload.name, p.spec.stride) != (spec.workload.name, spec.stride) for p, _ in runs):
+        raise ValueError("every calibration run must have the first run's workload and stride")
+    positions = sorted({k for k in positions if 0 <= k < min(p.spec.layout.intervals for p, _ in runs)})
     if not positions:
         raise ValueError("calibration needs at least one interval of the task")
-    claims = TrainRun(spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path, work_dir, claim_profile)
-    train(claims, stop_at=spec.layout.end_step(positions[-1]))  # resumes: a no-op when the claims exist
     seen: dict[tuple[str, str], list[list[float]]] = {(s, kind): [] for s in SIGNALS for kind in ("abs", "rel")}
     slowest = 0.0
-    for k in positions:
-        start, end = read_claim(work_dir, k - 1), read_claim(work_dir, k)
-        for profile in replay_profiles:
-            started = time.monotonic()
-            replayed = replay_interval(prepared, k, start, profile=profile)
-            slowest = max(slowest, time.monotonic() - started)
-            for signal in SIGNALS:
-                section = SECTION_OF[signal]
-                profiles = difference_profiles(getattr(replayed, section), getattr(end, section))
-                for kind in ("abs", "rel"):
-                    seen[signal, kind].append(profiles[kind])
-            if on_replay is not None:
-                on_replay(k, profile.name)
+    for run, folder in runs:
+        claims = TrainRun(run.spec, run.spec_hash, run.dataset_path, run.init_path, folder, claim_profile)
+        train(claims, stop_at=run.spec.layout.end_step(positions[-1]))  # resumes: a no-op when the claims exist
+        for k in positions:
+            start, end = read_claim(folder, k - 1), read_claim(folder, k)
+            for profile in replay_profiles:
+                started = time.monotonic()
+                replayed = replay_interval(run, k, start, profile=profile)
+                slowest = max(slowest, time.monotonic() - started)
+                for signal in SIGNALS:
+                    section = SECTION_OF[signal]
+                    profiles = difference_profiles(getattr(replayed, section), getattr(end, section))
+                    for kind in ("abs", "rel"):
+                        seen[signal, kind].append(profiles[kind])
+                if on_replay is not None:
+                    on_replay(k, profile.name)
     bounds = {key: bounds_of(rows, tail=rel_tail if key[1] == "rel" else None) for key, rows in seen.items()}
     return BoundaryProfile(
         workload=spec.workload.name,
@@ -112,8 +123,9 @@ def calibrate(
         profiles=[p.name for p in replay_profiles],
         intervals=len(positions),
         positions=positions,
+        runs=len(runs),
         rel_tail=rel_tail,
-        replays=len(positions) * len(replay_profiles),
+        replays=len(runs) * len(positions) * len(replay_profiles),
         torch=torch.__version__,
         replay_seconds_max=slowest,
     )

@@ -3,8 +3,8 @@
 For each stride: prepare a task of ``intervals`` intervals, train its honest claims, calibrate the
 boundary on every ``calibration_every``-th interval (0, 2, 4, ...: spread over the run) under the
 calibration profiles, then judge, on replays under the held-out profiles (never used in calibration),
-confirming a rejection under the second one. With ``calibration_seed`` the boundary comes from another
-honest run instead (other initial weights and data order), as one published before a task would, and
+confirming a rejection under the second one. With ``calibration_seeds`` the boundary comes from other
+honest runs instead (other initial weights and data order), as one published before a task would, and
 every interval of the evaluated run is held out:
 
 - FPR: every honest interval calibration did not use that is judged faulty / all of them;
@@ -103,10 +103,11 @@ class EvalSettings:
     seed: int = 1  # the evaluated task's
     config: dict[str, Any] = field(default_factory=dict)  # changes to the workload's config (both runs)
     warmup_steps: int | None = None  # if set, the learning rate warms up over this many steps (both runs)
-    # If set, calibrate on a separate honest run of this seed (every interval of it unless
+    # If set, calibrate on separate honest runs of these seeds (every interval of each unless
     # ``calibration_positions`` says how many) and judge every interval of the evaluated run: a boundary
-    # can then see as many intervals as the run it judges, and rare honest branches with them.
-    calibration_seed: int | None = None
+    # can then see as many intervals as the run it judges, rare honest branches with them, and more than
+    # one run's gradient scale.
+    calibration_seeds: tuple[int, ...] = ()
     calibration_profiles: tuple[str, ...] = ("micro2", "micro3", "micro4", "micro8", "micro4-fp64acc")
     held_out_profiles: tuple[str, ...] = ("threads2-micro2", "threads2")  # the second confirms a rejection
     alpha: float = 3.0
@@ -124,12 +125,12 @@ class EvalSettings:
         if self.calibration_at:
             return sorted({k for k in self.calibration_at if k < n})
         if self.calibration_positions is None:
-            return list(range(0, n, 1 if self.calibration_seed is not None else self.calibration_every))
-        count = min(self.calibration_positions, n if self.calibration_seed is not None else n - 1)
+            return list(range(0, n, 1 if self.calibration_seeds else self.calibration_every))
+        count = min(self.calibration_positions, n if self.calibration_seeds else n - 1)
         return sorted({(i * n) // count for i in range(count)})
 
     def held_out_at(self, stride: int) -> list[int]:
-        if self.calibration_seed is not None:
+        if self.calibration_seeds:
             return list(range(self.intervals_at(stride)))
         positions = set(self.positions_at(stride))
         return [k for k in range(self.intervals_at(stride)) if k not in positions]
@@ -148,7 +149,7 @@ class EvalSettings:
 
     def layout(self, stride: int) -> dict[str, Any]:
         return {"intervals": self.intervals_at(stride), "positions": self.positions_at(stride),
-                "held_out": self.held_out_at(stride), "calibration_seed": self.calibration_seed}  # fmt: skip
+                "held_out": self.held_out_at(stride), "calibration_seeds": list(self.calibration_seeds)}  # fmt: skip
 
 
 @dataclass
@@ -201,11 +202,11 @@ class _Stride:
         self.attacked = settings.attacked_at(stride)  # until the honest verdicts are known
         self.prepared = self._task(folder / "task", settings.seed)
         self.claims = folder / "claims"
-        if settings.calibration_seed is None:
-            self.calibration, self.calibration_claims = self.prepared, self.claims
-        else:
-            self.calibration = self._task(folder / "calibration-task", settings.calibration_seed)
-            self.calibration_claims = folder / "calibration-claims"
+        # (task, claims folder) of each run the boundary is calibrated on
+        self.calibration_runs = [
+            (self._task(folder / f"calibration-task-{seed}", seed), folder / f"calibration-claims-{seed}")
+            for seed in settings.calibration_seeds
+        ] or [(self.prepared, self.claims)]
         self.boundary_path = folder / "boundary.json"
         self.context = context_of(self.prepared)
         self.profiles = [get_profile(p) for p in settings.held_out_profiles]
@@ -222,14 +223,16 @@ class _Stride:
         self.log(f"s={self.stride}: honest claims", unit=True)
         train(claim_run(self.prepared, self.claims))
         self.log(f"s={self.stride}: calibrating on {len(self.positions)} intervals", unit=True)
+        (first, first_claims), *more = self.calibration_runs
         boundary = calibrate(
-            self.calibration, claim_profile=get_profile("reference"),
+            first, claim_profile=get_profile("reference"),
             replay_profiles=[get_profile(p) for p in settings.calibration_profiles],
-            positions=self.positions, alpha=settings.alpha, work_dir=self.calibration_claims,
+            positions=self.positions, alpha=settings.alpha, work_dir=first_claims, more_runs=more,
             on_replay=lambda k, p: self.log(f"s={self.stride}: calibrating, interval {k} under {p}"),
         )  # fmt: skip
-        if self.calibration_claims != self.claims:
-            shutil.rmtree(self.calibration_claims, ignore_errors=True)
+        for _, claims in self.calibration_runs:
+            if claims != self.claims:
+                shutil.rmtree(claims, ignore_errors=True)
         self.boundary_path.write_text(boundary.model_dump_json(indent=2))
         honest = []
         self.log(f"s={self.stride}: honest held-out intervals", unit=True)

@@ -127,9 +127,14 @@ def markdown(summary: dict[str, Any]) -> str:
 
 
 def _calibration(layout: dict[str, Any]) -> str:
-    seed = layout.get("calibration_seed")
-    where = "this run" if seed is None else f"a separate run (seed {seed})"
-    return f"{len(layout['positions'])} intervals of {where}"
+    old = layout.get("calibration_seed")  # results written before several runs could calibrate
+    seeds = layout.get("calibration_seeds", [] if old is None else [old])
+    count = len(layout["positions"])
+    if not seeds:
+        return f"{count} intervals of this run"
+    if len(seeds) == 1:
+        return f"{count} intervals of a separate run (seed {seeds[0]})"
+    return f"{count} intervals of each of {len(seeds)} separate runs (seeds {', '.join(map(str, seeds))})"
 
 
 def _rates(rates: dict[Any, float], counts: dict[Any, int], strides: list[Any]) -> str:
