@@ -26,7 +26,7 @@ from ovig_node.verify.evaluate import AttackCase, EvalSettings, _Stride, evaluat
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import replay_and_judge
-from ovig_node.verify.stats import PERCENTILES, difference_profiles, percentiles
+from ovig_node.verify.stats import PERCENTILES, REL_EPS, difference_profiles, percentiles
 from ovig_node.verify.summary import markdown, summarise
 from support import run_ovig
 from verify_support import CALIBRATION_PROFILES, HELD_OUT, HELD_OUT_PROFILES
@@ -148,6 +148,27 @@ def test_sampled_brackets_give_the_exact_answer_and_decline_when_the_sample_misl
     profiles = difference_profiles({"x": torch.from_numpy(broken)}, {"x": torch.from_numpy(claim)})
     np.testing.assert_array_equal([profiles["abs"], profiles["rel"]], definition(broken))
     assert np.isnan(profiles["abs"][2:]).all() and not np.isnan(profiles["abs"][1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_pass_covers_a_signal_of_many_tensors_of_any_size(dtype: type) -> None:
+    rng = np.random.default_rng(5)
+    sizes = [0, 1, 7, 2048, 2049, 300_001, 3, 150_000, 0, 5_000]  # empty, under and over a block, uneven
+    claims = [(rng.standard_normal(k) * 0.05).astype(dtype) for k in sizes]
+    drifts = [c + rng.standard_normal(c.size) * 1e-7 for c in claims]
+    replays = [np.where(rng.random(c.size) < 0.5, c, x).astype(dtype) for c, x in zip(claims, drifts, strict=True)]
+    pairs = list(zip(replays, claims, strict=True))
+    n = sum(sizes)
+    fast = stats._bracketed(pairs, n, [stats._rank(p, n) for p in PERCENTILES])
+    assert fast is not None
+    d = np.abs(np.concatenate(replays) - np.concatenate(claims))
+    assert fast == {"abs": percentiles(d), "rel": percentiles(d / (np.abs(np.concatenate(claims)) + REL_EPS))}
+    # Nine percentiles need more brackets than the pass tests: the binned pass answers, exactly.
+    many = (1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 100.0)
+    assert stats._bracketed(pairs, n, [stats._rank(p, n) for p in many]) is None
+    tensors = {f"t{i}": torch.from_numpy(x) for i, x in enumerate(replays)}
+    claimed = {f"t{i}": torch.from_numpy(x) for i, x in enumerate(claims)}
+    assert difference_profiles(tensors, claimed, many)["abs"] == percentiles(d, many)
 
 
 def test_calibration_records_drift_per_signal(boundary: BoundaryProfile) -> None:

@@ -7,16 +7,18 @@ difference is ever stored whole. For non-negative floats the IEEE bit pattern or
 
 - :func:`bracket_pass`, the fast path: for each wanted rank, a bracket ``[lo, hi]`` of bit patterns that
   a sample says holds it. It counts the differences below each bracket and copies those inside one, a
-  few percent of the signal. Every step is a compare or an add over a cache-resident block, which the
-  compiler vectorises. Exact zeros are never copied (``lo >= 1``): an honest replay leaves many
-  coordinates bit-identical, and a rank among them needs no copy.
+  few percent of the signal. The counting is compares and adds over a cache-resident block, which the
+  compiler vectorises; the copy reads the marks eight at a time. Exact zeros are never copied
+  (``lo >= 1``): an honest replay leaves many coordinates bit-identical, and a rank among them needs no
+  copy. One call covers every tensor of a signal (a call costs about 0.1 ms, a model has hundreds).
 - :func:`count_bins` and :func:`copy_bins`, the fallback when a bracket missed its rank: the first counts
   every difference into one of ``BINS`` bins by the top bits of its pattern (in float32 a bin is a value
   range of relative width 1/256; bin 0 holds exact zeros, the tiniest subnormals share bin 1) and keeps
   each coordinate's bin as a 16-bit key. The second reads only the keys and recomputes the differences of
   the coordinates whose bin is wanted. Exact whatever the data, and slower.
 
-Each thread ``t`` of ``threads`` takes the same slice ``[n*t/threads, n*(t+1)/threads)`` of every tensor.
+In the fallback each thread ``t`` of ``threads`` takes the same slice ``[n*t/threads, n*(t+1)/threads)`` of
+every tensor.
 ``error_model="numpy"``: a division is IEEE division, without the zero check that keeps a loop scalar.
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 # Fork-safe, and thread-safe under the caller's lock (the watcher judges intervals from a thread pool).
 numba.config.THREADING_LAYER = "workqueue"
@@ -59,6 +62,27 @@ def differences(r, c, eps, d, q):  # type: ignore[no-untyped-def]
         x = abs(r[j] - c[j])
         d[j] = x
         q[j] = x / (abs(c[j]) + eps)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def sample_differences(rs, cs, tensor, index, eps, d, q, threads):  # type: ignore[no-untyped-def]
+    """``d[i]`` and ``q[i]``: the differences at coordinate ``index[i]`` of tensor ``tensor[i]`` of the lists
+    ``rs`` and ``cs`` (``tensor`` ascending), in ``threads`` parts."""
+    m = tensor.size
+    for t in prange(threads):
+        i = m * t // threads
+        stop = m * (t + 1) // threads
+        while i < stop:  # a run of samples of one tensor
+            k = tensor[i]
+            r = rs[k]
+            c = cs[k]
+            end = i
+            while end < stop and tensor[end] == k:
+                end += 1
+            for s in range(i, end):
+                j = index[s]
+                differences(r[j : j + 1], c[j : j + 1], eps, d[s : s + 1], q[s : s + 1])
+            i = end
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
@@ -104,59 +128,88 @@ def copy_bins(r, c, eps, keys_abs, keys_rel, wanted_abs, wanted_rel, out_abs, ou
         cursor[t, 1] = next_rel
 
 
+BRACKETS = 5  # brackets per kind of difference the fast path tests (one per protocol percentile)
+
+
 @njit(cache=True, inline="always")
-def _count_and_mark(bits, m, lo, hi, counts, inside):  # type: ignore[no-untyped-def]
-    """Add to ``counts[k]`` how many of the first ``m`` patterns are under bracket k and how many are not
-    above it; mark in ``inside`` (1 or 0) those in a bracket."""
+def _count_and_mark(bits, m, lo, hi, under, inside):  # type: ignore[no-untyped-def]
+    """Add to ``under[k]`` how many of the first ``m`` patterns lie under bracket k, and set ``inside[j]``
+    to 1 if pattern j lies in a bracket, else 0. Exactly ``BRACKETS`` brackets, written out: with them in
+    registers the loop over values vectorises; a loop over brackets around it would re-read and re-write
+    the marks once per bracket (1.5x slower)."""
+    l0, l1, l2, l3, l4 = lo[0], lo[1], lo[2], lo[3], lo[4]
+    h0, h1, h2, h3, h4 = hi[0], hi[1], hi[2], hi[3], hi[4]
+    # int32 counts keep twice as many lanes per vector as numba's default int64
+    u0 = u1 = u2 = u3 = u4 = np.int32(0)
     for j in range(m):
+        x = bits[j]
+        u0 = np.int32(u0 + (x < l0))
+        u1 = np.int32(u1 + (x < l1))
+        u2 = np.int32(u2 + (x < l2))
+        u3 = np.int32(u3 + (x < l3))
+        u4 = np.int32(u4 + (x < l4))
+        inside[j] = np.uint8(
+            ((x >= l0) & (x <= h0)) | ((x >= l1) & (x <= h1)) | ((x >= l2) & (x <= h2))
+            | ((x >= l3) & (x <= h3)) | ((x >= l4) & (x <= h4))
+        )  # fmt: skip
+    under[0] += u0
+    under[1] += u1
+    under[2] += u2
+    under[3] += u3
+    under[4] += u4
+    for j in range(m, (m + 7) // 8 * 8):  # whole words for _copy_marked
         inside[j] = 0
-    for k in range(lo.size):
-        low = lo[k]
-        high = hi[k]
-        under = np.int32(0)  # int32 keeps twice as many lanes per vector as numba's default int64
-        up_to = np.int32(0)
-        for j in range(m):
-            x = bits[j]
-            under = np.int32(under + (x < low))
-            up_to = np.int32(up_to + (x <= high))
-            inside[j] = inside[j] | np.int32((x >= low) & (x <= high))
-        counts[k, 0] += under
-        counts[k, 1] += up_to
+
+
+@njit(cache=True, inline="always")
+def _copy_marked(values, inside, m, row, at):  # type: ignore[no-untyped-def]
+    """Append the values marked in ``inside`` (bytes of 0 or 1) to ``row`` from ``at``; the new end. The
+    marks are read eight at a time as one word, so the few percent of values copied cost little more
+    than the test of a word, and a word's marks are found by its trailing zeros."""
+    words = inside.view(np.uint64)
+    for w in range((m + 7) // 8):
+        word = words[w]
+        while word != 0:
+            row[at] = values[w * 8 + (trailing_zeros(word) >> 3)]
+            at += 1
+            word &= word - np.uint64(1)
+    return at
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def bracket_pass(r, c, eps, itype, lo_abs, hi_abs, lo_rel, hi_rel, counts, out_abs, out_rel, filled):  # type: ignore[no-untyped-def]
-    """For both kinds of difference: add to ``counts[t, kind, k]`` how many differences lie under bracket k
-    and how many not above it (as bit patterns of type ``itype``), and append those inside a bracket to
-    row t of ``out_*`` at ``filled[t, kind]``, advancing it. A row that would overflow gets
-    ``filled[t, 0] = -1`` and no more."""
-    threads = counts.shape[0]
-    n = r.size
-    room = out_abs.shape[1] - BLOCK  # the copy below writes every value of a block and keeps the marked ones
+def bracket_pass(rs, cs, blocks, eps, itype, lo_abs, hi_abs, lo_rel, hi_rel, under, out_abs, out_rel, filled):  # type: ignore[no-untyped-def]
+    """For both kinds of difference of the tensors ``rs`` and ``cs`` (lists of the replayed and claimed
+    vectors of one signal): add to ``under[t, kind, k]`` how many differences lie under bracket k (as bit
+    patterns of type ``itype``), and append those inside a bracket to row t of ``out_*``, setting
+    ``filled[t, kind]`` to the row's length. ``blocks`` holds (tensor, first index) of each block of
+    ``BLOCK`` values; thread t takes blocks t, t + threads, ...: one call for a whole signal, and each
+    thread sees every part of it, so the rows fill evenly. A row that would overflow gets
+    ``filled[t, 0] = -1``."""
+    threads = filled.shape[0]
+    room = out_abs.shape[1] - BLOCK  # a block copies at most BLOCK values
     for t in prange(threads):
-        d = np.empty(BLOCK, r.dtype)
-        q = np.empty(BLOCK, r.dtype)
+        d = np.empty(BLOCK, out_abs.dtype)
+        q = np.empty(BLOCK, out_abs.dtype)
         d_bits = d.view(itype)
         q_bits = q.view(itype)
-        in_abs = np.empty(BLOCK, np.int32)
-        in_rel = np.empty(BLOCK, np.int32)
-        next_abs = filled[t, 0]
-        next_rel = filled[t, 1]
+        in_abs = np.empty(BLOCK, np.uint8)
+        in_rel = np.empty(BLOCK, np.uint8)
+        next_abs = 0
+        next_rel = 0
         row_abs = out_abs[t]
         row_rel = out_rel[t]
-        stop = n * (t + 1) // threads
-        for lo in range(n * t // threads, stop, BLOCK):
-            if next_abs < 0 or next_abs > room or next_rel > room:
+        for b in range(t, blocks.shape[0], threads):
+            if next_abs > room or next_rel > room:
                 next_abs = -1
                 break
-            m = min(BLOCK, stop - lo)
+            r = rs[blocks[b, 0]]
+            c = cs[blocks[b, 0]]
+            lo = blocks[b, 1]
+            m = min(BLOCK, r.size - lo)
             differences(r[lo : lo + m], c[lo : lo + m], eps, d, q)
-            _count_and_mark(d_bits, m, lo_abs, hi_abs, counts[t, 0], in_abs)
-            _count_and_mark(q_bits, m, lo_rel, hi_rel, counts[t, 1], in_rel)
-            for j in range(m):  # branch-free: a mispredicted branch per copied value costs more
-                row_abs[next_abs] = d[j]
-                next_abs += in_abs[j]
-                row_rel[next_rel] = q[j]
-                next_rel += in_rel[j]
+            _count_and_mark(d_bits, m, lo_abs, hi_abs, under[t, 0], in_abs)
+            _count_and_mark(q_bits, m, lo_rel, hi_rel, under[t, 1], in_rel)
+            next_abs = _copy_marked(d, in_abs, m, row_abs, next_abs)
+            next_rel = _copy_marked(q, in_rel, m, row_rel, next_rel)
         filled[t, 0] = next_abs
         filled[t, 1] = next_rel

@@ -24,6 +24,7 @@ import threading
 import numba
 import numpy as np
 import torch
+from numba.typed import List
 
 from ovig_node.verify import kernels
 
@@ -86,21 +87,19 @@ def difference_profiles(
         return _bracketed(pairs, n, ranks) or _binned(pairs, n, ranks)
 
 
-def _sample(pairs: list[tuple[np.ndarray, np.ndarray]], n: int) -> list[np.ndarray]:
-    """Sorted ``abs`` and ``rel`` differences of ``SAMPLE`` coordinates spread evenly over the signal. Single
-    coordinates, not runs of neighbours: neighbours are alike (a row of embeddings no batch touched is all
-    zeros), so a run counts as one draw and its brackets would be too narrow."""
+def _sample(tensors: list[List], sizes: list[int], n: int) -> list[np.ndarray]:
+    """Sorted ``abs`` and ``rel`` differences of ``SAMPLE`` coordinates spread evenly over the signal (the
+    replayed and claimed ``tensors``). Single coordinates, not runs of neighbours: neighbours are alike (a
+    row of embeddings no batch touched is all zeros), so a run counts as one draw and its brackets would be
+    too narrow."""
     at = (np.arange(min(n, SAMPLE), dtype=np.int64) * n) // min(n, SAMPLE)
-    offsets = np.cumsum([0] + [c.size for _, c in pairs])
-    cuts = np.searchsorted(at, offsets)
-    eps = pairs[0][1].dtype.type(REL_EPS)
-    parts: list[tuple[np.ndarray, np.ndarray]] = []
-    for (r, c), start, stop, offset in zip(pairs, cuts[:-1], cuts[1:], offsets[:-1], strict=True):
-        local = at[start:stop] - offset
-        d, q = np.empty(local.size, c.dtype), np.empty(local.size, c.dtype)
-        kernels.differences(r[local], c[local], eps, d, q)  # the same arithmetic as the passes
-        parts.append((d, q))
-    return [np.sort(np.concatenate([part[kind] for part in parts])) for kind in (0, 1)]
+    offsets = np.cumsum([0, *sizes])
+    tensor = np.searchsorted(offsets, at, side="right") - 1
+    dtype = tensors[1][0].dtype
+    d, q = np.empty(at.size, dtype), np.empty(at.size, dtype)
+    threads = numba.get_num_threads()
+    kernels.sample_differences(*tensors, tensor, at - offsets[tensor], dtype.type(REL_EPS), d, q, threads)
+    return [np.sort(d), np.sort(q)]
 
 
 def _bracketed(pairs: list[tuple[np.ndarray, np.ndarray]], n: int, ranks: list[int]) -> dict[str, list[float]] | None:
@@ -108,24 +107,34 @@ def _bracketed(pairs: list[tuple[np.ndarray, np.ndarray]], n: int, ranks: list[i
     around it (:func:`kernels.bracket_pass`), or None if a bracket missed its rank."""
     dtype = pairs[0][1].dtype
     itype = np.int32 if dtype == np.float32 else np.int64
-    plans = [_Brackets(sample, ranks, n, itype) for sample in _sample(pairs, n)]
+    tensors = [List([pair[side] for pair in pairs]) for side in (0, 1)]  # replayed, claimed
+    sizes = [c.size for _, c in pairs]
+    plans = [_Brackets(sample, ranks, n, itype) for sample in _sample(tensors, sizes, n)]
+    if any(len(plan.lo) > kernels.BRACKETS for plan in plans):  # more percentiles than the pass tests
+        return None
     threads = numba.get_num_threads()
     # room for twice the share the sample predicts: a signal whose brackets hold more falls back
     room = int(2 * max(plan.share for plan in plans) * n / threads) + 4 * kernels.BLOCK
-    spans = max(len(plan.lo) for plan in plans)
-    counts = np.zeros((threads, 2, spans, 2), np.int64)
+    under = np.zeros((threads, 2, kernels.BRACKETS), np.int64)
     out = np.empty((2, threads, room), dtype)
     filled = np.zeros((threads, 2), np.int64)
-    bounds = [array for plan in plans for array in plan.bounds(spans)]
-    for r, c in pairs:
-        kernels.bracket_pass(r, c, dtype.type(REL_EPS), itype, *bounds, counts, out[0], out[1], filled)
+    bounds = [array for plan in plans for array in plan.bounds()]
+    blocks = _blocks(sizes)
+    kernels.bracket_pass(*tensors, blocks, dtype.type(REL_EPS), itype, *bounds, under, out[0], out[1], filled)
     if (filled[:, 0] < 0).any():
         return None
     found = [
-        plan.values(np.concatenate([out[kind, t, : filled[t, kind]] for t in range(threads)]), counts[:, kind].sum(0))
+        plan.values(np.concatenate([out[kind, t, : filled[t, kind]] for t in range(threads)]), under[:, kind].sum(0))
         for kind, plan in enumerate(plans)
     ]
     return None if found[0] is None or found[1] is None else {"abs": found[0], "rel": found[1]}
+
+
+def _blocks(sizes: list[int]) -> np.ndarray:
+    """(tensor, first index) of every block of ``kernels.BLOCK`` values of tensors of these sizes."""
+    per = (np.array(sizes, np.int64) + kernels.BLOCK - 1) // kernels.BLOCK
+    first_block = np.repeat(np.cumsum(per) - per, per)
+    return np.stack([np.repeat(np.arange(len(sizes)), per), (np.arange(per.sum()) - first_block) * kernels.BLOCK], 1)
 
 
 class _Brackets:
@@ -155,35 +164,37 @@ class _Brackets:
                 self.lo.append(lo)
                 self.hi.append(hi)
         self.span_of = [self._span(lo) for lo, _ in wanted]
-        edges = np.array([edge for lo, hi in zip(self.lo, self.hi, strict=True) for edge in (lo, hi + 1)], itype)
-        ends = np.searchsorted(bits, edges).reshape(-1, 2)  # the sample's values in [lo, hi], per bracket
-        inside = int((ends[:, 1] - ends[:, 0]).sum())
-        self.share = (inside + 1) / m
+        ends = self._ends(bits)  # the sample's values in each bracket
+        self.share = (int((ends[:, 1] - ends[:, 0]).sum()) + 1) / m
 
     def _span(self, lo: int) -> int:
         return max(k for k, start in enumerate(self.lo) if start <= lo)
 
-    def bounds(self, spans: int) -> tuple[np.ndarray, np.ndarray]:
-        """``lo`` and ``hi`` as arrays of ``spans`` brackets; the padding (lo 0, hi -1) counts and holds nothing."""
-        pad = spans - len(self.lo)
-        return (np.array(self.lo + [0] * pad, self.itype), np.array(self.hi + [-1] * pad, self.itype))
+    def _ends(self, bits: np.ndarray) -> np.ndarray:
+        """Per bracket, where its values start and end in the sorted patterns ``bits``."""
+        edges = np.array([edge for lo, hi in zip(self.lo, self.hi, strict=True) for edge in (lo, hi + 1)], self.itype)
+        return np.searchsorted(bits, edges).reshape(-1, 2)
 
-    def values(self, copied: np.ndarray, counts: np.ndarray) -> list[float] | None:
-        """The ranks' values from the pass's output: the values inside the brackets (in any order) and, per
-        bracket, how many values lie under it and how many not above it."""
-        below, inside = counts[:, 0], counts[:, 1] - counts[:, 0]
-        if inside.sum() != copied.size:  # the padding brackets hold nothing: a mismatch is a bug, not data
-            raise AssertionError(f"{copied.size} values copied, {inside.sum()} counted inside the brackets")
-        # the brackets are disjoint: sorted, the copied values are bracket 0's in order, then bracket 1's, ...
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``lo`` and ``hi`` as arrays of ``kernels.BRACKETS`` brackets: the last one repeated to fill
+        (a repeat marks nothing new, and its counts are not read)."""
+        pad = kernels.BRACKETS - len(self.lo)
+        return (np.array(self.lo + self.lo[-1:] * pad, self.itype), np.array(self.hi + self.hi[-1:] * pad, self.itype))
+
+    def values(self, copied: np.ndarray, under: np.ndarray) -> list[float] | None:
+        """The ranks' values from the pass's output: the values inside the brackets (in any order) and,
+        per bracket, how many values lie under it."""
         copied.sort()  # a vectorised sort, as fast as a partition at a few ranks
-        first = np.cumsum(inside) - inside
+        ends = self._ends(copied.view(self.itype))
+        first, inside = ends[:, 0], ends[:, 1] - ends[:, 0]
         result = []
         for r, k in zip(self.ranks, self.span_of, strict=True):
-            if below[k] <= r < below[k] + inside[k]:
-                result.append(float(copied[first[k] + r - below[k]]))
-            elif r < below[k] and self.lo[k] == 1:  # under a bracket that starts at the smallest float: zeros
+            below = int(under[k])
+            if below <= r < below + inside[k]:
+                result.append(float(copied[first[k] + r - below]))
+            elif r < below and self.lo[k] == 1:  # under a bracket that starts at the smallest float: zeros
                 result.append(0.0)
-            elif r >= below[k] + inside[k] and self.hi[k] == self.inf:  # above +inf: NaN
+            elif r >= below + inside[k] and self.hi[k] == self.inf:  # above +inf: NaN
                 result.append(math.nan)
             else:
                 return None
