@@ -374,7 +374,9 @@ def _number_or_text(value: str) -> float | str:
 
 
 @cli.command("calibrate")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--spec", "spec_paths", type=click.Path(dir_okay=False, path_type=Path), required=True, multiple=True,
+              help="The task's spec. Repeat it to calibrate on several honest runs of one workload and stride "
+              "(other seeds): the boundary keeps the largest drift of all.")  # fmt: skip
 @click.option("--profiles", default="micro2,micro4,micro4-fp64acc", show_default=True,
               help="Execution profiles of the honest replays (at least 3).")  # fmt: skip
 @click.option("--claim-profile", default="reference", show_default=True, help="Profile of the honest claims.")
@@ -394,10 +396,11 @@ def _number_or_text(value: str) -> float | str:
 )
 @click.option("--alpha", type=float, default=3.0, show_default=True, help="Margin over the largest drift.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path), help="Folder for claims.")
+@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the first spec's claims (the others' go in run-2, run-3, ... inside it).")  # fmt: skip
 def calibrate_cmd(
-    spec_path: Path, profiles: str, claim_profile: str, intervals: int, spread: bool, rel_tail: float, alpha: float,
-    out_path: Path, work_dir: Path | None,
+    spec_paths: tuple[Path, ...], profiles: str, claim_profile: str, intervals: int, spread: bool, rel_tail: float,
+    alpha: float, out_path: Path, work_dir: Path | None,
 ) -> None:  # fmt: skip
     """Measure honest drift across execution profiles and write the boundary profile JSON."""
     import tempfile
@@ -410,22 +413,26 @@ def calibrate_cmd(
     replay_profiles = [get_profile(name) for name in profiles.split(",") if name]
     if len(replay_profiles) < 3:
         raise click.BadParameter("calibration needs at least 3 execution profiles", param_hint="--profiles")
-    prepared = open_task(spec_path)
+    prepared, *more = [open_task(path) for path in spec_paths]
+    if any((p.spec.workload.name, p.spec.stride) != (prepared.spec.workload.name, prepared.spec.stride) for p in more):
+        raise click.BadParameter("every spec must have the first one's workload and stride", param_hint="--spec")
     with tempfile.TemporaryDirectory() as tmp, console.status("calibrating ...") as status:
+        claims = work_dir or Path(tmp)
         boundary = calibrate(
             prepared,
             claim_profile=get_profile(claim_profile),
             replay_profiles=replay_profiles,
             positions=spread_positions(prepared.spec.layout.intervals, intervals) if spread else range(intervals),
             alpha=alpha,
-            work_dir=work_dir or Path(tmp),
+            work_dir=claims,
+            more_runs=[(run, claims / f"run-{i}") for i, run in enumerate(more, start=2)],
             rel_tail=rel_tail or None,
             on_replay=lambda k, name: status.update(f"calibrating: replayed interval {k} under {name}"),
         )
     write_atomic(out_path, boundary.model_dump_json(indent=2))
     table = Table(
-        title=f"boundary of {spec_path} (alpha {alpha:g}, {boundary.replays} replays of intervals "
-        f"{', '.join(map(str, boundary.positions))})"
+        title=f"boundary of {', '.join(map(str, spec_paths))} (alpha {alpha:g}, {boundary.replays} replays of "
+        f"intervals {', '.join(map(str, boundary.positions))}" + (f" of {boundary.runs} runs)" if more else ")")
     )
     table.add_column("signal")
     table.add_column("kind")

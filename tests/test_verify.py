@@ -324,6 +324,22 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
     assert bad.returncode == 2 and "--boundary" in bad.stderr
 
 
+def test_cli_calibrates_on_several_honest_runs_of_one_workload_and_stride(task: PreparedTask, tmp_path: Path) -> None:
+    other = prepare_task("vision", tmp_path / "2", tiny=True, seed=2, total_steps=30, stride=10, intervals_per_batch=3)
+    out = tmp_path / "boundary.json"
+    args = ["calibrate", "--spec", str(task.spec_path), "--spec", str(other.spec_path), "--intervals", "2",
+            "--prefix", "--out", str(out), "--work", str(tmp_path / "work")]  # fmt: skip
+    made = run_ovig(*args)
+    assert made.returncode == 0, made.stderr
+    written = BoundaryProfile.model_validate_json(out.read_text())
+    assert (written.runs, written.positions, written.replays) == (2, [0, 1], 2 * 2 * len(CALIBRATION_PROFILES))
+    assert evidence_path(tmp_path / "work" / "run-2", 1).is_file()  # the second run's claims, kept in --work
+    assert "of 2 runs" in made.stdout
+    wrong = prepare_task("vision", tmp_path / "s5", tiny=True, seed=3, total_steps=10, stride=5, intervals_per_batch=2)
+    refused = run_ovig("calibrate", "--spec", str(task.spec_path), "--spec", str(wrong.spec_path), "--out", str(out))
+    assert refused.returncode == 2 and "the first one's workload and stride" in refused.stderr
+
+
 @pytest.mark.parametrize(
     ("attack", "params", "reason"),
     [
