@@ -170,7 +170,7 @@ def _copy_marked(values, inside, m, row, at):  # type: ignore[no-untyped-def]
     for w in range((m + 7) // 8):
         word = words[w]
         while word != 0:
-            row[at] = values[w * 8 + (trailing_zeros(word) >> 3)]
+            row[at] = values[w * 8 + (trailing_zeros(word) >> 3)]  # little-endian: byte b is mark 8w + b
             at += 1
             word &= word - np.uint64(1)
     return at

@@ -19,6 +19,7 @@ one, far below any bound. ``bench/compare_cost.py`` times the comparison next to
 from __future__ import annotations
 
 import math
+import sys
 import threading
 
 import numba
@@ -105,6 +106,8 @@ def _sample(tensors: list[List], sizes: list[int], n: int) -> list[np.ndarray]:
 def _bracketed(pairs: list[tuple[np.ndarray, np.ndarray]], n: int, ranks: list[int]) -> dict[str, list[float]] | None:
     """The fast path: each wanted rank's value from the few differences inside a bracket a sample placed
     around it (:func:`kernels.bracket_pass`), or None if a bracket missed its rank."""
+    if sys.byteorder != "little":  # the pass reads its marks as little-endian words
+        return None
     dtype = pairs[0][1].dtype
     itype = np.int32 if dtype == np.float32 else np.int64
     tensors = [List([pair[side] for pair in pairs]) for side in (0, 1)]  # replayed, claimed
