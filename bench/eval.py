@@ -13,7 +13,8 @@ the evaluated run is held out (120 at s = 1 and 10). Its s = 100 runs as a secon
 10, lighter so that it fits in the same two hours on these two cores: 36 intervals, calibrated on 12 of
 each of two separate runs (seeds 2 and 3), the attacks that need no sweep or adaptive run, and no second
 honest run on other hardware; it writes
-bench/results/eval_language_tiny_s100/. The other language processes keep the measurements that led there
+bench/results/eval_language_tiny_s100/ (and, calibrated on 18 intervals of seed 2 alone,
+eval_language_tiny_s100_seed2_only/). The other language processes keep the measurements that led there
 (README, "Language: why the tiny recipe warms up"): the constant rate from the first step, with 12 calibrated intervals
 (eval_language_tiny_constant/, eval_language_tiny_s100_constant/) and with the boundary from late intervals
 only (eval_language_tiny_s100_constant_late_calibration/); the warm-up with 12 calibrated intervals of the
@@ -59,6 +60,9 @@ GROUPS = {
         # drift follows the run's gradient scale (seed 2's is 3x smaller than seeds 1 and 3's)
         (["--tiny", "--strides", "100", "--intervals", "36", "--no-other-hardware", "--attacks", NO_SWEEP,
           "--calibration-seed", "2", "--calibration-seed", "3", "--calibration-positions", "12"], "_s100"),
+        # ... and from 18 intervals of seed 2 alone: one false positive, interval 0
+        (["--tiny", "--strides", "100", "--intervals", "36", "--no-other-hardware", "--attacks", NO_SWEEP,
+          *SEPARATE, "18"], "_s100_seed2_only"),
         # before the warm-up: a constant rate from the first step (README: why the tiny recipe warms up)
         ([*TINY, "--strides", "1,10", "--warmup-steps", "0"], "_constant"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "0"], "_s100_constant"),
