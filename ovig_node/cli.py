@@ -408,14 +408,16 @@ def calibrate_cmd(
     from ovig_node.files import write_atomic
     from ovig_node.training.execution import get_profile
     from ovig_node.training.taskfiles import open_task
-    from ovig_node.verify.boundary import calibrate, spread_positions
+    from ovig_node.verify.boundary import calibrate, check_runs, spread_positions
 
     replay_profiles = [get_profile(name) for name in profiles.split(",") if name]
     if len(replay_profiles) < 3:
         raise click.BadParameter("calibration needs at least 3 execution profiles", param_hint="--profiles")
     prepared, *more = [open_task(path) for path in spec_paths]
-    if any((p.spec.workload.name, p.spec.stride) != (prepared.spec.workload.name, prepared.spec.stride) for p in more):
-        raise click.BadParameter("every spec must have the first one's workload and stride", param_hint="--spec")
+    try:
+        check_runs([prepared, *more])
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--spec") from None
     with tempfile.TemporaryDirectory() as tmp, console.status("calibrating ...") as status:
         claims = work_dir or Path(tmp)
         boundary = calibrate(

@@ -458,7 +458,7 @@ def test_a_boundary_from_separate_honest_runs_judges_every_interval_of_another(t
 def test_calibration_runs_must_share_the_workload_and_stride(tmp_path: Path) -> None:
     first = prepare_task("vision", tmp_path / "a", tiny=True, total_steps=10, stride=5, intervals_per_batch=2)
     other = prepare_task("vision", tmp_path / "b", tiny=True, seed=2, total_steps=12, stride=6, intervals_per_batch=2)
-    with pytest.raises(ValueError, match="the first run's workload and stride"):
+    with pytest.raises(ValueError, match="the first one's workload and stride"):
         calibrate(first, claim_profile=get_profile("reference"), replay_profiles=[get_profile("micro2")],
                   positions=[0], alpha=3.0, work_dir=tmp_path / "ca", more_runs=[(other, tmp_path / "cb")])  # fmt: skip
     assert not (tmp_path / "ca").exists()  # refused before any training

@@ -90,8 +90,7 @@ def calibrate(
     was not measured on should see more than one run."""
     runs = [(prepared, work_dir), *more_runs]
     spec: TaskSpec = prepared.spec
-    if any((p.spec.workload.name, p.spec.stride) != (spec.workload.name, spec.stride) for p, _ in runs):
-        raise ValueError("every calibration run must have the first run's workload and stride")
+    check_runs([run for run, _ in runs])
     positions = sorted({k for k in positions if 0 <= k < min(p.spec.layout.intervals for p, _ in runs)})
     if not positions:
         raise ValueError("calibration needs at least one interval of the task")
@@ -129,6 +128,13 @@ def calibrate(
         torch=torch.__version__,
         replay_seconds_max=slowest,
     )
+
+
+def check_runs(tasks: Sequence[PreparedTask]) -> None:
+    """Raise ValueError unless every task has the first one's workload and stride (one boundary covers them)."""
+    first = tasks[0].spec
+    if any((t.spec.workload.name, t.spec.stride) != (first.workload.name, first.stride) for t in tasks[1:]):
+        raise ValueError("every calibration run must have the first one's workload and stride")
 
 
 def bounds_of(rows: list[list[float]], *, tail: float | None) -> list[float]:
