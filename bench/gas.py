@@ -237,7 +237,7 @@ def every_call(bench: Bench) -> None:
     dispute = bench.challenge(ev, t.sampledIntervals(ev.task, 0).call()[0], labels=True)
     commitment = bench.commit_challenge(ev, 0, WATCHER2, keccak(text="never revealed"))
     bench.warp(WINDOWS[2])
-    bench.send(t.expireChallenge(ev.task, commitment), KEEPER, label="expireChallenge")
+    bench.send(t.expireChallenge(ev.task, bench.accounts[WATCHER2], commitment), KEEPER, label="expireChallenge")
     bench.decide(dispute, VALID, label="resolve (valid)", labels=True)
     bench.send(t.withdraw(), PROVIDER, label="withdraw (tasks)")  # its share of the challenger bond
     bench.finalize(ev, label="finalize")

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
-
 import {IAdjudicator} from "./interfaces/IAdjudicator.sol";
 import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
 import {Sampling} from "./libraries/Sampling.sol";
+import {PullPayments} from "./utils/PullPayments.sol";
 import {Auditor, Ballot, Dispute, DisputeStatus, Reason, Verdict} from "./Types.sol";
 import {
     AlreadyCommitted,
@@ -20,11 +19,9 @@ import {
     NotRegistered,
     NotTaskContract,
     NothingToReveal,
-    NothingToWithdraw,
     PanelNotReady,
     RegistryFull,
     StakeLocked,
-    TransferFailed,
     VoteMismatch,
     VoteRevealClosed,
     VotingNotOver,
@@ -68,7 +65,7 @@ struct CommitteeParams {
 /// AwaitingPanel for the next round. A dispute whose task ended meanwhile is moot: `resolve` ends it at
 /// any time, releasing the panel without penalty. Clocks: seed blocks in blocks (SEED_DELAY), every
 /// window in seconds. Money invariant (protocol 4.3): balance == sum of stakes + credits + `burned`.
-contract AuditCommittee is IAdjudicator, ReentrancyGuard {
+contract AuditCommittee is IAdjudicator, PullPayments {
     /// @notice Most auditors registered at once: drawing a panel reads every one of them.
     uint256 public constant MAX_AUDITORS = 256;
     /// @notice Most rounds a committee may be configured with.
@@ -101,10 +98,6 @@ contract AuditCommittee is IAdjudicator, ReentrancyGuard {
 
     /// @notice Number of disputes opened; dispute ids are 1 .. disputeCount.
     uint256 public disputeCount;
-    /// @notice Penalties nobody could be paid (no majority) and rounding dust.
-    uint256 public burned;
-    /// @notice Unpaid credit of each account (penalty shares, stakes of exited auditors).
-    mapping(address account => uint256 amount) public credits;
 
     mapping(address auditor => Auditor) private _auditors;
     // Registered auditors, in no particular order (swap-and-pop on exit).
@@ -177,22 +170,6 @@ contract AuditCommittee is IAdjudicator, ReentrancyGuard {
     /// @param auditor The auditor.
     /// @param stake The stake credited.
     event AuditorExited(address indexed auditor, uint256 stake);
-
-    /// @notice `account` may now withdraw `amount` more.
-    /// @param account Who is credited.
-    /// @param dispute The dispute the money comes from (0: an exit).
-    /// @param amount The amount, in wei.
-    event Credited(address indexed account, uint256 indexed dispute, uint256 amount);
-
-    /// @notice `amount` wei were burned (kept here, owed to nobody).
-    /// @param dispute The dispute the money comes from.
-    /// @param amount The amount.
-    event Burned(uint256 indexed dispute, uint256 amount);
-
-    /// @notice `account` withdrew its whole credit.
-    /// @param account Who withdrew.
-    /// @param amount The amount, in wei.
-    event Withdrawn(address indexed account, uint256 amount);
 
     /// @param tasks The task contract (deploy this committee first, at the task contract's predicted
     /// address; the task contract checks the wiring when it is built).
@@ -371,16 +348,6 @@ contract AuditCommittee is IAdjudicator, ReentrancyGuard {
         uint8 winner = uint8(valid > faulty ? Verdict.Valid : Verdict.Faulty);
         address[] memory majority = _settlePanel(dispute, d.round, winner);
         _finish(dispute, d, Verdict(winner), majority);
-    }
-
-    /// @notice Withdraw the caller's whole credit.
-    function withdraw() external nonReentrant {
-        uint256 amount = credits[msg.sender];
-        if (amount == 0) revert NothingToWithdraw(msg.sender);
-        credits[msg.sender] = 0;
-        emit Withdrawn(msg.sender, amount);
-        (bool ok, ) = msg.sender.call{value: amount}("");
-        if (!ok) revert TransferFailed(msg.sender, amount);
     }
 
     // --- views ---------------------------------------------------------------------------------
@@ -584,20 +551,6 @@ contract AuditCommittee is IAdjudicator, ReentrancyGuard {
         _registrySlot[last] = slot;
         _registry.pop();
         delete _registrySlot[auditor];
-    }
-
-    /// @dev Credits `amount` to `account` (nothing for zero).
-    function _credit(address account, uint256 dispute, uint256 amount) internal {
-        if (amount == 0) return;
-        credits[account] += amount;
-        emit Credited(account, dispute, amount);
-    }
-
-    /// @dev Moves `amount` to `burned` (nothing for zero).
-    function _burn(uint256 dispute, uint256 amount) internal {
-        if (amount == 0) return;
-        burned += amount;
-        emit Burned(dispute, amount);
     }
 
     /// @dev End of the current round's commit window.

@@ -167,9 +167,28 @@ error InvalidProof(uint256 task, uint256 k);
 /// @param closedAt When the last one closed (0: no batch opened yet).
 error NoChallengeWindowOpen(uint256 task, uint64 closedAt);
 
-/// @notice This commitment was already committed (by anyone): commit again with a fresh salt.
+/// @notice The sender already committed this commitment: commit again with a fresh salt. (Commits are
+/// keyed by sender, so copying another's commitment blocks nobody.)
 /// @param commitment The commitment.
 error CommitmentExists(bytes32 commitment);
+
+/// @notice postTask: the challenge reveal window is longer than MAX_REVEAL_WINDOW (a pending commit
+/// delays slashUnopened and abandon by at most that).
+/// @param window The window given, in seconds.
+/// @param max MAX_REVEAL_WINDOW.
+error RevealWindowTooLong(uint64 window, uint64 max);
+
+/// @notice The interval was settled sound after this commit was made: it is final, never challenged
+/// again; the commit can only expire.
+/// @param task The task id.
+/// @param k The interval.
+error IntervalFinal(uint256 task, uint256 k);
+
+/// @notice The commit holds no bond to claim: it is not joined to a dispute, the dispute is still open,
+/// or the dispute found the interval sound (its bonds were settled then).
+/// @param task The task id.
+/// @param commitment The commitment.
+error NothingToClaim(uint256 task, bytes32 commitment);
 
 /// @notice No pending challenge commit of this task matches (a reveal hashes in its sender, so a
 /// copied reveal lands here).

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {ReentrancyGuard} from "@openzeppelin/contracts/utils/ReentrancyGuard.sol";
-
 import {IAdjudicator} from "./interfaces/IAdjudicator.sol";
 import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
 
 import {LeafHash} from "./libraries/LeafHash.sol";
 import {OrderedMerkle} from "./libraries/OrderedMerkle.sol";
 import {Sampling} from "./libraries/Sampling.sol";
+import {PullPayments} from "./utils/PullPayments.sol";
 import {
     Batch,
     BatchStatus,
@@ -38,6 +37,7 @@ import {
     DisputeOpen,
     DuplicateOpening,
     EmptyOpening,
+    IntervalFinal,
     IntervalNotOpened,
     IntervalNotSampled,
     IntervalWindowClosed,
@@ -52,14 +52,14 @@ import {
     NotAdjudicator,
     NotOwner,
     NotProvider,
-    NothingToWithdraw,
+    NothingToClaim,
     OpeningWindowClosed,
     OpeningWindowOpen,
     RevealWindowClosed,
     RevealWindowOpen,
+    RevealWindowTooLong,
     SeedNotReady,
     SharesNotWhole,
-    TransferFailed,
     UnknownCommitment,
     UnknownDispute,
     WrongBatchStatus,
@@ -78,18 +78,26 @@ import {
 /// proofs checked here, watchers challenge opened intervals (commit-reveal, with a bond) before an
 /// adjudicator, and the task finalizes (provider paid) or is slashed, abandoned or cancelled (owner
 /// refunded). Every payout is a credit its owner pulls with `withdraw`.
+/// Challenges (protocol v2): one question per interval (is its opening sound?), whatever reason a
+/// challenger gives. Every reveal of k while its dispute is open joins it; the joined commit with the
+/// smallest sequence number leads, so a copier who learns k from a reveal in the mempool never leads.
+/// A sound verdict is final; a commit made before it pays as its challengers did. A faulty one slashes.
+/// Joined bonds are pulled back with `claimBond` (no loop over challengers at settlement).
 /// @dev Randomness comes from one internal function, `_seed`, fit for L1 and devnets only (a sequencer
 /// or block builder can bias block hashes); a VRF or drand backend can replace it.
 /// Money invariant (protocol 4.3): this contract's balance equals the rewards and bonds of tasks that
-/// are Posted, Accepted or Committed, plus the bonds of pending challenge commits and open disputes,
-/// plus unpaid credits, plus `burned`.
-contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
+/// are Posted, Accepted or Committed, plus every task's `heldBonds` challenger bonds (pending commits
+/// and joined bonds not claimed yet), plus unpaid credits, plus `burned`.
+contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @notice Basis points of a whole.
     uint256 public constant BPS = 10_000;
     /// @notice Largest batch: sampled positions fit one 256-bit bitmap.
     uint256 public constant MAX_INTERVALS_PER_BATCH = 256;
     /// @notice Longest allowed window, so no window end can overflow and strand a task.
     uint64 public constant MAX_WINDOW = 365 days;
+    /// @notice Longest challenge reveal window: a pending commit holds back slashUnopened and abandon
+    /// for at most this long.
+    uint64 public constant MAX_REVEAL_WINDOW = 1 hours;
 
     /// @notice Blocks between a batch's commit block h and its seed block h + SEED_DELAY (>= 1).
     uint256 public immutable SEED_DELAY;
@@ -99,22 +107,20 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     IAdjudicator public immutable ADJUDICATOR;
 
     // Payout shares of section 4.2 (constructor `Shares`), in bps.
-    uint256 private immutable _FAULTY_CHALLENGER_BPS;
+    uint256 private immutable _FAULTY_LEAD_BPS;
     uint256 private immutable _FAULTY_PANEL_BPS;
-    uint256 private immutable _VALID_PROVIDER_BPS;
-    uint256 private immutable _VALID_PANEL_BPS;
+    uint256 private immutable _SOUND_PROVIDER_BPS;
+    uint256 private immutable _SOUND_PANEL_BPS;
 
     /// @notice Number of tasks posted; task ids are 1 .. taskCount.
     uint256 public taskCount;
-    /// @notice Unpaid credit of each account, pulled with `withdraw`.
-    mapping(address account => uint256 amount) public credits;
-    /// @notice Wei taken out of circulation: forfeited bond shares, expired commits, rounding dust.
-    uint256 public burned;
+    /// @notice Number of challenge commits ever made: the last one's sequence number.
+    uint64 public commitCount;
 
     mapping(uint256 task => Task) private _tasks;
     mapping(uint256 task => mapping(uint256 j => Batch)) private _batches;
     mapping(uint256 task => mapping(uint256 k => OpenedInterval)) private _opened;
-    mapping(bytes32 commitment => ChallengeCommit) private _commits;
+    mapping(address challenger => mapping(bytes32 commitment => ChallengeCommit)) private _commits;
     mapping(uint256 dispute => DisputeRecord) private _disputes;
 
     /// @notice A task was posted; `terms.reward` is escrowed.
@@ -175,16 +181,18 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     /// @param task The task id.
     /// @param commitment keccak256(abi.encode(task, k, reason, salt, challenger)).
     /// @param challenger Who committed.
+    /// @param seq The commit's sequence number (the smallest joined one leads a dispute).
     /// @param revealBy End of its reveal window.
     event ChallengeCommitted(
         uint256 indexed task,
         bytes32 indexed commitment,
         address indexed challenger,
+        uint64 seq,
         uint64 revealBy
     );
 
-    /// @notice A challenge was revealed: it opened `dispute`, or (dispute 0) was refunded because
-    /// interval k is already disputed or cleared, or the task has ended.
+    /// @notice A challenge was revealed: it opened or joined `dispute`, or (dispute 0) it was settled at
+    /// once: refunded because the task has ended, or paid as the sound settlement of k it predates.
     /// @param task The task id.
     /// @param commitment The commitment revealed.
     /// @param challenger Who revealed.
@@ -205,8 +213,16 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     /// @notice A commit was never revealed: its bond is burned, or refunded if the task had ended.
     /// @param task The task id.
     /// @param commitment The commitment.
+    /// @param challenger Who committed it.
     /// @param refunded Whether the bond was refunded (the task ended) rather than burned.
-    event ChallengeExpired(uint256 indexed task, bytes32 indexed commitment, bool refunded);
+    event ChallengeExpired(uint256 indexed task, bytes32 indexed commitment, address indexed challenger, bool refunded);
+
+    /// @notice A joined bond was paid back after its dispute settled faulty, with no decision, or moot.
+    /// @param task The task id.
+    /// @param commitment The commitment.
+    /// @param challenger Who is credited.
+    /// @param dispute The settled dispute.
+    event BondClaimed(uint256 indexed task, bytes32 indexed commitment, address indexed challenger, uint256 dispute);
 
     /// @notice The adjudicator settled a dispute of the task and its payouts were credited.
     /// @param dispute The dispute id.
@@ -215,17 +231,13 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     /// @param verdict The verdict (Moot: the task had already ended).
     event DisputeSettled(uint256 indexed dispute, uint256 indexed task, uint256 k, Verdict verdict);
 
-    /// @notice An `unavailable` dispute found interval k's files available: the interval's challenge
-    /// window runs again until `windowEnd` (once per interval).
+    /// @notice A dispute of interval k ended with no decision: k may be challenged again until
+    /// `windowEnd`.
     /// @param task The task id.
     /// @param k The interval.
-    /// @param windowEnd When the extended window closes.
-    event ChallengeWindowExtended(uint256 indexed task, uint256 indexed k, uint64 windowEnd);
-
-    /// @notice `amount` wei were burned (kept in the contract, owed to nobody).
-    /// @param task The task the money comes from.
-    /// @param amount The amount.
-    event Burned(uint256 indexed task, uint256 amount);
+    /// @param windowEnd When its reopened window closes.
+    /// @param noDecisions How many of k's disputes have ended with no decision.
+    event IntervalWindowReopened(uint256 indexed task, uint256 indexed k, uint64 windowEnd, uint8 noDecisions);
 
     /// @notice The task finalized; the provider is credited reward and bond.
     /// @param task The task id.
@@ -236,7 +248,7 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     /// interval of batch `j` found it faulty.
     /// @param task The task id.
     /// @param j The unopened batch, or the batch of the faulty interval.
-    /// @param by The keeper who slashed the unopened batch, or the challenger who won the dispute.
+    /// @param by The keeper who slashed the unopened batch, or the lead challenger of the dispute.
     /// @param dispute The dispute (0: an unopened batch).
     event TaskSlashed(uint256 indexed task, uint256 indexed j, address indexed by, uint256 dispute);
 
@@ -244,17 +256,6 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     /// @param task The task id.
     /// @param caller Who called abandon.
     event TaskAbandoned(uint256 indexed task, address indexed caller);
-
-    /// @notice `account` may now withdraw `amount` more.
-    /// @param account Who is credited.
-    /// @param task The task the money comes from.
-    /// @param amount The amount, in wei.
-    event Credited(address indexed account, uint256 indexed task, uint256 amount);
-
-    /// @notice `account` withdrew its whole credit.
-    /// @param account Who withdrew.
-    /// @param amount The amount, in wei.
-    event Withdrawn(address indexed account, uint256 amount);
 
     /// @param seedDelay SEED_DELAY, at least 1 block.
     /// @param keeperBps KEEPER_BPS, at most 10000.
@@ -264,18 +265,18 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     constructor(uint256 seedDelay, uint256 keeperBps, Shares memory shares, IAdjudicator adjudicator) {
         if (seedDelay == 0) revert ZeroSeedDelay();
         if (keeperBps > BPS) revert InvalidBps(keeperBps);
-        _checkWhole(uint256(shares.faultyChallengerBps) + shares.faultyPanelBps + shares.faultyOwnerBps);
-        _checkWhole(uint256(shares.validProviderBps) + shares.validPanelBps + shares.validBurnBps);
+        _checkWhole(uint256(shares.faultyLeadBps) + shares.faultyPanelBps + shares.faultyOwnerBps);
+        _checkWhole(uint256(shares.soundProviderBps) + shares.soundPanelBps + shares.soundBurnBps);
         // INVARIANT: the court and this contract are wired to each other, and to nothing else.
         address itsTasks = adjudicator.taskContract();
         if (itsTasks != address(this)) revert AdjudicatorMismatch(address(adjudicator), itsTasks);
         SEED_DELAY = seedDelay;
         KEEPER_BPS = keeperBps;
         ADJUDICATOR = adjudicator;
-        _FAULTY_CHALLENGER_BPS = shares.faultyChallengerBps;
+        _FAULTY_LEAD_BPS = shares.faultyLeadBps;
         _FAULTY_PANEL_BPS = shares.faultyPanelBps;
-        _VALID_PROVIDER_BPS = shares.validProviderBps;
-        _VALID_PANEL_BPS = shares.validPanelBps;
+        _SOUND_PROVIDER_BPS = shares.soundProviderBps;
+        _SOUND_PANEL_BPS = shares.soundPanelBps;
     }
 
     // --- owner and provider ------------------------------------------------------------------
@@ -290,7 +291,8 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     /// @param sampleBps Share of each batch sampled, 1 .. 10000.
     /// @param providerBond Exact bond acceptTask must carry.
     /// @param challengerBond Exact bond a challenge must carry.
-    /// @param windows The task's windows, each in 1 .. MAX_WINDOW seconds.
+    /// @param windows The task's windows, each in 1 .. MAX_WINDOW seconds, the reveal window at most
+    /// MAX_REVEAL_WINDOW.
     /// @param deadline Commit deadline, later than now.
     /// @return task The new task's id.
     function postTask(
@@ -432,6 +434,10 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         Batch storage b = _requireBatchStatus(task, j, BatchStatus.Drawn);
         // INVARIANT: the provider keeps its whole opening window.
         if (_before(b.windowEnd)) revert OpeningWindowOpen(task, j, b.windowEnd);
+        // INVARIANT: a challenge decides first. Otherwise a provider whose interval is being found
+        // faulty slashes itself through a sock-puppet keeper (who gets KEEPER_BPS), mooting the verdict;
+        // pending commits count too, or the sock-puppet front-runs the first reveal.
+        _requireNoChallenge(task, t);
         t.status = TaskStatus.Slashed;
         uint256 bond = t.terms.providerBond;
         uint256 keeperShare = (bond * KEEPER_BPS) / BPS;
@@ -447,8 +453,8 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         Task storage t = _requireStatus(task, TaskStatus.Accepted);
         // INVARIANT: the provider has until the deadline to commit every batch.
         if (_before(t.terms.deadline)) revert DeadlineNotReached(task, t.terms.deadline);
-        // INVARIANT: a dispute decides first: a faulty verdict pays the challenger from the bond.
-        if (t.openDisputes != 0) revert DisputeOpen(task, t.openDisputes);
+        // INVARIANT: a challenge decides first: a faulty verdict pays the lead challenger from the bond.
+        _requireNoChallenge(task, t);
         t.status = TaskStatus.Abandoned;
         emit TaskAbandoned(task, msg.sender);
         _credit(t.owner, task, t.terms.reward + t.terms.providerBond);
@@ -464,91 +470,90 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         // INVARIANT: watchers keep every challenge window whole.
         if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
         // INVARIANT: every challenge made in a window is revealed (or expired) and decided first.
-        if (t.pendingCommits != 0) revert ChallengePending(task, t.pendingCommits);
-        if (t.openDisputes != 0) revert DisputeOpen(task, t.openDisputes);
+        _requireNoChallenge(task, t);
         t.status = TaskStatus.Finalized;
         emit TaskFinalized(task, t.provider);
         _credit(t.provider, task, t.terms.reward + t.terms.providerBond);
-    }
-
-    /// @notice Withdraw the caller's whole credit.
-    function withdraw() external nonReentrant {
-        uint256 amount = credits[msg.sender];
-        if (amount == 0) revert NothingToWithdraw(msg.sender);
-        credits[msg.sender] = 0;
-        emit Withdrawn(msg.sender, amount);
-        (bool ok, ) = msg.sender.call{value: amount}("");
-        if (!ok) revert TransferFailed(msg.sender, amount);
     }
 
     // --- challenges and disputes ---------------------------------------------------------------
 
     /// @notice Commit a challenge against the task while a challenge window of it is open, escrowing
     /// exactly the challenger bond. The commitment hides which interval and why, so a copier watching
-    /// the mempool learns nothing it could front-run.
+    /// the mempool learns nothing it could front-run; the commit's sequence number fixes its place in
+    /// the lead order.
     /// @param task The task id.
     /// @param commitment keccak256(abi.encode(task, k, reason, salt, msg.sender)).
     function commitChallenge(uint256 task, bytes32 commitment) external payable {
         Task storage t = _requireActive(task);
-        // INVARIANT: challenges come while some opened batch (or extended interval) can be challenged;
+        // INVARIANT: challenges come while some opened batch (or reopened interval) can be challenged;
         // which interval is checked at reveal, against the time recorded here.
         if (!_before(t.challengeEnd)) revert NoChallengeWindowOpen(task, t.challengeEnd);
         if (msg.value != t.terms.challengerBond) revert WrongBond(t.terms.challengerBond, msg.value);
-        if (_commits[commitment].status != CommitStatus.None) revert CommitmentExists(commitment);
-        _commits[commitment] = ChallengeCommit({
-            task: task,
-            challenger: msg.sender,
-            committedAt: _now(),
-            status: CommitStatus.Pending
-        });
+        ChallengeCommit storage c = _commits[msg.sender][commitment];
+        // INVARIANT: keyed by sender, so a copied commitment is another commit and blocks nobody.
+        if (c.status != CommitStatus.None) revert CommitmentExists(commitment);
+        uint64 seq = ++commitCount;
+        c.task = task;
+        c.seq = seq;
+        c.committedAt = _now();
+        c.status = CommitStatus.Pending;
         t.pendingCommits += 1;
-        emit ChallengeCommitted(task, commitment, msg.sender, _now() + t.terms.windows.challengeRevealWindow);
+        t.heldBonds += 1;
+        emit ChallengeCommitted(task, commitment, msg.sender, seq, _now() + t.terms.windows.challengeRevealWindow);
     }
 
-    /// @notice Reveal a challenge within its reveal window. The earliest reveal for interval k opens a
-    /// dispute with the adjudicator; a reveal for an interval already disputed or cleared, or of a task
-    /// that has ended, is refunded.
+    /// @notice Reveal a challenge within its reveal window. The first reveal for interval k opens a
+    /// dispute with the adjudicator; later ones join it (the earliest commit leads). A reveal whose
+    /// commit predates k's sound settlement pays as that settlement's bonds did; a reveal of a task that
+    /// has ended is refunded.
     /// @param task The task id.
     /// @param k The challenged interval: sampled, opened, and its window open when committed.
-    /// @param reason 1 = out_of_bounds, 2 = unavailable.
+    /// @param reason 1 = out_of_bounds, 2 = unavailable: what the challenger saw; it settles nothing.
     /// @param salt The commitment's salt.
     /// @param reportCID IPFS CID of the challenger's replay report (emitted, not stored).
-    /// @return dispute The dispute opened, or 0 if the bond was refunded.
+    /// @return dispute The dispute opened or joined, or 0 if the bond was settled at once.
     function revealChallenge(
         uint256 task,
         uint256 k,
         uint8 reason,
         bytes32 salt,
         string calldata reportCID
-    ) external nonReentrant returns (uint256 dispute) {
-        // INVARIANT: only the committer can reveal: its address is inside the commitment.
+    ) external returns (uint256 dispute) {
+        // INVARIANT: only the committer can reveal: its address is inside the commitment and the key.
         bytes32 commitment = keccak256(abi.encode(task, k, reason, salt, msg.sender));
-        ChallengeCommit storage c = _requirePending(task, commitment);
-        uint64 revealBy = c.committedAt + _tasks[task].terms.windows.challengeRevealWindow;
+        ChallengeCommit storage c = _requirePending(task, msg.sender, commitment);
+        Task storage t = _tasks[task];
+        uint64 revealBy = c.committedAt + t.terms.windows.challengeRevealWindow;
         if (!_before(revealBy)) revert RevealWindowClosed(commitment, revealBy);
         // A uint8, not the enum, so an unknown reason gets this error rather than a bare ABI revert.
         if (reason == uint8(Reason.None) || reason > uint8(Reason.Unavailable)) revert InvalidReason(reason);
-        Task storage t = _tasks[task];
-        c.status = CommitStatus.Revealed;
         t.pendingCommits -= 1;
-        if (_isActive(t)) {
+        if (!_isActive(t)) {
+            c.status = CommitStatus.Settled;
+            _releaseBond(task, t, msg.sender, t.terms.challengerBond);
+        } else {
             OpenedInterval storage iv = _requireChallengeable(task, t, k, c.committedAt);
-            // INVARIANT: one dispute per interval at a time, none after one found it valid.
-            if (iv.dispute == 0 && !iv.cleared) {
-                dispute = _openDispute(task, t, k, Reason(reason));
-                iv.dispute = dispute;
+            if (iv.sound) {
+                // INVARIANT: a sound verdict is final; a commit cannot wait for the votes and then choose.
+                if (c.seq > iv.soundAfterSeq) revert IntervalFinal(task, k);
+                c.status = CommitStatus.Settled;
+                t.heldBonds -= 1;
+                _paySound(task, t, 1, new address[](0));
+            } else {
+                dispute = _join(task, t, iv, k, c, Reason(reason));
             }
         }
         emit ChallengeRevealed(task, commitment, msg.sender, k, Reason(reason), reportCID, dispute);
-        if (dispute == 0) _credit(msg.sender, task, t.terms.challengerBond);
     }
 
     /// @notice Expire a commit whose reveal window has passed: its bond is burned. If the task has
-    /// ended (slashed or abandoned) the commit is moot: its bond is refunded, at any time.
+    /// ended the commit is moot: its bond is refunded, at any time.
     /// @param task The task id.
+    /// @param challenger Who committed.
     /// @param commitment The commitment.
-    function expireChallenge(uint256 task, bytes32 commitment) external {
-        ChallengeCommit storage c = _requirePending(task, commitment);
+    function expireChallenge(uint256 task, address challenger, bytes32 commitment) external {
+        ChallengeCommit storage c = _requirePending(task, challenger, commitment);
         Task storage t = _tasks[task];
         bool moot = !_isActive(t);
         uint64 revealBy = c.committedAt + t.terms.windows.challengeRevealWindow;
@@ -556,12 +561,30 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         if (!moot && _before(revealBy)) revert RevealWindowOpen(commitment, revealBy);
         c.status = CommitStatus.Expired;
         t.pendingCommits -= 1;
-        emit ChallengeExpired(task, commitment, moot);
+        emit ChallengeExpired(task, commitment, challenger, moot);
         if (moot) {
-            _credit(c.challenger, task, t.terms.challengerBond);
+            _releaseBond(task, t, challenger, t.terms.challengerBond);
         } else {
+            t.heldBonds -= 1;
             _burn(task, t.terms.challengerBond);
         }
+    }
+
+    /// @notice Pay a joined bond back to its challenger once its dispute has settled faulty, with no
+    /// decision, or moot (a sound settlement paid its bonds out already). Anyone may call it.
+    /// @param task The task id.
+    /// @param challenger Who committed.
+    /// @param commitment The commitment.
+    function claimBond(uint256 task, address challenger, bytes32 commitment) external {
+        ChallengeCommit storage c = _commits[challenger][commitment];
+        DisputeRecord storage d = _disputes[c.dispute];
+        // INVARIANT: a bond is paid once: only after its dispute settled faulty, undecided or moot; a sound
+        // settlement already split every joined bond (without a loop, so its commits still read Joined).
+        bool settled = d.verdict != Verdict.None && d.verdict != Verdict.Valid;
+        if (c.status != CommitStatus.Joined || c.task != task || !settled) revert NothingToClaim(task, commitment);
+        c.status = CommitStatus.Settled;
+        emit BondClaimed(task, commitment, challenger, c.dispute);
+        _releaseBond(task, _tasks[task], challenger, _tasks[task].terms.challengerBond);
     }
 
     /// @inheritdoc IDisputedTasks
@@ -571,20 +594,26 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         DisputeRecord storage d = _disputes[dispute];
         if (!d.open) revert UnknownDispute(dispute);
         Task storage t = _tasks[d.task];
+        OpenedInterval storage iv = _opened[d.task][d.k];
         d.open = false;
         t.openDisputes -= 1;
-        _opened[d.task][d.k].dispute = 0;
+        iv.dispute = 0;
         if (!_isActive(t)) verdict = Verdict.Moot;
+        d.verdict = verdict;
         emit DisputeSettled(dispute, d.task, d.k, verdict);
         if (verdict == Verdict.Faulty) {
             _payFaulty(dispute, d, t, majority);
-        } else if (verdict == Verdict.Valid && d.reason == Reason.OutOfBounds) {
-            _payValid(d, t, majority);
-        } else {
-            // NoDecision, Moot, or Valid for reason unavailable: the challenger gets its bond back.
-            if (verdict == Verdict.Valid) _extendWindow(d.task, t, d.k);
-            _credit(d.challenger, d.task, t.terms.challengerBond);
+        } else if (verdict == Verdict.Valid) {
+            // Every joined bond, whatever its reason: the reason is the challenger's word, which
+            // cannot be checked, so it settles nothing.
+            iv.sound = true;
+            iv.soundAfterSeq = commitCount;
+            t.heldBonds -= d.joined;
+            _paySound(d.task, t, d.joined, majority);
+        } else if (verdict == Verdict.NoDecision) {
+            _reopenWindow(d.task, t, iv, d.k);
         }
+        // NoDecision and Moot: each joined bond is claimed back with claimBond.
     }
 
     // --- views ---------------------------------------------------------------------------------
@@ -612,11 +641,12 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         return _opened[task][k];
     }
 
-    /// @notice A challenge commit (status None: unknown commitment).
+    /// @notice A challenge commit (status None: this sender never committed this commitment).
+    /// @param challenger Who committed.
     /// @param commitment The commitment.
     /// @return The commit.
-    function getCommit(bytes32 commitment) external view returns (ChallengeCommit memory) {
-        return _commits[commitment];
+    function getCommit(address challenger, bytes32 commitment) external view returns (ChallengeCommit memory) {
+        return _commits[challenger][commitment];
     }
 
     /// @notice A dispute as this contract records it (task 0: unknown id).
@@ -633,7 +663,7 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
     }
 
     /// @notice End of interval k's challenge window (0 until its batch is opened): its batch's window,
-    /// or later once extended after an `unavailable` dispute.
+    /// or later once reopened after a dispute with no decision.
     /// @param task The task id.
     /// @param k The interval.
     /// @return When it closes.
@@ -681,10 +711,20 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         return t.status == TaskStatus.Accepted || t.status == TaskStatus.Committed;
     }
 
-    /// @dev The pending commit `commitment` of `task`, reverting if there is none.
-    function _requirePending(uint256 task, bytes32 commitment) internal view returns (ChallengeCommit storage c) {
-        c = _commits[commitment];
+    /// @dev The pending commit of `challenger` and `commitment` on `task`, reverting if there is none.
+    function _requirePending(
+        uint256 task,
+        address challenger,
+        bytes32 commitment
+    ) internal view returns (ChallengeCommit storage c) {
+        c = _commits[challenger][commitment];
         if (c.status != CommitStatus.Pending || c.task != task) revert UnknownCommitment(task, commitment);
+    }
+
+    /// @dev Reverts while a challenge of the task could still decide it: a pending commit or an open dispute.
+    function _requireNoChallenge(uint256 task, Task storage t) internal view {
+        if (t.pendingCommits != 0) revert ChallengePending(task, t.pendingCommits);
+        if (t.openDisputes != 0) revert DisputeOpen(task, t.openDisputes);
     }
 
     /// @dev Interval k's state, reverting unless it is sampled, opened, and its window was open at `at`.
@@ -700,56 +740,76 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
             revert IntervalNotOpened(task, k);
         }
         iv = _opened[task][k];
-        // INVARIANT: the challenge was committed inside a window of this very interval: its batch's
-        // [openedAt, windowEnd), or its one extension.
-        bool inBatchWindow = at >= b.openedAt && at < b.windowEnd;
-        bool inExtension = at >= iv.extendedFrom && at < iv.extendedUntil;
-        if (!inBatchWindow && !inExtension) {
-            if (at < b.openedAt) revert IntervalWindowNotOpen(task, k, b.openedAt);
-            revert IntervalWindowClosed(task, k, _windowEnd(b, iv));
-        }
+        // INVARIANT: the challenge was committed inside this very interval's window
+        // [openedAt_j, end_k), where end_k moves later each time a dispute of k ends undecided.
+        if (at < b.openedAt) revert IntervalWindowNotOpen(task, k, b.openedAt);
+        uint64 end = _windowEnd(b, iv);
+        if (at >= end) revert IntervalWindowClosed(task, k, end);
     }
 
-    /// @dev End of an opened interval's challenge window: its batch's, or its extension.
+    /// @dev End of an opened interval's challenge window: its batch's, or its reopened one.
     function _windowEnd(Batch storage b, OpenedInterval storage iv) internal view returns (uint64) {
-        return iv.extendedUntil > b.windowEnd ? iv.extendedUntil : b.windowEnd;
+        return iv.windowEnd > b.windowEnd ? iv.windowEnd : b.windowEnd;
     }
 
-    /// @dev Opens a dispute with the adjudicator and records it; the bond moves from commit to dispute.
-    function _openDispute(uint256 task, Task storage t, uint256 k, Reason reason) internal returns (uint256 dispute) {
-        dispute = ADJUDICATOR.openDispute(task, k, reason, [t.provider, t.owner, msg.sender]);
-        _disputes[dispute] = DisputeRecord({task: task, k: k, challenger: msg.sender, reason: reason, open: true});
-        t.openDisputes += 1;
+    /// @dev The revealed commit `c` joins k's open dispute, opening one if there is none; the commit
+    /// with the smallest sequence number leads. Its bond stays held until claimBond or a sound settlement.
+    function _join(
+        uint256 task,
+        Task storage t,
+        OpenedInterval storage iv,
+        uint256 k,
+        ChallengeCommit storage c,
+        Reason reason
+    ) internal returns (uint256 dispute) {
+        dispute = iv.dispute;
+        if (dispute == 0) {
+            dispute = ADJUDICATOR.openDispute(task, k, reason, [t.provider, t.owner, msg.sender]);
+            iv.dispute = dispute;
+            t.openDisputes += 1;
+            DisputeRecord storage fresh = _disputes[dispute];
+            fresh.task = task;
+            fresh.k = k;
+            fresh.open = true;
+        }
+        DisputeRecord storage d = _disputes[dispute];
+        // INVARIANT: the earliest commit leads, whoever revealed first.
+        if (d.joined == 0 || c.seq < d.leadSeq) {
+            d.lead = msg.sender;
+            d.leadSeq = c.seq;
+        }
+        d.joined += 1;
+        c.status = CommitStatus.Joined;
+        c.dispute = dispute;
     }
 
-    /// @dev Faulty: slash. The provider bond goes to challenger, majority panelists and owner; the owner
-    /// also gets the reward back and the challenger its bond.
+    /// @dev Faulty: slash. The provider bond goes to the lead, the majority panelists and the owner; the
+    /// owner also gets the reward back. Joined bonds are claimed back with claimBond.
     function _payFaulty(uint256 dispute, DisputeRecord storage d, Task storage t, address[] calldata majority) internal {
         t.status = TaskStatus.Slashed;
         uint256 bond = t.terms.providerBond;
-        uint256 toChallenger = (bond * _FAULTY_CHALLENGER_BPS) / BPS;
+        uint256 toLead = (bond * _FAULTY_LEAD_BPS) / BPS;
         uint256 toPanel = (bond * _FAULTY_PANEL_BPS) / BPS;
-        uint256 toOwner = bond - toChallenger - toPanel;
-        emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, d.challenger, dispute);
-        _credit(d.challenger, d.task, toChallenger + t.terms.challengerBond);
+        uint256 toOwner = bond - toLead - toPanel;
+        emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, d.lead, dispute);
+        _credit(d.lead, d.task, toLead);
         _credit(t.owner, d.task, toOwner + t.terms.reward);
         _payPanel(d.task, toPanel, majority);
     }
 
-    /// @dev Valid, reason out_of_bounds: the challenger bond goes to provider, majority panelists and
-    /// `burned`; the interval is cleared of further disputes.
-    function _payValid(DisputeRecord storage d, Task storage t, address[] calldata majority) internal {
-        _opened[d.task][d.k].cleared = true;
-        uint256 bond = t.terms.challengerBond;
-        uint256 toProvider = (bond * _VALID_PROVIDER_BPS) / BPS;
-        uint256 toPanel = (bond * _VALID_PANEL_BPS) / BPS;
-        _credit(t.provider, d.task, toProvider);
-        _burn(d.task, bond - toProvider - toPanel);
-        _payPanel(d.task, toPanel, majority);
+    /// @dev Sound: `bonds` challenger bonds go to provider, majority panelists and `burned` (the panel's
+    /// share too when there is no panel to pay: a reveal settled after the verdict).
+    function _paySound(uint256 task, Task storage t, uint256 bonds, address[] memory majority) internal {
+        uint256 total = bonds * t.terms.challengerBond;
+        uint256 toProvider = (total * _SOUND_PROVIDER_BPS) / BPS;
+        uint256 toPanel = (total * _SOUND_PANEL_BPS) / BPS;
+        _credit(t.provider, task, toProvider);
+        _burn(task, total - toProvider - toPanel);
+        _payPanel(task, toPanel, majority);
     }
 
     /// @dev Splits `amount` equally among `majority`, flooring; the dust (all of it if nobody) is burned.
-    function _payPanel(uint256 task, uint256 amount, address[] calldata majority) internal {
+    function _payPanel(uint256 task, uint256 amount, address[] memory majority) internal {
         uint256 each = majority.length == 0 ? 0 : amount / majority.length;
         for (uint256 i = 0; i < majority.length; ++i) {
             _credit(majority[i], task, each);
@@ -757,22 +817,19 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         _burn(task, amount - each * majority.length);
     }
 
-    /// @dev Files found available: interval k may be challenged for one more challengeWindow from now.
-    function _extendWindow(uint256 task, Task storage t, uint256 k) internal {
-        OpenedInterval storage iv = _opened[task][k];
-        if (iv.extendedUntil != 0) return;
-        uint64 end = _now() + t.terms.windows.challengeWindow;
-        iv.extendedFrom = _now();
-        iv.extendedUntil = end;
-        if (end > t.challengeEnd) t.challengeEnd = end;
-        emit ChallengeWindowExtended(task, k, end);
+    /// @dev A held challenger bond leaves the task's account as `amount` credited to `challenger`.
+    function _releaseBond(uint256 task, Task storage t, address challenger, uint256 amount) internal {
+        t.heldBonds -= 1;
+        _credit(challenger, task, amount);
     }
 
-    /// @dev Moves `amount` to `burned` (nothing for zero).
-    function _burn(uint256 task, uint256 amount) internal {
-        if (amount == 0) return;
-        burned += amount;
-        emit Burned(task, amount);
+    /// @dev No decision: interval k may be challenged for one more challengeWindow from now.
+    function _reopenWindow(uint256 task, Task storage t, OpenedInterval storage iv, uint256 k) internal {
+        uint64 end = _now() + t.terms.windows.challengeWindow;
+        iv.windowEnd = end;
+        iv.noDecisions += 1;
+        if (end > t.challengeEnd) t.challengeEnd = end;
+        emit IntervalWindowReopened(task, k, end, iv.noDecisions);
     }
 
     /// @dev A triple of shares covers the whole.
@@ -821,6 +878,9 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         _checkWindow(windows.openingWindow);
         _checkWindow(windows.challengeWindow);
         _checkWindow(windows.challengeRevealWindow);
+        if (windows.challengeRevealWindow > MAX_REVEAL_WINDOW) {
+            revert RevealWindowTooLong(windows.challengeRevealWindow, MAX_REVEAL_WINDOW);
+        }
         if (!_before(deadline)) revert DeadlineNotInFuture(deadline, _now());
     }
 
@@ -919,13 +979,6 @@ contract TrainingTasks is IDisputedTasks, ReentrancyGuard {
         if (!OrderedMerkle.verify(proof, _batches[task][j].root, leaf, k % m, _batchSize(t, j))) {
             revert InvalidProof(task, k);
         }
-    }
-
-    /// @dev Credits `amount` to `account` (nothing for zero).
-    function _credit(address account, uint256 task, uint256 amount) internal {
-        if (amount == 0) return;
-        credits[account] += amount;
-        emit Credited(account, task, amount);
     }
 
     /// @dev The one source of randomness: the hash of `targetBlock`, zero once it is unavailable.

@@ -37,7 +37,7 @@ enum BatchStatus {
 enum Verdict {
     // Not decided yet.
     None,
-    // The interval is valid (or, for reason unavailable, its files were available).
+    // The interval is sound: its files are available and match, and its replay is within the boundary.
     Valid,
     // The interval is faulty: the task is slashed.
     Faulty,
@@ -100,10 +100,12 @@ struct Task {
     uint64 committedBatches;
     // Batches opened so far; finalize needs all of them.
     uint64 openedBatches;
-    // Latest end of any challenge window (a batch's, or an interval's extension); finalize waits for it.
+    // Latest end of any challenge window (a batch's, or an interval's reopened one); finalize waits for it.
     uint64 challengeEnd;
-    // Challenge commits neither revealed nor expired; finalize waits for them.
+    // Challenge commits neither revealed nor expired; finalize, abandon and slashUnopened wait for them.
     uint32 pendingCommits;
+    // Challenger bonds this task's contract holds: pending commits, and joined bonds not claimed yet.
+    uint32 heldBonds;
     // Disputes the adjudicator has not settled; finalize and abandon wait for them.
     uint32 openDisputes;
 }
@@ -156,12 +158,14 @@ struct OpenedInterval {
     bytes32 endDigest;
     // The dispute over this interval the adjudicator has not settled yet (0: none).
     uint256 dispute;
-    // The interval's own extra challenge window [extendedFrom, extendedUntil), granted once when an
-    // `unavailable` dispute found the files available (0: none).
-    uint64 extendedFrom;
-    uint64 extendedUntil;
-    // A dispute found the interval valid for reason out_of_bounds: later reveals are refunded.
-    bool cleared;
+    // End of the interval's window once a dispute of it ended with no decision (0: its batch's).
+    uint64 windowEnd;
+    // Set when a dispute found the interval sound: it is final, never challenged again.
+    bool sound;
+    // The commit sequence number at the sound settlement: commits up to it were made before it.
+    uint64 soundAfterSeq;
+    // Disputes of the interval that ended with no decision.
+    uint8 noDecisions;
 }
 
 /// @notice Why a challenger disputes an interval (protocol section 4.1).
@@ -176,57 +180,66 @@ enum Reason {
 
 /// @notice Where a challenge commitment is in its life.
 enum CommitStatus {
-    // No commit with this commitment.
+    // No commit with this sender and commitment.
     None,
     // Bond escrowed; waiting for the reveal.
     Pending,
-    // Revealed: the bond went to a dispute or was refunded.
-    Revealed,
+    // Revealed into a dispute: the bond is held until the dispute settles; a sound settlement pays it
+    // out then, any other is followed by `claimBond`.
+    Joined,
+    // Revealed and paid out: refunded, or settled as a sound verdict settles its bonds.
+    Settled,
     // Not revealed in time: burned (or refunded, when the task had already ended).
     Expired
 }
 
-/// @notice A challenge commitment (protocol section 4.1).
+/// @notice A challenge commitment, keyed by its sender and the commitment (protocol section 4.1).
 struct ChallengeCommit {
     // The task challenged.
     uint256 task;
-    // Who committed; only it can reveal (the commitment binds its address).
-    address challenger;
+    // The dispute it joined, once Joined.
+    uint256 dispute;
+    // Its place in the contract's one total order of commits (1, 2, ...): the smallest joined one leads.
+    uint64 seq;
     // When it was committed: the revealed interval's window must have been open then.
     uint64 committedAt;
     // Where it is in its life.
     CommitStatus status;
 }
 
-/// @notice A dispute as the task contract keeps it: who bonded what against which interval.
+/// @notice A dispute as the task contract keeps it: the interval, its joined challengers' bonds and lead.
 struct DisputeRecord {
     // The task.
     uint256 task;
     // The challenged interval.
     uint256 k;
-    // Who revealed the challenge.
-    address challenger;
-    // Why.
-    Reason reason;
+    // The joined challenger whose commit has the smallest sequence number: it gets the lead's share.
+    address lead;
+    // That commit's sequence number.
+    uint64 leadSeq;
+    // Bonds joined (one per revealed commit).
+    uint32 joined;
     // True until the adjudicator settles it.
     bool open;
+    // The settlement's verdict (None while open); joined bonds are claimed against it.
+    Verdict verdict;
 }
 
 /// @notice How slashed and forfeited bonds are split, in basis points (protocol section 4.2); each
 /// triple sums to 10000.
 struct Shares {
-    // Faulty verdict, of the provider bond: to the challenger.
-    uint16 faultyChallengerBps;
+    // Faulty verdict, of the provider bond: to the lead challenger.
+    uint16 faultyLeadBps;
     // Faulty verdict, of the provider bond: split among the majority panelists.
     uint16 faultyPanelBps;
     // Faulty verdict, of the provider bond: to the owner.
     uint16 faultyOwnerBps;
-    // Valid verdict (out_of_bounds), of the challenger bond: to the provider.
-    uint16 validProviderBps;
-    // Valid verdict (out_of_bounds), of the challenger bond: split among the majority panelists.
-    uint16 validPanelBps;
-    // Valid verdict (out_of_bounds), of the challenger bond: burned.
-    uint16 validBurnBps;
+    // Sound verdict, of every joined challenger bond whatever its reason: to the provider.
+    uint16 soundProviderBps;
+    // Sound verdict, of every joined challenger bond: split among the majority panelists.
+    uint16 soundPanelBps;
+    // Sound verdict, of every joined challenger bond: burned.
+    uint16 soundBurnBps;
 }
 
 /// @notice Where a dispute is in the committee (protocol section 4.2).

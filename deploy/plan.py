@@ -13,9 +13,10 @@ from ovig_node.chain.deploy import Deployer
 SEED_DELAY = 2  # blocks
 KEEPER_BPS = 1_000  # basis points of the provider bond
 
-# Payout shares of protocol 4.2, in bps: (faulty: challenger, panel, owner of the provider bond;
-# valid out_of_bounds: provider, panel, burned of the challenger bond).
-SHARES = (5_000, 1_000, 4_000, 5_000, 1_000, 4_000)
+# Payout shares of protocol 4.2, in bps, the recommended split: (faulty: lead challenger, panel, owner
+# of the provider bond; sound: provider, panel, burned of every joined challenger bond). The lead's
+# share is small because the provider may lead its own dispute.
+SHARES = (2_000, 1_000, 7_000, 5_000, 1_000, 4_000)
 
 ETHER = 10**18
 HOUR = 3600

@@ -242,6 +242,7 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
         chain.send(auditor, committee.revealVote(dispute, FAULTY, bytes([auditor]) * 32))
     chain.skip(21)
     chain.send(WATCHER, committee.resolve(dispute))
+    chain.send(WATCHER, tasks.claimBond(slashed, address(WATCHER), commitment))  # the joined bond comes back
     chain.send(WATCHER, tasks.finalize(honest))
     chain.send(PROVIDER_A, tasks.withdraw())
     return {
@@ -394,22 +395,26 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
     )
     assert round_0["reveal_end"] - round_0["commit_end"] == 20  # the devnet committee's reveal window
 
-    # Protocol 4.2, faulty: the provider bond 50% challenger, 10% panel, 40% owner; reward and bond back.
+    # Protocol 4.2, faulty: the provider bond 20% lead, 10% panel, 70% owner; reward and the lead's bond back.
     panelist = PROVIDER_BOND * 1_000 // 10_000 // 3
     expected = {
-        address(WATCHER): PROVIDER_BOND * 5_000 // 10_000 + CHALLENGER_BOND,
-        address(OWNER): PROVIDER_BOND * 4_000 // 10_000 + REWARD,
+        address(WATCHER): PROVIDER_BOND * 2_000 // 10_000 + CHALLENGER_BOND,
+        address(OWNER): PROVIDER_BOND * 7_000 // 10_000 + REWARD,
         **{address(a): panelist for a in AUDITORS},
     }
     paid: dict[str, int] = {}
     for p in dispute["payouts"]:
         paid[p["account"]] = paid.get(p["account"], 0) + int(p["amount"])
     assert paid == expected
-    assert sorted((p["account"], p["amount"]) for p in task["payouts"]) == sorted(
-        (a, str(v)) for a, v in expected.items()
-    )
+    # The task's payouts are the same credits, one row each: the lead's share at the settlement, then its
+    # joined bond when claimed back.
+    assert dispute["payouts"] == task["payouts"]
+    assert [(p["account"], p["amount"]) for p in task["payouts"] if p["account"] == address(WATCHER)] == [
+        (address(WATCHER), str(PROVIDER_BOND * 2_000 // 10_000)),
+        (address(WATCHER), str(CHALLENGER_BOND)),
+    ]
     payouts = h.get("/api/payouts", task=h.slashed)
-    assert (payouts["total"], payouts["items"]) == (5, task["payouts"])
+    assert (payouts["total"], payouts["items"]) == (6, task["payouts"])
     assert h.get(f"/api/disputes/{h.dispute}/report") == h.report
     assert h.get("/api/disputes", task=h.slashed)["items"] == [
         {k: v for k, v in dispute.items() if k not in ("commitment", "opened_block", "rounds", "payouts")}

@@ -26,7 +26,7 @@ from ovig_node.devnet import tools
 from ovig_node.devnet.processes import free_port
 
 COMMITTEE = (10**18, 10**17, 5, 2, 3600, 3600, 1800, 3600, 3, 3)
-SHARES = (5000, 1000, 4000, 5000, 1000, 4000)
+SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 WINDOWS = (3600, 7200, 600)
 
 

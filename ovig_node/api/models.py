@@ -133,8 +133,9 @@ class DisputeSummary(BaseModel):
     status: DisputeState  # type: ignore[valid-type]
     verdict: VerdictName  # type: ignore[valid-type]
     round: int
-    challenger: Address | None
-    report_cid: str | None = Field(description="CID of the challenger's replay report (ChallengeRevealed)")
+    challenger: Address | None = Field(description="The lead: the joined challenger whose commit came first")
+    report_cid: str | None = Field(description="CID of the lead's replay report (ChallengeRevealed)")
+    joined: int = Field(default=0, description="Challenger bonds joined to the dispute (one per reveal of k)")
 
 
 class Payout(BaseModel):

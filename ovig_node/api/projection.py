@@ -43,7 +43,10 @@ class Projection:
             "ChallengeRevealed": self._challenge_revealed,
             "ChallengeExpired": self._challenge_expired,
             "DisputeSettled": self._dispute_settled,
-            "ChallengeWindowExtended": self._window_extended,
+            "IntervalWindowReopened": self._window_reopened,
+            "BondClaimed": lambda e, a: self._update(
+                "challenges", {"status": "claimed"}, challenger=a["challenger"], commitment=a["commitment"]
+            ),
             "TaskFinalized": lambda e, a: self._task(a["task"], e, status="finalized"),
             "TaskSlashed": self._task_slashed,
             "TaskAbandoned": lambda e, a: self._task(a["task"], e, status="abandoned"),
@@ -161,7 +164,7 @@ class Projection:
         self._extend_challenge_end(task, end)
         self._task(task, e)
 
-    def _window_extended(self, e: Event, a: Args) -> None:
+    def _window_reopened(self, e: Event, a: Args) -> None:
         end = int(a["windowEnd"])
         self._update("openings", {"extended_until": end}, task=a["task"], k=a["k"])
         self._extend_challenge_end(a["task"], end)
@@ -176,9 +179,9 @@ class Projection:
 
     def _challenge_committed(self, e: Event, a: Args) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO challenges (commitment, task, challenger, reveal_by, status, block)"
-            " VALUES (?, ?, ?, ?, 'pending', ?)",
-            (a["commitment"], a["task"], a["challenger"], a["revealBy"], e.block_number),
+            "INSERT OR REPLACE INTO challenges (commitment, task, challenger, reveal_by, status, block, seq)"
+            " VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+            (a["commitment"], a["task"], a["challenger"], a["revealBy"], e.block_number, a["seq"]),
         )
         self._bump(a["task"], "pending_commits", 1)
         self._task(a["task"], e)
@@ -188,27 +191,38 @@ class Projection:
         self._update(
             "challenges",
             {
-                "status": "revealed",
+                "status": "joined" if dispute else "settled",
                 "k": a["k"],
                 "reason": reason,
                 "report_cid": a["reportCID"],
                 "dispute": dispute or None,
             },
+            challenger=a["challenger"],
             commitment=a["commitment"],
         )
         self._bump(task, "pending_commits", -1)
-        if dispute:  # the committee's DisputeOpened came first, in the same transaction
-            self._update(
-                "disputes",
-                {"challenger": a["challenger"], "report_cid": a["reportCID"], "commitment": a["commitment"]},
-                dispute=dispute,
-            )
-            self._bump(task, "open_disputes", 1)
+        if dispute:  # a dispute the committee opened in this transaction (DisputeOpened came first), or a join
+            row = self.db.execute(
+                "SELECT d.joined, d.lead_seq, c.seq FROM disputes d, challenges c WHERE d.dispute = ?"
+                " AND c.challenger = ? AND c.commitment = ?",
+                (dispute, a["challenger"], a["commitment"]),
+            ).fetchone()
+            joined, lead_seq, seq = row if row else (0, None, None)
+            if joined == 0:
+                self._bump(task, "open_disputes", 1)
+            if lead_seq is None or (seq is not None and seq < lead_seq):  # the earliest commit leads
+                self._update(
+                    "disputes",
+                    {"challenger": a["challenger"], "report_cid": a["reportCID"], "commitment": a["commitment"],
+                     "lead_seq": seq},
+                    dispute=dispute,
+                )  # fmt: skip
+            self._update("disputes", {"joined": joined + 1}, dispute=dispute)
         self._task(task, e)
 
     def _challenge_expired(self, e: Event, a: Args) -> None:
         status = "refunded" if a["refunded"] else "expired"
-        self._update("challenges", {"status": status}, commitment=a["commitment"])
+        self._update("challenges", {"status": status}, challenger=a["challenger"], commitment=a["commitment"])
         self._bump(a["task"], "pending_commits", -1)
         self._task(a["task"], e)
 
@@ -287,8 +301,9 @@ class Projection:
         self._update("auditors", {"exited": 1, "stake": "0", "locked": "0"}, address=a["auditor"])
 
     def _credited(self, e: Event, a: Args) -> None:
-        task, dispute = a.get("task"), a.get("dispute")
-        if dispute is not None:  # the committee credits per dispute (0: an auditor's exit)
+        # Both contracts credit through one base: its source is a task here, a dispute (0: an exit) there.
+        task, dispute = (a["source"], None) if e.contract == "TrainingTasks" else (None, a["source"])
+        if dispute is not None:
             task = self._task_of_dispute(dispute) if dispute else None
         self.db.execute(
             "INSERT OR REPLACE INTO payouts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -346,6 +361,10 @@ class Projection:
         """The task an event belongs to on its timeline (None: an auditor's or an account's own event)."""
         if "task" in event.args:
             return int(event.args["task"])
+        if "source" in event.args:  # Credited and Burned: a task of TrainingTasks, a dispute of the committee
+            if event.contract == "TrainingTasks":
+                return int(event.args["source"])
+            return self._task_of_dispute(int(event.args["source"])) if event.args["source"] else None
         if event.args.get("dispute"):
             return self._task_of_dispute(int(event.args["dispute"]))
         return None

@@ -262,9 +262,10 @@ def get_dispute(db: sqlite3.Connection, dispute: int) -> m.DisputeDetail | None:
         rounds.append(
             m.Round(round=r["round"], panel=panel, commit_end=r["commit_end"], reveal_end=r["reveal_end"], votes=votes)
         )
-    # What the settlement paid: every credit of the transaction in which the task contract settled it.
+    # What the settlement paid: every credit of the transaction in which the task contract settled it, and
+    # of each joined bond claimed back after it.
     payouts = db.execute(
-        "SELECT * FROM payouts WHERE tx IN (SELECT tx FROM timeline WHERE name = 'DisputeSettled'"
+        "SELECT * FROM payouts WHERE tx IN (SELECT tx FROM timeline WHERE name IN ('DisputeSettled', 'BondClaimed')"
         " AND json_extract(args, '$.dispute') = ?) ORDER BY block, log_index",
         (dispute,),
     )

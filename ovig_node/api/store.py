@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -44,14 +44,15 @@ CREATE TABLE IF NOT EXISTS openings (
     block INTEGER NOT NULL, extended_until INTEGER, PRIMARY KEY (task, k)
 );
 CREATE TABLE IF NOT EXISTS challenges (
-    commitment TEXT PRIMARY KEY, task INTEGER NOT NULL, challenger TEXT NOT NULL, reveal_by INTEGER NOT NULL,
-    status TEXT NOT NULL, k INTEGER, reason TEXT, report_cid TEXT, dispute INTEGER, block INTEGER NOT NULL
+    commitment TEXT NOT NULL, task INTEGER NOT NULL, challenger TEXT NOT NULL, reveal_by INTEGER NOT NULL,
+    status TEXT NOT NULL, k INTEGER, reason TEXT, report_cid TEXT, dispute INTEGER, block INTEGER NOT NULL,
+    seq INTEGER NOT NULL, PRIMARY KEY (challenger, commitment)
 );
 CREATE INDEX IF NOT EXISTS challenges_by_task ON challenges (task);
 CREATE TABLE IF NOT EXISTS disputes (
     dispute INTEGER PRIMARY KEY, task INTEGER NOT NULL, k INTEGER NOT NULL, reason TEXT NOT NULL,
     status TEXT NOT NULL, verdict TEXT NOT NULL, round INTEGER NOT NULL, challenger TEXT, report_cid TEXT,
-    commitment TEXT, opened_block INTEGER NOT NULL
+    commitment TEXT, opened_block INTEGER NOT NULL, lead_seq INTEGER, joined INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS disputes_by_task ON disputes (task, k);
 CREATE TABLE IF NOT EXISTS rounds (

@@ -30,7 +30,8 @@ KINDS: dict[str, m.TimelineKind] = {
     "ChallengeCommitted": K.CHALLENGE,
     "ChallengeRevealed": K.CHALLENGE,
     "ChallengeExpired": K.CHALLENGE,
-    "ChallengeWindowExtended": K.WINDOW,
+    "IntervalWindowReopened": K.WINDOW,
+    "BondClaimed": K.CHALLENGE,
     "DisputeOpened": K.DISPUTE,
     "PanelDrawn": K.DISPUTE,
     "PanelRearmed": K.DISPUTE,
@@ -98,7 +99,7 @@ def _windows(db: sqlite3.Connection, task: int) -> list[tuple[int, str]]:
     for o in db.execute(
         "SELECT k, extended_until FROM openings WHERE task = ? AND extended_until IS NOT NULL", (task,)
     ):
-        windows.append((o["extended_until"], f"interval {o['k']}: extended challenge window"))
+        windows.append((o["extended_until"], f"interval {o['k']}: reopened challenge window"))
     for c in db.execute("SELECT reveal_by FROM challenges WHERE task = ? AND status = 'pending'", (task,)):
         windows.append((c["reveal_by"], "challenge reveal window"))
     for r in db.execute("SELECT r.* FROM rounds r JOIN disputes d ON d.dispute = r.dispute WHERE d.task = ?", (task,)):
@@ -128,7 +129,8 @@ def _more(event: Event, names: dict[str, str]) -> str:
         "ChallengeExpired": lambda: (
             "a challenge commit expired unrevealed: bond " + ("refunded" if a["refunded"] else "burned")
         ),
-        "ChallengeWindowExtended": lambda: f"interval {a['k']}: files were available; challenge window extended",
+        "IntervalWindowReopened": lambda: f"interval {a['k']}: no decision; challenge window reopened",
+        "BondClaimed": lambda: f"dispute {a['dispute']}: {who(a['challenger'])} claimed its bond back",
         "DisputeOpened": lambda: (
             f"dispute {a['dispute']} opened over interval {a['k']} ({Reason(a['reason']).name.lower()})"
         ),

@@ -62,8 +62,9 @@ class DisputeStatus(IntEnum):
 class CommitStatus(IntEnum):
     NONE = 0
     PENDING = 1
-    REVEALED = 2
-    EXPIRED = 3
+    JOINED = 2  # revealed into a dispute; the bond is claimed back (claimBond) unless it settles sound
+    SETTLED = 3
+    EXPIRED = 4
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 from eth_abi import encode
 from eth_utils import keccak
 
-from ovig_node.chain.contracts import DisputeStatus, Reason, Verdict
+from ovig_node.chain.contracts import DisputeStatus, Verdict
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
@@ -97,17 +97,15 @@ class AuditorNode:
             self.ctx.say(f"dispute {dispute}: vote refused: {exc}", style="yellow")
 
     def _decide(self, d: Any) -> tuple[int, str]:
-        """Vote valid (1) or faulty (2) from its own judgement of the interval."""
+        """Vote valid (1) or faulty (2) from its own judgement of the interval: availability and the replay
+        together, whatever reason the challenger gave (protocol v2: one question per interval)."""
         task = int(d.task)
         if task not in self._fetched:
             self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
         fetched = self._fetched[task]
         opening = opening_cid(self.ctx, task, int(d.k), fetched.prepared.spec.intervals_per_batch)
         judgement = judge_interval(self.ctx, fetched, int(d.k), opening, profile=self.profile_name, who="audit")
-        if d.reason == Reason.UNAVAILABLE:
-            vote = Verdict.VALID if judgement.available else Verdict.FAULTY
-        else:
-            vote = Verdict.FAULTY if judgement.faulty else Verdict.VALID
+        vote = Verdict.FAULTY if judgement.faulty else Verdict.VALID
         self.ctx.say(f"dispute over task {task} interval {d.k}: its replay says {judgement.report['verdict']} "
                      f"({judgement.report.get('reason')}); votes {vote.name.lower()}")  # fmt: skip
         return int(vote), judgement.report_cid

@@ -187,10 +187,13 @@ def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadlin
             if (line := describe(event, names)) is not None:
                 result.lines.append(line)
                 console.print(f"[dim]{time.strftime('%H:%M:%S')} block {event.block_number:>5}[/]  {line}")
-        status = {t: TaskStatus(owner.protocol.task(t).status) for t in tasks}
+        states = {t: owner.protocol.task(t) for t in tasks}
+        status = {t: TaskStatus(s.status) for t, s in states.items()}
         withdrawn = {e.args["account"] for e in owner.scanner.events("Withdrawn") if e.contract == "TrainingTasks"}
         providers = {devnet_account(HONEST).address, devnet_account(WATCHER).address}
-        if all(s in (TaskStatus.FINALIZED, TaskStatus.SLASHED) for s in status.values()) and providers <= withdrawn:
+        claimed = all(s.heldBonds == 0 for s in states.values())  # every joined bond pulled back (claimBond)
+        ended = all(s in (TaskStatus.FINALIZED, TaskStatus.SLASHED) for s in status.values())
+        if ended and claimed and providers <= withdrawn:
             result.status = status
             result.credited = _credited(owner, tasks)
             return
@@ -202,7 +205,7 @@ def _credited(owner: NodeContext, tasks: tuple[int, int]) -> dict[int, dict[str,
     names = {devnet_account(i).address: role for i, role in ROLES.items()}
     credited: dict[int, dict[str, int]] = {t: {} for t in tasks}
     for event in owner.scanner.events("Credited"):
-        task = int(event.args.get("task", 0))
+        task = int(event.args["source"])
         if event.contract == "TrainingTasks" and task in credited:
             role = names.get(event.args["account"], event.args["account"])
             credited[task][role] = credited[task].get(role, 0) + int(event.args["amount"])
@@ -213,7 +216,8 @@ def expected_credits() -> tuple[dict[str, int], dict[str, int]]:
     """Protocol 4.2 for the demo's terms: (honest task, cheated task) role -> wei."""
     bond, reward, challenger_bond = TERMS.provider_bond, TERMS.reward, TERMS.challenger_bond
     panelist = bond * 1_000 // 10_000 // len(AUDITORS)
-    cheated = {"owner": reward + bond * 4_000 // 10_000, "watcher": bond * 5_000 // 10_000 + challenger_bond}
+    # The recommended split (deploy/plan.py): 20% lead, 10% panel, 70% owner; the lead's bond comes back.
+    cheated = {"owner": reward + bond * 7_000 // 10_000, "watcher": bond * 2_000 // 10_000 + challenger_bond}
     cheated |= {ROLES[a]: panelist for a in AUDITORS}
     return {"provider A": reward + bond}, cheated
 

@@ -12,11 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, TaskStatus
+from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, TaskStatus, Verdict
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 
-DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "expireChallenge", "drawPanel", "resolve")
+DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "expireChallenge", "claimBond", "drawPanel", "resolve")
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
 
 
@@ -69,19 +69,20 @@ class Keeper:
             return []
         done = []
         now, number = int(head["timestamp"]), int(head["number"])
+        # slashUnopened, finalize and abandon all wait until no challenge can still decide the task.
+        quiet = t.pendingCommits == 0 and t.openDisputes == 0
         for j in range(t.committedBatches):
             b = p.batch(task, j)
             if b.status == BatchStatus.COMMITTED and number > b.commitBlock + self._param("seedDelay"):
                 done += self._act("drawSeed", f"drawSeed:{task}:{j}", tasks.functions.drawSeed(task, j),
                                   f"drew the sample of task {task} batch {j}")  # fmt: skip
-            elif b.status == BatchStatus.DRAWN and now >= b.windowEnd:
+            elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet:
                 done += self._act("slashUnopened", f"slashUnopened:{task}:{j}", tasks.functions.slashUnopened(task, j),
                                   f"slashed task {task}: batch {j} was not opened in time")  # fmt: skip
-        quiet = t.pendingCommits == 0 and t.openDisputes == 0
         if t.status == TaskStatus.COMMITTED and t.openedBatches == t.batchCount and now >= t.challengeEnd and quiet:
             done += self._act("finalize", f"finalize:{task}", tasks.functions.finalize(task),
                               f"finalized task {task}")  # fmt: skip
-        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and t.openDisputes == 0:
+        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet:
             done += self._act("abandon", f"abandon:{task}", tasks.functions.abandon(task),
                               f"task {task} abandoned: deadline passed")  # fmt: skip
         return done
@@ -90,17 +91,27 @@ class Keeper:
         tasks = self.ctx.protocol.tasks
         done = []
         for event in self.ctx.scanner.events("ChallengeCommitted"):
-            task, commitment = int(event.args["task"]), event.args["commitment"]
-            if ("commit", commitment) in self._done or not self._watched(task):
+            task, commitment, challenger = int(event.args["task"]), event.args["commitment"], event.args["challenger"]
+            key = f"{challenger}:{commitment}"
+            if ("commit", key) in self._done or not self._watched(task):
                 continue
-            c = self.ctx.protocol.view(tasks, "getCommit", bytes.fromhex(commitment[2:]))
+            raw = bytes.fromhex(commitment[2:])
+            c = self.ctx.protocol.view(tasks, "getCommit", challenger, raw)
+            if c.status == CommitStatus.JOINED:
+                verdict = self.ctx.protocol.view(tasks, "getDispute", c.dispute).verdict
+                if verdict == Verdict.VALID:  # a sound settlement paid its joined bonds out itself
+                    self._done.add(("commit", key))
+                elif verdict != Verdict.NONE:  # faulty, undecided or moot: the bond goes back to its owner
+                    done += self._act("claimBond", f"claim:{key}", tasks.functions.claimBond(task, challenger, raw),
+                                      f"claimed a joined bond back for {challenger[:10]} (task {task})")  # fmt: skip
+                continue
             if c.status != CommitStatus.PENDING:
-                self._done.add(("commit", commitment))
+                self._done.add(("commit", key))
                 continue
             ended = self.ctx.protocol.task(task).status not in LIVE
             if ended or int(head["timestamp"]) >= int(event.args["revealBy"]):
-                fn = tasks.functions.expireChallenge(task, bytes.fromhex(commitment[2:]))
-                done += self._act("expireChallenge", f"expire:{commitment}", fn,
+                fn = tasks.functions.expireChallenge(task, challenger, raw)
+                done += self._act("expireChallenge", f"expire:{key}", fn,
                                   f"expired an unrevealed challenge of task {task}")  # fmt: skip
         return done
 

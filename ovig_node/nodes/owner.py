@@ -116,7 +116,7 @@ def task_status(ctx: NodeContext, task: int) -> TaskReport:
         })  # fmt: skip
     credits = [
         {"account": e.args["account"], "amount": int(e.args["amount"])}
-        for e in ctx.scanner.events("Credited", task=task)
+        for e in ctx.scanner.events("Credited", source=task)
         if e.contract == "TrainingTasks"
     ]
     return TaskReport(task, TaskStatus(t.status), t.terms, t.owner, t.provider, batches, disputes, credits)

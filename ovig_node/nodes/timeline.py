@@ -35,7 +35,8 @@ def describe(event: Event, names: dict[str, str]) -> str | None:
         "ChallengeCommitted": lambda: f"task {a['task']}: {who(a['challenger'])} committed a challenge (bonded)",
         "ChallengeRevealed": lambda: (
             f"task {a['task']}: {who(a['challenger'])} challenges interval {a['k']} "
-            f"({Reason(a['reason']).name.lower()})" + (f" -> dispute {a['dispute']}" if a["dispute"] else ", refunded")
+            f"({Reason(a['reason']).name.lower()})"
+            + (f" -> dispute {a['dispute']}" if a["dispute"] else ", settled at once")
         ),
         "PanelDrawn": lambda: f"dispute {a['dispute']}: panel {', '.join(who(p) for p in a['panel'])}",
         "VoteCommitted": lambda: f"dispute {a['dispute']}: {who(a['panelist'])} committed a vote",

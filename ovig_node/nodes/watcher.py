@@ -2,8 +2,10 @@
 
 It follows BatchOpened events (all tasks, or those given), judges each sampled interval once (the
 verdict and report CID are persisted), and challenges a faulty one with commit-reveal: the salt is
-persisted before the commit is sent, so a restarted watcher still reveals. Intervals already
-disputed or cleared are skipped. Its keeper duties keep every clock moving; it withdraws its credits.
+persisted before the commit is sent, so a restarted watcher still reveals. A faulty interval is
+challenged even when someone else disputes it already: the reveal joins that dispute, and the earliest
+commit leads it. Intervals found sound are final and skipped. Its keeper duties keep every clock moving
+(claiming joined bonds back among them); it withdraws its credits.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class WatcherNode:
                 if f"{task}:{k}" in judged:
                     continue  # judged before: no need to read its on-chain state again
                 iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
-                if iv.dispute != 0 or iv.cleared or self._task(task) is None:
+                if iv.sound or self._task(task) is None:
                     continue
                 due.append((int(event.args["challengeWindowEnd"]), task, int(k), str(event.args["openingCID"])))
         return [(task, k, opening) for _, task, k, opening in sorted(due)]
@@ -150,7 +152,7 @@ class WatcherNode:
         commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
                                    [task, k, c["reason"], salt, self.ctx.address]))  # fmt: skip
         bond = self.ctx.protocol.task(task).terms.challengerBond
-        status = self.ctx.protocol.view(tasks, "getCommit", commitment).status
+        status = self.ctx.protocol.view(tasks, "getCommit", self.ctx.address, commitment).status
         if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
             self.ctx.client.transact(f"challenge-commit:{key}", tasks.functions.commitChallenge(task, commitment),
                                      value=bond)  # fmt: skip
@@ -162,7 +164,7 @@ class WatcherNode:
             )
             dispute = self._dispute_of(receipt)
             self.ctx.say(f"revealed: task {task} interval {k}, {Reason(c['reason']).name.lower()}"
-                         + (f" -> dispute {dispute}" if dispute else " (refunded: already disputed)"))  # fmt: skip
+                         + (f" -> dispute {dispute}" if dispute else " (settled at once: the task ended)"))  # fmt: skip
 
     def _dispute_of(self, receipt: Any) -> int:
         events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)

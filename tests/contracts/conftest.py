@@ -221,6 +221,19 @@ def opened_task(
 
 
 @pytest.fixture
+def all_sampled(opened_task: Callable[..., tuple[int, Evidence]]) -> tuple[int, Evidence]:
+    """A task whose every interval is sampled and opened (so k = 0 and k = j*m are too)."""
+    return opened_task(sampleBps=10_000)
+
+
+@pytest.fixture
+def panel_of_three(register: Callable[..., None], auditors: list[Any]) -> list[Any]:
+    """Three registered, warmed-up auditors: every round-0 panel is exactly them."""
+    register(auditors[:3])
+    return auditors[:3]
+
+
+@pytest.fixture
 def challenge(tasks: Any) -> Callable[..., int]:
     """Commit and reveal a challenge of interval k; returns the dispute opened (0: refunded)."""
 
@@ -271,8 +284,8 @@ def vote(committee: Any, chain: Any, accounts: Any) -> Callable[..., None]:
 
 
 def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
-    """What TrainingTasks owes (protocol 4.3): escrow of live tasks, bonds of pending challenge commits
-    and open disputes, every known account's credit, and `burned`."""
+    """What TrainingTasks owes (protocol 4.3): escrow of live tasks, the challenger bonds it holds (pending
+    commits, joined bonds not paid out yet), every known account's credit, and `burned`."""
     escrow = 0
     for task in range(1, tasks.taskCount() + 1):
         t = tasks.getTask(task)
@@ -280,7 +293,7 @@ def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
             escrow += t.terms.reward
         elif t.status in (ACCEPTED, COMMITTED):
             escrow += t.terms.reward + t.terms.providerBond
-        escrow += (t.pendingCommits + t.openDisputes) * t.terms.challengerBond
+        escrow += t.heldBonds * t.terms.challengerBond
     return escrow + sum(tasks.credits(a) for a in _distinct(accounts, extra)) + tasks.burned()
 
 

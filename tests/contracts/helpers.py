@@ -18,9 +18,9 @@ ZERO = b"\x00" * 32
 # Constructor parameters of TrainingTasks in these tests.
 SEED_DELAY = 2  # blocks between a batch commit and its seed block
 KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened batch
-# Payout shares (protocol 4.2): faulty: challenger, panel, owner of the provider bond; valid
-# out_of_bounds: provider, panel, burned of the challenger bond.
-SHARES = (5000, 1000, 4000, 5000, 1000, 4000)
+# Payout shares (protocol 4.2, the recommended split): faulty: lead challenger, panel, owner of the
+# provider bond; sound: provider, panel, burned of every joined challenger bond.
+SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 
 # Constructor parameters of AuditCommittee (CommitteeParams, in field order).
 COMMITTEE: dict[str, int] = {
@@ -36,10 +36,11 @@ COMMITTEE: dict[str, int] = {
     "maxRounds": 3,
 }
 
-# Verdict, Reason and DisputeStatus values (contracts/Types.sol).
+# Verdict, Reason, DisputeStatus and CommitStatus values (contracts/Types.sol).
 V_NONE, VALID, FAULTY, NO_DECISION, MOOT = range(5)
 OUT_OF_BOUNDS, UNAVAILABLE = 1, 2
 D_NONE, AWAITING_PANEL, VOTING, RESOLVED = range(4)
+C_NONE, C_PENDING, C_JOINED, C_SETTLED, C_EXPIRED = range(5)
 
 # TaskStatus and BatchStatus values (contracts/Types.sol).
 NONE, POSTED, ACCEPTED, COMMITTED, FINALIZED, CANCELLED, ABANDONED, SLASHED = range(8)
@@ -59,6 +60,10 @@ DEFAULTS: dict[str, Any] = {
     "windows": (3600, 7200, 600),  # openingWindow, challengeWindow, challengeRevealWindow
     "reward": 2 * 10**18,
 }
+
+
+# The deploy's split of a faulty verdict, of the default provider bond: lead, panel, owner.
+LEAD, PANEL, OWNER_SHARE = (DEFAULTS["providerBond"] * bps // 10_000 for bps in SHARES[:3])
 
 
 POST_FIELDS = ("specHash", "specCID", "initDigest", "totalSteps", "stride", "intervalsPerBatch", "sampleBps",
@@ -85,6 +90,15 @@ def revert_data(signature: str, types: list[str], values: list[Any]) -> str:
 def challenge_commitment(task: int, k: int, reason: int, salt: bytes, challenger: str) -> bytes:
     """`keccak256(abi.encode(task, k, reason, salt, challenger))` (protocol 4.1)."""
     return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"], [task, k, reason, salt, challenger]))
+
+
+def commit_challenge(
+    tasks: Any, task: int, k: int, who: Any, reason: int = OUT_OF_BOUNDS, salt: bytes = b"\x07" * 32
+) -> bytes:
+    """`who` commits a challenge of interval k with the default challenger bond; returns the commitment."""
+    commitment = challenge_commitment(task, k, reason, salt, who.address)
+    tasks.commitChallenge(task, commitment, sender=who, value=DEFAULTS["challengerBond"])
+    return commitment
 
 
 def vote_commitment(dispute: int, round_: int, vote: int, salt: bytes, panelist: str) -> bytes:

@@ -26,6 +26,7 @@ from helpers import (
     V_NONE,
     VALID,
     VOTING,
+    challenge_commitment,
     revert_data,
     vote_commitment,
 )
@@ -467,11 +468,15 @@ def test_too_few_eligible_until_the_panel_timeout_ends_with_no_decision(
     assert events(tx, tasks.DisputeSettled, "dispute", "task", "k", "verdict") == [(dispute, task, k, NO_DECISION)]
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict) == (RESOLVED, NO_DECISION) and not committee.isOpen(dispute)
-    assert tasks.credits(watcher) == CBOND  # the challenger's bond back
+    assert tasks.getTask(task).heldBonds == 1  # the joined bond waits for claimBond
     t = tasks.getTask(task)
     assert (t.status, t.openDisputes) == (COMMITTED, 0)
     assert committee.burned() == 0 and tasks.burned() == 0
-    # ... and the provider's side: the task finalizes, reward and bond to the provider.
+    # ... and the provider's side: once k's reopened window closes, the task finalizes, reward and bond to the
+    # provider.
+    reopened = tx.timestamp + CHALLENGE_WINDOW
+    assert tasks.challengeWindowEnd(task, k) == tasks.getTask(task).challengeEnd == reopened
+    chain.pending_timestamp = reopened
     tasks.finalize(task, sender=keeper)
     assert tasks.credits(provider) == REWARD + BOND
 
@@ -669,10 +674,10 @@ def test_unanimous_faulty_slashes_the_task_and_pays_out_to_the_wei(
     assert events(tx, tasks.TaskSlashed, "task", "j", "by", "dispute") == [(task, 0, watcher.address, dispute)]
     assert events(tx, tasks.DisputeSettled, "dispute", "k", "verdict") == [(dispute, k, FAULTY)]
     assert not tx.events.filter(committee.Penalized)
-    # Provider bond 3e18 + 10: 50% challenger, 10% panel (a floored third each, 1 wei dust burned), the rest owner.
-    to_challenger, to_panel = 1_500_000_000_000_000_005, 300_000_000_000_000_001
-    assert tasks.credits(watcher) == to_challenger + CBOND
-    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD == 1_200_000_000_000_000_004 + REWARD
+    # Provider bond 3e18 + 10: 20% lead, 10% panel (a floored third each, 1 wei dust burned), the rest owner.
+    to_challenger, to_panel = 600_000_000_000_000_002, 300_000_000_000_000_001
+    assert tasks.credits(watcher) == to_challenger
+    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD == 2_100_000_000_000_000_007 + REWARD
     assert [tasks.credits(p) for p in panel] == [100_000_000_000_000_000] * 3
     assert tasks.burned() == 1 and tasks.credits(provider) == 0
     t = tasks.getTask(task)
@@ -688,7 +693,7 @@ def test_unanimous_faulty_slashes_the_task_and_pays_out_to_the_wei(
         committee.commitVote(dispute, b"\x01" * 32, sender=signer(panel[0]))
 
 
-def test_valid_out_of_bounds_splits_the_challenger_bond_and_clears_the_interval(
+def test_sound_splits_the_challenger_bond_and_makes_the_interval_final(
     committee: Any,
     tasks: Any,
     keeper: Any,
@@ -707,47 +712,29 @@ def test_valid_out_of_bounds_splits_the_challenger_bond_and_clears_the_interval(
     assert tasks.credits(provider) == 5 * 10**16
     assert [tasks.credits(p) for p in panel] == [3_333_333_333_333_333] * 3
     assert tasks.burned() == 4 * 10**16 + 1 and tasks.credits(watcher) == 0
-    assert tasks.getOpenedInterval(task, k).cleared
+    assert tasks.getOpenedInterval(task, k).sound
     t = tasks.getTask(task)
     assert (t.status, t.openDisputes) == (COMMITTED, 0)
     assert committee.getDispute(dispute).verdict == VALID
     assert [committee.getAuditor(p).locked for p in panel] == [0] * 3 and committee.burned() == 0
-    # The interval is cleared: a later challenge of it is refunded and opens nothing.
-    assert challenge(task, k, watcher2) == 0
-    assert tasks.credits(watcher2) == CBOND and committee.disputeCount() == 1
+    # The interval is final: a challenge of it committed later cannot be revealed and opens nothing.
+    with ape.reverts(tasks.IntervalFinal, task=task, k=k):
+        challenge(task, k, watcher2)
+    assert committee.disputeCount() == 1
 
 
-def test_valid_unavailable_refunds_the_bond_and_extends_the_window_once(
-    committee: Any,
-    tasks: Any,
-    keeper: Any,
-    drawn: Any,
-    vote: Any,
-    challenge: Any,
-    draw_panel: Any,
-    provider: Any,
-    watcher: Any,
-    watcher2: Any,
+def test_sound_unavailable_settles_the_bond_as_out_of_bounds_does(
+    committee: Any, tasks: Any, keeper: Any, drawn: Any, vote: Any, provider: Any, watcher: Any
 ) -> None:
+    """One question per interval: the challenger's reason settles nothing, and no window is extended."""
     task, k, dispute, panel = drawn(reason=UNAVAILABLE)
     window_end = tasks.challengeWindowEnd(task, k)
     vote(dispute, dict.fromkeys(panel, VALID))
-    tx = committee.resolve(dispute, sender=keeper)
-    extended = tx.timestamp + CHALLENGE_WINDOW
-    assert extended > window_end
-    assert events(tx, tasks.ChallengeWindowExtended, "task", "k", "windowEnd") == [(task, k, extended)]
-    assert tasks.challengeWindowEnd(task, k) == tasks.getTask(task).challengeEnd == extended
-    assert tasks.credits(watcher) == CBOND  # refunded; nothing to provider or panel, nothing burned
-    assert [tasks.credits(a) for a in (provider.address, *panel)] == [0] * 4 and tasks.burned() == 0
-    assert not tasks.getOpenedInterval(task, k).cleared
-    # A second `unavailable` challenge of k, in the extended window, found available again: no second extension.
-    second = challenge(task, k, watcher2, UNAVAILABLE)
-    vote(second, dict.fromkeys(draw_panel(second), VALID))
-    tx = committee.resolve(second, sender=keeper)
-    assert events(tx, committee.DisputeResolved, "dispute", "verdict") == [(second, VALID)]
-    assert not tx.events.filter(tasks.ChallengeWindowExtended)
-    assert tasks.challengeWindowEnd(task, k) == tasks.getTask(task).challengeEnd == extended
-    assert tasks.credits(watcher2) == CBOND
+    committee.resolve(dispute, sender=keeper)
+    assert tasks.credits(provider) == 5 * 10**16 and tasks.credits(watcher) == 0
+    assert [tasks.credits(p) for p in panel] == [3_333_333_333_333_333] * 3
+    assert tasks.challengeWindowEnd(task, k) == tasks.getTask(task).challengeEnd == window_end
+    assert tasks.getOpenedInterval(task, k).sound
 
 
 def test_minority_voter_loses_its_penalty_to_the_majority(
@@ -758,7 +745,7 @@ def test_minority_voter_loses_its_penalty_to_the_majority(
     vote(dispute, {**dict.fromkeys(majority, FAULTY), minority: VALID})
     tx = committee.resolve(dispute, sender=keeper)
     assert events(tx, committee.Penalized, "dispute", "panelist", "amount") == [(dispute, minority, PENALTY)]
-    assert events(tx, committee.Credited, "account", "dispute", "amount") == [
+    assert events(tx, committee.Credited, "account", "source", "amount") == [
         (p, dispute, PENALTY // 2) for p in majority
     ]
     assert not tx.events.filter(committee.Burned) and committee.burned() == 0
@@ -794,7 +781,7 @@ def test_tie_fails_the_round_burns_the_non_revealer_penalty_and_rearms(
     tx = committee.resolve(dispute, sender=keeper)
     assert events(tx, committee.RoundFailed, "dispute", "round") == [(dispute, 0)]
     assert events(tx, committee.Penalized, "panelist", "amount") == [(panel[2], PENALTY)]
-    assert events(tx, committee.Burned, "dispute", "amount") == [(dispute, PENALTY)]
+    assert events(tx, committee.Burned, "source", "amount") == [(dispute, PENALTY)]
     assert not tx.events.filter(committee.DisputeResolved) and not tx.events.filter(tasks.DisputeSettled)
     assert committee.burned() == PENALTY and [committee.credits(p) for p in panel] == [0] * 3
     assert [committee.getAuditor(p).stake for p in panel] == [STAKE, STAKE, STAKE - PENALTY]
@@ -881,7 +868,7 @@ def test_no_majority_through_the_last_round_ends_with_no_decision(
     stakes = sorted(committee.getAuditor(a).stake for a in auditors)
     assert stakes == [STAKE - PENALTY] * 19 + [STAKE]
     assert all(committee.getAuditor(a).locked == 0 for a in auditors)
-    assert tasks.credits(watcher) == CBOND
+    assert tasks.getTask(task).heldBonds == 1  # the joined bond waits for claimBond
     t = tasks.getTask(task)
     assert (t.status, t.openDisputes) == (COMMITTED, 0)
 
@@ -917,7 +904,7 @@ def test_moot_dispute_resolves_at_once_refunded_and_released_without_penalty(
     assert tasks.getTask(task).status == SLASHED
     assert tasks.isMoot(voting) and tasks.isMoot(waiting)
     commit_end = committee.getDispute(voting).drawnAt + COMMIT_WINDOW
-    for dispute, challenger, status in ((voting, watcher2, VOTING), (waiting, keeper, AWAITING_PANEL)):
+    for dispute, challenger, k, status in ((voting, watcher2, k2, VOTING), (waiting, keeper, k3, AWAITING_PANEL)):
         assert committee.getDispute(dispute).status == status
         tx = committee.resolve(dispute, sender=keeper)
         assert tx.timestamp < commit_end  # at once: no window waited for
@@ -925,6 +912,9 @@ def test_moot_dispute_resolves_at_once_refunded_and_released_without_penalty(
         assert events(tx, tasks.DisputeSettled, "dispute", "verdict") == [(dispute, MOOT)]
         assert not tx.events.filter(committee.Penalized) and not tx.events.filter(committee.Burned)
         assert (committee.getDispute(dispute).status, committee.getDispute(dispute).verdict) == (RESOLVED, MOOT)
+        assert tasks.getDispute(dispute).verdict == MOOT  # its joined bond is claimed back with claimBond
+        commitment = challenge_commitment(task, k, OUT_OF_BOUNDS, b"\x07" * 32, challenger.address)
+        tasks.claimBond(task, challenger.address, commitment, sender=keeper)
         assert tasks.credits(challenger) == CBOND
     assert [(committee.getAuditor(a).stake, committee.getAuditor(a).locked) for a in pool] == [(STAKE, 0)] * 4
     assert [committee.credits(a) for a in pool] == [0] * 4 and committee.burned() == 0
@@ -982,7 +972,7 @@ def test_exit_credits_the_stake_and_withdraw_pays_it_to_the_wei(
     chain.pending_timestamp = committee.requestExit(sender=auditor).timestamp + COOLDOWN
     tx = committee.exit(sender=auditor)
     assert events(tx, committee.AuditorExited, "auditor", "stake") == [(auditor.address, STAKE)]
-    assert events(tx, committee.Credited, "account", "dispute", "amount") == [(auditor.address, 0, STAKE)]
+    assert events(tx, committee.Credited, "account", "source", "amount") == [(auditor.address, 0, STAKE)]
     a = committee.getAuditor(auditor)
     assert (a.stake, a.locked, a.registeredBlock, a.exitRequestedAt) == (0, 0, 0, 0)
     assert (committee.auditorCount(), committee.totalStake(), committee.credits(auditor)) == (0, 0, STAKE)

@@ -10,51 +10,38 @@ import ape
 import pytest
 from helpers import (
     ACCEPTED,
+    C_EXPIRED,
+    C_JOINED,
+    C_PENDING,
+    C_SETTLED,
     COMMITTED,
     DEFAULTS,
     FAULTY,
     FINALIZED,
+    LEAD,
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
+    OWNER_SHARE,
     RESOLVED,
     SLASHED,
     UNAVAILABLE,
     VALID,
     Evidence,
     challenge_commitment,
+    commit_challenge,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 REWARD, BOND, CBOND = DEFAULTS["reward"], DEFAULTS["providerBond"], DEFAULTS["challengerBond"]
 _, CHALLENGE_WINDOW, REVEAL_WINDOW = DEFAULTS["windows"]
 SALT = b"\x07" * 32
-# Commit-reveal statuses (contracts/Types.sol CommitStatus).
-C_NONE, C_PENDING, C_REVEALED, C_EXPIRED = range(4)
 
 
-def snap(tasks: Any, task: int, commitment: bytes = b"\x00" * 32) -> tuple:
+def snap(tasks: Any, task: int, commitment: bytes = b"\x00" * 32, who: Any = None) -> tuple:
     """Everything a reverted call must leave as it was."""
-    return tasks.getTask(task), tasks.getCommit(commitment), tasks.balance, tasks.burned()
-
-
-def commit_challenge(tasks: Any, task: int, k: int, who: Any, reason: int = OUT_OF_BOUNDS, salt: bytes = SALT) -> bytes:
-    commitment = challenge_commitment(task, k, reason, salt, who.address)
-    tasks.commitChallenge(task, commitment, sender=who, value=CBOND)
-    return commitment
-
-
-@pytest.fixture
-def all_sampled(opened_task: Callable[..., tuple[int, Evidence]]) -> tuple[int, Evidence]:
-    """A task whose every interval is sampled and opened (so k = 0 and k = j*m are too)."""
-    return opened_task(sampleBps=10_000)
-
-
-@pytest.fixture
-def panel_of_three(register: Callable[..., None], auditors: list[Any]) -> list[Any]:
-    """Three registered, warmed-up auditors: every round-0 panel is exactly them."""
-    register(auditors[:3])
-    return auditors[:3]
+    sender = who.address if who is not None else "0x" + "00" * 20
+    return tasks.getTask(task), tasks.getCommit(sender, commitment), tasks.balance, tasks.burned()
 
 
 def decide(dispute: int, verdict: int, draw_panel: Any, vote: Any, committee: Any, keeper: Any) -> list[str]:
@@ -74,12 +61,13 @@ def test_commit_challenge_escrows_the_bond(tasks: Any, all_sampled: tuple[int, E
     commitment = challenge_commitment(task, 5, OUT_OF_BOUNDS, SALT, watcher.address)
     tx = tasks.commitChallenge(task, commitment, sender=watcher, value=CBOND)
     now = chain.blocks.head.timestamp
-    assert [(e.task, bytes(e.commitment), e.challenger, e.revealBy) for e in tx.events] == [
-        (task, commitment, watcher.address, now + REVEAL_WINDOW)
+    seq = tasks.commitCount()
+    assert [(e.task, bytes(e.commitment), e.challenger, e.seq, e.revealBy) for e in tx.events] == [
+        (task, commitment, watcher.address, seq, now + REVEAL_WINDOW)
     ]
-    c = tasks.getCommit(commitment)
-    assert (c.task, c.challenger, c.committedAt, c.status) == (task, watcher.address, now, C_PENDING)
-    assert tasks.getTask(task).pendingCommits == 1
+    c = tasks.getCommit(watcher.address, commitment)
+    assert (c.task, c.seq, c.committedAt, c.status, c.dispute) == (task, seq, now, C_PENDING, 0)
+    assert (tasks.getTask(task).pendingCommits, tasks.getTask(task).heldBonds) == (1, 1)
     assert tasks.balance == balance + CBOND
 
 
@@ -88,18 +76,18 @@ def test_commit_challenge_with_wrong_bond_or_twice_reverts(
 ) -> None:
     task, _ = all_sampled
     commitment = challenge_commitment(task, 5, OUT_OF_BOUNDS, SALT, watcher.address)
-    before = snap(tasks, task, commitment)
+    before = snap(tasks, task, commitment, watcher)
     for value in (CBOND - 1, CBOND + 1, 0):
         with ape.reverts(tasks.WrongBond, expected=CBOND, sent=value):
             tasks.commitChallenge(task, commitment, sender=watcher, value=value)
-    assert snap(tasks, task, commitment) == before
+    assert snap(tasks, task, commitment, watcher) == before
     tasks.commitChallenge(task, commitment, sender=watcher, value=CBOND)
-    # A copier who front-runs with the same commitment cannot reveal it (its address is inside), and
-    # whoever comes second is told to commit with a fresh salt.
-    before = snap(tasks, task, commitment)
+    # The same sender twice is told to commit with a fresh salt (another sender's copy is its own commit:
+    # test_dispute_attacks).
+    before = snap(tasks, task, commitment, watcher)
     with ape.reverts(tasks.CommitmentExists, commitment=commitment):
-        tasks.commitChallenge(task, commitment, sender=watcher2, value=CBOND)
-    assert snap(tasks, task, commitment) == before
+        tasks.commitChallenge(task, commitment, sender=watcher, value=CBOND)
+    assert snap(tasks, task, commitment, watcher) == before
 
 
 def test_commit_challenge_outside_every_window_reverts(
@@ -127,10 +115,10 @@ def test_commit_challenge_outside_every_window_reverts(
     tasks.commitChallenge(ev.task, commitment, sender=watcher, value=CBOND)
     late = challenge_commitment(ev.task, 1, OUT_OF_BOUNDS, SALT, watcher.address)
     chain.pending_timestamp = end
-    before = snap(tasks, ev.task, late)
+    before = snap(tasks, ev.task, late, watcher)
     with ape.reverts(tasks.NoChallengeWindowOpen, task=ev.task, closedAt=end):
         tasks.commitChallenge(ev.task, late, sender=watcher, value=CBOND)
-    assert snap(tasks, ev.task, late) == before
+    assert snap(tasks, ev.task, late, watcher) == before
     posted = post_task()
     with ape.reverts(tasks.WrongTaskStatus, task=posted, status=1):
         tasks.commitChallenge(posted, late, sender=watcher, value=CBOND)
@@ -153,16 +141,17 @@ def test_reveal_opens_a_dispute_with_the_committee(
         4,
     )
     assert (revealed.reason, revealed.reportCID, revealed.dispute) == (UNAVAILABLE, "bafyreport", 1)
-    assert tasks.getCommit(commitment).status == C_REVEALED
+    assert tasks.getCommit(watcher.address, commitment).status == C_JOINED
     t = tasks.getTask(task)
     assert (t.pendingCommits, t.openDisputes) == (0, 1)
     record = tasks.getDispute(1)
-    assert (record.task, record.k, record.challenger, record.reason, record.open) == (
+    assert (record.task, record.k, record.lead, record.joined, record.open, record.verdict) == (
         task,
         4,
         watcher.address,
-        UNAVAILABLE,
+        1,
         True,
+        0,
     )
     assert tasks.getOpenedInterval(task, 4).dispute == 1
     d = committee.getDispute(1)
@@ -183,7 +172,7 @@ def test_reveal_by_another_sender_or_with_wrong_fields_reverts(
 ) -> None:
     task, _ = all_sampled
     commitment = commit_challenge(tasks, task, 5, watcher)
-    before = snap(tasks, task, commitment)
+    before = snap(tasks, task, commitment, watcher)
     # A copier replaying the reveal hashes in its own address: no such commit.
     copied = challenge_commitment(task, 5, OUT_OF_BOUNDS, SALT, watcher2.address)
     with ape.reverts(tasks.UnknownCommitment, task=task, commitment=copied):
@@ -191,7 +180,7 @@ def test_reveal_by_another_sender_or_with_wrong_fields_reverts(
     wrong_k = challenge_commitment(task, 6, OUT_OF_BOUNDS, SALT, watcher.address)
     with ape.reverts(tasks.UnknownCommitment, task=task, commitment=wrong_k):
         tasks.revealChallenge(task, 6, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
-    assert snap(tasks, task, commitment) == before
+    assert snap(tasks, task, commitment, watcher) == before
 
 
 @pytest.mark.parametrize("reason", [0, 3])
@@ -200,10 +189,10 @@ def test_reveal_with_unknown_reason_reverts(
 ) -> None:
     task, _ = all_sampled
     commitment = commit_challenge(tasks, task, 5, watcher, reason)
-    before = snap(tasks, task, commitment)
+    before = snap(tasks, task, commitment, watcher)
     with ape.reverts(tasks.InvalidReason, reason=reason):
         tasks.revealChallenge(task, 5, reason, SALT, "r", sender=watcher)
-    assert snap(tasks, task, commitment) == before
+    assert snap(tasks, task, commitment, watcher) == before
 
 
 def test_reveal_after_its_window_reverts_and_the_commit_expires_burned(
@@ -211,24 +200,24 @@ def test_reveal_after_its_window_reverts_and_the_commit_expires_burned(
 ) -> None:
     task, _ = all_sampled
     commitment = commit_challenge(tasks, task, 5, watcher)
-    reveal_by = tasks.getCommit(commitment).committedAt + REVEAL_WINDOW
+    reveal_by = tasks.getCommit(watcher.address, commitment).committedAt + REVEAL_WINDOW
     with ape.reverts(tasks.RevealWindowOpen, commitment=commitment, closesAt=reveal_by):
-        tasks.expireChallenge(task, commitment, sender=keeper)
+        tasks.expireChallenge(task, watcher.address, commitment, sender=keeper)
     chain.pending_timestamp = reveal_by
-    before = snap(tasks, task, commitment)
+    before = snap(tasks, task, commitment, watcher)
     with ape.reverts(tasks.RevealWindowClosed, commitment=commitment, closedAt=reveal_by):
         tasks.revealChallenge(task, 5, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
-    assert snap(tasks, task, commitment) == before
-    tx = tasks.expireChallenge(task, commitment, sender=keeper)
-    assert [(e.task, bytes(e.commitment), e.refunded) for e in tx.events.filter(tasks.ChallengeExpired)] == [
-        (task, commitment, False)
-    ]
+    assert snap(tasks, task, commitment, watcher) == before
+    tx = tasks.expireChallenge(task, watcher.address, commitment, sender=keeper)
+    assert [
+        (e.task, bytes(e.commitment), e.challenger, e.refunded) for e in tx.events.filter(tasks.ChallengeExpired)
+    ] == [(task, commitment, watcher.address, False)]
     assert tasks.burned() == CBOND
-    assert tasks.getCommit(commitment).status == C_EXPIRED
+    assert tasks.getCommit(watcher.address, commitment).status == C_EXPIRED
     assert tasks.getTask(task).pendingCommits == 0
     assert tasks.credits(watcher) == 0
     with ape.reverts(tasks.UnknownCommitment, task=task, commitment=commitment):
-        tasks.expireChallenge(task, commitment, sender=keeper)
+        tasks.expireChallenge(task, watcher.address, commitment, sender=keeper)
 
 
 def test_reveal_of_an_unsampled_interval_reverts(
@@ -238,14 +227,14 @@ def test_reveal_of_an_unsampled_interval_reverts(
     sampled = {k for j in range(ev.batches) for k in tasks.sampledIntervals(task, j)}
     unsampled = next(k for k in range(ev.intervals) if k not in sampled)
     commitment = commit_challenge(tasks, task, unsampled, watcher)
-    before = snap(tasks, task, commitment)
+    before = snap(tasks, task, commitment, watcher)
     with ape.reverts(tasks.IntervalNotOpened, task=task, k=unsampled):
         tasks.revealChallenge(task, unsampled, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
-    assert snap(tasks, task, commitment) == before
+    assert snap(tasks, task, commitment, watcher) == before
     out_of_range = commit_challenge(tasks, task, 10_000, watcher)
     with ape.reverts(tasks.IntervalNotOpened, task=task, k=10_000):
         tasks.revealChallenge(task, 10_000, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
-    assert tasks.getCommit(out_of_range).status == C_PENDING
+    assert tasks.getCommit(watcher.address, out_of_range).status == C_PENDING
 
 
 def test_reveal_of_an_unopened_batch_or_closed_window_reverts(
@@ -278,24 +267,27 @@ def test_reveal_of_an_unopened_batch_or_closed_window_reverts(
     unopened = commit_challenge(tasks, task, 8, watcher)
     with ape.reverts(tasks.IntervalNotOpened, task=task, k=8):
         tasks.revealChallenge(task, 8, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
-    assert tasks.getCommit(late).status == tasks.getCommit(unopened).status == C_PENDING
+    assert [tasks.getCommit(watcher.address, c).status for c in (late, unopened)] == [C_PENDING] * 2
     ok = commit_challenge(tasks, task, 5, watcher)
     tasks.revealChallenge(task, 5, OUT_OF_BOUNDS, SALT, "r", sender=watcher)
-    assert tasks.getCommit(ok).status == C_REVEALED
+    assert tasks.getCommit(watcher.address, ok).status == C_JOINED
     assert tasks.getOpenedInterval(task, 5).dispute == 1
 
 
-def test_second_reveal_for_a_disputed_interval_is_refunded(
+def test_second_reveal_for_a_disputed_interval_joins_it(
     tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, watcher2: Any, challenge: Any
 ) -> None:
     task, _ = all_sampled
     assert challenge(task, 5, watcher) == 1
-    tx_commit = commit_challenge(tasks, task, 5, watcher2)
-    tx = tasks.revealChallenge(task, 5, OUT_OF_BOUNDS, SALT, "r2", sender=watcher2)
-    assert [e.dispute for e in tx.events.filter(tasks.ChallengeRevealed)] == [0]
-    assert tasks.credits(watcher2) == CBOND
-    assert tasks.getCommit(tx_commit).status == C_REVEALED
-    assert tasks.getTask(task).openDisputes == 1
+    joined = commit_challenge(tasks, task, 5, watcher2, UNAVAILABLE)
+    tx = tasks.revealChallenge(task, 5, UNAVAILABLE, SALT, "r2", sender=watcher2)  # another reason: same question
+    assert [e.dispute for e in tx.events.filter(tasks.ChallengeRevealed)] == [1]
+    assert tasks.credits(watcher2) == 0
+    assert tasks.getCommit(watcher2.address, joined).status == C_JOINED
+    d = tasks.getDispute(1)
+    assert (d.joined, d.lead) == (2, watcher.address)  # the earlier commit keeps the lead
+    t = tasks.getTask(task)
+    assert (t.openDisputes, t.pendingCommits, t.heldBonds) == (1, 0, 2)
 
 
 def test_settle_dispute_only_by_the_adjudicator(
@@ -337,13 +329,17 @@ def test_faulty_lifecycle_pays_every_party_to_the_wei(
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict) == (RESOLVED, FAULTY)
     assert tasks.getTask(task).status == SLASHED
-    # Provider bond 3 ETH: 50% challenger, 10% panel (3 x 0.1), 40% owner; owner also gets the reward.
-    assert tasks.credits(watcher) == BOND * 5_000 // 10_000 + CBOND
+    # Provider bond 3 ETH: 20% lead, 10% panel (3 x 0.1), 70% owner; owner also gets the reward; the lead's
+    # joined bond is claimed back.
+    assert tasks.credits(watcher) == LEAD
+    commitment = challenge_commitment(task, 4, OUT_OF_BOUNDS, b"\x07" * 32, watcher.address)
+    tasks.claimBond(task, watcher.address, commitment, sender=keeper)
+    assert tasks.credits(watcher) == LEAD + CBOND
     for panelist in panel_of_three:
         assert tasks.credits(panelist) == BOND * 1_000 // 10_000 // 3
         assert committee.getAuditor(panelist).locked == 0
         assert committee.getAuditor(panelist).stake == 10**18
-    assert tasks.credits(owner) == BOND * 4_000 // 10_000 + REWARD
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
     assert tasks.credits(provider) == 0
     assert tasks.burned() == 0
     assert not tasks.getDispute(dispute).open and not committee.isOpen(dispute)
@@ -386,14 +382,14 @@ def test_faulty_panel_share_dust_is_burned(
         open_batch(ev, j)
     dispute = challenge(task, 9, watcher)
     decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
-    to_challenger, to_panel = bond * 5_000 // 10_000, bond * 1_000 // 10_000
-    assert tasks.credits(watcher) == to_challenger + CBOND
+    to_challenger, to_panel = bond * 2_000 // 10_000, bond * 1_000 // 10_000
+    assert tasks.credits(watcher) == to_challenger
     assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD
     assert [tasks.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
     assert tasks.burned() == to_panel - 3 * (to_panel // 3) == 1
 
 
-def test_valid_out_of_bounds_pays_provider_and_clears_the_interval(
+def test_sound_verdict_pays_provider_and_makes_the_interval_final(
     tasks: Any,
     committee: Any,
     all_sampled: tuple[int, Evidence],
@@ -417,57 +413,43 @@ def test_valid_out_of_bounds_pays_provider_and_clears_the_interval(
     assert [tasks.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
     assert tasks.burned() == CBOND - to_provider - 3 * (to_panel // 3)
     assert tasks.credits(watcher) == 0
-    assert tasks.getOpenedInterval(task, 2).cleared
-    # A later challenge of the same interval is refunded, not disputed.
-    assert challenge(task, 2, watcher2) == 0
-    assert tasks.credits(watcher2) == CBOND
+    assert tasks.getOpenedInterval(task, 2).sound
+    # A challenge of the same interval committed after the verdict cannot be revealed: k is final.
+    late = commit_challenge(tasks, task, 2, watcher2)
+    with ape.reverts(tasks.IntervalFinal, task=task, k=2):
+        tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, SALT, "r", sender=watcher2)
+    chain.pending_timestamp = tasks.getCommit(watcher2.address, late).committedAt + REVEAL_WINDOW
+    tasks.expireChallenge(task, watcher2.address, late, sender=keeper)
+    assert tasks.burned() == 2 * CBOND - to_provider - 3 * (to_panel // 3)
     chain.pending_timestamp = tasks.getTask(task).challengeEnd
     tasks.finalize(task, sender=keeper)
     assert tasks.getTask(task).status == FINALIZED
     assert tasks.credits(provider) == to_provider + REWARD + BOND
 
 
-def test_valid_unavailable_refunds_and_extends_the_window_once(
+def test_sound_verdict_on_an_unavailable_challenge_settles_its_bond_alike(
     tasks: Any,
     committee: Any,
     all_sampled: tuple[int, Evidence],
     watcher: Any,
+    provider: Any,
     keeper: Any,
     panel_of_three: list[Any],
     challenge: Any,
     draw_panel: Any,
     vote: Any,
-    chain: Any,
 ) -> None:
+    """v1 refunded an `unavailable` challenge found available and extended the window: the cheaper reason
+    was every junk challenge's choice, and a provider's own such challenge shielded its fault."""
     task, _ = all_sampled
     batch_end = tasks.challengeWindowEnd(task, 6)
-    assert batch_end == tasks.getBatch(task, 1).windowEnd
     dispute = challenge(task, 6, watcher, UNAVAILABLE)
-    panel = draw_panel(dispute)
-    vote(dispute, dict.fromkeys(panel, VALID))
-    tx = committee.resolve(dispute, sender=keeper)
-    extended = chain.blocks[tx.block_number].timestamp + CHALLENGE_WINDOW
-    assert tasks.credits(watcher) == CBOND
-    assert tasks.burned() == 0
-    assert tasks.challengeWindowEnd(task, 6) == tasks.getOpenedInterval(task, 6).extendedUntil == extended
-    assert tasks.challengeWindowEnd(task, 5) == batch_end  # only interval 6 got more time
-    assert tasks.getTask(task).challengeEnd == extended
-    assert [(e.task, e.k, e.windowEnd) for e in tx.events.filter(tasks.ChallengeWindowExtended)] == [
-        (task, 6, extended)
-    ]
-    # After every batch window closed, interval 6 can still be challenged; others cannot.
-    chain.pending_timestamp = batch_end
-    again = challenge(task, 6, watcher, UNAVAILABLE, salt=b"\x08" * 32)
-    assert again == 2
-    with ape.reverts(tasks.ChallengeWindowOpen, task=task, closesAt=extended):
-        tasks.finalize(task, sender=keeper)
-    panel = draw_panel(again)
-    vote(again, dict.fromkeys(panel, VALID))
-    committee.resolve(again, sender=keeper)
-    assert tasks.getOpenedInterval(task, 6).extendedUntil == extended  # extended once only
-    chain.pending_timestamp = extended
-    tasks.finalize(task, sender=keeper)
-    assert tasks.credits(watcher) == 2 * CBOND
+    decide(dispute, VALID, draw_panel, vote, committee, keeper)
+    assert tasks.credits(watcher) == 0
+    assert tasks.credits(provider) == CBOND * 5_000 // 10_000
+    assert tasks.getOpenedInterval(task, 6).sound
+    assert tasks.challengeWindowEnd(task, 6) == batch_end  # no extension
+    assert tasks.getTask(task).heldBonds == 0
 
 
 def test_no_decision_refunds_the_challenger(
@@ -489,8 +471,11 @@ def test_no_decision_refunds_the_challenger(
     chain.mine(3)
     committee.drawPanel(dispute, sender=keeper)
     assert committee.getDispute(dispute).verdict == NO_DECISION
+    assert tasks.credits(watcher) == 0
+    tasks.claimBond(task, watcher.address, challenge_commitment(task, 1, OUT_OF_BOUNDS, SALT, watcher.address),
+                    sender=keeper)  # fmt: skip
     assert tasks.credits(watcher) == CBOND
-    assert tasks.getTask(task).openDisputes == 0
+    assert tasks.getTask(task).openDisputes == tasks.getTask(task).heldBonds == 0
     assert tasks.getTask(task).status == COMMITTED
 
 
@@ -529,54 +514,53 @@ def test_two_disputes_one_upheld_the_other_moot_and_refunded(
     assert [committee.getAuditor(a).locked for a in panel_of_three] == [0] * 3
     assert [committee.getAuditor(a).stake for a in panel_of_three] == [10**18] * 3
     # The pending commit is moot too: refunded at once.
-    tx = tasks.expireChallenge(task, pending, sender=keeper)
+    tx = tasks.expireChallenge(task, watcher2.address, pending, sender=keeper)
     assert [e.refunded for e in tx.events.filter(tasks.ChallengeExpired)] == [True]
+    assert tasks.credits(watcher2) == CBOND
+    tasks.claimBond(task, watcher2.address, challenge_commitment(task, 7, OUT_OF_BOUNDS, SALT, watcher2.address),
+                    sender=keeper)  # fmt: skip
     assert tasks.credits(watcher2) == 2 * CBOND
-    assert tasks.credits(owner) == BOND * 4_000 // 10_000 + REWARD
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
     assert tasks.getTask(task).openDisputes == tasks.getTask(task).pendingCommits == 0
 
 
 @pytest.fixture
 def moot_dispute(
     tasks: Any,
-    post_task: Callable[..., int],
-    provider: Any,
-    evidence: Callable[[int], Evidence],
-    commit: Any,
-    draw: Any,
-    open_batch: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
     watcher: Any,
+    watcher2: Any,
     keeper: Any,
+    panel_of_three: list[Any],
     challenge: Any,
-    chain: Any,
+    draw_panel: Any,
+    vote: Any,
 ) -> tuple[int, int]:
-    """Interval 1 disputed, then the task slashed for leaving batch 1 unopened: (task, dispute)."""
-    task = post_task(sampleBps=10_000)
-    tasks.acceptTask(task, sender=provider, value=BOND)
-    ev = evidence(task)
-    commit(ev)
-    draw(task, 0)
-    open_batch(ev, 0)
-    dispute = challenge(task, 1, watcher)
-    draw(task, 1)
-    chain.pending_timestamp = tasks.getBatch(task, 1).windowEnd
-    tasks.slashUnopened(task, 1, sender=keeper)
+    """Intervals 1 and 2 disputed; the first is found faulty and slashes the task, so the second (still
+    awaiting its panel) is moot: (task, dispute). (v2: slashUnopened waits for open disputes, so an unopened
+    batch can no longer moot one.)"""
+    task, _ = all_sampled
+    upheld, dispute = challenge(task, 1, watcher), challenge(task, 2, watcher2)
+    decide(upheld, FAULTY, draw_panel, vote, committee, keeper)
     return task, dispute
 
 
-def test_slashing_an_unopened_batch_makes_open_disputes_moot(
-    tasks: Any, committee: Any, moot_dispute: tuple[int, int], watcher: Any, keeper: Any, owner: Any
+def test_a_dispute_of_a_task_slashed_by_another_is_moot(
+    tasks: Any, committee: Any, moot_dispute: tuple[int, int], watcher: Any, watcher2: Any, keeper: Any, owner: Any
 ) -> None:
     task, dispute = moot_dispute
+    assert tasks.getTask(task).status == SLASHED
     assert tasks.isMoot(dispute)
     assert tasks.getTask(task).openDisputes == 1
     committee.resolve(dispute, sender=keeper)  # still awaiting its panel: ends moot at once
     assert tasks.getTask(task).openDisputes == 0
-    assert committee.getDispute(dispute).verdict == MOOT
-    assert tasks.credits(watcher) == CBOND
-    keeper_share = BOND * 1_000 // 10_000
-    assert tasks.credits(owner) == REWARD + BOND - keeper_share
-    assert tasks.credits(keeper) == keeper_share
+    assert committee.getDispute(dispute).verdict == tasks.getDispute(dispute).verdict == MOOT
+    tasks.claimBond(task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address),
+                    sender=keeper)  # fmt: skip
+    assert tasks.credits(watcher2) == CBOND
+    assert tasks.credits(watcher) == LEAD
+    assert tasks.credits(owner) == REWARD + OWNER_SHARE
 
 
 def test_reveal_on_an_ended_task_is_refunded(
@@ -591,13 +575,16 @@ def test_reveal_on_an_ended_task_is_refunded(
     draw_panel: Any,
     vote: Any,
 ) -> None:
-    # A reveal window longer than the dispute, so the reveal comes after the task is slashed.
-    task, _ = opened_task(sampleBps=10_000, windows=(3600, 7200, 24 * 3600))
+    # Committed while the votes on interval 3 are being revealed, revealed after they slashed the task.
+    task, _ = opened_task(sampleBps=10_000)
+    dispute = challenge(task, 3, watcher)
+    vote(dispute, dict.fromkeys(draw_panel(dispute), FAULTY))
     late = commit_challenge(tasks, task, 2, watcher2)
-    decide(challenge(task, 3, watcher), FAULTY, draw_panel, vote, committee, keeper)
+    committee.resolve(dispute, sender=keeper)
+    assert tasks.getTask(task).status == SLASHED
     tx = tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, SALT, "r", sender=watcher2)
     assert [e.dispute for e in tx.events.filter(tasks.ChallengeRevealed)] == [0]
-    assert tasks.getCommit(late).status == C_REVEALED
+    assert tasks.getCommit(watcher2.address, late).status == C_SETTLED
     assert tasks.credits(watcher2) == CBOND
     assert committee.disputeCount() == 1
 
@@ -630,7 +617,7 @@ def test_finalize_waits_for_pending_commits_and_open_disputes(
         .events.filter(tasks.ChallengeRevealed)[0]
         .dispute
     )
-    assert tasks.getCommit(pending).status == C_REVEALED
+    assert tasks.getCommit(watcher.address, pending).status == C_JOINED
     with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
         tasks.finalize(task, sender=keeper)
     decide(dispute, VALID, draw_panel, vote, committee, keeper)
@@ -671,18 +658,28 @@ def test_abandon_waits_for_an_open_dispute(
     assert tasks.getTask(task).status == ACCEPTED
     decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
     assert tasks.getTask(task).status == SLASHED
-    assert tasks.credits(owner) == REWARD + BOND * 4_000 // 10_000
+    assert tasks.credits(owner) == REWARD + OWNER_SHARE
 
 
 def test_a_moot_dispute_that_times_out_without_a_panel_is_recorded_moot_by_both_contracts(
-    tasks: Any, committee: Any, moot_dispute: tuple[int, int], watcher: Any, keeper: Any, chain: Any
+    tasks: Any,
+    committee: Any,
+    moot_dispute: tuple[int, int],
+    watcher2: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    chain: Any,
 ) -> None:
-    """No auditor at all, and the task is slashed for an unopened batch meanwhile: the panel timeout
-    ends the dispute as Moot (not NoDecision), as TrainingTasks records it."""
-    _, dispute = moot_dispute
+    """The only auditors ask to exit after the first dispute, and the task is slashed meanwhile: the panel
+    timeout ends the second dispute as Moot (not NoDecision), as TrainingTasks records it."""
+    task, dispute = moot_dispute
+    for auditor in panel_of_three:
+        committee.requestExit(sender=auditor)
     chain.pending_timestamp = committee.getDispute(dispute).openedAt + committee.PANEL_TIMEOUT()
     chain.mine(3)
     tx = committee.drawPanel(dispute, sender=keeper)
     assert committee.getDispute(dispute).verdict == MOOT
     assert [e.verdict for e in tx.events.filter(tasks.DisputeSettled)] == [MOOT]
-    assert tasks.credits(watcher) == CBOND
+    tasks.claimBond(task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address),
+                    sender=keeper)  # fmt: skip
+    assert tasks.credits(watcher2) == CBOND

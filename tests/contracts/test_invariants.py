@@ -67,8 +67,9 @@ from helpers import (
 SEEDS = (20240611, 7)
 STEPS_PER_WALK = 500
 GAS = 8_000_000  # gas limit of every transaction
-PENDING_COMMIT = 1  # CommitStatus.Pending
-CHALLENGE_COMMITTED = "0x" + keccak(text="ChallengeCommitted(uint256,bytes32,address,uint64)").hex()
+PENDING_COMMIT, JOINED_COMMIT = 1, 2  # CommitStatus.Pending, CommitStatus.Joined
+CHALLENGE_COMMITTED = "0x" + keccak(text="ChallengeCommitted(uint256,bytes32,address,uint64,uint64)").hex()
+VERDICT_NONE, VERDICT_VALID = 0, 1
 TERMINAL = frozenset({4, 5, 6, 7})  # Finalized, Cancelled, Abandoned, Slashed
 LIVE = frozenset({POSTED, ACCEPTED, COMMITTED})
 DAY = 24 * 3600
@@ -96,7 +97,7 @@ REWARDS = [0, 2 * 10**18, 10**18 + 1]
 ACTIONS: dict[str, float] = {
     "post": 5, "cancel": 1.5, "accept": 5, "commit_batch": 10, "draw_seed": 7, "open_batch": 10,
     "slash_unopened": 1.5, "abandon": 1.5, "finalize": 3, "withdraw": 4, "commit_challenge": 9,
-    "reveal_challenge": 7, "expire_challenge": 2, "register": 4, "request_exit": 1, "exit": 1,
+    "reveal_challenge": 7, "expire_challenge": 2, "claim_bond": 2, "register": 4, "request_exit": 1, "exit": 1,
     "draw_panel": 5, "commit_vote": 12, "reveal_vote": 12, "resolve": 4, "advance_time": 3,
     "mine_blocks": 4,
 }  # fmt: skip
@@ -225,7 +226,7 @@ class Snapshot:
     disputes: dict[int, Any]  # AuditCommittee.getDispute of every dispute
     panels: dict[int, list[str]]  # panelOf every dispute in Voting
     auditors: dict[str, Any]  # getAuditor of every auditor candidate
-    commits: dict[bytes, Any]  # getCommit of every challenge commit made
+    commits: dict[tuple[str, bytes], Any]  # getCommit of every challenge commit made, by (challenger, commitment)
     task_credits: dict[str, int]
     committee_credits: dict[str, int]
     task_burned: int
@@ -272,7 +273,7 @@ class Walk:
         self.errors = {**tasks.errors, **committee.errors}
         self.evidence: dict[int, Evidence] = {}
         self.bogus: set[tuple[int, int]] = set()  # (task, j) committed with a root nobody can open
-        self.commits: dict[bytes, Commit] = {}
+        self.commits: dict[tuple[str, bytes], Commit] = {}
         self.ballots: dict[tuple[int, int, str], tuple[int, bytes]] = {}  # (dispute, round, panelist)
         self.revealed: set[tuple[int, int, str]] = set()
         self.truth: dict[int, int] = {}  # the vote most panelists of a dispute cast
@@ -307,8 +308,8 @@ class Walk:
             reads.view("auditors", a, c, "getAuditor", a)
         # Commits as the chain knows them (from their events), not as the walk believes it made them.
         for log in logs:
-            commitment = bytes.fromhex(log["topics"][2][2:])
-            reads.view("commits", commitment, t, "getCommit", commitment)
+            commitment, challenger = bytes.fromhex(log["topics"][2][2:]), "0x" + log["topics"][3][-40:]
+            reads.view("commits", (challenger, commitment), t, "getCommit", challenger, commitment)
         for a in self.accounts:
             reads.view("task_credits", a, t, "credits", a)
             reads.view("committee_credits", a, c, "credits", a)
@@ -344,14 +345,14 @@ class Walk:
             assert after.tasks[i].openedBatches >= task.openedBatches
 
     def held_by_tasks(self, s: Snapshot) -> int:
-        """Escrow of live tasks, bonds of pending commits and open disputes, credits, burned."""
+        """Escrow of live tasks, challenger bonds held (pending commits, joined bonds not paid out), credits, burned."""
         held = 0
         for task in s.tasks.values():
             if task.status == POSTED:
                 held += task.terms.reward
             elif task.status in (ACCEPTED, COMMITTED):
                 held += task.terms.reward + task.terms.providerBond
-            held += (task.pendingCommits + task.openDisputes) * task.terms.challengerBond
+            held += task.heldBonds * task.terms.challengerBond
         return held + sum(s.task_credits.values()) + s.task_burned
 
     @staticmethod
@@ -367,9 +368,13 @@ class Walk:
         open_records = Counter(r.task for r in s.records.values() if r.open)
         open_disputes = Counter(d.task for d in s.disputes.values() if d.status in (AWAITING_PANEL, VOTING))
         pending = Counter(c.task for c in s.commits.values() if c.status == PENDING_COMMIT)
+        # A joined bond is held until claimBond, unless its dispute settled sound (paid out then).
+        joined = Counter(c.task for c in s.commits.values()
+                         if c.status == JOINED_COMMIT and s.records[c.dispute].verdict != VERDICT_VALID)  # fmt: skip
         for i, task in s.tasks.items():
             assert task.openDisputes == open_records[i] == open_disputes[i], f"task {i}: dispute counters disagree"
             assert task.pendingCommits == pending[i], f"task {i}: pending commits disagree"
+            assert task.heldBonds == pending[i] + joined[i], f"task {i}: held bonds disagree"
 
     # --- sending ----------------------------------------------------------------------------------
 
@@ -676,7 +681,7 @@ class Walk:
                 forbidden=("WrongBond", "NoChallengeWindowOpen"),
             )
         else:
-            self.commits[commit.commitment] = commit
+            self.commits[(commit.watcher, commit.commitment)] = commit
             ok = self.send(
                 commit.watcher, self.tasks, "commitChallenge", task, commit.commitment, value=t.terms.challengerBond
             )
@@ -686,6 +691,17 @@ class Walk:
     def pending_commits(self) -> list[Commit]:
         on_chain = self.snap.commits
         return [c for h, c in self.commits.items() if h in on_chain and on_chain[h].status == PENDING_COMMIT]
+
+    def claimable(self) -> list[Commit]:
+        """Joined commits whose dispute settled other than sound: their bonds wait for claimBond."""
+        s = self.snap
+        return [c for h, c in self.commits.items() if h in s.commits and s.commits[h].status == JOINED_COMMIT
+                and s.records[s.commits[h].dispute].verdict not in (VERDICT_NONE, VERDICT_VALID)]  # fmt: skip
+
+    def claim_bond(self) -> None:
+        c = self.prefer(self.claimable(), list(self.commits.values()))
+        if c is not None:
+            self.send(self.someone(), self.tasks, "claimBond", c.task, c.watcher, c.commitment)
 
     def reveal_challenge(self) -> None:
         s = self.snap
@@ -702,14 +718,15 @@ class Walk:
             self.send(c.watcher, self.tasks, "revealChallenge", *args)
 
     def reveal_by(self, c: Commit) -> int:
-        return self.snap.commits[c.commitment].committedAt + self.snap.tasks[c.task].terms.windows.challengeRevealWindow
+        committed_at = self.snap.commits[(c.watcher, c.commitment)].committedAt
+        return committed_at + self.snap.tasks[c.task].terms.windows.challengeRevealWindow
 
     def expire_challenge(self) -> None:
         c = self.prefer(
             (c for c in self.pending_commits() if self.reveal_by(c) <= self.snap.time), self.pending_commits()
         )
         if c is not None:
-            self.send(self.someone(), self.tasks, "expireChallenge", c.task, c.commitment)
+            self.send(self.someone(), self.tasks, "expireChallenge", c.task, c.watcher, c.commitment)
 
     # --- the committee ----------------------------------------------------------------------------
 
@@ -894,6 +911,7 @@ class Walk:
         return (
             any(t.status in LIVE for t in s.tasks.values())
             or any(c.status == PENDING_COMMIT for c in s.commits.values())
+            or bool(self.claimable())
             or any(d.status in (AWAITING_PANEL, VOTING) for d in s.disputes.values())
             or s.auditor_count > 0
         )
@@ -912,7 +930,9 @@ class Walk:
             elif b.status == B_DRAWN and b.windowEnd <= s.time:
                 self.send(anyone, self.tasks, "slashUnopened", i, j)
         for c in self.pending_commits():
-            self.send(anyone, self.tasks, "expireChallenge", c.task, c.commitment)
+            self.send(anyone, self.tasks, "expireChallenge", c.task, c.watcher, c.commitment)
+        for c in self.claimable():
+            self.send(anyone, self.tasks, "claimBond", c.task, c.watcher, c.commitment)
         for d, x in s.disputes.items():
             if x.status == AWAITING_PANEL:
                 self.send(anyone, self.committee, "drawPanel", d)
@@ -977,7 +997,7 @@ def test_reveal_of_interval_whose_batch_opened_after_the_commit_reverts(
     commitment = challenge_commitment(task, k, OUT_OF_BOUNDS, salt, watcher.address)
     tasks.commitChallenge(task, commitment, sender=watcher, value=tasks.getTask(task).terms.challengerBond)
     # A later second: windows are judged on timestamps, and the commit's second must precede the opening's.
-    chain.pending_timestamp = tasks.getCommit(commitment).committedAt + 1
+    chain.pending_timestamp = tasks.getCommit(watcher.address, commitment).committedAt + 1
     open_batch(ev, 1)  # batch 1's window opens only now, after the commit
     opened_at = tasks.getBatch(task, 1).openedAt
     with ape.reverts(tasks.IntervalWindowNotOpen, task=task, k=k, opensAt=opened_at):

@@ -125,6 +125,8 @@ def test_post_task_counts_batches(
         ({"windows": (1, 0, 1)}, "InvalidWindow", {"window": 0}),
         ({"windows": (1, 1, 0)}, "InvalidWindow", {"window": 0}),
         ({"windows": (1, 365 * DAY + 1, 1)}, "InvalidWindow", {"window": 365 * DAY + 1}),
+        # A pending commit holds back slashUnopened and abandon: for at most MAX_REVEAL_WINDOW.
+        ({"windows": (1, 1, 3601)}, "RevealWindowTooLong", {"window": 3601, "max": 3600}),
     ],
 )
 def test_post_task_invalid_parameter_reverts(
@@ -136,7 +138,8 @@ def test_post_task_invalid_parameter_reverts(
 
 
 def test_post_task_accepts_the_limits(tasks: Any, post_task: Callable[..., int]) -> None:
-    task = post_task(intervalsPerBatch=256, sampleBps=10000, windows=(365 * DAY, 1, 365 * DAY))
+    task = post_task(intervalsPerBatch=256, sampleBps=10000, windows=(365 * DAY, 1, 3600))
+    assert tasks.MAX_REVEAL_WINDOW() == 3600
     assert tasks.getTask(task).status == POSTED
     assert tasks.getTask(post_task(intervalsPerBatch=1, sampleBps=1)).status == POSTED
 
@@ -161,7 +164,7 @@ def test_cancel_credits_owner_the_reward(tasks: Any, owner: Any, post_task: Call
     assert tasks.credits(owner) == DEFAULTS["reward"]
     assert tasks.balance == DEFAULTS["reward"]  # pulled, not pushed
     assert [(e.task, e.owner) for e in tx.events.filter(tasks.TaskCancelled)] == [(task, owner.address)]
-    assert [(e.account, e.task, e.amount) for e in tx.events.filter(tasks.Credited)] == [
+    assert [(e.account, e.source, e.amount) for e in tx.events.filter(tasks.Credited)] == [
         (owner.address, task, DEFAULTS["reward"])
     ]
 

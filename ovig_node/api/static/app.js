@@ -162,7 +162,7 @@ async function taskPage(id) {
       <h2>Intervals</h2><section><div class="legend" id="legend">${legend}</div><div class="grid" id="intervals">${cells}</div>${more}</section>
       <h2>Batches</h2><section>${table(["j", "status", "root", "sampled", "manifest", "opening manifest", "opening window", "challenge window"], batches, 'id="batches"')}</section>
       <h2>Openings</h2><section>${table(["k", "start digest", "end digest", "opening manifest", { label: "block", num: 1 }], opened, 'id="openings"')}</section>
-      <h2>Disputes</h2><section>${table(["dispute", "interval", "reason", "status", "verdict", "challenger", "report"], disputes, 'id="disputes"')}</section>
+      <h2>Disputes</h2><section>${table(["dispute", "interval", "reason", "status", "verdict", "lead", "report"], disputes, 'id="disputes"')}</section>
       <h2>Payouts</h2><section>${table(["account", "contract", { label: "amount", num: 1 }, { label: "block", num: 1 }], payouts, 'id="payouts"')}</section>
     </div><div><h2>Timeline</h2><section><ol class="timeline" id="timeline">${events}</ol></section></div></div>`;
 }
@@ -179,7 +179,7 @@ async function disputePage(id) {
   view.innerHTML = `<h1>Dispute ${dispute.dispute} ${badge(dispute.verdict)}</h1>
     <section class="facts">${fact("task", `<a href="#/tasks/${dispute.task}">task ${dispute.task}</a>`)}${fact("interval", dispute.k)}
       ${fact("reason", esc(dispute.reason))}${fact("status", badge(dispute.status))}${fact("round", dispute.round)}
-      ${fact("challenger", who(dispute.challenger))}${fact("report", cid(dispute.report_cid))}</section>
+      ${fact("lead", who(dispute.challenger))}${fact("joined", dispute.joined)}${fact("report", cid(dispute.report_cid))}</section>
     <h2>Challenger's report: replay against the boundary</h2>
     <section id="report">${report ? reportView(report) : `<p class="error">${esc(reportError)}</p>`}</section>
     ${rounds}
