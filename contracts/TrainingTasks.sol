@@ -740,11 +740,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             revert IntervalNotOpened(task, k);
         }
         iv = _opened[task][k];
-        // INVARIANT: the challenge was committed inside this very interval's window
-        // [openedAt_j, end_k), where end_k moves later each time a dispute of k ends undecided.
+        // INVARIANT: the challenge was committed while this very interval's window was open:
+        // [openedAt_j, end_k), where end_k moves later each time a dispute of k ends undecided, less the
+        // gap before a reopening that came after the window had closed.
         if (at < b.openedAt) revert IntervalWindowNotOpen(task, k, b.openedAt);
         uint64 end = _windowEnd(b, iv);
-        if (at >= end) revert IntervalWindowClosed(task, k, end);
+        bool inGap = iv.reopenedAt != 0 && at >= b.windowEnd && at < iv.reopenedAt;
+        if (at >= end || inGap) revert IntervalWindowClosed(task, k, end);
     }
 
     /// @dev End of an opened interval's challenge window: its batch's, or its reopened one.
@@ -752,8 +754,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         return iv.windowEnd > b.windowEnd ? iv.windowEnd : b.windowEnd;
     }
 
-    /// @dev The revealed commit `c` joins k's open dispute, opening one if there is none; the commit
-    /// with the smallest sequence number leads. Its bond stays held until claimBond or a sound settlement.
+    /// @dev The revealed commit `c` joins k's open dispute, opening one if there is none; the commit of k
+    /// with the smallest sequence number ever revealed leads. Its bond stays held until claimBond or a sound settlement.
     function _join(
         uint256 task,
         Task storage t,
@@ -772,12 +774,15 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             fresh.k = k;
             fresh.open = true;
         }
-        DisputeRecord storage d = _disputes[dispute];
-        // INVARIANT: the earliest commit leads, whoever revealed first.
-        if (d.joined == 0 || c.seq < d.leadSeq) {
-            d.lead = msg.sender;
-            d.leadSeq = c.seq;
+        // INVARIANT: the earliest commit of k ever revealed leads, whoever revealed first and in whichever of
+        // k's disputes: a no-decision cannot hand the lead to a later commit.
+        if (iv.leadSeq == 0 || c.seq < iv.leadSeq) {
+            iv.lead = msg.sender;
+            iv.leadSeq = c.seq;
         }
+        DisputeRecord storage d = _disputes[dispute];
+        d.lead = iv.lead;
+        d.leadSeq = iv.leadSeq;
         d.joined += 1;
         c.status = CommitStatus.Joined;
         c.dispute = dispute;
@@ -826,8 +831,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @dev No decision: interval k may be challenged for one more challengeWindow from now.
     function _reopenWindow(uint256 task, Task storage t, OpenedInterval storage iv, uint256 k) internal {
         uint64 end = _now() + t.terms.windows.challengeWindow;
+        uint64 openUntil = _windowEnd(_batches[task][k / t.terms.intervalsPerBatch], iv);
+        // A window still open is extended; a closed one reopens from now, so a commit made while it was
+        // closed stays outside it.
+        if (!_before(openUntil)) iv.reopenedAt = _now();
         iv.windowEnd = end;
-        iv.noDecisions += 1;
+        // Saturates: a counter that reverted here would block the dispute's settlement, and every exit.
+        if (iv.noDecisions < type(uint8).max) iv.noDecisions += 1;
         if (end > t.challengeEnd) t.challengeEnd = end;
         emit IntervalWindowReopened(task, k, end, iv.noDecisions);
     }

@@ -160,12 +160,19 @@ struct OpenedInterval {
     uint256 dispute;
     // End of the interval's window once a dispute of it ended with no decision (0: its batch's).
     uint64 windowEnd;
+    // Start of the reopened stretch [reopenedAt, windowEnd) when it began after the window had closed.
+    uint64 reopenedAt;
     // Set when a dispute found the interval sound: it is final, never challenged again.
     bool sound;
     // The commit sequence number at the sound settlement: commits up to it were made before it.
     uint64 soundAfterSeq;
-    // Disputes of the interval that ended with no decision.
+    // Disputes of the interval that ended with no decision (saturates at 255).
     uint8 noDecisions;
+    // The challenger whose commit of k has the smallest sequence number of every one revealed, in any of
+    // k's disputes: it leads each of them (a later dispute after a no-decision too).
+    address lead;
+    // That commit's sequence number (0: none revealed yet).
+    uint64 leadSeq;
 }
 
 /// @notice Why a challenger disputes an interval (protocol section 4.1).

@@ -190,3 +190,62 @@ def test_no_decision_reopens_the_interval_window_and_refunds_through_claims(
     assert tasks.credits(watcher) == CBOND
     commit_challenge(tasks, task, 6, watcher, salt=b"\x0e" * 32)  # a fresh challenge of k opens a second dispute
     assert reveal(tasks, task, 6, watcher, salt=b"\x0e" * 32) == tasks.getOpenedInterval(task, 6).dispute == dispute + 1
+
+
+def test_the_earliest_revealed_commit_leads_every_later_dispute_of_the_interval(
+    tasks: Any, committee: Any, opened_task: Callable[..., tuple[int, Evidence]], watcher: Any, provider: Any,
+    keeper: Any, chain: Any, register: Callable[..., None], auditors: list[Any],
+) -> None:  # fmt: skip
+    """Found by review: the provider commits k while the watcher's dispute runs, lets it end with no decision,
+    then reveals first into a fresh dispute. Without a lead kept per interval it would lead that one."""
+    register(auditors[:2])  # too few for a panel: the first dispute ends undecided
+    task, _ = opened_task(sampleBps=10_000, windows=(3600, 4 * 24 * 3600, 600))
+    commit_challenge(tasks, task, 5, watcher)
+    first = reveal(tasks, task, 5, watcher)
+    timeout = committee.getDispute(first).openedAt + committee.PANEL_TIMEOUT()
+    chain.pending_timestamp = timeout - 10
+    commit_challenge(tasks, task, 5, provider, salt=b"\x0f" * 32)  # a later sequence number
+    chain.pending_timestamp = timeout
+    chain.mine(3)
+    committee.drawPanel(first, sender=keeper)
+    assert tasks.getDispute(first).verdict == NO_DECISION
+    second = reveal(tasks, task, 5, provider, salt=b"\x0f" * 32)
+    assert second == first + 1
+    d = tasks.getDispute(second)
+    assert (d.lead, d.joined) == (watcher.address, 1)  # the watcher's earlier commit, revealed in the first
+    assert tasks.getOpenedInterval(task, 5).lead == watcher.address
+
+
+def test_a_commit_made_while_the_interval_window_was_closed_stays_out_after_a_reopening(
+    tasks: Any, committee: Any, post_task: Callable[..., int], provider: Any, evidence: Callable[[int], Evidence],
+    commit: Any, draw: Any, open_batch: Any, watcher: Any, keeper: Any, chain: Any,
+    register: Callable[..., None], auditors: list[Any],
+) -> None:  # fmt: skip
+    """Found by review: batch 1's window keeps commits open after batch 0's closed; a commit of a batch-0
+    interval then must not become valid because that interval's window reopens after a no-decision."""
+    day = 24 * 3600
+    register(auditors[:2])
+    task = post_task(sampleBps=10_000, windows=(3600, day, 600))
+    tasks.acceptTask(task, sender=provider, value=BOND)
+    ev = evidence(task)
+    commit(ev)
+    draw(task, 0)
+    open_batch(ev, 0)
+    commit_challenge(tasks, task, 2, watcher)
+    first = reveal(tasks, task, 2, watcher)
+    chain.pending_timestamp = tasks.getBatch(task, 0).openedAt + 2 * day  # batch 0's window is closed
+    draw(task, 1)
+    open_batch(ev, 1)
+    timeout = committee.getDispute(first).openedAt + committee.PANEL_TIMEOUT()
+    chain.pending_timestamp = timeout - 10
+    commit_challenge(tasks, task, 2, provider, salt=b"\x0f" * 32)  # accepted: batch 1's window is open
+    chain.pending_timestamp = timeout
+    chain.mine(3)
+    tx = committee.drawPanel(first, sender=keeper)
+    assert tasks.getDispute(first).verdict == NO_DECISION
+    reopened = tx.timestamp + day
+    assert (tasks.getOpenedInterval(task, 2).reopenedAt, tasks.challengeWindowEnd(task, 2)) == (tx.timestamp, reopened)
+    with ape.reverts(tasks.IntervalWindowClosed, task=task, k=2, closedAt=reopened):
+        tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, b"\x0f" * 32, "r", sender=provider)
+    commit_challenge(tasks, task, 2, watcher, salt=b"\x10" * 32)  # in the reopened window: a new dispute
+    assert reveal(tasks, task, 2, watcher, salt=b"\x10" * 32) == first + 1
