@@ -202,23 +202,27 @@ class Projection:
         )
         self._bump(task, "pending_commits", -1)
         if dispute:  # a dispute the committee opened in this transaction (DisputeOpened came first), or a join
-            row = self.db.execute(
-                "SELECT d.joined, d.lead_seq, c.seq FROM disputes d, challenges c WHERE d.dispute = ?"
-                " AND c.challenger = ? AND c.commitment = ?",
-                (dispute, a["challenger"], a["commitment"]),
-            ).fetchone()
-            joined, lead_seq, seq = row if row else (0, None, None)
-            if joined == 0:
-                self._bump(task, "open_disputes", 1)
-            if lead_seq is None or (seq is not None and seq < lead_seq):  # the earliest commit leads
-                self._update(
-                    "disputes",
-                    {"challenger": a["challenger"], "report_cid": a["reportCID"], "commitment": a["commitment"],
-                     "lead_seq": seq},
-                    dispute=dispute,
-                )  # fmt: skip
-            self._update("disputes", {"joined": joined + 1}, dispute=dispute)
+            self._join(task, int(a["k"]), dispute, a["challenger"], a["commitment"])
         self._task(task, e)
+
+    def _join(self, task: int, k: int, dispute: int, challenger: str, commitment: str) -> None:
+        """As TrainingTasks keeps it: the lead of every dispute of k is its commit with the smallest sequence
+        number ever revealed, in this dispute or an earlier one of k."""
+        row = self.db.execute("SELECT joined FROM disputes WHERE dispute = ?", (dispute,)).fetchone()
+        if row is None or row[0] == 0:
+            self._bump(task, "open_disputes", 1)
+        self.db.execute(
+            "UPDATE openings SET lead_seq = (SELECT seq FROM challenges WHERE challenger = ? AND commitment = ?)"
+            " WHERE task = ? AND k = ? AND (lead_seq IS NULL OR lead_seq >"
+            " (SELECT seq FROM challenges WHERE challenger = ? AND commitment = ?))",
+            (challenger, commitment, task, k, challenger, commitment),
+        )
+        self.db.execute(
+            "UPDATE disputes SET joined = joined + 1, (challenger, report_cid, commitment) = (SELECT c.challenger,"
+            " c.report_cid, c.commitment FROM challenges c JOIN openings o ON c.seq = o.lead_seq"
+            " WHERE o.task = ? AND o.k = ?) WHERE dispute = ?",
+            (task, k, dispute),
+        )
 
     def _challenge_expired(self, e: Event, a: Args) -> None:
         status = "refunded" if a["refunded"] else "expired"
@@ -301,10 +305,8 @@ class Projection:
         self._update("auditors", {"exited": 1, "stake": "0", "locked": "0"}, address=a["auditor"])
 
     def _credited(self, e: Event, a: Args) -> None:
-        # Both contracts credit through one base: its source is a task here, a dispute (0: an exit) there.
-        task, dispute = (a["source"], None) if e.contract == "TrainingTasks" else (None, a["source"])
-        if dispute is not None:
-            task = self._task_of_dispute(dispute) if dispute else None
+        dispute = None if e.contract == "TrainingTasks" else a["source"]
+        task = self._task_of_source(e)
         self.db.execute(
             "INSERT OR REPLACE INTO payouts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -353,6 +355,14 @@ class Projection:
         if row is not None and delta:
             self._update(table, {column: str(int(row[0]) + delta)}, **key)
 
+    def _task_of_source(self, event: Event) -> int | None:
+        """Credited and Burned come from one base in both contracts: their source is a task of TrainingTasks,
+        a dispute of the committee (0: an auditor's exit)."""
+        source = int(event.args["source"])
+        if event.contract == "TrainingTasks":
+            return source
+        return self._task_of_dispute(source) if source else None
+
     def _task_of_dispute(self, dispute: int) -> int | None:
         row = self.db.execute("SELECT task FROM disputes WHERE dispute = ?", (dispute,)).fetchone()
         return int(row[0]) if row else None
@@ -361,10 +371,8 @@ class Projection:
         """The task an event belongs to on its timeline (None: an auditor's or an account's own event)."""
         if "task" in event.args:
             return int(event.args["task"])
-        if "source" in event.args:  # Credited and Burned: a task of TrainingTasks, a dispute of the committee
-            if event.contract == "TrainingTasks":
-                return int(event.args["source"])
-            return self._task_of_dispute(int(event.args["source"])) if event.args["source"] else None
+        if "source" in event.args:
+            return self._task_of_source(event)
         if event.args.get("dispute"):
             return self._task_of_dispute(int(event.args["dispute"]))
         return None

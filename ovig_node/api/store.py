@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS batches (
 );
 CREATE TABLE IF NOT EXISTS openings (
     task INTEGER NOT NULL, k INTEGER NOT NULL, start_digest TEXT NOT NULL, end_digest TEXT NOT NULL,
-    block INTEGER NOT NULL, extended_until INTEGER, PRIMARY KEY (task, k)
+    block INTEGER NOT NULL, extended_until INTEGER, lead_seq INTEGER, PRIMARY KEY (task, k)
 );
 CREATE TABLE IF NOT EXISTS challenges (
     commitment TEXT NOT NULL, task INTEGER NOT NULL, challenger TEXT NOT NULL, reveal_by INTEGER NOT NULL,
@@ -49,10 +49,11 @@ CREATE TABLE IF NOT EXISTS challenges (
     seq INTEGER NOT NULL, PRIMARY KEY (challenger, commitment)
 );
 CREATE INDEX IF NOT EXISTS challenges_by_task ON challenges (task);
+CREATE INDEX IF NOT EXISTS challenges_by_seq ON challenges (seq);
 CREATE TABLE IF NOT EXISTS disputes (
     dispute INTEGER PRIMARY KEY, task INTEGER NOT NULL, k INTEGER NOT NULL, reason TEXT NOT NULL,
     status TEXT NOT NULL, verdict TEXT NOT NULL, round INTEGER NOT NULL, challenger TEXT, report_cid TEXT,
-    commitment TEXT, opened_block INTEGER NOT NULL, lead_seq INTEGER, joined INTEGER NOT NULL DEFAULT 0
+    commitment TEXT, opened_block INTEGER NOT NULL, joined INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS disputes_by_task ON disputes (task, k);
 CREATE TABLE IF NOT EXISTS rounds (
