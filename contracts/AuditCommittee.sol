@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import {Checkpoints} from "@openzeppelin/contracts/utils/structs/Checkpoints.sol";
+
 import {IAdjudicator} from "./interfaces/IAdjudicator.sol";
 import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
-import {Sampling} from "./libraries/Sampling.sol";
+import {PanelDraw} from "./libraries/PanelDraw.sol";
 import {PullPayments} from "./utils/PullPayments.sol";
 import {Auditor, Ballot, Dispute, DisputeStatus, Reason, Verdict} from "./Types.sol";
 import {
     AlreadyCommitted,
     AlreadyRegistered,
+    CannotRearm,
     CommitWindowClosed,
     CooldownNotOver,
+    DrawExpired,
     ExitAlreadyRequested,
     ExitNotRequested,
     InvalidParameter,
@@ -21,109 +25,152 @@ import {
     NothingToReveal,
     PanelNotReady,
     RegistryFull,
-    StakeLocked,
+    SeatsOpen,
+    StakeTooLarge,
+    StakeTooLow,
     VoteMismatch,
     VoteRevealClosed,
     VotingNotOver,
-    WrongBond,
     WrongDisputeStatus
 } from "./Errors.sol";
 
 /// @notice Constructor parameters of the committee (protocol section 4.2).
 struct CommitteeParams {
-    // Exact value `register` must carry.
-    uint256 auditorStake;
-    // Stake locked per panel seat and lost for not revealing or voting with the minority.
+    // Lost per seat for voting against a dispute's final outcome or not revealing (unless excused).
     uint256 penalty;
-    // Blocks an auditor must have been registered before a challenge's reveal to be drawn for it.
+    // L: overlapping seats an auditor must be able to answer for; the stake to be eligible is L x penalty.
+    uint8 overlap;
+    // Blocks an auditor must have been registered before a round's arm block to be eligible for it.
     uint64 warmupBlocks;
-    // Blocks between a panel's arm block c and its seed block c + seedDelay (>= 1).
+    // Blocks between a round's arm block a and its seed block a + seedDelay (>= 1).
     uint64 seedDelay;
-    // Seconds between requestExit and exit.
+    // Seconds between requestExit and exit; longer than maxDrawDelay, so nobody eligible for an armed
+    // round leaves before it is drawn.
     uint64 cooldown;
-    // Seconds from a panel's draw in which panelists commit their votes.
+    // Seconds from a panel's completion in which panelists commit their votes: >= L x maxReplaySeconds.
     uint64 commitWindow;
     // Seconds after the commit window in which panelists reveal.
     uint64 revealWindow;
-    // Seconds from the reveal of the challenge after which a dispute with too few auditors ends
-    // as "no decision".
-    uint64 panelTimeout;
+    // Seconds from a round's arm in which its panel must be drawn; past it, anyone re-arms.
+    uint64 maxDrawDelay;
+    // Seconds from a round's first arm after which a round that still cannot seat its panel ends the
+    // dispute as if it had been undecided.
+    uint64 starvationTimeout;
+    // Longest replay a task may declare (TrainingTasks refuses tasks above it).
+    uint64 maxReplaySeconds;
     // Panel size of round 0: odd, >= 3.
     uint16 panelSize;
-    // Rounds before "no decision": 1 .. 8.
+    // Rounds: 1 .. 8.
     uint8 maxRounds;
 }
 
 /// @title AuditCommittee
-/// @notice A staked committee of auditors that decides disputes of TrainingTasks (protocol 4.2):
-/// auditors register with a stake; each dispute draws a panel from block-hash randomness, panelists
-/// commit and reveal votes, a strict majority of revealed votes decides, and panelists who did not
-/// reveal or voted with the minority lose a fixed penalty to the majority. Without a majority the next
-/// round draws a larger panel; after the last round, or when too few auditors are eligible for
-/// `panelTimeout`, the dispute ends with no decision.
-/// @dev States of a dispute: AwaitingPanel -(drawPanel)-> Voting -(resolve)-> Resolved, or back to
-/// AwaitingPanel for the next round. A dispute whose task ended meanwhile is moot: `resolve` ends it at
-/// any time, releasing the panel without penalty. Clocks: seed blocks in blocks (SEED_DELAY), every
-/// window in seconds. Money invariant (protocol 4.3): balance == sum of stakes + credits + `burned`.
+/// @notice A staked committee of auditors that decides disputes of TrainingTasks (protocol 4.2, v2).
+/// A round is armed at a block a; its panel is a function of the committee's history as of a (slot
+/// occupants, registrations, exit requests and stakes, kept as OpenZeppelin checkpoints) and of the
+/// randomness for block a + SEED_DELAY alone, so nothing done after a (exits, registrations, other
+/// disputes) steers it. Seats held elsewhere do not matter for eligibility. A strict majority of the
+/// seated panel decides a round; otherwise the next, larger round is armed. Penalties are settled
+/// against the dispute's final outcome when it resolves.
+/// @dev States of a dispute: AwaitingPanel -(drawPanel, one or more calls)-> Voting -(resolve)->
+/// Resolved, or back to AwaitingPanel for the next round; AwaitingPanel -(rearm)-> AwaitingPanel when
+/// the draw expired, its seed block's hash is gone, or its tries seated too few, until
+/// starvationTimeout. A moot dispute (its task ended) resolves at any time, without penalties.
+/// Clocks: seed blocks in blocks, every window in seconds. Money invariant (protocol 4.3): balance ==
+/// totalStake + credits + burned.
 contract AuditCommittee is IAdjudicator, PullPayments {
-    /// @notice Most auditors registered at once: drawing a panel reads every one of them.
+    using Checkpoints for Checkpoints.Trace160;
+    using Checkpoints for Checkpoints.Trace208;
+
+    /// @notice Registry slots: occupants are looked up by slot, so the registry bounds nothing but size.
     uint256 public constant MAX_AUDITORS = 256;
     /// @notice Most rounds a committee may be configured with.
     uint256 public constant MAX_ROUNDS_LIMIT = 8;
-    /// @notice Fewest eligible auditors a panel is drawn from.
+    /// @notice Largest L: the overlap bookkeeping keeps this many seat ends per auditor.
+    uint256 public constant MAX_OVERLAP = 8;
+    /// @notice Smallest first-round panel.
     uint256 public constant MIN_PANEL = 3;
+    /// @notice Draw tries per drawPanel call: a round of 15 seats (240 tries) takes four calls.
+    uint256 public constant TRIES_PER_CALL = 64;
+
+    // Bit layout of a standing checkpoint: stake (bits 0-127), registration block (128-175), exit
+    // requested (176).
+    uint256 private constant _STAKE_BITS = 128;
+    uint256 private constant _EXIT_BIT = 176;
 
     /// @notice The task contract whose disputes this committee decides.
     IDisputedTasks public immutable TASKS;
-    /// @notice Exact value `register` must carry.
-    uint256 public immutable AUDITOR_STAKE;
-    /// @notice Stake locked per panel seat, lost for not revealing or voting with the minority.
+    /// @notice Lost per seat for voting against the final outcome or not revealing (unless excused).
     uint256 public immutable PENALTY;
-    /// @notice Blocks of registration needed before a challenge's reveal block to be eligible.
+    /// @notice L: overlapping seats an auditor answers for.
+    uint256 public immutable OVERLAP;
+    /// @notice Stake an auditor must hold to register and to be eligible: L x PENALTY.
+    uint256 public immutable AUDITOR_STAKE;
+    /// @notice Blocks of registration needed before a round's arm block to be eligible for it.
     uint256 public immutable WARMUP_BLOCKS;
-    /// @notice Blocks between a panel's arm block and its seed block.
+    /// @notice Blocks between a round's arm block and its seed block.
     uint256 public immutable SEED_DELAY;
     /// @notice Seconds between requestExit and exit.
     uint64 public immutable COOLDOWN;
-    /// @notice Seconds to commit a vote, from the panel's draw.
+    /// @notice Seconds to commit a vote, from the panel's completion.
     uint64 public immutable COMMIT_WINDOW;
     /// @notice Seconds to reveal a vote, after the commit window.
     uint64 public immutable REVEAL_WINDOW;
-    /// @notice Seconds from the challenge's reveal after which too few auditors means no decision.
-    uint64 public immutable PANEL_TIMEOUT;
+    /// @notice Seconds from a round's arm in which its panel must be drawn.
+    uint64 public immutable MAX_DRAW_DELAY;
+    /// @notice Seconds from a round's first arm after which a round that cannot seat ends the dispute.
+    uint64 public immutable STARVATION_TIMEOUT;
+    /// @notice Longest replay a task may declare.
+    uint64 public immutable MAX_REPLAY_SECONDS;
     /// @notice Panel size of round 0.
     uint256 public immutable PANEL_SIZE;
-    /// @notice Rounds before no decision.
+    /// @notice Rounds a dispute may take.
     uint256 public immutable MAX_ROUNDS;
 
     /// @notice Number of disputes opened; dispute ids are 1 .. disputeCount.
     uint256 public disputeCount;
+    /// @notice Sum of every auditor's stake, exiting ones too (for the balance invariant).
+    uint256 public totalStake;
+    /// @notice Auditors holding a registry slot now.
+    uint256 public auditorCount;
 
     mapping(address auditor => Auditor) private _auditors;
-    // Registered auditors, in no particular order (swap-and-pop on exit).
-    address[] private _registry;
-    mapping(address auditor => uint256 slot) private _registrySlot; // index + 1; 0: not in the registry
-    mapping(uint256 dispute => Dispute) private _disputes;
-    mapping(uint256 dispute => address[] panel) private _panels; // the current round's panel
-    mapping(uint256 dispute => mapping(uint256 round => mapping(address panelist => Ballot))) private _ballots;
-    mapping(uint256 dispute => mapping(address auditor => bool)) private _barred; // non-revealers
+    // Each auditor's standing by block: stake, registration block, exit request (bit layout above).
+    mapping(address auditor => Checkpoints.Trace208) private _standing;
+    // Each slot's occupant by block; a slot is reused after its occupant requests exit, never moved.
+    Checkpoints.Trace160[MAX_AUDITORS] private _occupants;
+    // Slots ever used, by block (slots are never removed, so this only grows).
+    Checkpoints.Trace208 private _slotCount;
+    // Slots freed by exit requests, reused last-in first-out.
+    uint16[] private _freeSlots;
+    // Ends of each auditor's latest non-excused seats: how many overlap decides whether a seat is excused.
+    mapping(address auditor => uint64[MAX_OVERLAP]) private _seatEnds;
 
-    /// @notice A panel was drawn for `round`; votes are committed until `commitEnd`, revealed until
+    mapping(uint256 dispute => Dispute) private _disputes;
+    // Every auditor ever seated on the dispute, in draw order, all rounds (penalties are settled over it).
+    mapping(uint256 dispute => address[]) private _seats;
+    mapping(uint256 dispute => mapping(address auditor => Ballot)) private _ballots;
+    // Rounds of the task's disputes armed and not drawn yet, and seats of an auditor on the task's open
+    // disputes: either keeps an auditor from challenging the task (PanelistCannotChallenge).
+    mapping(uint256 task => uint256) private _undrawnRounds;
+    mapping(uint256 task => mapping(address auditor => uint256)) private _seatsOnTask;
+
+    /// @notice The panel of `round` is complete; votes are committed until `commitEnd`, revealed until
     /// `revealEnd`.
     /// @param dispute The dispute id.
     /// @param round The round.
-    /// @param panel The panelists.
+    /// @param panel The panelists, in draw order.
     /// @param commitEnd When the commit window closes.
     /// @param revealEnd When the reveal window closes.
     event PanelDrawn(uint256 indexed dispute, uint256 round, address[] panel, uint64 commitEnd, uint64 revealEnd);
 
-    /// @notice No panel could be drawn (seed block gone, or fewer than 3 eligible auditors): the draw
-    /// waits for a new seed block.
+    /// @notice The round was armed anew at `armBlock`: its draw expired, its seed block's hash was gone,
+    /// its tries seated too few, or its last round ended undecided with most of its panel silent.
     /// @param dispute The dispute id.
     /// @param round The round.
-    /// @param seedBlock The new seed block.
-    /// @param eligible Eligible auditors found (0 when the seed block was gone).
-    event PanelRearmed(uint256 indexed dispute, uint256 round, uint256 seedBlock, uint256 eligible);
+    /// @param armBlock The new arm block (its seed block is armBlock + SEED_DELAY).
+    /// @param seated Auditors the abandoned draw had seated.
+    event PanelRearmed(uint256 indexed dispute, uint256 round, uint256 armBlock, uint256 seated);
 
     /// @notice A panelist committed its vote.
     /// @param dispute The dispute id.
@@ -135,35 +182,41 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @param dispute The dispute id.
     /// @param round The round.
     /// @param panelist The panelist.
-    /// @param vote 1 valid (or available), 2 faulty.
+    /// @param vote 1 sound, 2 faulty.
     event VoteRevealed(uint256 indexed dispute, uint256 round, address indexed panelist, uint8 vote);
 
-    /// @notice A round ended without a strict majority; the next round draws a larger panel.
+    /// @notice A round ended without a strict majority of its seated panel.
     /// @param dispute The dispute id.
-    /// @param round The round that failed.
+    /// @param round The undecided round.
     event RoundFailed(uint256 indexed dispute, uint256 round);
 
-    /// @notice A panelist lost `amount` of its stake in `dispute`.
+    /// @notice A panelist lost `amount` of its stake when `dispute` resolved.
     /// @param dispute The dispute id.
     /// @param panelist The panelist.
-    /// @param amount The penalty.
+    /// @param amount The penalty (capped at what its stake held).
     event Penalized(uint256 indexed dispute, address indexed panelist, uint256 amount);
 
-    /// @notice The dispute ended; the task contract paid it out.
+    /// @notice The dispute ended; penalties were settled and the task contract paid it out.
     /// @param dispute The dispute id.
     /// @param task The task id.
     /// @param verdict Valid, Faulty, NoDecision or Moot.
     /// @param round The last round.
     event DisputeResolved(uint256 indexed dispute, uint256 indexed task, Verdict verdict, uint256 round);
 
-    /// @notice An auditor registered with its stake.
+    /// @notice An auditor registered with its stake in registry slot `slot`.
     /// @param auditor The auditor.
     /// @param stake The stake.
-    event AuditorRegistered(address indexed auditor, uint256 stake);
+    /// @param slot The registry slot (0-based).
+    event AuditorRegistered(address indexed auditor, uint256 stake, uint256 slot);
 
-    /// @notice An auditor asked to exit; it is never drawn again.
+    /// @notice An auditor added to its stake.
     /// @param auditor The auditor.
-    /// @param exitAt When it may exit (if nothing is locked then).
+    /// @param amount The amount added.
+    event StakeAdded(address indexed auditor, uint256 amount);
+
+    /// @notice An auditor asked to exit: eligible for no round armed later; its slot is free.
+    /// @param auditor The auditor.
+    /// @param exitAt When it may exit (once its seats are settled).
     event AuditorExitRequested(address indexed auditor, uint64 exitAt);
 
     /// @notice An auditor exited; its remaining stake is credited.
@@ -175,64 +228,90 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// address; the task contract checks the wiring when it is built).
     /// @param p The committee's parameters.
     constructor(IDisputedTasks tasks, CommitteeParams memory p) {
-        if (p.penalty == 0 || p.penalty > p.auditorStake) revert InvalidParameter("penalty", p.penalty);
+        if (p.penalty == 0) revert InvalidParameter("penalty", p.penalty);
+        if (p.overlap == 0 || p.overlap > MAX_OVERLAP) revert InvalidParameter("overlap", p.overlap);
         if (p.seedDelay == 0) revert InvalidParameter("seedDelay", p.seedDelay);
         if (p.panelSize < MIN_PANEL || p.panelSize % 2 == 0) revert InvalidParameter("panelSize", p.panelSize);
         if (p.maxRounds == 0 || p.maxRounds > MAX_ROUNDS_LIMIT) revert InvalidParameter("maxRounds", p.maxRounds);
-        if (p.commitWindow == 0) revert InvalidParameter("commitWindow", p.commitWindow);
+        if (p.maxReplaySeconds == 0) revert InvalidParameter("maxReplaySeconds", p.maxReplaySeconds);
+        // INVARIANT: a panelist can replay every overlapping seat it answers for within one commit window.
+        if (p.commitWindow < uint256(p.overlap) * p.maxReplaySeconds) {
+            revert InvalidParameter("commitWindow", p.commitWindow);
+        }
         if (p.revealWindow == 0) revert InvalidParameter("revealWindow", p.revealWindow);
+        if (p.maxDrawDelay == 0) revert InvalidParameter("maxDrawDelay", p.maxDrawDelay);
+        // INVARIANT: an auditor eligible for an armed round is still there when it is drawn.
+        if (p.cooldown <= p.maxDrawDelay) revert InvalidParameter("cooldown", p.cooldown);
+        if (p.starvationTimeout < p.maxDrawDelay) revert InvalidParameter("starvationTimeout", p.starvationTimeout);
         TASKS = tasks;
-        AUDITOR_STAKE = p.auditorStake;
         PENALTY = p.penalty;
+        OVERLAP = p.overlap;
+        AUDITOR_STAKE = p.penalty * p.overlap;
         WARMUP_BLOCKS = p.warmupBlocks;
         SEED_DELAY = p.seedDelay;
         COOLDOWN = p.cooldown;
         COMMIT_WINDOW = p.commitWindow;
         REVEAL_WINDOW = p.revealWindow;
-        PANEL_TIMEOUT = p.panelTimeout;
+        MAX_DRAW_DELAY = p.maxDrawDelay;
+        STARVATION_TIMEOUT = p.starvationTimeout;
+        MAX_REPLAY_SECONDS = p.maxReplaySeconds;
         PANEL_SIZE = p.panelSize;
         MAX_ROUNDS = p.maxRounds;
     }
 
     // --- auditors ------------------------------------------------------------------------------
 
-    /// @notice Register as an auditor with exactly AUDITOR_STAKE. Eligible for disputes whose challenge
-    /// is revealed WARMUP_BLOCKS or more after this block.
+    /// @notice Register as an auditor with at least AUDITOR_STAKE, taking a free registry slot. Eligible
+    /// for rounds armed WARMUP_BLOCKS or more after this block.
     function register() external payable {
         if (_auditors[msg.sender].registeredBlock != 0) revert AlreadyRegistered(msg.sender);
-        if (msg.value != AUDITOR_STAKE) revert WrongBond(AUDITOR_STAKE, msg.value);
-        if (_registry.length == MAX_AUDITORS) revert RegistryFull(MAX_AUDITORS);
-        _auditors[msg.sender] = Auditor({
-            stake: msg.value,
-            locked: 0,
-            registeredBlock: uint64(block.number),
-            exitRequestedAt: 0
-        });
-        _registry.push(msg.sender);
-        _registrySlot[msg.sender] = _registry.length;
-        emit AuditorRegistered(msg.sender, msg.value);
+        if (msg.value < AUDITOR_STAKE) revert StakeTooLow(AUDITOR_STAKE, msg.value);
+        uint256 slot = _takeSlot();
+        Auditor storage a = _auditors[msg.sender];
+        a.registeredBlock = uint64(block.number);
+        a.slot = uint16(slot + 1);
+        _occupants[slot].push(_block(), uint160(msg.sender));
+        auditorCount += 1;
+        emit AuditorRegistered(msg.sender, msg.value, slot);
+        _addStake(msg.sender, a, msg.value);
     }
 
-    /// @notice Ask to exit: the caller is never drawn again; `exit` after COOLDOWN.
+    /// @notice Add to the caller's stake (it counts for rounds armed after this block).
+    function topUp() external payable {
+        Auditor storage a = _requireAuditor(msg.sender);
+        emit StakeAdded(msg.sender, msg.value);
+        _addStake(msg.sender, a, msg.value);
+    }
+
+    /// @notice Ask to exit: the caller is eligible for no round armed after this block, and its slot is
+    /// free for a newcomer at once. `exit` after COOLDOWN, once its seats are settled.
     function requestExit() external {
         Auditor storage a = _requireAuditor(msg.sender);
         if (a.exitRequestedAt != 0) revert ExitAlreadyRequested(msg.sender);
         a.exitRequestedAt = _now();
+        uint16 slot = a.slot - 1;
+        a.slot = 0;
+        _occupants[slot].push(_block(), 0);
+        _freeSlots.push(slot);
+        auditorCount -= 1;
+        _pushStanding(msg.sender, a);
         emit AuditorExitRequested(msg.sender, _now() + COOLDOWN);
     }
 
-    /// @notice Exit after the cooldown, once no stake is locked on a panel: the remaining stake is
-    /// credited.
+    /// @notice Exit after the cooldown, once every seat of the caller is settled: its remaining stake
+    /// is credited.
     function exit() external {
         Auditor storage a = _requireAuditor(msg.sender);
         if (a.exitRequestedAt == 0) revert ExitNotRequested(msg.sender);
         uint64 endsAt = a.exitRequestedAt + COOLDOWN;
         if (_now() < endsAt) revert CooldownNotOver(msg.sender, endsAt);
         // INVARIANT: a panelist answers for every seat it holds before its stake leaves.
-        if (a.locked != 0) revert StakeLocked(msg.sender, a.locked);
+        if (a.openSeats != 0) revert SeatsOpen(msg.sender, a.openSeats);
         uint256 stake = a.stake;
+        totalStake -= stake;
         delete _auditors[msg.sender];
-        _removeFromRegistry(msg.sender);
+        delete _seatEnds[msg.sender];
+        _standing[msg.sender].push(_block(), 0);
         emit AuditorExited(msg.sender, stake);
         _credit(msg.sender, 0, stake);
     }
@@ -253,54 +332,63 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         d.k = k;
         d.excluded = excluded;
         d.reason = reason;
-        d.status = DisputeStatus.AwaitingPanel;
-        d.revealBlock = uint64(block.number);
-        d.openedAt = _now();
-        d.armBlock = uint64(block.number);
+        d.roundStartedAt = _now();
+        _arm(dispute, d);
         emit DisputeOpened(dispute, task, k, reason);
     }
 
-    /// @notice Draw the current round's panel from the hash of block c + SEED_DELAY, locking PENALTY of
-    /// each panelist's stake. If that hash is gone, or fewer than 3 auditors are eligible, nothing is
-    /// drawn and the seed block re-arms to a future block; with too few auditors once PANEL_TIMEOUT has
-    /// passed since the challenge's reveal, the dispute ends with no decision.
+    /// @notice Draw the current round's panel, TRIES_PER_CALL tries at a time (call again until the
+    /// dispute is Voting): try t seats the occupant, as of the arm block, of slot
+    /// `keccak256(abi.encode(seed, t)) % slots` if it was eligible then and is not seated yet. Allowed
+    /// from the seed block's mining until MAX_DRAW_DELAY after the arm; past it, or once every try is
+    /// made with too few seated, the round must be re-armed.
     /// @param dispute The dispute id.
-    function drawPanel(uint256 dispute) external {
+    /// @return complete Whether the panel is now complete.
+    function drawPanel(uint256 dispute) external returns (bool complete) {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
         uint256 target = d.armBlock + SEED_DELAY;
-        // INVARIANT: the seed block is mined after the dispute (or round) was armed.
+        // INVARIANT: the seed block is mined after the round was armed, so nobody knew the seed at a.
         if (block.number <= target) revert PanelNotReady(dispute, target + 1);
-        bytes32 hash = blockhash(target);
-        if (hash == bytes32(0)) return _rearm(dispute, d, 0);
-        address[] memory pool = _eligible(dispute, d);
-        if (pool.length < MIN_PANEL) {
-            if (_now() < d.openedAt + PANEL_TIMEOUT) return _rearm(dispute, d, pool.length);
-            // Both contracts record the same outcome: a dispute whose task has ended is moot.
-            Verdict verdict = TASKS.isMoot(dispute) ? Verdict.Moot : Verdict.NoDecision;
-            return _finish(dispute, d, verdict, new address[](0));
+        bytes32 value = _randomness(target);
+        uint256 want = panelSizeOf(d.round);
+        if (value == bytes32(0) || !_before(d.armedAt + MAX_DRAW_DELAY) || d.tries >= PanelDraw.TRIES_PER_SEAT * want) {
+            revert DrawExpired(dispute);
         }
-        uint256 size = panelSizeOf(d.round);
-        if (size > pool.length) size = pool.length - (pool.length % 2 == 0 ? 1 : 0);
-        uint256[] memory picked = Sampling.pick(keccak256(abi.encode(hash, dispute, d.round)), pool.length, size);
-        address[] storage panel = _panels[dispute];
-        for (uint256 i = 0; i < size; ++i) {
-            address auditor = pool[picked[i]];
-            panel.push(auditor);
-            _ballots[dispute][d.round][auditor].seated = true;
-            _auditors[auditor].locked += PENALTY;
+        (d.tries, d.seated) = _drawTries(dispute, d, PanelDraw.seed(value, dispute, d.round), want);
+        if (d.seated == want) {
+            _completePanel(dispute, d);
+            return true;
         }
-        d.drawnAt = _now();
-        d.status = DisputeStatus.Voting;
-        emit PanelDrawn(dispute, d.round, panel, _commitEnd(d), _revealEnd(d));
     }
 
-    /// @notice Commit a vote, as a panelist of the current round, within COMMIT_WINDOW of the draw.
+    /// @notice Arm the current round anew at this block, when its draw cannot complete: past
+    /// MAX_DRAW_DELAY, its seed block's hash gone, or every try made with too few seated. Past
+    /// STARVATION_TIMEOUT from the round's first arm, the dispute resolves instead, as if the round had
+    /// ended undecided.
+    /// @param dispute The dispute id.
+    function rearm(uint256 dispute) external {
+        Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
+        uint256 target = d.armBlock + SEED_DELAY;
+        bool hashGone = block.number > target && _randomness(target) == bytes32(0);
+        bool triesSpent = d.tries >= PanelDraw.TRIES_PER_SEAT * panelSizeOf(d.round);
+        if (!hashGone && !triesSpent && _before(d.armedAt + MAX_DRAW_DELAY)) revert CannotRearm(dispute);
+        uint256 seated = _unseatDraw(dispute, d);
+        _undrawnRounds[d.task] -= 1;
+        if (!_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
+            emit RoundFailed(dispute, d.round);
+            return _finish(dispute, d, d.decided == Verdict.None ? Verdict.NoDecision : d.decided);
+        }
+        _arm(dispute, d);
+        emit PanelRearmed(dispute, d.round, block.number, seated);
+    }
+
+    /// @notice Commit a vote, as a panelist of the current round, within COMMIT_WINDOW of the panel's
+    /// completion.
     /// @param dispute The dispute id.
     /// @param commitment keccak256(abi.encode(dispute, round, vote, salt, msg.sender)).
     function commitVote(uint256 dispute, bytes32 commitment) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Voting);
-        Ballot storage b = _ballots[dispute][d.round][msg.sender];
-        if (!b.seated) revert NotPanelist(dispute, msg.sender);
+        Ballot storage b = _requirePanelist(dispute, d);
         if (_now() >= _commitEnd(d)) revert CommitWindowClosed(dispute, _commitEnd(d));
         if (b.commitment != bytes32(0)) revert AlreadyCommitted(dispute, msg.sender);
         b.commitment = commitment;
@@ -309,12 +397,11 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     /// @notice Reveal a committed vote, after the commit window and within REVEAL_WINDOW of its end.
     /// @param dispute The dispute id.
-    /// @param vote 1 = valid (or available), 2 = faulty.
+    /// @param vote 1 = sound, 2 = faulty.
     /// @param salt The commitment's salt.
     function revealVote(uint256 dispute, uint8 vote, bytes32 salt) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Voting);
-        Ballot storage b = _ballots[dispute][d.round][msg.sender];
-        if (!b.seated) revert NotPanelist(dispute, msg.sender);
+        Ballot storage b = _requirePanelist(dispute, d);
         uint64 opensAt = _commitEnd(d);
         uint64 closesAt = _revealEnd(d);
         if (_now() < opensAt || _now() >= closesAt) revert VoteRevealClosed(dispute, opensAt, closesAt);
@@ -327,10 +414,11 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         emit VoteRevealed(dispute, d.round, msg.sender, vote);
     }
 
-    /// @notice End the current round after its reveal window: a strict majority of revealed votes
-    /// decides; otherwise the next round starts (non-revealers excluded) or, after the last round, the
-    /// dispute ends with no decision. A moot dispute (its task ended) ends at any time, its panel
-    /// released without penalty.
+    /// @notice End the current round after its reveal window. A strict majority of the seated panel
+    /// decides the dispute. Otherwise the next, larger round is armed; after the last round the dispute
+    /// ends with the last decided outcome or no decision, unless most of that round's panel did not
+    /// reveal, in which case the round is re-armed (within STARVATION_TIMEOUT). A moot dispute (its
+    /// task ended) resolves at any time, without penalties.
     /// @param dispute The dispute id.
     function resolve(uint256 dispute) external {
         Dispute storage d = _disputes[dispute];
@@ -338,16 +426,30 @@ contract AuditCommittee is IAdjudicator, PullPayments {
             revert WrongDisputeStatus(dispute, d.status);
         }
         if (TASKS.isMoot(dispute)) {
-            _releasePanel(dispute);
-            return _finish(dispute, d, Verdict.Moot, new address[](0));
+            if (d.status == DisputeStatus.AwaitingPanel) _undrawnRounds[d.task] -= 1;
+            return _finish(dispute, d, Verdict.Moot);
         }
         if (d.status != DisputeStatus.Voting) revert WrongDisputeStatus(dispute, d.status);
         if (_now() < _revealEnd(d)) revert VotingNotOver(dispute, _revealEnd(d));
-        (uint256 valid, uint256 faulty) = _count(dispute, d.round);
-        if (valid == faulty) return _failRound(dispute, d);
-        uint8 winner = uint8(valid > faulty ? Verdict.Valid : Verdict.Faulty);
-        address[] memory majority = _settlePanel(dispute, d.round, winner);
-        _finish(dispute, d, Verdict(winner), majority);
+        (uint256 sound, uint256 faulty, uint256 panel) = _count(dispute, d);
+        // INVARIANT: a majority of the seated panel decides, not of the votes revealed: a silent
+        // panelist cannot be outvoted into a decision by one loud one.
+        if (sound * 2 > panel) return _finish(dispute, d, Verdict.Valid);
+        if (faulty * 2 > panel) return _finish(dispute, d, Verdict.Faulty);
+        emit RoundFailed(dispute, d.round);
+        if (d.round + 1 < MAX_ROUNDS) {
+            d.round += 1;
+            d.roundStartedAt = _now();
+            return _arm(dispute, d);
+        }
+        if (d.decided != Verdict.None) return _finish(dispute, d, d.decided);
+        // INVARIANT: a no-decision counts only through a round most of whose seated panel revealed;
+        // otherwise the round is drawn again, until STARVATION_TIMEOUT.
+        if ((sound + faulty) * 2 > panel || !_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
+            return _finish(dispute, d, Verdict.NoDecision);
+        }
+        _arm(dispute, d);
+        emit PanelRearmed(dispute, d.round, block.number, 0);
     }
 
     // --- views ---------------------------------------------------------------------------------
@@ -355,6 +457,13 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @inheritdoc IAdjudicator
     function taskContract() external view returns (address) {
         return address(TASKS);
+    }
+
+    /// @inheritdoc IAdjudicator
+    function mayChallenge(uint256 task, address account) external view returns (bool) {
+        Auditor storage a = _auditors[account];
+        bool active = a.registeredBlock != 0 && a.exitRequestedAt == 0;
+        return !(active && _undrawnRounds[task] != 0) && _seatsOnTask[task][account] == 0;
     }
 
     /// @notice Whether `dispute` is still undecided.
@@ -372,49 +481,85 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         return _disputes[dispute];
     }
 
-    /// @notice The current round's panel (empty while a panel is awaited).
+    /// @notice The current round's panel, in draw order (while AwaitingPanel: those seated so far).
     /// @param dispute The dispute id.
-    /// @return The panelists.
-    function panelOf(uint256 dispute) external view returns (address[] memory) {
-        return _panels[dispute];
+    /// @return panel The panelists.
+    function panelOf(uint256 dispute) external view returns (address[] memory panel) {
+        address[] storage seats = _seats[dispute];
+        uint256 start = _disputes[dispute].panelStart;
+        panel = new address[](seats.length - start);
+        for (uint256 i = 0; i < panel.length; ++i) {
+            panel[i] = seats[start + i];
+        }
     }
 
-    /// @notice A panelist's ballot in one round.
+    /// @notice Every auditor ever seated on the dispute, all rounds, in draw order.
+    /// @param dispute The dispute id.
+    /// @return The seats.
+    function seatsOf(uint256 dispute) external view returns (address[] memory) {
+        return _seats[dispute];
+    }
+
+    /// @notice A panelist's ballot in `round` (all zero if it did not sit in that round).
     /// @param dispute The dispute id.
     /// @param round The round.
     /// @param panelist The panelist.
-    /// @return The ballot.
-    function ballotOf(uint256 dispute, uint256 round, address panelist) external view returns (Ballot memory) {
-        return _ballots[dispute][round][panelist];
+    /// @return b The ballot.
+    function ballotOf(uint256 dispute, uint256 round, address panelist) external view returns (Ballot memory b) {
+        b = _ballots[dispute][panelist];
+        if (!b.seated || b.round != round) delete b;
     }
 
-    /// @notice An auditor's stake, locks and registration (registeredBlock 0: not registered).
+    /// @notice An auditor's stake, slot and seats now (registeredBlock 0: not registered).
     /// @param auditor The auditor.
     /// @return The auditor.
     function getAuditor(address auditor) external view returns (Auditor memory) {
         return _auditors[auditor];
     }
 
-    /// @notice Number of registered auditors.
-    /// @return The count.
-    function auditorCount() external view returns (uint256) {
-        return _registry.length;
+    /// @notice Registry slots in use as of the end of block `blockNumber` (a past block).
+    /// @param blockNumber The block.
+    /// @return The slot count.
+    function slotCountAt(uint256 blockNumber) external view returns (uint256) {
+        return _slotCount.upperLookupRecent(uint48(blockNumber));
     }
 
-    /// @notice Sum of every registered auditor's stake (for the balance invariant).
-    /// @return sum The sum.
-    function totalStake() external view returns (uint256 sum) {
-        for (uint256 i = 0; i < _registry.length; ++i) {
-            sum += _auditors[_registry[i]].stake;
-        }
+    /// @notice Who held registry slot `slot` at the end of block `blockNumber` (zero: nobody).
+    /// @param slot The slot.
+    /// @param blockNumber The block.
+    /// @return The occupant.
+    function occupantAt(uint256 slot, uint256 blockNumber) external view returns (address) {
+        return address(_occupants[slot].upperLookupRecent(uint48(blockNumber)));
+    }
+
+    /// @notice An auditor's standing at the end of block `blockNumber`.
+    /// @param auditor The auditor.
+    /// @param blockNumber The block.
+    /// @return stake Its stake.
+    /// @return registeredBlock Its registration block (0: not registered).
+    /// @return exitRequested Whether it had asked to exit.
+    function standingAt(
+        address auditor,
+        uint256 blockNumber
+    ) external view returns (uint256 stake, uint256 registeredBlock, bool exitRequested) {
+        return _unpack(_standing[auditor].upperLookupRecent(uint48(blockNumber)));
+    }
+
+    /// @notice Whether `auditor` is eligible for the dispute's current round (as of its arm block),
+    /// ignoring whether it is seated already.
+    /// @param dispute The dispute id.
+    /// @param auditor The auditor.
+    /// @return True if a try landing on it would seat it.
+    function isEligible(uint256 dispute, address auditor) external view returns (bool) {
+        Dispute storage d = _disputes[dispute];
+        return _eligibleAsOf(d, auditor, uint48(d.armBlock - 1));
     }
 
     /// @notice Panel size of round r: `PANEL_SIZE * 2^r + 2^r - 1`.
     /// @param round The round.
     /// @return The size.
     function panelSizeOf(uint256 round) public view returns (uint256) {
-        uint256 scale = 1 << round;
-        return PANEL_SIZE * scale + scale - 1;
+        return PanelDraw.size(PANEL_SIZE, round);
     }
 
     // --- internal ------------------------------------------------------------------------------
@@ -431,126 +576,256 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         if (a.registeredBlock == 0) revert NotRegistered(account);
     }
 
-    /// @dev Auditors who may sit on this dispute's panel now (protocol 4.2).
-    function _eligible(uint256 dispute, Dispute storage d) internal view returns (address[] memory pool) {
-        pool = new address[](_registry.length);
-        address[3] memory excluded = d.excluded;
-        uint256 count = 0;
-        for (uint256 i = 0; i < _registry.length; ++i) {
-            address candidate = _registry[i];
-            Auditor storage a = _auditors[candidate];
-            if (
-                a.registeredBlock + WARMUP_BLOCKS <= d.revealBlock &&
-                a.exitRequestedAt == 0 &&
-                a.stake - a.locked >= PENALTY &&
-                !_barred[dispute][candidate] &&
-                candidate != excluded[0] &&
-                candidate != excluded[1] &&
-                candidate != excluded[2]
-            ) pool[count++] = candidate;
-        }
-        // Shrink the array in place to the eligible prefix.
-        assembly ("memory-safe") {
-            mstore(pool, count)
-        }
+    /// @dev The caller's ballot, reverting unless it sits on the current round's panel.
+    function _requirePanelist(uint256 dispute, Dispute storage d) internal view returns (Ballot storage b) {
+        b = _ballots[dispute][msg.sender];
+        // INVARIANT: only the current panel votes (a round drawn again seats a fresh panel of the same
+        // round number, so the seat's place in the list tells, not the round).
+        if (!b.seated || b.index < d.panelStart) revert NotPanelist(dispute, msg.sender);
     }
 
-    /// @dev No panel now: the seed block moves to SEED_DELAY blocks after this one.
-    function _rearm(uint256 dispute, Dispute storage d, uint256 eligible) internal {
+    /// @dev Eligibility for a round armed at a, from the history as of a (protocol 4.2). Seats held on
+    /// other disputes do not matter; a seat on this dispute (an earlier round) does, checked by the caller.
+    function _eligibleAsOf(Dispute storage d, address candidate, uint48 asOf) internal view returns (bool) {
+        if (candidate == d.excluded[0] || candidate == d.excluded[1] || candidate == d.excluded[2]) return false;
+        (uint256 stake, uint256 registeredBlock, bool exitRequested) = _unpack(
+            _standing[candidate].upperLookupRecent(asOf)
+        );
+        uint256 a = uint256(asOf) + 1;
+        if (registeredBlock == 0 || registeredBlock + WARMUP_BLOCKS > a || exitRequested) return false;
+        if (stake < AUDITOR_STAKE) return false;
+        // INVARIANT: nobody judges a task it challenged before the round was armed.
+        uint256 committed = TASKS.firstCommitBlock(d.task, candidate);
+        return committed == 0 || committed >= a;
+    }
+
+    /// @dev The draw's next TRIES_PER_CALL tries; returns the cursor and the seated count after them.
+    function _drawTries(
+        uint256 dispute,
+        Dispute storage d,
+        bytes32 seed,
+        uint256 want
+    ) internal returns (uint16, uint16) {
+        // INVARIANT: the panel is a function of the history as of a (the state after block a - 1) and
+        // the seed alone.
+        uint48 asOf = uint48(d.armBlock - 1);
+        uint256 slots = _slotCount.upperLookupRecent(asOf);
+        uint256 maxTries = PanelDraw.TRIES_PER_SEAT * want;
+        if (slots == 0) return (uint16(maxTries), 0);
+        uint256 t = d.tries;
+        uint256 seated = d.seated;
+        uint256 stop = t + TRIES_PER_CALL < maxTries ? t + TRIES_PER_CALL : maxTries;
+        for (; t < stop && seated < want; ++t) {
+            address candidate = address(_occupants[PanelDraw.slotOf(seed, t, slots)].upperLookupRecent(asOf));
+            if (_seatIfEligible(dispute, d, candidate, asOf)) ++seated;
+        }
+        return (uint16(t), uint16(seated));
+    }
+
+    /// @dev Seats `candidate` on the current round if it is someone, not seated on this dispute yet, and
+    /// eligible as of the arm block.
+    function _seatIfEligible(
+        uint256 dispute,
+        Dispute storage d,
+        address candidate,
+        uint48 asOf
+    ) internal returns (bool) {
+        if (candidate == address(0) || _ballots[dispute][candidate].seated) return false;
+        if (!_eligibleAsOf(d, candidate, asOf)) return false;
+        address[] storage seats = _seats[dispute];
+        _ballots[dispute][candidate] = Ballot({
+            seated: true,
+            excused: false,
+            round: d.round,
+            vote: 0,
+            index: uint16(seats.length),
+            commitment: bytes32(0)
+        });
+        seats.push(candidate);
+        return true;
+    }
+
+    /// @dev Arms the current round at this block.
+    function _arm(uint256 dispute, Dispute storage d) internal {
+        d.status = DisputeStatus.AwaitingPanel;
         d.armBlock = uint64(block.number);
-        emit PanelRearmed(dispute, d.round, block.number + SEED_DELAY, eligible);
+        d.armedAt = _now();
+        d.drawnAt = 0;
+        d.tries = 0;
+        d.seated = 0;
+        d.panelStart = uint16(_seats[dispute].length);
+        _undrawnRounds[d.task] += 1;
     }
 
-    /// @dev Revealed votes of the current panel: (valid, faulty).
-    function _count(uint256 dispute, uint256 round) internal view returns (uint256 valid, uint256 faulty) {
-        address[] storage panel = _panels[dispute];
+    /// @dev The panel is complete: it votes from now. Each panelist's seat counts toward its L
+    /// overlapping seats, or is excused when L of its seats already overlap this one.
+    function _completePanel(uint256 dispute, Dispute storage d) internal {
+        d.drawnAt = _now();
+        d.status = DisputeStatus.Voting;
+        _undrawnRounds[d.task] -= 1;
+        uint64 revealEnd = _revealEnd(d);
+        address[] storage seats = _seats[dispute];
+        address[] memory panel = new address[](seats.length - d.panelStart);
         for (uint256 i = 0; i < panel.length; ++i) {
-            uint8 vote = _ballots[dispute][round][panel[i]].vote;
-            if (vote == uint8(Verdict.Valid)) ++valid;
+            address panelist = seats[d.panelStart + i];
+            panel[i] = panelist;
+            _auditors[panelist].openSeats += 1;
+            _seatsOnTask[d.task][panelist] += 1;
+            if (!_countSeat(panelist, revealEnd)) _ballots[dispute][panelist].excused = true;
+        }
+        emit PanelDrawn(dispute, d.round, panel, _commitEnd(d), revealEnd);
+    }
+
+    /// @dev Records a seat ending at `end` among the auditor's L overlapping seats; false (excused) when
+    /// L of them are still running.
+    function _countSeat(address auditor, uint64 end) internal returns (bool) {
+        uint64[MAX_OVERLAP] storage ends = _seatEnds[auditor];
+        for (uint256 i = 0; i < OVERLAP; ++i) {
+            if (ends[i] <= _now()) {
+                ends[i] = end;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /// @dev Unseats an incomplete draw's panelists (a re-arm draws the round afresh); returns how many.
+    function _unseatDraw(uint256 dispute, Dispute storage d) internal returns (uint256 count) {
+        address[] storage seats = _seats[dispute];
+        count = seats.length - d.panelStart;
+        while (seats.length > d.panelStart) {
+            delete _ballots[dispute][seats[seats.length - 1]];
+            seats.pop();
+        }
+    }
+
+    /// @dev The current round's revealed votes and its seated panel's size.
+    function _count(
+        uint256 dispute,
+        Dispute storage d
+    ) internal view returns (uint256 sound, uint256 faulty, uint256 panel) {
+        address[] storage seats = _seats[dispute];
+        panel = seats.length - d.panelStart;
+        for (uint256 i = d.panelStart; i < seats.length; ++i) {
+            uint8 vote = _ballots[dispute][seats[i]].vote;
+            if (vote == uint8(Verdict.Valid)) ++sound;
             else if (vote == uint8(Verdict.Faulty)) ++faulty;
         }
     }
 
-    /// @dev A majority voted `winner`: everyone else loses PENALTY, shared equally by the majority
-    /// (flooring, dust burned); majority locks are released. Returns the majority.
-    function _settlePanel(uint256 dispute, uint256 round, uint8 winner) internal returns (address[] memory majority) {
-        address[] storage panel = _panels[dispute];
-        majority = new address[](panel.length);
-        uint256 winners = 0;
-        uint256 pot = 0;
-        for (uint256 i = 0; i < panel.length; ++i) {
-            address panelist = panel[i];
-            Auditor storage a = _auditors[panelist];
-            a.locked -= PENALTY;
-            if (_ballots[dispute][round][panelist].vote == winner) {
-                majority[winners++] = panelist;
-            } else {
-                a.stake -= PENALTY;
-                pot += PENALTY;
-                emit Penalized(dispute, panelist, PENALTY);
-            }
-        }
-        assembly ("memory-safe") {
-            mstore(majority, winners)
-        }
-        uint256 each = pot / winners;
-        for (uint256 i = 0; i < winners; ++i) {
-            _credit(majority[i], dispute, each);
-        }
-        _burn(dispute, pot - each * winners);
-    }
-
-    /// @dev No strict majority: non-revealers lose PENALTY (burned: there is no majority to pay) and
-    /// are barred from later rounds; revealers are released. Then the next round, or no decision.
-    function _failRound(uint256 dispute, Dispute storage d) internal {
-        address[] storage panel = _panels[dispute];
-        uint256 lost = 0;
-        for (uint256 i = 0; i < panel.length; ++i) {
-            address panelist = panel[i];
-            Auditor storage a = _auditors[panelist];
-            a.locked -= PENALTY;
-            if (_ballots[dispute][d.round][panelist].vote == 0) {
-                a.stake -= PENALTY;
-                lost += PENALTY;
-                _barred[dispute][panelist] = true;
-                emit Penalized(dispute, panelist, PENALTY);
-            }
-        }
-        _burn(dispute, lost);
-        emit RoundFailed(dispute, d.round);
-        if (d.round + 1 == MAX_ROUNDS) return _finish(dispute, d, Verdict.NoDecision, new address[](0));
-        delete _panels[dispute];
-        d.round += 1;
-        d.armBlock = uint64(block.number);
-        d.drawnAt = 0;
-        d.status = DisputeStatus.AwaitingPanel;
-    }
-
-    /// @dev Releases every lock of the current panel without penalty (moot disputes).
-    function _releasePanel(uint256 dispute) internal {
-        address[] storage panel = _panels[dispute];
-        for (uint256 i = 0; i < panel.length; ++i) {
-            _auditors[panel[i]].locked -= PENALTY;
-        }
-    }
-
-    /// @dev Ends the dispute and has the task contract pay it out (the last call: checks-effects-
-    /// interactions; TASKS is fixed at construction and trusted).
-    function _finish(uint256 dispute, Dispute storage d, Verdict verdict, address[] memory majority) internal {
+    /// @dev Ends the dispute: penalties against `verdict` over every round's seats (none when moot), seats
+    /// released, then the task contract pays out (the last call: checks-effects-interactions; TASKS is
+    /// fixed at construction and trusted).
+    function _finish(uint256 dispute, Dispute storage d, Verdict verdict) internal {
+        // Seats of a draw still in progress never held a vote: nothing to settle for them.
+        uint256 voted = d.status == DisputeStatus.Voting ? _seats[dispute].length : d.panelStart;
         d.status = DisputeStatus.Resolved;
         d.verdict = verdict;
+        address[] memory majority = _settleSeats(dispute, d, verdict, voted);
         emit DisputeResolved(dispute, d.task, verdict, d.round);
         TASKS.settleDispute(dispute, verdict, majority);
     }
 
-    /// @dev Removes `auditor` from the registry (swap with the last entry, pop).
-    function _removeFromRegistry(address auditor) internal {
-        uint256 slot = _registrySlot[auditor];
-        address last = _registry[_registry.length - 1];
-        _registry[slot - 1] = last;
-        _registrySlot[last] = slot;
-        _registry.pop();
-        delete _registrySlot[auditor];
+    /// @dev Penalties of protocol 4.2, settled against the final outcome: every panelist of every round
+    /// who voted otherwise, or did not reveal (unless excused), loses PENALTY (at most its stake) to those
+    /// who voted for it (burned if none). Returns the deciding round's panelists who voted for it.
+    function _settleSeats(
+        uint256 dispute,
+        Dispute storage d,
+        Verdict verdict,
+        uint256 n
+    ) internal returns (address[] memory majority) {
+        address[] memory winners = new address[](n);
+        majority = new address[](n);
+        uint256 w = 0;
+        uint256 m = 0;
+        uint256 pot = 0;
+        for (uint256 i = 0; i < n; ++i) {
+            address panelist = _seats[dispute][i];
+            (bool won, uint256 taken) = _settleSeat(dispute, d.task, panelist, verdict);
+            pot += taken;
+            if (!won) continue;
+            winners[w++] = panelist;
+            if (i >= d.panelStart) majority[m++] = panelist;
+        }
+        assembly ("memory-safe") {
+            mstore(winners, w)
+            mstore(majority, m)
+        }
+        uint256 each = w == 0 ? 0 : pot / w;
+        for (uint256 i = 0; i < w; ++i) {
+            _credit(winners[i], dispute, each);
+        }
+        _burn(dispute, pot - each * w);
+    }
+
+    /// @dev Releases one seat and settles it against `verdict`: whether it voted for it, and the penalty
+    /// taken (a vote against a decided outcome; a missing reveal, unless excused; nothing when moot).
+    function _settleSeat(
+        uint256 dispute,
+        uint256 task,
+        address panelist,
+        Verdict verdict
+    ) internal returns (bool won, uint256 taken) {
+        Auditor storage a = _auditors[panelist];
+        a.openSeats -= 1;
+        _seatsOnTask[task][panelist] -= 1;
+        if (verdict == Verdict.Moot) return (false, 0);
+        Ballot storage b = _ballots[dispute][panelist];
+        bool decided = verdict == Verdict.Valid || verdict == Verdict.Faulty;
+        if (decided && b.vote == uint8(verdict)) return (true, 0);
+        if (b.vote != 0 ? decided : !b.excused) taken = _penalize(dispute, panelist, a);
+    }
+
+    /// @dev Takes PENALTY (at most what is left) from the panelist's stake; returns what was taken.
+    function _penalize(uint256 dispute, address panelist, Auditor storage a) internal returns (uint256 taken) {
+        taken = a.stake < PENALTY ? a.stake : PENALTY;
+        if (taken == 0) return 0;
+        a.stake -= taken;
+        totalStake -= taken;
+        _pushStanding(panelist, a);
+        emit Penalized(dispute, panelist, taken);
+    }
+
+    /// @dev A registry slot for a newcomer: a freed one if any, else a new one.
+    function _takeSlot() internal returns (uint256 slot) {
+        if (_freeSlots.length != 0) {
+            slot = _freeSlots[_freeSlots.length - 1];
+            _freeSlots.pop();
+            return slot;
+        }
+        slot = _slotCount.latest();
+        if (slot == MAX_AUDITORS) revert RegistryFull(MAX_AUDITORS);
+        _slotCount.push(_block(), uint208(slot + 1));
+    }
+
+    /// @dev Adds `amount` to the auditor's stake and records its standing.
+    function _addStake(address auditor, Auditor storage a, uint256 amount) internal {
+        uint256 stake = a.stake + amount;
+        if (stake >= 1 << _STAKE_BITS) revert StakeTooLarge(stake);
+        a.stake = stake;
+        totalStake += amount;
+        _pushStanding(auditor, a);
+    }
+
+    /// @dev Checkpoints the auditor's standing at this block.
+    function _pushStanding(address auditor, Auditor storage a) internal {
+        uint256 packed = a.stake | (uint256(a.registeredBlock) << _STAKE_BITS);
+        if (a.exitRequestedAt != 0) packed |= 1 << _EXIT_BIT;
+        _standing[auditor].push(_block(), uint208(packed));
+    }
+
+    /// @dev Unpacks a standing checkpoint.
+    function _unpack(uint208 packed) internal pure returns (uint256 stake, uint256 registeredBlock, bool exitRequested) {
+        stake = uint256(packed) & ((1 << _STAKE_BITS) - 1);
+        registeredBlock = uint256(uint48(packed >> _STAKE_BITS));
+        exitRequested = (packed >> _EXIT_BIT) & 1 == 1;
+    }
+
+    /// @dev The randomness backend: the hash of `targetBlock`, zero once it is gone (devnets only: a
+    /// block builder can bias it; production replaces this function with the drand backend).
+    function _randomness(uint256 targetBlock) internal view returns (bytes32) {
+        return blockhash(targetBlock);
     }
 
     /// @dev End of the current round's commit window.
@@ -563,8 +838,19 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         return d.drawnAt + COMMIT_WINDOW + REVEAL_WINDOW;
     }
 
+    /// @dev The current block number as a checkpoint key.
+    function _block() internal view returns (uint48) {
+        return uint48(block.number);
+    }
+
     /// @dev The current time, as every window is stored.
     function _now() internal view returns (uint64) {
         return uint64(block.timestamp);
+    }
+
+    /// @dev Windows are half-open: an action "within" a window that ends at `end` is allowed while this
+    /// holds.
+    function _before(uint64 end) internal view returns (bool) {
+        return _now() < end;
     }
 }

@@ -319,10 +319,34 @@ error ExitNotRequested(address auditor);
 /// @param endsAt When it passes.
 error CooldownNotOver(address auditor, uint64 endsAt);
 
-/// @notice Part of the auditor's stake is locked on a panel.
+/// @notice The auditor still sits on disputes that have not resolved: its stake answers for them.
 /// @param auditor The auditor.
-/// @param locked How much.
-error StakeLocked(address auditor, uint256 locked);
+/// @param seats How many.
+error SeatsOpen(address auditor, uint256 seats);
+
+/// @notice register: the stake sent is below AUDITOR_STAKE (L x penalty).
+/// @param required AUDITOR_STAKE.
+/// @param sent The value sent.
+error StakeTooLow(uint256 required, uint256 sent);
+
+/// @notice A stake must fit 128 bits (the committee's checkpoints pack it).
+/// @param stake The stake it would reach.
+error StakeTooLarge(uint256 stake);
+
+/// @notice The round's draw cannot go on: MAX_DRAW_DELAY passed, its seed block's hash is gone, or every
+/// try was made; `rearm` it.
+/// @param dispute The dispute id.
+error DrawExpired(uint256 dispute);
+
+/// @notice The round's draw can still complete: it is re-armed only once it cannot.
+/// @param dispute The dispute id.
+error CannotRearm(uint256 dispute);
+
+/// @notice An auditor may not challenge a task while it is eligible for an armed, undrawn round of one
+/// of the task's disputes, or seated on one.
+/// @param task The task id.
+/// @param account The auditor.
+error PanelistCannotChallenge(uint256 task, address account);
 
 // --- money -------------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ pragma solidity 0.8.28;
 
 import {LeafHash} from "./libraries/LeafHash.sol";
 import {OrderedMerkle} from "./libraries/OrderedMerkle.sol";
+import {PanelDraw} from "./libraries/PanelDraw.sol";
 import {Sampling} from "./libraries/Sampling.sol";
 
 /// @title ProtocolMirror
@@ -74,5 +75,37 @@ contract ProtocolMirror {
         bool isLast
     ) external pure returns (uint256[] memory positions) {
         return Sampling.draw(seed, n, sampleBps, isLast);
+    }
+
+    /// @notice The seed of a dispute round's panel draw (protocol section 4.2).
+    /// @param value The randomness backend's value for the round's target.
+    /// @param dispute The dispute id.
+    /// @param round The round.
+    /// @return `keccak256(abi.encode(value, dispute, round))`.
+    function panelSeed(bytes32 value, uint256 dispute, uint256 round) external pure returns (bytes32) {
+        return PanelDraw.seed(value, dispute, round);
+    }
+
+    /// @notice Panel size of round `round`: `panelSize * 2^round + 2^round - 1`.
+    /// @param panelSize_ The first round's panel size.
+    /// @param round The round.
+    /// @return The seats.
+    function panelSize(uint256 panelSize_, uint256 round) external pure returns (uint256) {
+        return PanelDraw.size(panelSize_, round);
+    }
+
+    /// @notice A whole panel draw over a snapshot of the registry (protocol section 4.2).
+    /// @param seed The round's seed.
+    /// @param occupants Each slot's occupant as of the arm block (zero: empty).
+    /// @param eligible Whether each slot's occupant was eligible for the round.
+    /// @param want Seats to fill.
+    /// @return The seated auditors, in draw order (fewer than `want`: the round cannot seat).
+    function drawPanel(
+        bytes32 seed,
+        address[] calldata occupants,
+        bool[] calldata eligible,
+        uint256 want
+    ) external pure returns (address[] memory) {
+        return PanelDraw.draw(seed, occupants, eligible, want);
     }
 }

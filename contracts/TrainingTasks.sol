@@ -53,6 +53,7 @@ import {
     NotOwner,
     NotProvider,
     NothingToClaim,
+    PanelistCannotChallenge,
     OpeningWindowClosed,
     OpeningWindowOpen,
     RevealWindowClosed,
@@ -122,6 +123,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     mapping(uint256 task => mapping(uint256 k => OpenedInterval)) private _opened;
     mapping(address challenger => mapping(bytes32 commitment => ChallengeCommit)) private _commits;
     mapping(uint256 dispute => DisputeRecord) private _disputes;
+    mapping(uint256 task => mapping(address account => uint256 blockNumber)) private _firstCommit;
 
     /// @notice A task was posted; `terms.reward` is escrowed.
     /// @param task The new task's id.
@@ -493,6 +495,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         ChallengeCommit storage c = _commits[msg.sender][commitment];
         // INVARIANT: keyed by sender, so a copied commitment is another commit and blocks nobody.
         if (c.status != CommitStatus.None) revert CommitmentExists(commitment);
+        // INVARIANT: nobody challenges a task whose dispute it may be drawn to judge, or judges.
+        if (!ADJUDICATOR.mayChallenge(task, msg.sender)) revert PanelistCannotChallenge(task, msg.sender);
+        if (_firstCommit[task][msg.sender] == 0) _firstCommit[task][msg.sender] = block.number;
         uint64 seq = ++commitCount;
         c.task = task;
         c.seq = seq;
@@ -654,6 +659,11 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @return The record.
     function getDispute(uint256 dispute) external view returns (DisputeRecord memory) {
         return _disputes[dispute];
+    }
+
+    /// @inheritdoc IDisputedTasks
+    function firstCommitBlock(uint256 task, address account) external view returns (uint256) {
+        return _firstCommit[task][account];
     }
 
     /// @inheritdoc IDisputedTasks

@@ -253,11 +253,12 @@ struct Shares {
 enum DisputeStatus {
     // No dispute with this id.
     None,
-    // Waiting for `drawPanel` (first round, a re-armed draw, or the next round).
+    // A round is armed: its panel is being drawn (`drawPanel`, possibly over several calls) or must be
+    // re-armed (`rearm`).
     AwaitingPanel,
-    // A panel is drawn: commit and reveal windows run, then `resolve`.
+    // The round's panel is seated: commit and reveal windows run, then `resolve`.
     Voting,
-    // Decided (or moot); the task contract was told.
+    // Ended (or moot); the task contract was told and penalties were settled.
     Resolved
 }
 
@@ -267,44 +268,61 @@ struct Dispute {
     uint256 task;
     // The challenged interval.
     uint256 k;
-    // Provider, owner and challenger: never on the panel.
+    // Provider, owner and first challenger: never on a panel.
     address[3] excluded;
-    // Why the interval was challenged.
+    // What the first challenger saw (it settles nothing).
     Reason reason;
     // Where the dispute is.
     DisputeStatus status;
     // The outcome, once Resolved.
     Verdict verdict;
-    // The current round (0-based); round r draws panelSize * 2^r + 2^r - 1 auditors.
+    // The outcome of the last round that decided (None: no round decided yet).
+    Verdict decided;
+    // The current round (0-based); round r seats panelSize * 2^r + 2^r - 1 auditors.
     uint8 round;
-    // Block of the challenge's reveal: auditors must have registered warmupBlocks before it.
-    uint64 revealBlock;
-    // Time of the reveal: panelTimeout runs from here.
-    uint64 openedAt;
-    // c: the panel's seed block is c + SEED_DELAY (reveal block, previous round's end, or a re-arm).
+    // a: the block the current round was armed at; its history "as of a" is the state after a - 1, its
+    // seed is the backend's value for block a + SEED_DELAY.
     uint64 armBlock;
-    // When the current round's panel was drawn: its commit window starts here.
+    // When the current round was (last) armed: the draw must complete within maxDrawDelay of it.
+    uint64 armedAt;
+    // When the current round was first armed: re-arms count toward starvationTimeout from here.
+    uint64 roundStartedAt;
+    // When the current round's panel was complete: its commit window starts here.
     uint64 drawnAt;
+    // The draw's cursor: tries made so far for the current arm.
+    uint16 tries;
+    // Auditors seated so far in the current draw.
+    uint16 seated;
+    // Index in the dispute's seat list where the current round's panel begins.
+    uint16 panelStart;
 }
 
-/// @notice An auditor's stake in the committee.
+/// @notice An auditor in the committee (its history by block lives in the committee's checkpoints).
 struct Auditor {
-    // Stake held (registration stake minus penalties lost).
+    // Stake held (registration stake plus top-ups minus penalties).
     uint256 stake;
-    // Part of the stake locked on panels: `penalty` per panel seat.
-    uint256 locked;
     // Block of registration (0: not registered).
     uint64 registeredBlock;
-    // When it asked to exit (0: it did not); from then on it is never drawn.
+    // When it asked to exit (0: it did not); from then on it is eligible for no newly armed round.
     uint64 exitRequestedAt;
+    // Its registry slot + 1 while it holds one (0: none; freed at requestExit).
+    uint16 slot;
+    // Seats on disputes not resolved yet: exit waits until they are settled.
+    uint32 openSeats;
 }
 
-/// @notice A panelist's vote in one round of one dispute.
+/// @notice A panelist's seat on one dispute (an auditor sits at most once per dispute).
 struct Ballot {
-    // Drawn on this round's panel.
+    // Seated on this dispute.
     bool seated;
+    // Seated beyond its first L overlapping rounds: a missing reveal costs it nothing.
+    bool excused;
+    // The round it sat in.
+    uint8 round;
+    // The revealed vote (1 sound, 2 faulty); zero until revealed.
+    uint8 vote;
+    // Its place in the dispute's seat list (the current panel is the list's tail from panelStart).
+    uint16 index;
     // keccak256(abi.encode(dispute, round, vote, salt, auditor)); zero until committed.
     bytes32 commitment;
-    // The revealed vote (1 valid, 2 faulty); zero until revealed.
-    uint8 vote;
 }

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ovig_node.protocol import merkle, sampling
+from ovig_node.protocol import merkle, panel, sampling
 
 VECTORS = Path(__file__).parent / "vectors"
 
@@ -86,3 +86,24 @@ def test_rejected_proofs() -> None:
         proof = [raw(x) for x in v["proof"]]
         assert not merkle.verify(proof, raw(v["root"]), raw(v["leaf"]), v["index"], v["leaf_count"]), v["why"]
     assert {v["why"] for v in rejected} >= {"too long", "too short", "another index", "another leaf"}
+
+
+def test_panel_seeds_and_sizes() -> None:
+    vectors = load("panel.json")
+    for v in vectors["seeds"]:
+        assert panel.panel_seed(raw(v["value"]), v["dispute"], v["round"]) == raw(v["seed"]), v
+    for v in vectors["sizes"]:
+        assert panel.panel_size(v["panel_size"], v["round"]) == v["size"], v
+
+
+def test_panel_draws_in_draw_order() -> None:
+    draws = load("panel.json")["draws"]
+    zero = "0x" + "00" * 20
+    for v in draws:
+        occupants = [None if o == zero else o for o in v["occupants"]]
+        eligible = {o for o, ok in zip(v["occupants"], v["eligible"], strict=True) if ok}
+        got = panel.draw_panel(raw(v["seed"]), occupants, eligible.__contains__, v["want"])
+        assert got == v["panel"], v
+    # The vectors cover a full registry, empty slots, and rounds that cannot seat everyone.
+    assert any(len(v["occupants"]) == 256 for v in draws)
+    assert any(len(v["panel"]) < v["want"] for v in draws)

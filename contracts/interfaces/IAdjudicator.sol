@@ -30,6 +30,13 @@ interface IAdjudicator {
         address[3] calldata excluded
     ) external returns (uint256 dispute);
 
+    /// @notice Whether `account` may commit a challenge on `task` now: not while, as an auditor, it is
+    /// eligible for an armed, undrawn round of a dispute of the task, or seated on one (protocol 4.2).
+    /// @param task The task id.
+    /// @param account Who would commit.
+    /// @return False to refuse the commit.
+    function mayChallenge(uint256 task, address account) external view returns (bool);
+
     /// @notice The task contract this adjudicator answers to (checked when the task contract is built).
     /// @return The task contract's address.
     function taskContract() external view returns (address);

@@ -13,6 +13,13 @@ interface IDisputedTasks {
     /// @return True if the dispute's task is no longer in progress.
     function isMoot(uint256 dispute) external view returns (bool);
 
+    /// @notice Block of `account`'s first challenge commit on `task` (0: none): an auditor who committed
+    /// before a round was armed is not eligible for it.
+    /// @param task The task id.
+    /// @param account The account.
+    /// @return The block number, or 0.
+    function firstCommitBlock(uint256 task, address account) external view returns (uint256);
+
     /// @notice Pay out a decided dispute (protocol section 4.2); only the adjudicator may call this,
     /// once per dispute.
     /// @param dispute The dispute id.

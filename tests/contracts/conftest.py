@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from helpers import (
     ACCEPTED,
+    AUDITOR_STAKE,
+    AWAITING_PANEL,
     COMMITTED,
     COMMITTEE,
     DEFAULTS,
@@ -74,8 +76,8 @@ def watcher2(accounts: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def auditors(accounts: Any) -> list[Any]:
-    """Twenty auditors (none of them owner, provider, watchers or keeper)."""
-    return list(accounts[7:27])
+    """Thirty auditors (none of them owner, provider, watchers or keeper)."""
+    return list(accounts[7:37])
 
 
 @pytest.fixture(scope="session")
@@ -187,7 +189,7 @@ def register(committee: Any, chain: Any) -> Callable[..., None]:
 
     def run(who: Any, *, warm: bool = True) -> None:
         for auditor in who:
-            committee.register(sender=auditor, value=COMMITTEE["auditorStake"])
+            committee.register(sender=auditor, value=AUDITOR_STAKE)
         if warm:
             chain.mine(COMMITTEE["warmupBlocks"])
 
@@ -249,13 +251,15 @@ def challenge(tasks: Any) -> Callable[..., int]:
 
 @pytest.fixture
 def draw_panel(committee: Any, chain: Any, keeper: Any) -> Callable[[int], list[str]]:
-    """Mine past the dispute's seed block, draw its panel, return the panelists."""
+    """Mine past the dispute's seed block, draw its panel (as many calls as it takes), return the
+    panelists."""
 
     def run(dispute: int) -> list[str]:
         ready = committee.getDispute(dispute).armBlock + COMMITTEE["seedDelay"] + 1
         if chain.blocks.height + 1 < ready:
             chain.mine(ready - chain.blocks.height - 1)
-        committee.drawPanel(dispute, sender=keeper)
+        while committee.getDispute(dispute).status == AWAITING_PANEL:
+            committee.drawPanel(dispute, sender=keeper)
         return list(committee.panelOf(dispute))
 
     return run

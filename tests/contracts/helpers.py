@@ -24,17 +24,21 @@ SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 
 # Constructor parameters of AuditCommittee (CommitteeParams, in field order).
 COMMITTEE: dict[str, int] = {
-    "auditorStake": 10**18,
     "penalty": 10**17,
+    "overlap": 4,  # L: the stake to register and be eligible is L x penalty
     "warmupBlocks": 5,
     "seedDelay": SEED_DELAY,
     "cooldown": 7 * 24 * 3600,
     "commitWindow": 3600,
     "revealWindow": 1800,
-    "panelTimeout": 3 * 24 * 3600,
+    "maxDrawDelay": 3600,
+    "starvationTimeout": 3 * 24 * 3600,
+    "maxReplaySeconds": 900,
     "panelSize": 3,
     "maxRounds": 3,
 }
+AUDITOR_STAKE = COMMITTEE["overlap"] * COMMITTEE["penalty"]
+TRIES_PER_SEAT, TRIES_PER_CALL = 16, 64
 
 # Verdict, Reason, DisputeStatus and CommitStatus values (contracts/Types.sol).
 V_NONE, VALID, FAULTY, NO_DECISION, MOOT = range(5)
@@ -106,6 +110,25 @@ def vote_commitment(dispute: int, round_: int, vote: int, salt: bytes, panelist:
     return keccak(
         encode(["uint256", "uint256", "uint8", "bytes32", "address"], [dispute, round_, vote, salt, panelist])
     )
+
+
+def panel_seed(value: bytes, dispute: int, round_: int) -> bytes:
+    """`keccak256(abi.encode(value, dispute, round))` (protocol 4.2)."""
+    return keccak(encode(["bytes32", "uint256", "uint256"], [value, dispute, round_]))
+
+
+def panel_draw(seed: bytes, occupants: list[str | None], eligible: set[str], want: int) -> list[str]:
+    """Protocol 4.2's rejection sampling: try t seats the occupant of slot keccak(seed, t) % slots if it
+    is eligible and not seated yet, for 16 tries per seat or until `want` are seated."""
+    panel: list[str] = []
+    for t in range(TRIES_PER_SEAT * want):
+        if len(panel) == want or not occupants:
+            break
+        slot = int.from_bytes(keccak(encode(["bytes32", "uint256"], [seed, t])), "big") % len(occupants)
+        who = occupants[slot]
+        if who is not None and who in eligible and who not in panel:
+            panel.append(who)
+    return panel
 
 
 def seed_of(block_hash: bytes, task: int, j: int) -> bytes:

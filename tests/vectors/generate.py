@@ -4,7 +4,7 @@
 
 Starts a private anvil, deploys ``ProtocolMirror`` (the compiled artifact in ovig_node/chain/artifacts,
 which exposes the libraries TrainingTasks uses: LeafHash, OrderedMerkle, Sampling), asks it, and
-writes two files next to this script:
+writes three files next to this script:
 
 - ``sampling.json`` (protocol section 3): ``seeds`` (block hash, task, j -> seed_j), ``sample_sizes``
   (n, sample_bps -> q) and ``draws`` (seed, n, sample_bps, is_last -> positions in draw order), all
@@ -16,6 +16,10 @@ writes two files next to this script:
   ovig_node.protocol.merkle and then pinned by the contract: ``OrderedMerkle.verify`` accepts the
   proof of *every* leaf of the tree against it (which only the true root of the ordered tree can
   satisfy), and returns false for every entry of ``rejected``.
+- ``panel.json`` (protocol section 4.2): ``seeds`` (value, dispute, round -> seed), ``sizes`` (panel
+  size, round -> P_r) and ``draws`` (seed, slot occupants as of the arm block with empty slots, which
+  of them are eligible, seats wanted -> the panel in draw order), all returned by the mirror, which
+  runs the committee's own PanelDraw library; some draws cannot seat everyone.
 
 Bytes are 0x-prefixed lowercase hex. Run it again only when the protocol's hashing or sampling rules
 change; tests/test_vectors.py checks the Python mirror against these files without a chain.
@@ -142,6 +146,28 @@ def rejected_proofs(mirror: Contract, tree: merkle.MerkleTree, batch: list[bytes
     return out
 
 
+def panel_vectors(mirror: Contract, rng: random.Random) -> dict[str, Any]:
+    f = mirror.functions
+    seed_inputs = [(bytes(32), 1, 0)] + [(rng.randbytes(32), rng.randrange(1, 2**32), rng.randrange(8)) for _ in range(8)]
+    seeds = [
+        {"value": hexed(v), "dispute": d, "round": r, "seed": hexed(f.panelSeed(v, d, r).call())}
+        for v, d, r in seed_inputs
+    ]
+    sizes = [{"panel_size": p, "round": r, "size": f.panelSize(p, r).call()} for p in (3, 5, 7) for r in range(8)]
+    draws = []
+    for slots, want, empty, ineligible in [(1, 3, 0.0, 0.0), (3, 3, 0.0, 0.0), (5, 3, 0.2, 0.2), (20, 3, 0.1, 0.3),
+                                           (20, 7, 0.1, 0.3), (40, 15, 0.2, 0.2), (256, 3, 0.0, 0.0),
+                                           (256, 15, 0.3, 0.3), (6, 7, 0.0, 0.0), (30, 7, 0.5, 0.6)]:  # fmt: skip
+        seed = rng.randbytes(32)
+        occupants = ["0x" + "00" * 20 if rng.random() < empty else Web3.to_checksum_address(rng.randbytes(20))
+                     for _ in range(slots)]  # fmt: skip
+        eligible = [rng.random() >= ineligible for _ in range(slots)]
+        panel = list(f.drawPanel(seed, occupants, eligible, want).call())
+        draws.append({"seed": hexed(seed), "occupants": occupants, "eligible": eligible, "want": want,
+                      "panel": panel})  # fmt: skip
+    return {"seeds": seeds, "sizes": sizes, "draws": draws}
+
+
 def main() -> None:
     stale = artifacts.stale_sources(REPO)
     if stale:
@@ -154,7 +180,8 @@ def main() -> None:
                               ready=lambda: anvil_health(url)[0], timeout=60)  # fmt: skip
         try:
             mirror = deploy_mirror(connect(url))
-            files = {"sampling.json": sampling_vectors(mirror, rng), "merkle.json": merkle_vectors(mirror, rng)}
+            files = {"sampling.json": sampling_vectors(mirror, rng), "merkle.json": merkle_vectors(mirror, rng),
+                     "panel.json": panel_vectors(mirror, random.Random(RNG_SEED + 1))}  # fmt: skip
         finally:
             terminate(anvil)
     for name, vectors in files.items():
