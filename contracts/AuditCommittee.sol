@@ -376,6 +376,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         _undrawnRounds[d.task] -= 1;
         if (!_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
             emit RoundFailed(dispute, d.round);
+            // Both contracts record the same outcome: a dispute whose task has ended is moot.
+            if (TASKS.isMoot(dispute)) return _finish(dispute, d, Verdict.Moot);
             return _finish(dispute, d, d.decided == Verdict.None ? Verdict.NoDecision : d.decided);
         }
         _arm(dispute, d);

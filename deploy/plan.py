@@ -21,30 +21,34 @@ SHARES = (2_000, 1_000, 7_000, 5_000, 1_000, 4_000)
 ETHER = 10**18
 HOUR = 3600
 DEVNET_CHAIN_ID = 31337
-# CommitteeParams: auditorStake, penalty, warmupBlocks, seedDelay, cooldown, commitWindow,
-# revealWindow, panelTimeout, panelSize, maxRounds.
+# CommitteeParams: penalty, overlap L (the stake is L x penalty), warmupBlocks, seedDelay, cooldown,
+# commitWindow, revealWindow, maxDrawDelay, starvationTimeout, maxReplaySeconds, panelSize, maxRounds.
 COMMITTEE = (
-    1 * ETHER,  # stake to register
-    ETHER // 10,  # penalty per seat: lost for not revealing or voting with the minority
+    ETHER // 8,  # penalty per seat: lost for voting against the final outcome or not revealing
+    8,  # L: overlapping seats an auditor answers for; its stake is 8 x 0.125 = 1 ETH
     10,  # warm-up blocks: an auditor cannot register after seeing a challenge and be drawn for it
     SEED_DELAY,
-    7 * 24 * HOUR,  # exit cooldown
-    6 * HOUR,  # vote commit window: covers the slowest honest replay plus fetch time
+    7 * 24 * HOUR,  # exit cooldown: longer than maxDrawDelay
+    6 * HOUR,  # vote commit window: L replays of maxReplaySeconds
     2 * HOUR,  # vote reveal window
-    3 * 24 * HOUR,  # panel timeout: no decision if fewer than 3 auditors for this long
+    HOUR,  # max draw delay: a panel not drawn within it is re-armed
+    3 * 24 * HOUR,  # starvation timeout: a round that cannot seat for this long ends undecided
+    45 * 60,  # max replay seconds a task may declare (6 h / L)
     3,  # panel size of round 0 (then 7, 15)
     3,  # rounds
 )
 # The embedded devnet (one block a second) runs whole disputes in a minute, for the demo.
 DEVNET_COMMITTEE = (
-    1 * ETHER,
     ETHER // 10,
+    2,  # L: a stake of 0.2 ETH
     2,  # warm-up blocks
     SEED_DELAY,
     60,  # exit cooldown
     30,  # vote commit window
     20,  # vote reveal window
-    120,  # panel timeout
+    30,  # max draw delay
+    120,  # starvation timeout
+    15,  # max replay seconds
     3,
     3,
 )

@@ -442,10 +442,11 @@ def test_credits_and_auditors_match_the_contracts(history: History) -> None:
         view = views.view(views.committee, "getAuditor", a["address"])
         assert (a["stake"], a["locked"], a["registered_block"]) == (
             str(view.stake),
-            str(view.locked),
+            str(view.openSeats * views.committee.functions.PENALTY().call()),
             view.registeredBlock,
         )
-        assert (a["stake"], a["locked"], a["exit_requested"], a["exited"]) == (str(ETHER), "0", False, False)
+        stake = views.committee.functions.AUDITOR_STAKE().call()
+        assert (a["stake"], a["locked"], a["exit_requested"], a["exited"]) == (str(stake), "0", False, False)
     assert h.get(f"/api/auditors/{address(4)}") == auditors[0]
 
 

@@ -25,7 +25,7 @@ from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet import tools
 from ovig_node.devnet.processes import free_port
 
-COMMITTEE = (10**18, 10**17, 5, 2, 3600, 3600, 1800, 3600, 3, 3)
+COMMITTEE = (10**17, 4, 5, 2, 7200, 3600, 1800, 3600, 7200, 900, 3, 3)  # CommitteeParams, field order
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 WINDOWS = (3600, 7200, 600)
 

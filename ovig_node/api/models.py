@@ -236,7 +236,7 @@ class Credit(BaseModel):
 class Auditor(BaseModel):
     address: Address
     stake: Wei
-    locked: Wei = Field(description="stake locked on panels (the committee's penalty per seat)")
+    locked: Wei = Field(description="stake at risk: the committee's penalty per seat on disputes not resolved yet")
     registered_block: int
     exit_requested: bool
     exit_at: int | None = Field(description="unix time from which it may exit")

@@ -2,7 +2,8 @@
 
 Everything the API serves follows from the events alone (protocol section 4.4 makes them complete),
 so no row needs an RPC call, and a re-fold from the event index rebuilds every table exactly. The
-committee's immutable ``PENALTY`` is the one constant an event does not carry: panel locks are in it.
+committee's immutable ``PENALTY`` is the one constant an event does not carry: an auditor's stake at risk
+(``locked``: PENALTY per seat on a dispute not resolved yet) is counted in it.
 
 Each handler mirrors one state change of the contracts; where a contract changes two things in one
 transaction (a dispute resolves, then the task contract settles it), both events arrive, in order.
@@ -59,6 +60,10 @@ class Projection:
             "VoteCommitted": self._vote_committed,
             "VoteRevealed": self._vote_revealed,
             "RoundFailed": self._round_failed,
+            "PanelRearmed": lambda e, a: self._update(
+                "disputes", {"status": "awaiting_panel", "round": a["round"]}, dispute=a["dispute"]
+            ),
+            "StakeAdded": lambda e, a: self._add_wei("auditors", "stake", int(a["amount"]), address=a["auditor"]),
             "Penalized": lambda e, a: self._add_wei("auditors", "stake", -int(a["amount"]), address=a["panelist"]),
             "DisputeResolved": self._dispute_resolved,
             "AuditorRegistered": self._auditor_registered,
@@ -244,7 +249,7 @@ class Projection:
             (dispute, a["round"], json.dumps(panel), a["commitEnd"], a["revealEnd"], e.block_number),
         )
         self._update("disputes", {"status": "voting", "round": a["round"]}, dispute=dispute)
-        for panelist in panel:  # AuditCommittee.drawPanel locks PENALTY per seat
+        for panelist in panel:  # each seat risks PENALTY until its dispute resolves
             self._add_wei("auditors", "locked", self.penalty, address=panelist)
 
     def _vote_committed(self, e: Event, a: Args) -> None:
@@ -263,15 +268,16 @@ class Projection:
         )
 
     def _round_failed(self, e: Event, a: Args) -> None:
-        # _failRound releases every seat of the round, then starts the next round awaiting a panel.
-        self._release_panel(a["dispute"], a["round"])
+        # The round's seats stay at risk (penalties are settled when the dispute resolves); the next round
+        # is armed (a PanelRearmed or DisputeResolved that follows in the same transaction corrects it).
         self._update("disputes", {"status": "awaiting_panel", "round": int(a["round"]) + 1}, dispute=a["dispute"])
 
     def _dispute_resolved(self, e: Event, a: Args) -> None:
         dispute = a["dispute"]
-        (status,) = self.db.execute("SELECT status FROM disputes WHERE dispute = ?", (dispute,)).fetchone()
-        if status == "voting":  # a panel sat: _settlePanel or _releasePanel freed its seats
-            self._release_panel(dispute, a["round"])
+        # Penalties are settled and every seat of every round is released at once.
+        rounds = self.db.execute("SELECT round FROM rounds WHERE dispute = ?", (dispute,)).fetchall()
+        for (round_,) in rounds:
+            self._release_panel(dispute, round_)
         self._update(
             "disputes",
             {"status": "resolved", "verdict": name_of(Verdict, a["verdict"]), "round": a["round"]},

@@ -137,7 +137,7 @@ def _more(event: Event, names: dict[str, str]) -> str:
         "DisputeSettled": lambda: f"dispute {a['dispute']} settled: {Verdict(a['verdict']).name.upper()}",
         "RoundFailed": lambda: f"dispute {a['dispute']} round {a['round']}: no majority",
         "Penalized": lambda: f"dispute {a['dispute']}: {who(a['panelist'])} loses {eth(a['amount'])}",
-        "PanelRearmed": lambda: f"dispute {a['dispute']}: no panel yet ({a['eligible']} eligible)",
+        "PanelRearmed": lambda: f"dispute {a['dispute']} round {a['round']}: draw re-armed ({a['seated']} seated)",
         "Credited": lambda: f"{who(a['account'])} credited {eth(a['amount'])} by {event.contract}",
         "Burned": lambda: f"{eth(a['amount'])} burned by {event.contract}",
     }

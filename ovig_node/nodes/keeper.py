@@ -1,7 +1,8 @@
 """Keeper duties (protocol 4.1, 4.2): the transitions anyone may call once they are due.
 
 Every node runs a Keeper between its own work, so no clock of the protocol depends on one party:
-``drawSeed``, ``slashUnopened``, ``finalize``, ``abandon``, ``expireChallenge``, ``drawPanel`` and
+``drawSeed``, ``slashUnopened``, ``finalize``, ``abandon``, ``expireChallenge``, ``claimBond``,
+``drawPanel`` (a panel may take several calls), ``rearm`` (a draw that can no longer complete) and
 ``resolve``. What is due is read from the chain (views and the latest block), never from wall time.
 When another keeper acts first, the estimate reverts and nothing is sent.
 """
@@ -16,7 +17,10 @@ from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, 
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 
-DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "expireChallenge", "claimBond", "drawPanel", "resolve")
+DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "expireChallenge", "claimBond", "drawPanel", "rearm",
+          "resolve")  # fmt: skip
+TRIES_PER_SEAT = 16  # AuditCommittee's PanelDraw.TRIES_PER_SEAT
+BLOCKHASH_HORIZON = 256
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
 
 
@@ -126,10 +130,15 @@ class Keeper:
         if moot:
             return self._act("resolve", f"resolve:{dispute}:moot", committee.functions.resolve(dispute),
                              f"dispute {dispute} is moot: ended")  # fmt: skip
-        if d.status == DisputeStatus.AWAITING_PANEL and number > d.armBlock + self._param("panelSeedDelay"):
-            return self._act("drawPanel", f"drawPanel:{dispute}:{d.round}:{d.armBlock}",
-                             committee.functions.drawPanel(dispute),
-                             f"drew the panel of dispute {dispute} (round {d.round})")  # fmt: skip
+        target = d.armBlock + self._param("panelSeedDelay")
+        if d.status == DisputeStatus.AWAITING_PANEL and number > target:
+            tries_left = d.tries < TRIES_PER_SEAT * committee.functions.panelSizeOf(d.round).call()
+            if tries_left and now < d.armedAt + self._param("maxDrawDelay") and number <= target + BLOCKHASH_HORIZON:
+                return self._act("drawPanel", f"drawPanel:{dispute}:{d.round}:{d.armBlock}:{d.tries}",
+                                 committee.functions.drawPanel(dispute),
+                                 f"drew the panel of dispute {dispute} (round {d.round})")  # fmt: skip
+            return self._act("rearm", f"rearm:{dispute}:{d.round}:{d.armBlock}", committee.functions.rearm(dispute),
+                             f"re-armed the draw of dispute {dispute} (round {d.round}): it could not seat")  # fmt: skip
         reveal_end = d.drawnAt + self._param("commitWindow") + self._param("revealWindow")
         if d.status == DisputeStatus.VOTING and now >= reveal_end:
             return self._act("resolve", f"resolve:{dispute}:{d.round}", committee.functions.resolve(dispute),
@@ -156,5 +165,6 @@ class Keeper:
                 "panelSeedDelay": p.committee.functions.SEED_DELAY().call(),
                 "commitWindow": p.committee.functions.COMMIT_WINDOW().call(),
                 "revealWindow": p.committee.functions.REVEAL_WINDOW().call(),
+                "maxDrawDelay": p.committee.functions.MAX_DRAW_DELAY().call(),
             }
         return self._params[name]

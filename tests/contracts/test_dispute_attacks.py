@@ -171,14 +171,14 @@ def test_no_decision_reopens_the_interval_window_and_refunds_through_claims(
     tasks: Any, committee: Any, all_sampled: tuple[int, Evidence], watcher: Any, keeper: Any, chain: Any,
     register: Callable[..., None], auditors: list[Any],
 ) -> None:  # fmt: skip
-    """Too few auditors: no panel, and after panelTimeout no decision; interval 6 can be challenged again."""
+    """Too few auditors: no panel, and after starvationTimeout no decision; interval 6 can be challenged again."""
     register(auditors[:2])
     task, _ = all_sampled
     first = commit_challenge(tasks, task, 6, watcher)
     dispute = reveal(tasks, task, 6, watcher)
-    chain.pending_timestamp = committee.getDispute(dispute).openedAt + committee.PANEL_TIMEOUT()
+    chain.pending_timestamp = committee.getDispute(dispute).roundStartedAt + committee.STARVATION_TIMEOUT()
     chain.mine(3)
-    tx = committee.drawPanel(dispute, sender=keeper)
+    tx = committee.rearm(dispute, sender=keeper)
     assert tasks.getDispute(dispute).verdict == NO_DECISION and tasks.getTask(task).status == COMMITTED
     reopened = chain.blocks[tx.block_number].timestamp + DEFAULTS["windows"][1]
     assert [(e.k, e.windowEnd, e.noDecisions) for e in tx.events.filter(tasks.IntervalWindowReopened)] == [
@@ -202,12 +202,12 @@ def test_the_earliest_revealed_commit_leads_every_later_dispute_of_the_interval(
     task, _ = opened_task(sampleBps=10_000, windows=(3600, 4 * 24 * 3600, 600))
     commit_challenge(tasks, task, 5, watcher)
     first = reveal(tasks, task, 5, watcher)
-    timeout = committee.getDispute(first).openedAt + committee.PANEL_TIMEOUT()
+    timeout = committee.getDispute(first).roundStartedAt + committee.STARVATION_TIMEOUT()
     chain.pending_timestamp = timeout - 10
     commit_challenge(tasks, task, 5, provider, salt=b"\x0f" * 32)  # a later sequence number
     chain.pending_timestamp = timeout
     chain.mine(3)
-    committee.drawPanel(first, sender=keeper)
+    committee.rearm(first, sender=keeper)
     assert tasks.getDispute(first).verdict == NO_DECISION
     second = reveal(tasks, task, 5, provider, salt=b"\x0f" * 32)
     assert second == first + 1
@@ -236,12 +236,12 @@ def test_a_commit_made_while_the_interval_window_was_closed_stays_out_after_a_re
     chain.pending_timestamp = tasks.getBatch(task, 0).openedAt + 2 * day  # batch 0's window is closed
     draw(task, 1)
     open_batch(ev, 1)
-    timeout = committee.getDispute(first).openedAt + committee.PANEL_TIMEOUT()
+    timeout = committee.getDispute(first).roundStartedAt + committee.STARVATION_TIMEOUT()
     chain.pending_timestamp = timeout - 10
     commit_challenge(tasks, task, 2, provider, salt=b"\x0f" * 32)  # accepted: batch 1's window is open
     chain.pending_timestamp = timeout
     chain.mine(3)
-    tx = committee.drawPanel(first, sender=keeper)
+    tx = committee.rearm(first, sender=keeper)
     assert tasks.getDispute(first).verdict == NO_DECISION
     reopened = tx.timestamp + day
     assert (tasks.getOpenedInterval(task, 2).reopenedAt, tasks.challengeWindowEnd(task, 2)) == (tx.timestamp, reopened)

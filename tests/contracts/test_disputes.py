@@ -10,6 +10,7 @@ import ape
 import pytest
 from helpers import (
     ACCEPTED,
+    AUDITOR_STAKE,
     C_EXPIRED,
     C_JOINED,
     C_PENDING,
@@ -155,13 +156,13 @@ def test_reveal_opens_a_dispute_with_the_committee(
     )
     assert tasks.getOpenedInterval(task, 4).dispute == 1
     d = committee.getDispute(1)
-    assert (d.task, d.k, d.reason, d.round, d.revealBlock, d.armBlock) == (
+    assert (d.task, d.k, d.reason, d.round, d.armBlock, d.roundStartedAt) == (
         task,
         4,
         UNAVAILABLE,
         0,
         tx.block_number,
-        tx.block_number,
+        tx.timestamp,
     )
     assert list(d.excluded) == [provider.address, owner.address, watcher.address]
     assert committee.isOpen(1)
@@ -337,8 +338,8 @@ def test_faulty_lifecycle_pays_every_party_to_the_wei(
     assert tasks.credits(watcher) == LEAD + CBOND
     for panelist in panel_of_three:
         assert tasks.credits(panelist) == BOND * 1_000 // 10_000 // 3
-        assert committee.getAuditor(panelist).locked == 0
-        assert committee.getAuditor(panelist).stake == 10**18
+        assert committee.getAuditor(panelist).openSeats == 0
+        assert committee.getAuditor(panelist).stake == AUDITOR_STAKE
     assert tasks.credits(owner) == OWNER_SHARE + REWARD
     assert tasks.credits(provider) == 0
     assert tasks.burned() == 0
@@ -463,13 +464,13 @@ def test_no_decision_refunds_the_challenger(
     challenge: Any,
     chain: Any,
 ) -> None:
-    """Only two auditors: no panel, and after panelTimeout the dispute ends with no decision."""
+    """Only two auditors: no panel, and after starvationTimeout the dispute ends with no decision."""
     register(auditors[:2])
     task, _ = all_sampled
     dispute = challenge(task, 1, watcher)
-    chain.pending_timestamp = committee.getDispute(dispute).openedAt + committee.PANEL_TIMEOUT()
+    chain.pending_timestamp = committee.getDispute(dispute).roundStartedAt + committee.STARVATION_TIMEOUT()
     chain.mine(3)
-    committee.drawPanel(dispute, sender=keeper)
+    committee.rearm(dispute, sender=keeper)
     assert committee.getDispute(dispute).verdict == NO_DECISION
     assert tasks.credits(watcher) == 0
     tasks.claimBond(task, watcher.address, challenge_commitment(task, 1, OUT_OF_BOUNDS, SALT, watcher.address),
@@ -500,9 +501,9 @@ def test_two_disputes_one_upheld_the_other_moot_and_refunded(
     second = challenge(task, 7, watcher2)
     pending = commit_challenge(tasks, task, 8, watcher2, salt=b"\x09" * 32)
     assert tasks.getTask(task).openDisputes == 2
-    # Penalty (0.1) is below the stake (1): the same three auditors sit on both panels.
+    # Seats held elsewhere do not matter: the same three auditors sit on both panels.
     assert sorted(draw_panel(first)) == sorted(draw_panel(second)) == sorted(a.address for a in panel_of_three)
-    assert [committee.getAuditor(a).locked for a in panel_of_three] == [2 * 10**17] * 3
+    assert [committee.getAuditor(a).openSeats for a in panel_of_three] == [2] * 3
     vote(first, dict.fromkeys(committee.panelOf(first), FAULTY))
     committee.resolve(first, sender=keeper)
     assert tasks.getTask(task).status == SLASHED
@@ -511,8 +512,8 @@ def test_two_disputes_one_upheld_the_other_moot_and_refunded(
     assert committee.getDispute(second).verdict == MOOT
     assert [e.verdict for e in tx.events.filter(tasks.DisputeSettled)] == [MOOT]
     # Released without penalty, although nobody voted on the second panel.
-    assert [committee.getAuditor(a).locked for a in panel_of_three] == [0] * 3
-    assert [committee.getAuditor(a).stake for a in panel_of_three] == [10**18] * 3
+    assert [committee.getAuditor(a).openSeats for a in panel_of_three] == [0] * 3
+    assert [committee.getAuditor(a).stake for a in panel_of_three] == [AUDITOR_STAKE] * 3
     # The pending commit is moot too: refunded at once.
     tx = tasks.expireChallenge(task, watcher2.address, pending, sender=keeper)
     assert [e.refunded for e in tx.events.filter(tasks.ChallengeExpired)] == [True]
@@ -644,7 +645,7 @@ def test_abandon_waits_for_an_open_dispute(
     chain: Any,
 ) -> None:
     """Batch 0 is opened and challenged while batch 1 is never committed: the dispute decides first."""
-    deadline = chain.pending_timestamp + 3 * 24 * 3600
+    deadline = chain.pending_timestamp + 2 * 24 * 3600  # before the dispute's starvationTimeout
     task = post_task(sampleBps=10_000, deadline=deadline)
     tasks.acceptTask(task, sender=provider, value=BOND)
     ev = evidence(task)
@@ -656,6 +657,7 @@ def test_abandon_waits_for_an_open_dispute(
     with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
         tasks.abandon(task, sender=keeper)
     assert tasks.getTask(task).status == ACCEPTED
+    committee.rearm(dispute, sender=keeper)  # nobody drew the panel within maxDrawDelay: a keeper re-arms it
     decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
     assert tasks.getTask(task).status == SLASHED
     assert tasks.credits(owner) == REWARD + OWNER_SHARE
@@ -670,14 +672,14 @@ def test_a_moot_dispute_that_times_out_without_a_panel_is_recorded_moot_by_both_
     panel_of_three: list[Any],
     chain: Any,
 ) -> None:
-    """The only auditors ask to exit after the first dispute, and the task is slashed meanwhile: the panel
+    """The only auditors ask to exit after the first dispute, and the task is slashed meanwhile: the starvation
     timeout ends the second dispute as Moot (not NoDecision), as TrainingTasks records it."""
     task, dispute = moot_dispute
     for auditor in panel_of_three:
         committee.requestExit(sender=auditor)
-    chain.pending_timestamp = committee.getDispute(dispute).openedAt + committee.PANEL_TIMEOUT()
+    chain.pending_timestamp = committee.getDispute(dispute).roundStartedAt + committee.STARVATION_TIMEOUT()
     chain.mine(3)
-    tx = committee.drawPanel(dispute, sender=keeper)
+    tx = committee.rearm(dispute, sender=keeper)
     assert committee.getDispute(dispute).verdict == MOOT
     assert [e.verdict for e in tx.events.filter(tasks.DisputeSettled)] == [MOOT]
     tasks.claimBond(task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address),

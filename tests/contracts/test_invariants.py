@@ -4,7 +4,8 @@ Each walk posts tasks of varied shapes (m, sampleBps, N, stride, windows, odd bo
 random steps among everything the protocol allows at that moment and a share of what it forbids:
 post, cancel, accept, commitBatch (now and then a bogus root), drawSeed, openBatch (honest openings,
 sometimes split over two calls, sometimes tampered), slashUnopened, abandon, finalize, challenge
-commit / reveal / expiry, auditor register / requestExit / exit, drawPanel, vote commit / reveal,
+commit / reveal / expiry, auditor register / requestExit / exit, drawPanel (over several calls) and
+rearm, vote commit / reveal,
 resolve, withdraw, time jumps (some exactly onto a window's edge) and block mining (some past the
 256-block blockhash horizon).
 
@@ -15,9 +16,9 @@ After every transaction (and every clock move) it checks:
 - a reverted transaction reverted with one of the contracts' custom errors (never a panic or an
   empty revert) and changed no contract state; a deliberately forbidden one reverted, with the
   error named;
-- bookkeeping: panel locks equal the seats of voting panels, each task's dispute and pending-commit
-  counters equal the disputes and commits that exist, terminal states and burned amounts never move
-  back.
+- bookkeeping: auditors' open seats equal the seats of complete panels of open disputes, each task's
+  dispute and pending-commit counters equal the disputes and commits that exist, terminal states and
+  burned amounts never move back.
 
 Then every walk ends with "no ETH stuck": only timeouts anyone may call (plus auditors leaving and
 owners cancelling unaccepted tasks) drive every task, commit and dispute to an end; every account
@@ -46,6 +47,7 @@ from eth_abi import decode, encode
 from eth_utils import keccak
 from helpers import (
     ACCEPTED,
+    AUDITOR_STAKE,
     AWAITING_PANEL,
     B_COMMITTED,
     B_DRAWN,
@@ -98,7 +100,7 @@ ACTIONS: dict[str, float] = {
     "post": 5, "cancel": 1.5, "accept": 5, "commit_batch": 10, "draw_seed": 7, "open_batch": 10,
     "slash_unopened": 1.5, "abandon": 1.5, "finalize": 3, "withdraw": 4, "commit_challenge": 9,
     "reveal_challenge": 7, "expire_challenge": 2, "claim_bond": 2, "register": 4, "request_exit": 1, "exit": 1,
-    "draw_panel": 5, "commit_vote": 12, "reveal_vote": 12, "resolve": 4, "advance_time": 3,
+    "draw_panel": 5, "rearm": 1, "commit_vote": 12, "reveal_vote": 12, "resolve": 4, "advance_time": 3,
     "mine_blocks": 4,
 }  # fmt: skip
 
@@ -360,11 +362,12 @@ class Walk:
         return s.total_stake + sum(s.committee_credits.values()) + s.committee_burned
 
     def check_bookkeeping(self, s: Snapshot) -> None:
-        seats = sum(len(panel) for panel in s.panels.values())
-        assert sum(a.locked for a in s.auditors.values()) == seats * COMMITTEE["penalty"], "locks != voting seats"
-        assert all(a.locked <= a.stake for a in s.auditors.values())
+        # Seats answered for: every complete panel of a dispute not resolved yet (a draw in progress is not).
+        live = [d for d in s.disputes.values() if d.status in (AWAITING_PANEL, VOTING)]
+        seats = sum(d.panelStart for d in live) + sum(len(panel) for panel in s.panels.values())
+        assert sum(a.openSeats for a in s.auditors.values()) == seats, "open seats != seats of open disputes"
         assert s.total_stake == sum(a.stake for a in s.auditors.values())
-        assert s.auditor_count == sum(a.registeredBlock != 0 for a in s.auditors.values())
+        assert s.auditor_count == sum(a.registeredBlock != 0 and not a.exitRequestedAt for a in s.auditors.values())
         open_records = Counter(r.task for r in s.records.values() if r.open)
         open_disputes = Counter(d.task for d in s.disputes.values() if d.status in (AWAITING_PANEL, VOTING))
         pending = Counter(c.task for c in s.commits.values() if c.status == PENDING_COMMIT)
@@ -736,11 +739,11 @@ class Walk:
         )
         if auditor is None:
             return
-        stake = COMMITTEE["auditorStake"]
+        stake = AUDITOR_STAKE
         if self.snap.auditors[auditor].registeredBlock:
             self.send(auditor, self.committee, "register", value=stake, forbidden=("AlreadyRegistered",))
         elif self.rng.random() < 0.1:
-            self.send(auditor, self.committee, "register", value=stake - 1, forbidden=("WrongBond",))
+            self.send(auditor, self.committee, "register", value=stake - 1, forbidden=("StakeTooLow",))
         else:
             self.send(auditor, self.committee, "register", value=stake)
 
@@ -762,6 +765,13 @@ class Walk:
         drawn = d is not None and self.send(self.someone(), self.committee, "drawPanel", d)
         if drawn and self.snap.disputes[d].status == VOTING:
             self.follow_up = "commit_vote"  # panelists start on their replays at once
+        elif drawn:
+            self.follow_up = "draw_panel"  # a draw over several calls, or another dispute's
+
+    def rearm(self) -> None:
+        d = self.pick(self.open_disputes(AWAITING_PANEL))
+        if d is not None:
+            self.send(self.someone(), self.committee, "rearm", d)
 
     def commit_end(self, d: int) -> int:
         return self.snap.disputes[d].drawnAt + COMMITTEE["commitWindow"]
@@ -843,7 +853,7 @@ class Walk:
                 d.drawnAt + COMMITTEE["commitWindow"],
                 d.drawnAt + COMMITTEE["commitWindow"] + COMMITTEE["revealWindow"],
             ]
-            edges.append(d.openedAt + COMMITTEE["panelTimeout"])
+            edges += [d.armedAt + COMMITTEE["maxDrawDelay"], d.roundStartedAt + COMMITTEE["starvationTimeout"]]
         edges += [a.exitRequestedAt + COMMITTEE["cooldown"] for a in s.auditors.values() if a.exitRequestedAt]
         return sorted(e for e in set(edges) if e > s.time + 1)
 
@@ -913,7 +923,7 @@ class Walk:
             or any(c.status == PENDING_COMMIT for c in s.commits.values())
             or bool(self.claimable())
             or any(d.status in (AWAITING_PANEL, VOTING) for d in s.disputes.values())
-            or s.auditor_count > 0
+            or any(a.registeredBlock for a in s.auditors.values())  # exiting ones too: their stake is held
         )
 
     def settle_pass(self) -> None:
@@ -935,14 +945,20 @@ class Walk:
             self.send(anyone, self.tasks, "claimBond", c.task, c.watcher, c.commitment)
         for d, x in s.disputes.items():
             if x.status == AWAITING_PANEL:
-                self.send(anyone, self.committee, "drawPanel", d)
+                for _ in range(4):  # a round of 15 takes up to four calls
+                    if self.snap.disputes[d].status != AWAITING_PANEL or not self.send(
+                        anyone, self.committee, "drawPanel", d
+                    ):
+                        break
+                if self.snap.disputes[d].status == AWAITING_PANEL:
+                    self.send(anyone, self.committee, "rearm", d)
             elif x.status == VOTING:
                 self.send(anyone, self.committee, "resolve", d)
         for i, t in self.snap.tasks.items():
             if t.status == COMMITTED:
                 self.send(anyone, self.tasks, "finalize", i)
         for auditor, a in self.snap.auditors.items():
-            if a.exitRequestedAt and a.exitRequestedAt + COMMITTEE["cooldown"] <= self.snap.time and not a.locked:
+            if a.exitRequestedAt and a.exitRequestedAt + COMMITTEE["cooldown"] <= self.snap.time and not a.openSeats:
                 self.send(auditor, self.committee, "exit")
 
 
