@@ -114,15 +114,20 @@ def outcome(report: dict[str, Any]) -> tuple[str, str, str]:
     return report["verdict"], report["reason"], report["cause"]
 
 
+@pytest.mark.parametrize("side", ["start", "end"])
 @pytest.mark.parametrize("case", HOSTILE)
-def test_hostile_start_is_faulty_before_any_replay(
-    vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path, case: str
-) -> None:
+def test_hostile_evidence_is_faulty_with_its_reason(
+    vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path, case: str,
+    side: str,
+) -> None:  # fmt: skip
     mutate, reason, cause = HOSTILE[case]
-    report = judged(vision_task, vision_boundary, evidence_folder(vision_claims, tmp_path, start=mutate))
+    report = judged(vision_task, vision_boundary, evidence_folder(vision_claims, tmp_path, **{side: mutate}))
     assert outcome(report) == ("faulty", reason, cause)
-    assert report["detail"].startswith("start evidence: ")
-    assert report["replays"] == [] and report["profile"] is None  # nothing was loaded into a model
+    if side == "start":  # found before a replay: nothing was loaded into a model
+        assert report["detail"].startswith("start evidence: ")
+        assert report["replays"] == [] and report["profile"] is None
+    else:  # names, shapes and dtypes need no replay; metadata and counters are compared with one
+        assert report["replays"] == ([] if cause in ("wrong_names", "wrong_shape", "wrong_dtype") else HELD_OUT[:1])
 
 
 @pytest.mark.parametrize("case", NON_FINITE)
@@ -132,17 +137,6 @@ def test_nan_or_infinity_in_the_start_is_out_of_bounds(
     report = judged(vision_task, vision_boundary, evidence_folder(vision_claims, tmp_path, start=NON_FINITE[case]))
     assert outcome(report) == ("faulty", "out_of_bounds", "non_finite") and report["replays"] == []
     assert "holds NaN or infinity" in report["detail"]
-
-
-@pytest.mark.parametrize("case", HOSTILE)
-def test_hostile_end_is_faulty_with_its_reason(
-    vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path, case: str
-) -> None:
-    mutate, reason, cause = HOSTILE[case]
-    report = judged(vision_task, vision_boundary, evidence_folder(vision_claims, tmp_path, end=mutate))
-    assert outcome(report) == ("faulty", reason, cause)
-    # Names, shapes and dtypes need no replay; metadata and counters are compared with one.
-    assert report["replays"] == ([] if cause in ("wrong_names", "wrong_shape", "wrong_dtype") else HELD_OUT[:1])
 
 
 @pytest.mark.parametrize("case", NON_FINITE)
