@@ -90,7 +90,7 @@ class WatcherNode:
         due = []
         for k in self.ctx.protocol.tasks.functions.sampledIntervals(task, j).call():
             if f"{task}:{k}" in judged or not self.isolation.ready(_key(task, int(k))):
-                continue  # judged before: no need to read its on-chain state again
+                continue  # judged before (no need to read its on-chain state again), or waiting out a backoff
             iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
             if iv.sound:
                 continue
