@@ -82,7 +82,7 @@ def measure(*, tiny: bool, steps: int, repeats: int, work: Path, profile: str) -
     compares = []
     for _ in range(repeats):
         with Clock() as clock:
-            verdict = judge_replay(prepared, 0, None, claimed, replayed, boundary)
+            verdict = judge_replay(prepared, 0, claimed, replayed, boundary)
         compares.append(clock)
     # The first comparison in a process also loads the compiled kernels from numba's cache.
     timed = compares[1:] or compares

@@ -466,11 +466,9 @@ def verify_cmd(
     digest: str | None, report_path: Path | None,
 ) -> None:  # fmt: skip
     """Replay interval k and judge its claimed evidence; exit status 3 when it is faulty."""
-    from pydantic import ValidationError
-
     from ovig_node.training.execution import get_profile
     from ovig_node.training.taskfiles import open_task
-    from ovig_node.verify.boundary import BoundaryProfile
+    from ovig_node.verify.boundary import BoundaryError, load_boundary
     from ovig_node.verify.report import verify_interval, write_report
 
     prepared = open_task(spec_path)
@@ -479,9 +477,9 @@ def verify_cmd(
             f"the task has intervals 0..{prepared.spec.layout.intervals - 1}", param_hint="--interval"
         )
     try:
-        boundary = BoundaryProfile.model_validate_json(boundary_path.read_text())
-    except (OSError, ValidationError) as exc:
-        raise click.BadParameter(f"{boundary_path}: {str(exc).splitlines()[0]}", param_hint="--boundary") from None
+        boundary = load_boundary(boundary_path.read_bytes())
+    except (OSError, BoundaryError) as exc:
+        raise click.BadParameter(f"{boundary_path}: {exc}", param_hint="--boundary") from None
     with console.status(f"replaying interval {k} ..."):
         profiles = [get_profile(name) for name in profile.split(",") if name]
         report = verify_interval(prepared, evidence_dir, k, boundary, profiles=profiles, task=task_id,

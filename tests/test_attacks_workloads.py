@@ -25,7 +25,7 @@ ATTACKS = [
     ("lr_tamper", {"scale": 1.1}, "out_of_bounds"),
     ("low_precision", {}, "out_of_bounds"),
     ("stale_gradient", {}, "out_of_bounds"),
-    ("skip_steps", {"every": 4}, "wrong_counter"),  # Adam's step counters fall short of b_k
+    ("skip_steps", {"every": 4}, "wrong_structure"),  # Adam's step counters fall short of b_k
     ("backdoor", {"rate": 0.5}, "out_of_bounds"),
     ("optimizer_tamper", {"scale": 0.0}, "out_of_bounds"),
     ("optimizer_tamper", {"scale": 0.9}, "out_of_bounds"),

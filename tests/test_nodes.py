@@ -24,6 +24,7 @@ from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.owner import Terms, post_task
+from ovig_node.nodes.watcher import WatcherNode
 from ovig_node.training.execution import get_profile
 from ovig_node.training.taskfiles import attach_boundary, prepare_task
 from ovig_node.verify.boundary import calibrate
@@ -50,7 +51,9 @@ class System:
         home = self.folder / "nodes" / f"{role}-{index}"
         log = (self.folder / f"{role}-{index}.log").open("ab")
         argv = [sys.executable, "-m", "ovig_node", role, "run", "--account", str(index), "--home", str(home), *extra]
-        env = {**os.environ, "OVIG_DEVNET_DIR": str(self.net.data_dir)}
+        # The tests folder on the path: a trainer may load a plugin attack from it (hostile_attack).
+        path = os.pathsep.join([str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env = {**os.environ, "OVIG_DEVNET_DIR": str(self.net.data_dir), "PYTHONPATH": path}
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
 
     def log(self, role: str, index: int) -> str:
@@ -223,6 +226,44 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
         devnet_account(3).address: bond * 2_000 // 10_000 + challenger_bond,
         **{devnet_account(i).address: panelist for i in (4, 5, 6)},
     }
+
+
+# --- a hostile provider beside an honest one ----------------------------------------------------
+
+
+def test_a_watcher_judges_an_honest_task_beside_one_whose_evidence_is_hostile(system: System) -> None:
+    """One provider's evidence lacks an optimizer tensor from interval 1 on (a replay that loaded it
+    unchecked raised); the watcher judges its sampled intervals faulty (wrong_structure) and challenges,
+    and in the same passes judges every sampled interval of an honest task valid."""
+    owner = system.node("owner", 0)
+    hostile = post_task(owner, system.spec, system.boundary, terms(challenge_window=120, reveal_window=31))
+    honest = post_task(owner, system.spec, system.boundary, terms(challenge_window=120, reveal_window=32))
+    cheat = ("--attack", "hostile_attack:dropped_moment", "--attack-intervals", ",".join(map(str, range(1, 10))))
+    trainers = [
+        system.start("trainer", 1, "--task", str(hostile), *cheat),
+        system.start("trainer", 9, "--task", str(honest)),
+    ]
+    watcher = WatcherNode(system.node("watcher", 3), only_tasks=frozenset({hostile, honest}))
+
+    def judged() -> dict[str, Any] | None:
+        watcher.step()
+        verdicts = watcher.state.get("judged", {})
+        sampled = {task: {f"{task}:{k}" for e in events(owner, "BatchOpened", task=task)
+                          for k in owner.protocol.tasks.functions.sampledIntervals(task, e.args["j"]).call()}
+                   for task in (hostile, honest)}  # fmt: skip
+        complete = all(len(events(owner, "BatchOpened", task=t)) == 2 for t in (hostile, honest))
+        return verdicts if complete and all(key in verdicts for keys in sampled.values() for key in keys) else None
+
+    try:
+        verdicts = wait_for(judged, timeout=400, what="every sampled interval of both tasks judged")
+    finally:
+        stop(*trainers)
+    mine = {key: (v["verdict"], v["reason"]) for key, v in verdicts.items()}
+    assert {v for key, v in mine.items() if key.startswith(f"{honest}:")} == {("valid", "within_bounds")}
+    bad = {v for key, v in mine.items() if key.startswith(f"{hostile}:") and not key.endswith(":0")}
+    assert bad == {("faulty", "wrong_structure")}  # interval 0 is honest: its start is the initial checkpoint
+    assert any(key.startswith(f"{hostile}:") for key in watcher.state.get("challenges", {}))
+    assert events(owner, "ChallengeCommitted", task=hostile) and not events(owner, "ChallengeCommitted", task=honest)
 
 
 def test_an_unreachable_rpc_is_one_clear_line(tmp_path: Path) -> None:

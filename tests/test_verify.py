@@ -263,7 +263,7 @@ def test_one_changed_row_is_caught_because_every_coordinate_counts(
 
 
 @pytest.mark.parametrize(
-    ("mutate", "reason"),
+    ("mutate", "cause"),
     [
         (lambda e: replace(e, probe={k: v for k, v in e.probe.items() if k != "fc1.bias"}), "wrong_names"),
         (lambda e: replace(e, model={**e.model, "fc1.bias": e.model["fc1.bias"][:-1]}), "wrong_shape"),
@@ -274,11 +274,11 @@ def test_one_changed_row_is_caught_because_every_coordinate_counts(
     ],
 )  # fmt: skip
 def test_malformed_evidence_is_faulty_with_its_reason(
-    task: PreparedTask, boundary: BoundaryProfile, claims: Path, mutate: object, reason: str
+    task: PreparedTask, boundary: BoundaryProfile, claims: Path, mutate: object, cause: str
 ) -> None:
     claim = read_evidence(evidence_path(claims, 3))
     verdict = check(task, boundary, claims, 3, mutate(claim))  # type: ignore[operator]
-    assert (verdict.verdict, verdict.reason) == ("faulty", reason)
+    assert (verdict.verdict, verdict.reason, verdict.cause) == ("faulty", "wrong_structure", cause)
 
 
 def test_cli_calibrate_then_verify_honest_tampered_and_missing(
@@ -348,7 +348,7 @@ def test_cli_calibrates_on_several_honest_runs_of_one_workload_and_stride(task: 
         ("lr_tamper", {"scale": 1.5}, "out_of_bounds"),
         ("low_precision", {}, "out_of_bounds"),
         ("stale_gradient", {}, "out_of_bounds"),
-        ("skip_steps", {"every": 5}, "wrong_counter"),  # Adam's step counters fall short of b_k
+        ("skip_steps", {"every": 5}, "wrong_structure"),  # Adam's step counters fall short of b_k
         ("row_tamper", {"delta": 1e-4}, "out_of_bounds"),
         ("test_verify:tiny_nudge", {}, "out_of_bounds"),  # an outside attack, loaded as a plugin
     ],

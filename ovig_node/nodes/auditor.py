@@ -3,7 +3,9 @@
 It registers with the committee's stake, follows PanelDrawn events naming it, replays the disputed
 interval (or, for reason unavailable, only checks the files can be fetched and match), and votes
 with commit-reveal within the windows: the salt and vote are persisted before the commit is sent,
-so a restarted auditor still reveals. It withdraws what panels pay it from both contracts.
+so a restarted auditor still reveals. It withdraws what panels pay it from both contracts. Each panel
+is served on its own (:mod:`ovig_node.nodes.isolation`): a dispute whose files make anything raise is
+logged once and retried or left alone, and later panels are still served.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from ovig_node.chain.contracts import DisputeStatus, Verdict
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
+from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import judge_interval, opening_cid
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
-from ovig_node.storage.errors import IpfsUnavailable
 
 
 @dataclass
@@ -41,6 +43,10 @@ class AuditorNode:
     def state(self) -> NodeState:
         return NodeState(self.ctx.home / "auditor.json")
 
+    @functools.cached_property
+    def isolation(self) -> Isolation:
+        return Isolation(self.ctx.say)
+
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""
         keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until)
@@ -49,12 +55,10 @@ class AuditorNode:
         self._register()
         self.ctx.scanner.poll()
         for event in self.ctx.scanner.events("PanelDrawn"):
-            if self.ctx.address not in event.args["panel"]:
-                continue
-            try:
-                self._serve(int(event.args["dispute"]), int(event.args["round"]))
-            except IpfsUnavailable as exc:
-                self.ctx.say(f"IPFS unavailable ({exc}); will retry", style="yellow")
+            dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
+            key = f"dispute {dispute} round {round_}"
+            if self.ctx.address in event.args["panel"] and self.isolation.ready(key):
+                self.isolation.call(key, functools.partial(self._serve, dispute, round_))
         withdraw_credits(self.ctx, self.state, ("TrainingTasks", "AuditCommittee"))
 
     def _register(self) -> None:

@@ -4,22 +4,39 @@ The spec comes by the CID the owner emitted in TaskPosted; its keccak256 must be
 specHash, and its N, s, m, sampleBps and init digest must equal the on-chain terms: a node refuses
 a task whose spec and terms disagree. The dataset, initial checkpoint and boundary come by the
 spec's CIDs and must match its sha256 digests.
+
+Everything in these files is the owner's to choose, so anything wrong with them (a spec that does not
+parse, a file that does not match or is larger than the task can need, a boundary that is not JSON or
+lacks a signal, kind or percentile, a model larger than a node replays) refuses the task: a typed
+TaskRefused, never another exception. Our own IPFS node being down is not the owner's fault: that
+raises IpfsUnavailable, and the caller tries again later.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eth_utils import keccak
 
 from ovig_node.errors import OvigError
 from ovig_node.files import write_atomic
 from ovig_node.nodes.context import NodeContext
-from ovig_node.protocol.spec import parse_spec
-from ovig_node.training.taskfiles import PreparedTask, open_task
-from ovig_node.verify.boundary import BoundaryProfile
+from ovig_node.protocol.errors import SpecError
+from ovig_node.protocol.spec import TaskSpec, parse_spec
+from ovig_node.storage.errors import ContentNotFound, IpfsError, IpfsUnavailable
+from ovig_node.training.taskfiles import PreparedTask, TaskFileError, open_task
+from ovig_node.verify.boundary import BoundaryError, BoundaryProfile, load_boundary
+from ovig_node.verify.layout import EvidenceLayout, layout_of
+
+_T = TypeVar("_T")
+MAX_SPEC_BYTES = 1 << 20  # a spec is a few hundred bytes of JSON
+MAX_BOUNDARY_BYTES = 1 << 20  # a boundary profile is a few kilobytes of JSON
+MAX_DATASET_BYTES = 2 << 30  # the spec does not say how large its dataset is: a node-wide cap
+MAX_EVIDENCE_BYTES = 4 << 30  # the largest E_k (model, optimizer state, probe) a node replays
 
 
 class TaskRefused(OvigError, ValueError):
@@ -35,7 +52,9 @@ class FetchedTask:
 
 
 def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
-    """The task's spec, dataset, initial checkpoint and boundary in ``folder``, every digest checked."""
+    """The task's spec, dataset, initial checkpoint and boundary in ``folder``, every digest checked.
+    Raises TaskRefused for anything wrong with the owner's files, IpfsUnavailable (or ContentNotFound,
+    which may pass) when they cannot be fetched now."""
     t = ctx.protocol.task(task)
     posted = ctx.scanner.events("TaskPosted", task=task)
     if not posted:
@@ -45,25 +64,61 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
         raise TaskRefused(f"task {task}: no TaskPosted event found")
     spec_path = folder / "spec.json"
     if not spec_path.is_file():
-        raw = ctx.ipfs.cat_bytes(posted[0].args["specCID"])
+        spec_cid = str(posted[0].args["specCID"])
+        raw = _owner_file(task, "spec", lambda: ctx.ipfs.cat_bytes(spec_cid, max_bytes=MAX_SPEC_BYTES))
         if keccak(raw) != bytes(t.terms.specHash):
-            raise TaskRefused(f"task {task}: the spec at {posted[0].args['specCID']} does not hash to specHash")
+            raise TaskRefused(f"task {task}: the spec at {spec_cid} does not hash to specHash")
         folder.mkdir(parents=True, exist_ok=True)
         write_atomic(spec_path, raw)
-    spec, spec_hash = parse_spec(spec_path.read_bytes())
+    spec, spec_hash, layout = _read_spec(task, spec_path)
     _check_terms(task, spec, spec_hash, t.terms)
     if spec.boundary is None:
         raise TaskRefused(f"task {task}: the spec names no boundary profile")
-    for name, ref in (
-        ("dataset.safetensors", spec.dataset),
-        ("init.safetensors", spec.init),
-        ("boundary.json", spec.boundary),
+    for name, ref, cap in (
+        ("dataset.safetensors", spec.dataset, MAX_DATASET_BYTES),
+        ("init.safetensors", spec.init, layout.file_bytes("model")),
+        ("boundary.json", spec.boundary, MAX_BOUNDARY_BYTES),
     ):
         if not (folder / name).is_file():
-            ctx.ipfs.get_file(ref.cid, folder / name, sha256=ref.sha256)
-    prepared = open_task(spec_path)
-    boundary = BoundaryProfile.model_validate_json((folder / "boundary.json").read_text())
+            fetch = functools.partial(ctx.ipfs.get_file, ref.cid, folder / name, sha256=ref.sha256, max_bytes=cap)
+            _owner_file(task, name, fetch)
+    try:
+        prepared = open_task(spec_path)
+        boundary = load_boundary((folder / "boundary.json").read_bytes())
+    except (SpecError, TaskFileError, BoundaryError) as exc:
+        raise TaskRefused(f"task {task}: {exc}") from None
+    if (boundary.workload, boundary.stride) != (spec.workload.name, spec.stride):
+        raise TaskRefused(f"task {task}: its boundary was calibrated for {boundary.workload} at stride "
+                          f"{boundary.stride}, not {spec.workload.name} at stride {spec.stride}")  # fmt: skip
     return FetchedTask(task, prepared, boundary, t.terms)
+
+
+def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLayout]:
+    """The spec, its hash and the layout of its evidence; TaskRefused for one no node can replay."""
+    try:
+        spec, spec_hash = parse_spec(spec_path.read_bytes())
+    except SpecError as exc:
+        raise TaskRefused(f"task {task}: {exc}") from None
+    try:
+        # Builds the model on the meta device: a hostile config costs no memory here, only a refusal.
+        layout = layout_of(spec)
+    except Exception as exc:  # whatever the workload's constructor raises on a config it cannot take
+        raise TaskRefused(f"task {task}: the spec's workload cannot be built: {type(exc).__name__}: {exc}") from None
+    if layout.max_bytes > MAX_EVIDENCE_BYTES:
+        raise TaskRefused(f"task {task}: its evidence would be {layout.max_bytes} bytes, over this node's "
+                          f"{MAX_EVIDENCE_BYTES}")  # fmt: skip
+    return spec, spec_hash, layout
+
+
+def _owner_file(task: int, name: str, fetch: Callable[[], _T]) -> _T:
+    """Run ``fetch``; a file that does not match or is too large refuses the task (the owner chose it);
+    an outage, or content not found yet, propagates for a later retry."""
+    try:
+        return fetch()
+    except (IpfsUnavailable, ContentNotFound):
+        raise
+    except IpfsError as exc:
+        raise TaskRefused(f"task {task}: its {name}: {exc}") from None
 
 
 def _check_terms(task: int, spec: Any, spec_hash: bytes, terms: Any) -> None:

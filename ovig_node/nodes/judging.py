@@ -1,26 +1,32 @@
 """Judge an opened interval as a watcher or auditor does (protocol section 5).
 
 1. Fetch the opening manifest of the interval's batch, and the start and end evidence by the CIDs it
-   lists, each checked against the digest proven on-chain. Content that cannot be found or does not
-   match is the provider's failure: the interval is **unavailable**. Our own IPFS node being down is
-   not: that raises IpfsUnavailable and the caller tries again later.
+   lists, each checked against the digest proven on-chain and capped at the size the spec's evidence
+   can have. Content that cannot be found (``missing``), does not match (``corrupt``) or is larger
+   than that (``oversized``) is the provider's failure: the interval is **unavailable**. Our own IPFS
+   node being down is not: that raises IpfsUnavailable and the caller tries again later.
 2. Replay and judge against the task's boundary; the report (verdict, reason, every percentile
-   against its bound, profile, timings) is pinned, and its CID goes with a challenge.
+   against its bound, profile, timings) is pinned, and its CID goes with a challenge. The downloaded
+   evidence is deleted then: a node keeps reports, not every provider's files.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
-from ovig_node.storage.errors import IpfsError, IpfsUnavailable
+from ovig_node.storage.errors import ContentTooLarge, IpfsError, IpfsUnavailable
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import evidence_path
+from ovig_node.verify.layout import layout_of
 from ovig_node.verify.report import verify_interval
 
+MAX_MANIFEST_BYTES = 1 << 20  # an opening manifest lists a batch's CIDs, digests and proofs: kilobytes
 VALID, FAULTY = "valid", "faulty"
 
 
@@ -50,9 +56,11 @@ def judge_interval(
     task = fetched.task
     iv = ctx.protocol.view(ctx.protocol.tasks, "getOpenedInterval", task, k)
     folder = ctx.home / f"task-{task}" / f"{who}-{k}"
-    missing = _fetch_evidence(ctx, k, opening, iv, folder)
-    if missing is not None:
-        report = {"task": task, "interval": k, "verdict": FAULTY, "reason": "unavailable", "detail": missing}
+    max_bytes = layout_of(fetched.prepared.spec).max_bytes
+    unavailable = _fetch_evidence(ctx, k, opening, iv, folder, max_bytes=max_bytes)
+    if unavailable is not None:
+        reason, detail = unavailable
+        report = {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": reason}
         available = False
     else:
         # "a,b": replay under a; a rejection stands only if b's replay rejects too (a branch flip is not fraud).
@@ -61,20 +69,24 @@ def judge_interval(
                                  end_sha256=bytes(iv.endDigest).hex())  # fmt: skip
         available = True
     cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1, default=float).encode(), name="report.json").cid
+    shutil.rmtree(folder, ignore_errors=True)
     return Judgement(report, cid, available)
 
 
-def _fetch_evidence(ctx: NodeContext, k: int, cid: str | None, iv: Any, folder: Any) -> str | None:
-    """Download E_{k-1} (k > 0) and E_k into ``folder``; the reason they are unavailable, or None."""
+def _fetch_evidence(
+    ctx: NodeContext, k: int, cid: str | None, iv: Any, folder: Path, *, max_bytes: int
+) -> tuple[str, str] | None:
+    """Download E_{k-1} (k > 0) and E_k into ``folder``; (reason, detail) if they are unavailable, or None."""
     if cid is None:
-        return f"batch of interval {k} has no opening manifest"
+        return "missing", f"batch of interval {k} has no opening manifest"
     try:
-        manifest = json.loads(ctx.ipfs.cat_bytes(cid))
-        files: dict[str, str] = manifest["files"]
+        files = _manifest_files(ctx.ipfs.cat_bytes(cid, max_bytes=MAX_MANIFEST_BYTES))
     except IpfsUnavailable:
         raise
-    except (IpfsError, ValueError, KeyError, TypeError) as exc:
-        return f"opening manifest {cid} unreadable: {exc}"
+    except IpfsError as exc:
+        return _reason_of(exc), f"opening manifest {cid}: {exc}"
+    except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than the parser goes
+        return "corrupt", f"opening manifest {cid} unreadable: {type(exc).__name__}: {exc}"
     wanted = [(k, bytes(iv.endDigest).hex())]
     if k > 0:
         wanted.append((k - 1, bytes(iv.startDigest).hex()))
@@ -83,11 +95,30 @@ def _fetch_evidence(ctx: NodeContext, k: int, cid: str | None, iv: Any, folder: 
         if path.is_file():
             continue
         if digest not in files:
-            return f"the opening manifest lists no file for digest {digest} (E_{index})"
+            return "missing", f"the opening manifest lists no file for digest {digest} (E_{index})"
         try:
-            ctx.ipfs.get_file(files[digest], path, sha256=digest)
+            ctx.ipfs.get_file(files[digest], path, sha256=digest, max_bytes=max_bytes)
         except IpfsUnavailable:
             raise
         except IpfsError as exc:
-            return f"E_{index} ({files[digest]}): {exc}"
+            return _reason_of(exc), f"E_{index} ({files[digest]}): {exc}"
     return None
+
+
+def _manifest_files(raw: bytes) -> dict[str, str]:
+    """The manifest's digest -> CID map; ValueError unless it is one (the provider wrote it)."""
+    manifest = json.loads(raw)
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        raise ValueError("no 'files' object mapping digests to CIDs")
+    return files
+
+
+def _reason_of(exc: IpfsError) -> str:
+    # Not found (or an error our node gives for the CID) is missing; too large is oversized; content
+    # that does not hash to its CID or digest, or is not a file, is corrupt.
+    if isinstance(exc, ContentTooLarge):
+        return "oversized"
+    if isinstance(exc, ValueError):
+        return "corrupt"
+    return "missing"

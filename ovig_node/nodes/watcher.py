@@ -6,6 +6,9 @@ persisted before the commit is sent, so a restarted watcher still reveals. A fau
 challenged even when someone else disputes it already: the reveal joins that dispute, and the earliest
 commit leads it. Intervals found sound are final and skipped. Its keeper duties keep every clock moving
 (claiming joined bonds back among them); it withdraws its credits.
+
+Each task, interval and challenge is handled on its own (:mod:`ovig_node.nodes.isolation`): one whose
+files make anything raise is logged once and retried or left alone, and the others go on.
 """
 
 from __future__ import annotations
@@ -24,13 +27,13 @@ from web3.logs import DISCARD
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
-from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
+from ovig_node.nodes.fetching import FetchedTask, fetch_task
+from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import Judgement, judge_interval
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
-from ovig_node.storage.errors import IpfsUnavailable
 
 
 @dataclass
@@ -42,11 +45,14 @@ class WatcherNode:
     poll_seconds: float = 1.0
     workers: int = 1  # intervals replayed in parallel
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
-    _refused: set[int] = field(default_factory=set)
 
     @functools.cached_property
     def state(self) -> NodeState:
         return NodeState(self.ctx.home / "watcher.json")
+
+    @functools.cached_property
+    def isolation(self) -> Isolation:
+        return Isolation(self.ctx.say)
 
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""
@@ -54,12 +60,9 @@ class WatcherNode:
 
     def step(self) -> None:
         self.ctx.scanner.poll()
-        try:
-            for (task, k, _), judgement in self._judge(self._due()):
-                if self._record(task, k, judgement):
-                    self._drive_challenges()  # at once: the challenge window is running
-        except IpfsUnavailable as exc:
-            self.ctx.say(f"IPFS unavailable ({exc}); will retry", style="yellow")
+        for (task, k, _), judgement in self._judge(self._due()):
+            if self._record(task, k, judgement):
+                self._drive_challenges()  # at once: the challenge window is running
         self._drive_challenges()
         withdraw_credits(self.ctx, self.state)
 
@@ -71,21 +74,30 @@ class WatcherNode:
         due: list[tuple[int, int, int, str]] = []
         live: dict[int, bool] = {}  # one status read per task per pass, not one per opened batch
         for event in self.ctx.scanner.events("BatchOpened"):
-            task, j = int(event.args["task"]), int(event.args["j"])
-            if (self.only_tasks is not None and task not in self.only_tasks) or task in self._refused:
+            task = int(event.args["task"])
+            if (self.only_tasks is not None and task not in self.only_tasks) or not self.isolation.ready(_key(task)):
                 continue
-            if task not in live:
-                live[task] = self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
-            if not live[task]:
-                continue
-            for k in self.ctx.protocol.tasks.functions.sampledIntervals(task, j).call():
-                if f"{task}:{k}" in judged:
-                    continue  # judged before: no need to read its on-chain state again
-                iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
-                if iv.sound or self._task(task) is None:
-                    continue
-                due.append((int(event.args["challengeWindowEnd"]), task, int(k), str(event.args["openingCID"])))
+            due.extend(self.isolation.call(_key(task), functools.partial(self._due_in, event, judged, live)) or [])
         return [(task, k, opening) for _, task, k, opening in sorted(due)]
+
+    def _due_in(self, event: Any, judged: dict[str, Any], live: dict[int, bool]) -> list[tuple[int, int, int, str]]:
+        """(window end, task, k, opening CID) of the batch of ``event`` still to judge."""
+        task, j = int(event.args["task"]), int(event.args["j"])
+        if task not in live:
+            live[task] = self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+        if not live[task]:
+            return []
+        due = []
+        for k in self.ctx.protocol.tasks.functions.sampledIntervals(task, j).call():
+            if f"{task}:{k}" in judged or not self.isolation.ready(_key(task, int(k))):
+                continue  # judged before (no need to read its on-chain state again), or waiting out a backoff
+            iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
+            if iv.sound:
+                continue
+            if task not in self._fetched:  # the owner's files: a refusal leaves the whole task alone
+                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
+            due.append((int(event.args["challengeWindowEnd"]), task, int(k), str(event.args["openingCID"])))
+        return due
 
     def _judge(self, due: list[tuple[int, int, str]]) -> Iterator[tuple[tuple[int, int, str], Judgement]]:
         """Judgements of ``due`` as they complete: one at a time, or ``workers`` replays in parallel."""
@@ -95,12 +107,16 @@ class WatcherNode:
             return judge_interval(self.ctx, self._fetched[task], k, opening, profile=self.profile_name, who="watch")
 
         if self.workers <= 1:
-            yield from ((item, judge(item)) for item in due)
+            for item in due:
+                if (judgement := self.isolation.call(_key(*item[:2]), functools.partial(judge, item))) is not None:
+                    yield item, judgement
             return
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay") as pool:
             futures = {pool.submit(judge, item): item for item in due}
             for future in as_completed(futures):
-                yield futures[future], future.result()
+                item = futures[future]
+                if (judgement := self.isolation.call(_key(*item[:2]), future.result)) is not None:
+                    yield item, judgement
 
     def _record(self, task: int, k: int, judgement: Judgement) -> bool:
         """Persist the verdict; for a faulty one, persist a challenge to make. True if faulty."""
@@ -120,25 +136,17 @@ class WatcherNode:
         self.state.set("challenges", challenges)
         return True
 
-    def _task(self, task: int) -> FetchedTask | None:
-        if task not in self._fetched:
-            try:
-                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
-            except TaskRefused as exc:
-                self.ctx.say(f"ignoring task {task}: {exc}", style="yellow")
-                self._refused.add(task)
-                return None
-        return self._fetched[task]
-
     # --- challenging ---------------------------------------------------------------------------
 
     def _drive_challenges(self) -> None:
         challenges = self.state.get("challenges", {})
         for key, c in challenges.items():
-            if c.get("failed"):
+            if c.get("failed") or not self.isolation.ready(f"challenge {key}"):
                 continue
             try:
-                self._challenge(key, c)
+                self.isolation.call(
+                    f"challenge {key}", functools.partial(self._challenge, key, c), reraise=(ContractReverted,)
+                )
             except ContractReverted as exc:
                 # Too late (window closed while this watcher was down) or the task ended: give up on it.
                 self.ctx.say(f"challenge {key} abandoned: {exc}", style="yellow")
@@ -169,3 +177,8 @@ class WatcherNode:
     def _dispute_of(self, receipt: Any) -> int:
         events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)
         return int(events[0]["args"]["dispute"]) if events else 0
+
+
+def _key(task: int, k: int | None = None) -> str:
+    """How the log and the isolation name a task or one of its intervals."""
+    return f"task {task}" if k is None else f"task {task} interval {k}"

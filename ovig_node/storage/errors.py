@@ -7,6 +7,7 @@ OvigError
     ├── ContentNotFound (LookupError)       no block for a CID within the timeout
     ├── DigestMismatch (ValueError)         bytes do not hash to what they should
     ├── InvalidContent (ValueError)         well-hashed blocks that are not a UnixFS file
+    ├── ContentTooLarge (ValueError)        a file larger than the caller allows: not fetched further
     └── InvalidCid (ValueError)             text that is not a CID we support
 """
 
@@ -73,3 +74,12 @@ class InvalidContent(IpfsError, ValueError):
         self.cid = cid
         self.reason = reason
         super().__init__(f"content {cid} is not a readable file: {reason}")
+
+
+class ContentTooLarge(IpfsError, ValueError):
+    """``cid`` holds more than ``limit`` bytes; the download stopped there (content is untrusted)."""
+
+    def __init__(self, cid: str, limit: int) -> None:
+        self.cid = cid
+        self.limit = limit
+        super().__init__(f"content {cid} is larger than {limit} bytes: not downloaded further")

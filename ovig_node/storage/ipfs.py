@@ -30,6 +30,7 @@ import httpx
 from ovig_node.storage.cid import RAW, Cid
 from ovig_node.storage.errors import (
     ContentNotFound,
+    ContentTooLarge,
     DigestMismatch,
     InvalidContent,
     IpfsRequestError,
@@ -201,12 +202,25 @@ class IpfsClient:
         end = None if length is None else offset + length
         yield from self._walk(root, offset, end, str(root))
 
-    def cat_bytes(self, cid: str, *, offset: int = 0, length: int | None = None) -> bytes:
-        """:meth:`cat` gathered in memory: for small content only."""
-        return b"".join(self.cat(cid, offset=offset, length=length))
+    def cat_bytes(self, cid: str, *, offset: int = 0, length: int | None = None, max_bytes: int | None = None) -> bytes:
+        """:meth:`cat` gathered in memory: for small content only (``max_bytes`` makes sure of it)."""
+        return b"".join(self._capped(cid, self.cat(cid, offset=offset, length=length), max_bytes))
 
-    def get_file(self, cid: str, dest: str | os.PathLike[str], *, sha256: str | None = None) -> Path:
-        """Download ``cid`` to ``dest`` atomically; with ``sha256`` (hex), also check the file digest.
+    def _capped(self, cid: str, pieces: Iterator[bytes], max_bytes: int | None) -> Iterator[bytes]:
+        """``pieces`` until more than ``max_bytes`` arrived, then ContentTooLarge: whoever made the DAG
+        chose its size, so the count is of bytes received, not of sizes the blocks declare."""
+        received = 0
+        for piece in pieces:
+            received += len(piece)
+            if max_bytes is not None and received > max_bytes:
+                raise ContentTooLarge(cid, max_bytes)
+            yield piece
+
+    def get_file(
+        self, cid: str, dest: str | os.PathLike[str], *, sha256: str | None = None, max_bytes: int | None = None
+    ) -> Path:
+        """Download ``cid`` to ``dest`` atomically; with ``sha256`` (hex), also check the file digest; a
+        file over ``max_bytes`` stops the download (ContentTooLarge).
 
         The bytes go to a temporary file beside ``dest``, are fsynced, and only then renamed over
         it: a failure (mismatch, outage) leaves any previous ``dest`` untouched and no partial file.
@@ -217,7 +231,7 @@ class IpfsClient:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
         try:
             with os.fdopen(fd, "wb") as out:
-                for piece in self.cat(cid):
+                for piece in self._capped(cid, self.cat(cid), max_bytes):
                     hasher.update(piece)
                     out.write(piece)
                 out.flush()

@@ -5,6 +5,13 @@ state tensor; scalars as 0-d tensors) and ``probe/<name>`` (the gradient at the 
 batch of step ``b_k``), with metadata ``task``, ``spec``, ``interval``, ``step``. Its digest is the sha256
 of the file's bytes. Files are written atomically (temporary file, fsync, rename), so a file that
 exists is complete.
+
+Errors say which verdict reason they are (protocol section 5):
+
+    EvidenceError (ValueError)          reason "corrupt": unreadable, not safetensors, wrong digest
+    ├── EvidenceMissing                 reason "missing": no such file
+    ├── EvidenceOversized               reason "oversized": larger than the spec's evidence can be
+    └── EvidenceMisnamed                reason "wrong_structure": a tensor outside model/, optim/, probe/
 """
 
 from __future__ import annotations
@@ -26,6 +33,25 @@ SECTIONS = ("model", "optim", "probe")
 
 class EvidenceError(OvigError, ValueError):
     """An evidence file that is missing, corrupt or not what it claims to be."""
+
+    reason = "corrupt"  # the verdict reason a provider's file failing this way gets
+
+
+class EvidenceMissing(EvidenceError):
+    reason = "missing"
+
+
+class EvidenceOversized(EvidenceError):
+    reason = "oversized"
+
+    def __init__(self, label: str, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(f"{label} has {size} bytes, more than the {limit} the spec's evidence can have")
+
+
+class EvidenceMisnamed(EvidenceError):
+    reason = "wrong_structure"
 
 
 @dataclass(frozen=True)
@@ -54,7 +80,7 @@ class Evidence:
         for key, tensor in tensors.items():
             section, _, name = key.partition("/")
             if section not in sections or not name:
-                raise EvidenceError(f"{label} has a tensor outside model/, optim/, probe/: {key!r}")
+                raise EvidenceMisnamed(f"{label} has a tensor outside model/, optim/, probe/: {key!r}")
             sections[section][name] = tensor
         return cls(model=sections["model"], optim=sections["optim"], probe=sections["probe"], metadata=metadata)
 
@@ -106,10 +132,16 @@ def write_evidence(path: Path, evidence: Evidence) -> str:
     return sha256_hex(data)
 
 
-def read_evidence(path: Path, *, expected_sha256: str | None = None) -> Evidence:
-    """Read an evidence file, checking its digest when one is expected."""
+def read_evidence(path: Path, *, expected_sha256: str | None = None, max_bytes: int | None = None) -> Evidence:
+    """Read an evidence file, checking its digest when one is expected; a file over ``max_bytes`` is
+    refused before it is read (a provider's file could be any size)."""
     try:
+        size = path.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise EvidenceOversized(str(path), size, max_bytes)
         data = path.read_bytes()
+    except FileNotFoundError:
+        raise EvidenceMissing(f"evidence {path} does not exist") from None
     except OSError as exc:
         raise EvidenceError(f"cannot read evidence {path}: {exc.strerror}") from None
     if expected_sha256 is not None and sha256_hex(data) != expected_sha256:

@@ -16,14 +16,16 @@ percentile, the largest difference seen. An interval passes only if each of its 
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from ovig_node.errors import OvigError
 from ovig_node.protocol.spec import TaskSpec
 from ovig_node.training.evidence import Evidence, read_evidence
 from ovig_node.training.execution import ExecutionProfile
@@ -33,6 +35,10 @@ from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.stats import PERCENTILES, SECTION_OF, SIGNALS, difference_profiles
 
 REL_TAIL = 1e-3  # share of honest replays the tail model lets past the rel p100 bound (before alpha)
+
+
+class BoundaryError(OvigError, ValueError):
+    """A boundary profile that is not JSON, or lacks a signal, kind or percentile a judge reads."""
 
 
 class SignalBounds(BaseModel):
@@ -57,8 +63,33 @@ class BoundaryProfile(BaseModel):
     torch: str
     replay_seconds_max: float  # the slowest honest replay of one interval
 
+    @model_validator(mode="after")
+    def _bounds_every_value_judged(self) -> BoundaryProfile:
+        # A judge reads every signal, kind and percentile: a boundary without one could not judge, and
+        # a NaN or negative bound would reject every interval whatever the provider did.
+        if list(self.percentiles) != list(PERCENTILES):
+            raise ValueError(f"percentiles must be {list(PERCENTILES)}, not {self.percentiles}")
+        if set(self.signals) != set(SIGNALS):
+            raise ValueError(f"signals must be {sorted(SIGNALS)}, not {sorted(self.signals)}")
+        for name, bounds in self.signals.items():
+            for kind in ("abs", "rel"):
+                values = getattr(bounds, kind)
+                if len(values) != len(PERCENTILES) or not all(math.isfinite(v) and v >= 0 for v in values):
+                    raise ValueError(f"{name}.{kind} must hold {len(PERCENTILES)} finite bounds >= 0, not {values}")
+        return self
+
     def limit(self, signal: str, kind: str, index: int) -> float:
         return self.alpha * getattr(self.signals[signal], kind)[index]
+
+
+def load_boundary(data: str | bytes) -> BoundaryProfile:
+    """A boundary profile from its JSON; BoundaryError naming the first problem (an owner wrote it)."""
+    try:
+        return BoundaryProfile.model_validate_json(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(map(str, error["loc"])) or "document"
+        raise BoundaryError(f"not a boundary profile: {where}: {error['msg'].removeprefix('Value error, ')}") from None
 
 
 def spread_positions(intervals: int, count: int) -> list[int]:

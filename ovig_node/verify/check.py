@@ -1,9 +1,21 @@
 """The verdict on one interval (protocol section 5, steps 3 and 4).
 
 Structure first: the claimed end must have exactly the replay's tensor names, shapes and dtypes, the
-right metadata, and step counters equal to ``b_k`` (the start's equal to ``b_{k-1}``); anything else is
-faulty with its reason. Then every signal, kind and percentile of the differences must be within
+right metadata, and step counters equal to ``b_k``; the claimed start is checked the same way against
+the spec's layout before anything is loaded from it (:func:`start_problem`). Anything else is faulty
+with its reason. Then every signal, kind and percentile of the differences must be within
 ``alpha * bound``. The report lists each value against its bound.
+
+A verdict has a ``reason`` from a short list a challenger and a panel can act on, and a ``cause``
+naming the exact check that failed:
+
+    reason           cause
+    within_bounds    -
+    out_of_bounds    - (a bound exceeded, NaN included), non_finite (a start holding NaN or infinity)
+    wrong_structure  wrong_names, wrong_shape, wrong_dtype, wrong_metadata, wrong_counter
+    missing          the file is not there (cannot be fetched)
+    corrupt          not its digest, or not a readable safetensors file (truncated, garbage)
+    oversized        larger than the spec's evidence can be: not read further
 """
 
 from __future__ import annotations
@@ -14,24 +26,28 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ovig_node.training.evidence import Evidence
-from ovig_node.training.optim import step_counters
 from ovig_node.verify.boundary import BoundaryProfile
+from ovig_node.verify.layout import EvidenceLayout, non_finite
 from ovig_node.verify.stats import SECTION_OF, SIGNALS, difference_profiles
 
 VALID = "valid"
 FAULTY = "faulty"
+WITHIN_BOUNDS = "within_bounds"
+OUT_OF_BOUNDS = "out_of_bounds"
+WRONG_STRUCTURE = "wrong_structure"
 
 
 @dataclass
 class Verdict:
     verdict: str  # "valid" or "faulty"
-    reason: str  # "within_bounds", "out_of_bounds", "wrong_names", "wrong_shape", "wrong_dtype", ...
+    reason: str  # see the module docstring: within_bounds, out_of_bounds, wrong_structure, missing, ...
     detail: str = ""
     signals: dict[str, Any] = field(default_factory=dict)  # signal -> kind -> [{p, value, bound, limit, ok}]
     # log10 of the largest value / limit over rows with a positive limit and value (> 0: outside the
     # boundary by that factor); None when there is no such row. A row whose limit is 0 fails on any
     # positive value, but has no finite ratio, so it shows in ``signals`` and not here.
     margin: float | None = None
+    cause: str = ""  # the check that failed, finer than ``reason`` (wrong_shape, non_finite, ...)
 
     @property
     def valid(self) -> bool:
@@ -53,8 +69,6 @@ def judge(
     boundary: BoundaryProfile,
     *,
     expected_metadata: dict[str, str],
-    claimed_start: Evidence | None = None,
-    start_step: int = 0,
     signals: Sequence[str] = SIGNALS,
     profiles_seen: dict[str, dict[str, list[float]]] | None = None,
 ) -> Verdict:
@@ -62,9 +76,7 @@ def judge(
     ablations: the protocol judges all three). ``profiles_seen`` keeps each signal's percentile profiles
     across calls on the same pair of endpoints, so ablations judge each signal's differences once."""
     if (problem := structure_problem(claimed_end, replayed_end, expected_metadata)) is not None:
-        return Verdict(FAULTY, *problem)
-    if claimed_start is not None and (bad := _counters(claimed_start, start_step)) is not None:
-        return Verdict(FAULTY, "wrong_counter", f"start evidence: {bad}")
+        return structural(*problem)
     rows: dict[str, Any] = {}
     worst: float | None = None
     ok_all = True
@@ -88,12 +100,27 @@ def judge(
                                 "limit": limit, "ok": ok})  # fmt: skip
             rows[signal][kind] = checked
     if ok_all:
-        return Verdict(VALID, "within_bounds", signals=rows, margin=worst)
-    return Verdict(FAULTY, "out_of_bounds", signals=rows, margin=worst)
+        return Verdict(VALID, WITHIN_BOUNDS, signals=rows, margin=worst)
+    return Verdict(FAULTY, OUT_OF_BOUNDS, signals=rows, margin=worst)
+
+
+def structural(cause: str, detail: str) -> Verdict:
+    return Verdict(FAULTY, WRONG_STRUCTURE, detail, cause=cause)
+
+
+def start_problem(start: Evidence, layout: EvidenceLayout, expected_metadata: dict[str, str]) -> Verdict | None:
+    """The fault of a claimed start E_{k-1}, checked before a replay loads it: the spec's names, shapes
+    and dtypes, E_{k-1}'s metadata and counters, and no NaN or infinity. None if it may be loaded."""
+    problem = layout.problem(start) or _metadata_problem(start, expected_metadata)
+    if problem is not None:
+        return structural(problem[0], f"start evidence: {problem[1]}")
+    if (bad := non_finite(start)) is not None:
+        return Verdict(FAULTY, OUT_OF_BOUNDS, f"start evidence: {bad}", cause="non_finite")
+    return None
 
 
 def structure_problem(claim: Evidence, replay: Evidence, expected_metadata: dict[str, str]) -> tuple[str, str] | None:
-    """(reason, detail) of the first structural difference, or None."""
+    """(cause, detail) of the first structural difference, or None."""
     for section in ("model", "optim", "probe"):
         mine, theirs = getattr(replay, section), getattr(claim, section)
         if set(mine) != set(theirs):
@@ -104,13 +131,17 @@ def structure_problem(claim: Evidence, replay: Evidence, expected_metadata: dict
                 return "wrong_shape", f"{section}/{name}: {tuple(theirs[name].shape)}, expected {tuple(tensor.shape)}"
             if theirs[name].dtype != tensor.dtype:
                 return "wrong_dtype", f"{section}/{name}: {theirs[name].dtype}, expected {tensor.dtype}"
-    if claim.metadata != expected_metadata:
-        return "wrong_metadata", f"{claim.metadata}, expected {expected_metadata}"
-    if (bad := _counters(claim, int(expected_metadata["step"]))) is not None:
-        return "wrong_counter", bad
+    return _metadata_problem(claim, expected_metadata)
+
+
+def _metadata_problem(evidence: Evidence, expected_metadata: dict[str, str]) -> tuple[str, str] | None:
+    if evidence.metadata != expected_metadata:
+        return "wrong_metadata", f"{evidence.metadata}, expected {expected_metadata}"
+    step = int(expected_metadata["step"])
+    # Compared as floats: a hostile counter may be NaN, infinite or fractional, none of which int() takes.
+    counters = {key: value.item() if value.numel() == 1 else math.nan
+                for key, value in evidence.optim.items() if key.rsplit("/", 1)[-1] == "step"}  # fmt: skip
+    wrong = {key: value for key, value in counters.items() if value != step}
+    if wrong:
+        return "wrong_counter", f"step counters {wrong} differ from {step}"
     return None
-
-
-def _counters(evidence: Evidence, step: int) -> str | None:
-    wrong = {name: value for name, value in step_counters(evidence.optim).items() if value != step}
-    return f"step counters {wrong} differ from {step}" if wrong else None

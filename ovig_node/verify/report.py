@@ -1,7 +1,8 @@
 """Judge one interval from evidence files and produce the JSON report (protocol section 5, step 4).
 
-Missing or unreadable evidence is a verdict too (faulty: ``missing`` or ``corrupt``), never a crash: a
-watcher must be able to say why an interval failed.
+Missing, unreadable or oversized evidence is a verdict too (faulty: ``missing``, ``corrupt``,
+``oversized``), never a crash: a watcher must be able to say why an interval failed. So is a start or
+end whose tensors are not the spec's (``wrong_structure``), found before any replay loads them.
 
 A rejection outside the boundary is *confirmed* before it stands: the interval is replayed again under
 each further execution profile the verifier has, and stays faulty only if every replay rejects it.
@@ -30,7 +31,8 @@ from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import evidence_path
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
-from ovig_node.verify.check import FAULTY, Verdict, judge
+from ovig_node.verify.check import FAULTY, OUT_OF_BOUNDS, Verdict, judge, start_problem, structural
+from ovig_node.verify.layout import layout_of
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.stats import SIGNALS
 
@@ -67,14 +69,15 @@ def verify_interval(
     layout = prepared.spec.layout
     base: dict[str, Any] = {"interval": k, "end_step": layout.end_step(k), "task": task,
                             "spec": "0x" + prepared.spec_hash.hex(), "torch": torch.__version__}  # fmt: skip
-    loaded = _load(evidence_dir, k, end_sha256)
+    loaded = _load(evidence_dir, k, end_sha256, max_bytes=layout_of(prepared.spec).max_bytes)
     if isinstance(loaded, Verdict):
         return {**base, **loaded.to_json(), "profile": None, "replays": [], "seconds": {"replay": 0.0, "compare": 0.0}}
     start, end = loaded
     judged = replay_and_judge(prepared, k, start, end, boundary, profiles=profiles, task=task)
     by_name = {p.name: p for p in profiles}
-    return {**base, **judged.verdict.to_json(), "profile": by_name[judged.deciding[ALL]].describe(),
-            "replays": judged.replays, "seconds": judged.seconds}  # fmt: skip
+    deciding = by_name[judged.deciding[ALL]].describe() if judged.replays else None  # None: faulty before a replay
+    return {**base, **judged.verdict.to_json(), "profile": deciding, "replays": judged.replays,
+            "seconds": judged.seconds}  # fmt: skip
 
 
 def replay_and_judge(
@@ -94,6 +97,9 @@ def replay_and_judge(
     if not profiles:
         raise ValueError("a verdict needs at least one execution profile")
     subsets = subsets or {ALL: SIGNALS}
+    if (fault := precheck(prepared, k, start, end, task=task)) is not None:
+        return IntervalJudgement(verdicts=dict.fromkeys(subsets, fault), deciding=dict.fromkeys(subsets, ""),
+                                 first=dict.fromkeys(subsets, fault))  # fmt: skip
     judged = IntervalJudgement(verdicts={}, deciding={})
     replayed: list[Evidence] = []
     seen: list[dict[str, dict[str, list[float]]]] = []  # per replay, each signal's percentile profiles
@@ -107,11 +113,11 @@ def replay_and_judge(
                 judged.seconds["replay"] += time.monotonic() - started
                 judged.replays.append(profile.name)
             started = time.monotonic()
-            verdict = judge_replay(prepared, k, start, end, replayed[i], boundary, task=task, signals=signals,
+            verdict = judge_replay(prepared, k, end, replayed[i], boundary, task=task, signals=signals,
                                    profiles_seen=seen[i])  # fmt: skip
             judged.seconds["compare"] += time.monotonic() - started
             candidates.append((profile.name, verdict))
-            if verdict.reason != "out_of_bounds":  # valid, or a structural fault no replay can change
+            if verdict.reason != OUT_OF_BOUNDS:  # valid, or a structural fault no replay can change
                 break
         judged.first[name] = candidates[0][1]
         judged.deciding[name], judged.verdicts[name] = min(candidates, key=_leniency)
@@ -128,7 +134,6 @@ def _leniency(candidate: tuple[str, Verdict]) -> tuple[bool, float]:
 def judge_replay(
     prepared: PreparedTask,
     k: int,
-    start: Evidence | None,
     end: Evidence,
     replayed: Evidence,
     boundary: BoundaryProfile,
@@ -138,23 +143,36 @@ def judge_replay(
     profiles_seen: dict[str, dict[str, list[float]]] | None = None,
 ) -> Verdict:
     """The verdict on the claimed ``end`` of interval ``k`` against one honest replay of it."""
-    layout = prepared.spec.layout
-    expected = evidence_metadata(task, prepared.spec_hash, k, layout.end_step(k))
-    start_step = layout.end_step(k - 1) if k > 0 else 0
-    return judge(end, replayed, boundary, expected_metadata=expected, claimed_start=start, start_step=start_step,
-                 signals=signals, profiles_seen=profiles_seen)  # fmt: skip
+    expected = _metadata(prepared, k, task)
+    return judge(end, replayed, boundary, expected_metadata=expected, signals=signals, profiles_seen=profiles_seen)
 
 
-def _load(evidence_dir: Path, k: int, end_sha256: str | None) -> tuple[Evidence | None, Evidence] | Verdict:
+def precheck(prepared: PreparedTask, k: int, start: Evidence | None, end: Evidence, *, task: int = 0) -> Verdict | None:
+    """The fault of the claimed start or end that needs no replay to see (tensors not the spec's, wrong
+    metadata or counters, a start holding NaN), or None. The start is checked before the replay loads it:
+    ``load_state_dict`` would raise on a wrong name or shape instead of giving a verdict."""
+    layout = layout_of(prepared.spec)
+    if start is not None and (fault := start_problem(start, layout, _metadata(prepared, k - 1, task))) is not None:
+        return fault
+    if (problem := layout.problem(end)) is not None:
+        return structural(*problem)
+    return None
+
+
+def _metadata(prepared: PreparedTask, k: int, task: int) -> dict[str, str]:
+    return evidence_metadata(task, prepared.spec_hash, k, prepared.spec.layout.end_step(k))
+
+
+def _load(
+    evidence_dir: Path, k: int, end_sha256: str | None, *, max_bytes: int
+) -> tuple[Evidence | None, Evidence] | Verdict:
+    """The start (None for k = 0) and end evidence, or the verdict on a file that cannot be read."""
     paths = [evidence_path(evidence_dir, j) for j in (k - 1, k) if j >= 0]
-    for path in paths:
-        if not path.is_file():
-            return Verdict(FAULTY, "missing", f"{path} does not exist")
     try:
-        start = read_evidence(paths[0]) if k > 0 else None
-        end = read_evidence(paths[-1], expected_sha256=end_sha256)
+        start = read_evidence(paths[0], max_bytes=max_bytes) if k > 0 else None
+        end = read_evidence(paths[-1], expected_sha256=end_sha256, max_bytes=max_bytes)
     except EvidenceError as exc:
-        return Verdict(FAULTY, "corrupt", str(exc))
+        return Verdict(FAULTY, exc.reason, str(exc), cause=exc.reason)
     return start, end
 
 
