@@ -59,6 +59,9 @@ COMMIT_MS = (1, 10, 100, 256)  # intervals per batch for the commitment cost
 OPEN_SAMPLE_BPS = (100, 1000, 2500, 5000)  # m = 100: 1, 10, 25 and 50 sampled intervals
 FINALIZE_BATCHES = (1, 64)
 REGISTRY = 256  # AuditCommittee.MAX_AUDITORS
+# Not the devnet's chain id, so deploy/plan.py deploys the production committee parameters (the devnet's
+# 30-second windows would expire under the bench's clock jumps).
+BENCH_CHAIN_ID = 31338
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,11 @@ class Bench:
         return int(self.committee.functions.disputeCount().call())
 
     def decide(self, dispute: int, vote: int, *, label: str, labels: bool = False) -> None:
-        """Draw the panel, have every panelist commit and reveal ``vote``, resolve (gas under ``label``)."""
+        """Draw the panel (re-armed first if its draw delay has passed), have every panelist commit and
+        reveal ``vote``, resolve (gas under ``label``)."""
+        armed_at = self.committee.functions.getDispute(dispute).call()[9]
+        if self.now() >= armed_at + self.committee.functions.MAX_DRAW_DELAY().call():
+            self.send(self.committee.functions.rearm(dispute), KEEPER, label="rearm" if labels else None)
         self.mine(self.seed_delay + 1)
         self.send(self.committee.functions.drawPanel(dispute), KEEPER, label="drawPanel" if labels else None)
         panel = self.committee.functions.panelOf(dispute).call()
@@ -436,7 +443,8 @@ def main() -> None:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         argv = [str(tools.anvil()), "--port", str(port), "--mnemonic", DEVNET_MNEMONIC,
-                "--accounts", str(ACCOUNTS), "--balance", "1000000"]  # fmt: skip
+                "--accounts", str(ACCOUNTS), "--balance", "1000000",
+                "--chain-id", str(BENCH_CHAIN_ID)]  # fmt: skip
         anvil = start_process(
             "anvil", argv, log=Path(tmp) / "anvil.log", ready=lambda: anvil_health(url)[0], timeout=60
         )

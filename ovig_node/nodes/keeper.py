@@ -138,7 +138,7 @@ class Keeper:
                                  committee.functions.drawPanel(dispute),
                                  f"drew the panel of dispute {dispute} (round {d.round})")  # fmt: skip
             return self._act("rearm", f"rearm:{dispute}:{d.round}:{d.armBlock}", committee.functions.rearm(dispute),
-                             f"re-armed the draw of dispute {dispute} (round {d.round}): it could not seat")  # fmt: skip
+                             f"re-armed the draw of dispute {dispute} (round {d.round})")  # fmt: skip
         reveal_end = d.drawnAt + self._param("commitWindow") + self._param("revealWindow")
         if d.status == DisputeStatus.VOTING and now >= reveal_end:
             return self._act("resolve", f"resolve:{dispute}:{d.round}", committee.functions.resolve(dispute),

@@ -34,9 +34,7 @@ def slot_of(seed: bytes, t: int, slots: int) -> int:
     return int.from_bytes(keccak(encode(["bytes32", "uint256"], [seed, t])), "big") % slots
 
 
-def draw_panel(
-    seed: bytes, occupants: Sequence[str | None], eligible: Callable[[str], bool], want: int
-) -> list[str]:
+def draw_panel(seed: bytes, occupants: Sequence[str | None], eligible: Callable[[str], bool], want: int) -> list[str]:
     """The seated auditors in draw order; ``occupants`` is each slot's occupant as of the arm block
     (None: empty), ``eligible`` the round's eligibility as of then."""
     panel: list[str] = []

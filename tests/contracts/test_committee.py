@@ -233,9 +233,7 @@ def test_top_up_adds_to_the_stake_from_its_block(committee: Any, auditors: list[
     assert committee.standingAt(auditors[0], tx.block_number - 1)[0] == STAKE
 
 
-def test_request_exit_frees_the_slot_at_once_for_a_newcomer(
-    committee: Any, auditors: list[Any], register: Any
-) -> None:
+def test_request_exit_frees_the_slot_at_once_for_a_newcomer(committee: Any, auditors: list[Any], register: Any) -> None:
     """Slots are reused, never moved: nobody's slot changes when another leaves (v1 swapped the last
     auditor into the freed slot, and squatters who requested exit kept theirs forever)."""
     register(auditors[:3], warm=False)

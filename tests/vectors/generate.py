@@ -148,7 +148,8 @@ def rejected_proofs(mirror: Contract, tree: merkle.MerkleTree, batch: list[bytes
 
 def panel_vectors(mirror: Contract, rng: random.Random) -> dict[str, Any]:
     f = mirror.functions
-    seed_inputs = [(bytes(32), 1, 0)] + [(rng.randbytes(32), rng.randrange(1, 2**32), rng.randrange(8)) for _ in range(8)]
+    seed_inputs = [(bytes(32), 1, 0)]
+    seed_inputs += [(rng.randbytes(32), rng.randrange(1, 2**32), rng.randrange(8)) for _ in range(8)]
     seeds = [
         {"value": hexed(v), "dispute": d, "round": r, "seed": hexed(f.panelSeed(v, d, r).call())}
         for v, d, r in seed_inputs
