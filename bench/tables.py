@@ -32,7 +32,37 @@ def gas() -> str:
     return "\n".join(lines)
 
 
-RENDERERS: dict[str, Callable[[], str]] = {"gas": gas}
+def committee() -> str:
+    """Sybil-majority odds per round, appeals to a safe round, junk floods (bench/committee_odds.py ->
+    bench/results/committee_odds.json)."""
+    data = json.loads((RESULTS / "committee_odds.json").read_text())
+    rounds = data["max_rounds"]
+    head = " | ".join(f"round {r} sybil majority" for r in range(rounds))
+    lines = [f"| sybil share | {head} | first round below 1e-6 | appeal bonds to get there | reachable here |",
+             "| ---: | " + "---: | " * rounds + "---: | ---: | --- |"]  # fmt: skip
+    for row in data["odds"]:
+        odds = " | ".join(f"{p:.2e}" for p in row["per_round"])
+        safe = "none within 12" if row["safe_round"] is None else str(row["safe_round"])
+        bonds = "-" if row["appeal_bonds_in_challenger_bonds"] is None else (
+            f"{row['appeal_bonds_in_challenger_bonds']:,} x challengerBond")  # fmt: skip
+        reach = (
+            "yes"
+            if row["reachable"]
+            else ("no" if row["auditors_needed"] is None else f"no (needs {row['auditors_needed']:,} auditors)")
+        )
+        lines.append(f"| {row['sybil_share']:.0%} | {odds} | {safe} | {bonds} | {reach} |")
+    lines += [
+        "",
+        "| junk disputes per day | cost to an outsider (ETH) | cost to a provider flooding its own task (ETH) |",
+    ]
+    lines += ["| ---: | ---: | ---: |"]
+    for row in data["floods"]:
+        lines.append(f"| {row['disputes_per_day']:,} | {row['cost_wei_outsider'] / 1e18:g} | "
+                     f"{row['cost_wei_own_task'] / 1e18:g} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+RENDERERS: dict[str, Callable[[], str]] = {"gas": gas, "committee": committee}
 BLOCK = re.compile(r"(<!-- table:(\w+) -->\n)(.*?\n)?(<!-- /table:\2 -->)", re.DOTALL)
 
 

@@ -28,6 +28,12 @@ error InvalidWindow(uint64 window);
 /// @param nowTime The current block's timestamp.
 error DeadlineNotInFuture(uint64 deadline, uint64 nowTime);
 
+/// @notice postTask: a bond below its minimum (junk disputes must never be free).
+/// @param which "provider" or "challenger".
+/// @param minimum The minimum.
+/// @param given The bond given.
+error BondTooLow(string which, uint256 minimum, uint256 given);
+
 /// @notice Constructor: a basis-point share above 10000.
 /// @param bps The value given.
 error InvalidBps(uint256 bps);

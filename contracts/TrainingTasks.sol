@@ -11,6 +11,7 @@ import {PullPayments} from "./utils/PullPayments.sol";
 import {
     Batch,
     BatchStatus,
+    MinBonds,
     ChallengeCommit,
     CommitStatus,
     DisputeRecord,
@@ -28,6 +29,7 @@ import {
     AdjudicatorMismatch,
     BatchesNotOpened,
     BatchOutOfOrder,
+    BondTooLow,
     ChallengePending,
     ChallengeWindowOpen,
     CommitmentExists,
@@ -106,6 +108,10 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     uint256 public immutable KEEPER_BPS;
     /// @notice The court that decides disputes and calls `settleDispute`.
     IAdjudicator public immutable ADJUDICATOR;
+    /// @notice Smallest provider bond a task may ask for.
+    uint256 public immutable MIN_PROVIDER_BOND;
+    /// @notice Smallest challenger bond a task may ask for: junk disputes are never free.
+    uint256 public immutable MIN_CHALLENGER_BOND;
 
     // Payout shares of section 4.2 (constructor `Shares`), in bps.
     uint256 private immutable _FAULTY_LEAD_BPS;
@@ -262,9 +268,16 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param seedDelay SEED_DELAY, at least 1 block.
     /// @param keeperBps KEEPER_BPS, at most 10000.
     /// @param shares Payout shares of section 4.2; each triple sums to 10000.
+    /// @param minBonds The smallest provider and challenger bonds a task may ask for (protocol 4.2).
     /// @param adjudicator The dispute court; it must already name this contract as its task contract
     /// (deploy it first, at this contract's predicted address).
-    constructor(uint256 seedDelay, uint256 keeperBps, Shares memory shares, IAdjudicator adjudicator) {
+    constructor(
+        uint256 seedDelay,
+        uint256 keeperBps,
+        Shares memory shares,
+        MinBonds memory minBonds,
+        IAdjudicator adjudicator
+    ) {
         if (seedDelay == 0) revert ZeroSeedDelay();
         if (keeperBps > BPS) revert InvalidBps(keeperBps);
         _checkWhole(uint256(shares.faultyLeadBps) + shares.faultyPanelBps + shares.faultyOwnerBps);
@@ -275,6 +288,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         SEED_DELAY = seedDelay;
         KEEPER_BPS = keeperBps;
         ADJUDICATOR = adjudicator;
+        MIN_PROVIDER_BOND = minBonds.provider;
+        MIN_CHALLENGER_BOND = minBonds.challenger;
         _FAULTY_LEAD_BPS = shares.faultyLeadBps;
         _FAULTY_PANEL_BPS = shares.faultyPanelBps;
         _SOUND_PROVIDER_BPS = shares.soundProviderBps;
@@ -291,8 +306,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param stride s, > 0.
     /// @param intervalsPerBatch m, 1 .. 256.
     /// @param sampleBps Share of each batch sampled, 1 .. 10000.
-    /// @param providerBond Exact bond acceptTask must carry.
-    /// @param challengerBond Exact bond a challenge must carry.
+    /// @param providerBond Exact bond acceptTask must carry, at least MIN_PROVIDER_BOND.
+    /// @param challengerBond Exact bond a challenge must carry, at least MIN_CHALLENGER_BOND.
     /// @param windows The task's windows, each in 1 .. MAX_WINDOW seconds, the reveal window at most
     /// MAX_REVEAL_WINDOW.
     /// @param deadline Commit deadline, later than now.
@@ -312,6 +327,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     ) external payable returns (uint256 task) {
         // INVARIANT: every task has a shape it can be trained in and windows that can close.
         _checkTerms(totalSteps, stride, intervalsPerBatch, sampleBps, windows, deadline);
+        // INVARIANT: no bond is below its minimum, so a junk challenge (or a throwaway provider) always costs.
+        if (providerBond < MIN_PROVIDER_BOND) revert BondTooLow("provider", MIN_PROVIDER_BOND, providerBond);
+        if (challengerBond < MIN_CHALLENGER_BOND) revert BondTooLow("challenger", MIN_CHALLENGER_BOND, challengerBond);
         task = ++taskCount;
         _storeTerms(task, specHash, initDigest, providerBond, challengerBond, windows);
         Task storage t = _tasks[task];

@@ -249,6 +249,14 @@ struct Shares {
     uint16 soundBurnBps;
 }
 
+/// @notice The smallest bonds a task may ask for (protocol 4.2), in wei.
+struct MinBonds {
+    // Smallest provider bond.
+    uint256 provider;
+    // Smallest challenger bond.
+    uint256 challenger;
+}
+
 /// @notice Where a dispute is in the committee (protocol section 4.2).
 enum DisputeStatus {
     // No dispute with this id.

@@ -17,8 +17,13 @@ KEEPER_BPS = 1_000  # basis points of the provider bond
 # of the provider bond; sound: provider, panel, burned of every joined challenger bond). The lead's
 # share is small because the provider may lead its own dispute.
 SHARES = (2_000, 1_000, 7_000, 5_000, 1_000, 4_000)
-
 ETHER = 10**18
+# The smallest bonds a task may ask for (protocol 4.2): a junk challenge costs at least 0.01 ETH, of which
+# the panel's 10% pays for its replays; a provider bonds at least 0.1 ETH.
+MIN_PROVIDER_BOND = ETHER // 10
+MIN_CHALLENGER_BOND = ETHER // 100
+MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND)
+
 HOUR = 3600
 DEVNET_CHAIN_ID = 31337
 # CommitteeParams: penalty, overlap L (the stake is L x penalty), warmupBlocks, seedDelay, cooldown,
@@ -34,8 +39,8 @@ COMMITTEE = (
     HOUR,  # max draw delay: a panel not drawn within it is re-armed
     3 * 24 * HOUR,  # starvation timeout: a round that cannot seat for this long ends undecided
     45 * 60,  # max replay seconds a task may declare (6 h / L)
-    3,  # panel size of round 0 (then 7, 15)
-    3,  # rounds
+    3,  # panel size of round 0 (then 7, 15, 31, 63)
+    5,  # rounds: with 20% sybils the fifth round's chance of a sybil majority is below 1e-6
 )
 # The embedded devnet (one block a second) runs whole disputes in a minute, for the demo.
 DEVNET_COMMITTEE = (
@@ -67,10 +72,10 @@ def plan(deployer: Deployer) -> None:
         tasks_at is not None
         and committee_at is not None
         and deployer.unchanged("AuditCommittee", tasks_at, committee_params)
-        and deployer.unchanged("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, committee_at)
+        and deployer.unchanged("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, committee_at)
     )
     if not pair_unchanged:
         tasks_at = deployer.next_address(offset=1)  # the transaction after the committee's
     committee = deployer.deploy("AuditCommittee", tasks_at, committee_params)
-    tasks = deployer.deploy("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, committee.address)
+    tasks = deployer.deploy("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, committee.address)
     assert tasks.address == tasks_at, "the task contract landed away from its committee's address"

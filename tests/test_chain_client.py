@@ -27,6 +27,7 @@ from ovig_node.devnet.processes import free_port
 
 COMMITTEE = (10**17, 4, 5, 2, 7200, 3600, 1800, 3600, 7200, 900, 3, 3)  # CommitteeParams, field order
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
+MIN_BONDS = (10**17, 10**16)  # provider, challenger
 WINDOWS = (3600, 7200, 600)
 
 
@@ -65,7 +66,9 @@ def tasks(w3: Web3) -> Any:
     code = build.constructor(create_address(deployer.address, nonce + 1), COMMITTEE).data_in_transaction
     committee = send(w3, deployer, {"data": code})["contractAddress"]
     build = w3.eth.contract(abi=tasks_art.abi, bytecode=tasks_art.bytecode)
-    receipt = send(w3, deployer, {"data": build.constructor(2, 1000, SHARES, committee).data_in_transaction})
+    receipt = send(
+        w3, deployer, {"data": build.constructor(2, 1000, SHARES, (10**17, 10**16), committee).data_in_transaction}
+    )
     return w3.eth.contract(address=receipt["contractAddress"], abi=tasks_art.abi)
 
 

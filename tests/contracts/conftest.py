@@ -18,6 +18,7 @@ from helpers import (
     COMMITTEE,
     DEFAULTS,
     KEEPER_BPS,
+    MIN_BONDS,
     OUT_OF_BOUNDS,
     POSTED,
     SEED_DELAY,
@@ -95,7 +96,7 @@ def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
     """AuditCommittee, then TrainingTasks at the address the committee was built to answer to."""
     tasks_at = create_address(owner.address, owner.nonce + 1)
     committee = owner.deploy(project.AuditCommittee, tasks_at, tuple(COMMITTEE.values()))
-    tasks = owner.deploy(project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, committee.address)
+    tasks = owner.deploy(project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, committee.address)
     assert tasks.address == tasks_at
     return committee, tasks
 

@@ -21,6 +21,7 @@ KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened bat
 # Payout shares (protocol 4.2, the recommended split): faulty: lead challenger, panel, owner of the
 # provider bond; sound: provider, panel, burned of every joined challenger bond.
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
+MIN_BONDS = (10**17, 10**16)  # provider, challenger: the smallest bonds a task may ask for
 
 # Constructor parameters of AuditCommittee (CommitteeParams, in field order).
 COMMITTEE: dict[str, int] = {

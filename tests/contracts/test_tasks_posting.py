@@ -15,6 +15,7 @@ from helpers import (
     COMMITTED,
     DEFAULTS,
     KEEPER_BPS,
+    MIN_BONDS,
     POSTED,
     SEED_DELAY,
     SHARES,
@@ -45,16 +46,16 @@ def test_constructor_sets_parameters(tasks: Any, committee: Any) -> None:
 
 def test_constructor_rejects_zero_seed_delay_and_bps_above_whole(project: Any, owner: Any, committee: Any) -> None:
     with ape.reverts(revert_data("ZeroSeedDelay()", [], [])):
-        owner.deploy(project.TrainingTasks, 0, 1000, SHARES, committee)
+        owner.deploy(project.TrainingTasks, 0, 1000, SHARES, MIN_BONDS, committee)
     with ape.reverts(revert_data("InvalidBps(uint256)", ["uint256"], [10001])):
-        owner.deploy(project.TrainingTasks, 1, 10001, SHARES, committee)
+        owner.deploy(project.TrainingTasks, 1, 10001, SHARES, MIN_BONDS, committee)
 
 
 def test_constructor_rejects_shares_that_are_not_whole(project: Any, owner: Any, committee: Any) -> None:
     with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [9999])):
-        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 3999, 5000, 1000, 4000), committee)
+        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 3999, 5000, 1000, 4000), MIN_BONDS, committee)
     with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [10001])):
-        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 4000, 5000, 1001, 4000), committee)
+        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 4000, 5000, 1001, 4000), MIN_BONDS, committee)
 
 
 def test_constructor_rejects_a_committee_wired_to_another_task_contract(
@@ -63,10 +64,32 @@ def test_constructor_rejects_a_committee_wired_to_another_task_contract(
     mismatch = revert_data("AdjudicatorMismatch(address,address)", ["address", "address"],
                            [committee.address, tasks.address])  # fmt: skip
     with ape.reverts(mismatch):
-        owner.deploy(project.TrainingTasks, 1, 1000, SHARES, committee)
+        owner.deploy(project.TrainingTasks, 1, 1000, SHARES, MIN_BONDS, committee)
 
 
 # --- postTask ------------------------------------------------------------------------------------
+
+
+def test_constructor_records_the_minimum_bonds(tasks: Any) -> None:
+    assert (tasks.MIN_PROVIDER_BOND(), tasks.MIN_CHALLENGER_BOND()) == MIN_BONDS
+
+
+def test_post_task_with_a_bond_below_its_minimum_reverts(tasks: Any, post_task: Any, owner: Any) -> None:
+    """Issue 23, attack 5: bonds of 0 made junk disputes free."""
+    provider_min, challenger_min = MIN_BONDS
+    cases = [("provider", {"providerBond": provider_min - 1}), ("challenger", {"challengerBond": challenger_min - 1}),
+             ("challenger", {"challengerBond": 0})]  # fmt: skip
+    for which, overrides in cases:
+        given = next(iter(overrides.values()))
+        minimum = provider_min if which == "provider" else challenger_min
+        error = revert_data(
+            "BondTooLow(string,uint256,uint256)", ["string", "uint256", "uint256"], [which, minimum, given]
+        )
+        with ape.reverts(error):
+            post_task(**overrides)
+    assert tasks.taskCount() == 0
+    task = post_task(providerBond=provider_min, challengerBond=challenger_min)
+    assert tasks.getTask(task).terms.challengerBond == challenger_min
 
 
 def test_post_task_escrows_reward_and_records_terms(tasks: Any, owner: Any, chain: Any) -> None:
