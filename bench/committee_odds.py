@@ -80,7 +80,7 @@ def floods(min_challenger_bond: int, sound_provider_bps: int) -> list[dict[str, 
 
 def main() -> None:
     p = plan()
-    first, max_rounds = p.COMMITTEE[-2], p.COMMITTEE[-1]
+    first, max_rounds = p.COMMITTEE[-3], p.COMMITTEE[-2]
     results = {
         "panel_size": first,
         "max_rounds": max_rounds,

@@ -7,9 +7,11 @@ import {IAdjudicator} from "./interfaces/IAdjudicator.sol";
 import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
 import {PanelDraw} from "./libraries/PanelDraw.sol";
 import {PullPayments} from "./utils/PullPayments.sol";
-import {Auditor, Ballot, Dispute, DisputeStatus, Reason, Verdict} from "./Types.sol";
+import {Appeal, Auditor, Ballot, Dispute, DisputeStatus, Reason, Verdict} from "./Types.sol";
 import {
     AlreadyCommitted,
+    AppealWindowClosed,
+    AppealWindowOpen,
     AlreadyRegistered,
     CannotRearm,
     CommitWindowClosed,
@@ -30,7 +32,9 @@ import {
     StakeTooLow,
     VoteMismatch,
     VoteRevealClosed,
+    TooFewAuditors,
     VotingNotOver,
+    WrongBond,
     WrongDisputeStatus
 } from "./Errors.sol";
 
@@ -51,6 +55,8 @@ struct CommitteeParams {
     uint64 commitWindow;
     // Seconds after the commit window in which panelists reveal.
     uint64 revealWindow;
+    // Seconds after a decided round in which anyone may appeal for the other outcome.
+    uint64 appealWindow;
     // Seconds from a round's arm in which its panel must be drawn; past it, anyone re-arms.
     uint64 maxDrawDelay;
     // Seconds from a round's first arm after which a round that still cannot seat its panel ends the
@@ -62,6 +68,8 @@ struct CommitteeParams {
     uint16 panelSize;
     // Rounds: 1 .. 8.
     uint8 maxRounds;
+    // Share of a losing or stalled appeal's bond paid to the deciding round's majority, in bps.
+    uint16 panelBps;
 }
 
 /// @title AuditCommittee
@@ -116,6 +124,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     uint64 public immutable COMMIT_WINDOW;
     /// @notice Seconds to reveal a vote, after the commit window.
     uint64 public immutable REVEAL_WINDOW;
+    /// @notice Seconds after a decided round in which anyone may appeal it.
+    uint64 public immutable APPEAL_WINDOW;
     /// @notice Seconds from a round's arm in which its panel must be drawn.
     uint64 public immutable MAX_DRAW_DELAY;
     /// @notice Seconds from a round's first arm after which a round that cannot seat ends the dispute.
@@ -126,6 +136,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     uint256 public immutable PANEL_SIZE;
     /// @notice Rounds a dispute may take.
     uint256 public immutable MAX_ROUNDS;
+    /// @notice Share of a losing or stalled appeal's bond paid to the deciding round's majority, in bps.
+    uint256 public immutable PANEL_BPS;
 
     /// @notice Number of disputes opened; dispute ids are 1 .. disputeCount.
     uint256 public disputeCount;
@@ -133,6 +145,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     uint256 public totalStake;
     /// @notice Auditors holding a registry slot now.
     uint256 public auditorCount;
+    /// @notice Appeal bonds of disputes not resolved yet (for the balance invariant).
+    uint256 public heldAppealBonds;
 
     mapping(address auditor => Auditor) private _auditors;
     // Each auditor's standing by block: stake, registration block, exit request (bit layout above).
@@ -150,6 +164,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     // Every auditor ever seated on the dispute, in draw order, all rounds (penalties are settled over it).
     mapping(uint256 dispute => address[]) private _seats;
     mapping(uint256 dispute => mapping(address auditor => Ballot)) private _ballots;
+    mapping(uint256 dispute => Appeal[]) private _appeals;
     // Rounds of the task's disputes armed and not drawn yet, and seats of an auditor on the task's open
     // disputes: either keeps an auditor from challenging the task (PanelistCannotChallenge).
     mapping(uint256 task => uint256) private _undrawnRounds;
@@ -184,6 +199,28 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @param panelist The panelist.
     /// @param vote 1 sound, 2 faulty.
     event VoteRevealed(uint256 indexed dispute, uint256 round, address indexed panelist, uint8 vote);
+
+    /// @notice A round was decided by a strict majority of its seated panel; anyone may appeal it for the
+    /// other outcome until `appealUntil`.
+    /// @param dispute The dispute id.
+    /// @param round The round.
+    /// @param outcome Valid or Faulty.
+    /// @param appealUntil When its appeal window closes.
+    event RoundDecided(uint256 indexed dispute, uint256 round, Verdict outcome, uint64 appealUntil);
+
+    /// @notice A decided round was appealed: round `round` is armed with a larger panel.
+    /// @param dispute The dispute id.
+    /// @param round The round the appeal armed.
+    /// @param appellant Who appealed.
+    /// @param wanted The outcome it asked for.
+    /// @param bond The bond it put up.
+    event Appealed(uint256 indexed dispute, uint256 round, address indexed appellant, Verdict wanted, uint256 bond);
+
+    /// @notice An appeal bond was settled when its dispute resolved.
+    /// @param dispute The dispute id.
+    /// @param appellant Who appealed.
+    /// @param refunded What it got back (all of it when the final outcome is the one it asked for).
+    event AppealSettled(uint256 indexed dispute, address indexed appellant, uint256 refunded);
 
     /// @notice A round ended without a strict majority of its seated panel.
     /// @param dispute The dispute id.
@@ -239,6 +276,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
             revert InvalidParameter("commitWindow", p.commitWindow);
         }
         if (p.revealWindow == 0) revert InvalidParameter("revealWindow", p.revealWindow);
+        if (p.appealWindow == 0) revert InvalidParameter("appealWindow", p.appealWindow);
+        if (p.panelBps > 10_000) revert InvalidParameter("panelBps", p.panelBps);
         if (p.maxDrawDelay == 0) revert InvalidParameter("maxDrawDelay", p.maxDrawDelay);
         // INVARIANT: an auditor eligible for an armed round is still there when it is drawn.
         if (p.cooldown <= p.maxDrawDelay) revert InvalidParameter("cooldown", p.cooldown);
@@ -252,6 +291,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         COOLDOWN = p.cooldown;
         COMMIT_WINDOW = p.commitWindow;
         REVEAL_WINDOW = p.revealWindow;
+        APPEAL_WINDOW = p.appealWindow;
+        PANEL_BPS = p.panelBps;
         MAX_DRAW_DELAY = p.maxDrawDelay;
         STARVATION_TIMEOUT = p.starvationTimeout;
         MAX_REPLAY_SECONDS = p.maxReplaySeconds;
@@ -416,34 +457,41 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         emit VoteRevealed(dispute, d.round, msg.sender, vote);
     }
 
-    /// @notice End the current round after its reveal window. A strict majority of the seated panel
-    /// decides the dispute. Otherwise the next, larger round is armed; after the last round the dispute
-    /// ends with the last decided outcome or no decision, unless most of that round's panel did not
-    /// reveal, in which case the round is re-armed (within STARVATION_TIMEOUT). A moot dispute (its
-    /// task ended) resolves at any time, without penalties.
+    /// @notice End the current round after its reveal window, or let a decided round's outcome stand
+    /// once its appeal window has passed unappealed. A strict majority of the seated panel decides a round;
+    /// it may then be appealed (unless it was the last round, which ends the dispute). An undecided round
+    /// arms the next, larger one; after the last round the dispute ends with the last decided outcome, or
+    /// with no decision if most of that round's panel revealed (otherwise the round is drawn again, within
+    /// STARVATION_TIMEOUT). A moot dispute (its task ended) resolves at any time, without penalties, its
+    /// appeal bonds refunded.
     /// @param dispute The dispute id.
     function resolve(uint256 dispute) external {
         Dispute storage d = _disputes[dispute];
-        if (d.status != DisputeStatus.AwaitingPanel && d.status != DisputeStatus.Voting) {
+        if (d.status == DisputeStatus.None || d.status == DisputeStatus.Resolved) {
             revert WrongDisputeStatus(dispute, d.status);
         }
         if (TASKS.isMoot(dispute)) {
             if (d.status == DisputeStatus.AwaitingPanel) _undrawnRounds[d.task] -= 1;
             return _finish(dispute, d, Verdict.Moot);
         }
+        if (d.status == DisputeStatus.Appealable) {
+            uint64 until = d.decidedAt + APPEAL_WINDOW;
+            if (_before(until)) revert AppealWindowOpen(dispute, until);
+            return _finish(dispute, d, d.decided);
+        }
         if (d.status != DisputeStatus.Voting) revert WrongDisputeStatus(dispute, d.status);
         if (_now() < _revealEnd(d)) revert VotingNotOver(dispute, _revealEnd(d));
         (uint256 sound, uint256 faulty, uint256 panel) = _count(dispute, d);
         // INVARIANT: a majority of the seated panel decides, not of the votes revealed: a silent
         // panelist cannot be outvoted into a decision by one loud one.
-        if (sound * 2 > panel) return _finish(dispute, d, Verdict.Valid);
-        if (faulty * 2 > panel) return _finish(dispute, d, Verdict.Faulty);
+        if (sound * 2 > panel || faulty * 2 > panel) return _decide(dispute, d, sound > faulty);
         emit RoundFailed(dispute, d.round);
         if (d.round + 1 < MAX_ROUNDS) {
             d.round += 1;
             d.roundStartedAt = _now();
             return _arm(dispute, d);
         }
+        // INVARIANT: an undecided appeal round leaves the last decided outcome standing.
         if (d.decided != Verdict.None) return _finish(dispute, d, d.decided);
         // INVARIANT: a no-decision counts only through a round most of whose seated panel revealed;
         // otherwise the round is drawn again, until STARVATION_TIMEOUT.
@@ -452,6 +500,30 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         }
         _arm(dispute, d);
         emit PanelRearmed(dispute, d.round, block.number, 0);
+    }
+
+    /// @notice Appeal a decided round for the other outcome, within APPEAL_WINDOW of its decision, with
+    /// exactly `challengerBond x 2^(round + 1)`: the next, larger round is armed. Anyone may appeal. The
+    /// bond comes back if the final outcome is the one asked for; minus PANEL_BPS if every round after it
+    /// was undecided; otherwise PANEL_BPS of it goes to the deciding round's majority and the rest is burned.
+    /// @param dispute The dispute id.
+    function appeal(uint256 dispute) external payable {
+        Dispute storage d = _requireStatus(dispute, DisputeStatus.Appealable);
+        uint64 until = d.decidedAt + APPEAL_WINDOW;
+        if (!_before(until)) revert AppealWindowClosed(dispute, until);
+        uint256 next = d.round + 1;
+        uint256 bond = TASKS.challengerBondOf(dispute) << next;
+        if (msg.value != bond) revert WrongBond(bond, msg.value);
+        // INVARIANT: an appeal arms a round the registry can seat (the deployment keeps 2 x sum(P_r)).
+        uint256 seats = panelSizeOf(next);
+        if (auditorCount < seats) revert TooFewAuditors(seats, auditorCount);
+        Verdict wanted = d.decided == Verdict.Valid ? Verdict.Faulty : Verdict.Valid;
+        _appeals[dispute].push(Appeal({appellant: msg.sender, round: uint8(next), wanted: wanted, bond: bond}));
+        heldAppealBonds += bond;
+        emit Appealed(dispute, next, msg.sender, wanted, bond);
+        d.round = uint8(next);
+        d.roundStartedAt = _now();
+        _arm(dispute, d);
     }
 
     // --- views ---------------------------------------------------------------------------------
@@ -470,10 +542,10 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     /// @notice Whether `dispute` is still undecided.
     /// @param dispute The dispute id.
-    /// @return True while AwaitingPanel or Voting.
+    /// @return True while AwaitingPanel, Voting or Appealable.
     function isOpen(uint256 dispute) external view returns (bool) {
         DisputeStatus status = _disputes[dispute].status;
-        return status == DisputeStatus.AwaitingPanel || status == DisputeStatus.Voting;
+        return status != DisputeStatus.None && status != DisputeStatus.Resolved;
     }
 
     /// @notice A dispute (status None: no such id).
@@ -500,6 +572,13 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @return The seats.
     function seatsOf(uint256 dispute) external view returns (address[] memory) {
         return _seats[dispute];
+    }
+
+    /// @notice The dispute's appeals, in order.
+    /// @param dispute The dispute id.
+    /// @return The appeals.
+    function appealsOf(uint256 dispute) external view returns (Appeal[] memory) {
+        return _appeals[dispute];
     }
 
     /// @notice A panelist's ballot in `round` (all zero if it did not sit in that round).
@@ -647,6 +726,20 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         return true;
     }
 
+    /// @dev The current round decided: it is the last decided one; it may be appealed unless it is the
+    /// last round, which ends the dispute.
+    function _decide(uint256 dispute, Dispute storage d, bool sound) internal {
+        Verdict outcome = sound ? Verdict.Valid : Verdict.Faulty;
+        d.decided = outcome;
+        d.decidedRound = d.round;
+        d.decidedStart = d.panelStart;
+        d.decidedEnd = uint16(_seats[dispute].length);
+        if (d.round + 1 == MAX_ROUNDS) return _finish(dispute, d, outcome);
+        d.status = DisputeStatus.Appealable;
+        d.decidedAt = _now();
+        emit RoundDecided(dispute, d.round, outcome, _now() + APPEAL_WINDOW);
+    }
+
     /// @dev Arms the current round at this block.
     function _arm(uint256 dispute, Dispute storage d) internal {
         d.status = DisputeStatus.AwaitingPanel;
@@ -720,10 +813,11 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// fixed at construction and trusted).
     function _finish(uint256 dispute, Dispute storage d, Verdict verdict) internal {
         // Seats of a draw still in progress never held a vote: nothing to settle for them.
-        uint256 voted = d.status == DisputeStatus.Voting ? _seats[dispute].length : d.panelStart;
+        uint256 voted = d.status == DisputeStatus.AwaitingPanel ? d.panelStart : _seats[dispute].length;
         d.status = DisputeStatus.Resolved;
         d.verdict = verdict;
         address[] memory majority = _settleSeats(dispute, d, verdict, voted);
+        _settleAppeals(dispute, d, verdict, majority);
         emit DisputeResolved(dispute, d.task, verdict, d.round);
         TASKS.settleDispute(dispute, verdict, majority);
     }
@@ -748,7 +842,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
             pot += taken;
             if (!won) continue;
             winners[w++] = panelist;
-            if (i >= d.panelStart) majority[m++] = panelist;
+            if (i >= d.decidedStart && i < d.decidedEnd) majority[m++] = panelist;
         }
         assembly ("memory-safe") {
             mstore(winners, w)
@@ -777,6 +871,29 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         bool decided = verdict == Verdict.Valid || verdict == Verdict.Faulty;
         if (decided && b.vote == uint8(verdict)) return (true, 0);
         if (b.vote != 0 ? decided : !b.excused) taken = _penalize(dispute, panelist, a);
+    }
+
+    /// @dev Appeal bonds, settled against the final outcome: refunded when it is the one asked for (or the
+    /// dispute is moot); minus PANEL_BPS when every round after the appeal was undecided; otherwise
+    /// PANEL_BPS to the deciding round's majority and the rest burned.
+    function _settleAppeals(uint256 dispute, Dispute storage d, Verdict verdict, address[] memory majority) internal {
+        Appeal[] storage appeals = _appeals[dispute];
+        for (uint256 i = 0; i < appeals.length; ++i) {
+            Appeal storage a = appeals[i];
+            heldAppealBonds -= a.bond;
+            uint256 refund = a.bond;
+            if (verdict != Verdict.Moot && verdict != a.wanted) {
+                uint256 toPanel = (a.bond * PANEL_BPS) / 10_000;
+                refund = d.decidedRound < a.round ? a.bond - toPanel : 0;
+                uint256 each = majority.length == 0 ? 0 : toPanel / majority.length;
+                for (uint256 j = 0; j < majority.length; ++j) {
+                    _credit(majority[j], dispute, each);
+                }
+                _burn(dispute, a.bond - refund - each * majority.length);
+            }
+            emit AppealSettled(dispute, a.appellant, refund);
+            _credit(a.appellant, dispute, refund);
+        }
     }
 
     /// @dev Takes PENALTY (at most what is left) from the panelist's stake; returns what was taken.

@@ -344,6 +344,21 @@ error StakeTooLarge(uint256 stake);
 /// @param dispute The dispute id.
 error DrawExpired(uint256 dispute);
 
+/// @notice The appeal window of the decided round is still open: the outcome may still be appealed.
+/// @param dispute The dispute id.
+/// @param closesAt When it closes.
+error AppealWindowOpen(uint256 dispute, uint64 closesAt);
+
+/// @notice The appeal window of the decided round has closed.
+/// @param dispute The dispute id.
+/// @param closedAt When it closed.
+error AppealWindowClosed(uint256 dispute, uint64 closedAt);
+
+/// @notice An appeal needs the next round's panel size of registered auditors.
+/// @param needed The next round's panel size.
+/// @param registered Auditors registered now.
+error TooFewAuditors(uint256 needed, uint256 registered);
+
 /// @notice The round's draw can still complete: it is re-armed only once it cannot.
 /// @param dispute The dispute id.
 error CannotRearm(uint256 dispute);

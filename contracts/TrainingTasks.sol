@@ -680,6 +680,11 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     }
 
     /// @inheritdoc IDisputedTasks
+    function challengerBondOf(uint256 dispute) external view returns (uint256) {
+        return _tasks[_disputes[dispute].task].terms.challengerBond;
+    }
+
+    /// @inheritdoc IDisputedTasks
     function firstCommitBlock(uint256 task, address account) external view returns (uint256) {
         return _firstCommit[task][account];
     }

@@ -267,7 +267,10 @@ enum DisputeStatus {
     // The round's panel is seated: commit and reveal windows run, then `resolve`.
     Voting,
     // Ended (or moot); the task contract was told and penalties were settled.
-    Resolved
+    Resolved,
+    // A round decided; anyone may appeal for the other outcome until its appeal window ends, then
+    // `resolve` lets the outcome stand.
+    Appealable
 }
 
 /// @notice A dispute as the committee runs it.
@@ -297,6 +300,12 @@ struct Dispute {
     uint64 roundStartedAt;
     // When the current round's panel was complete: its commit window starts here.
     uint64 drawnAt;
+    // When the last decided round was resolved: its appeal window starts here.
+    uint64 decidedAt;
+    // The last decided round, and where its panel sits in the seat list ([decidedStart, decidedEnd)).
+    uint8 decidedRound;
+    uint16 decidedStart;
+    uint16 decidedEnd;
     // The draw's cursor: tries made so far for the current arm.
     uint16 tries;
     // Auditors seated so far in the current draw.
@@ -333,4 +342,16 @@ struct Ballot {
     uint16 index;
     // keccak256(abi.encode(dispute, round, vote, salt, auditor)); zero until committed.
     bytes32 commitment;
+}
+
+/// @notice An appeal of a decided round, for the other outcome (protocol 4.2).
+struct Appeal {
+    // Who appealed (and is refunded or not when the dispute resolves).
+    address appellant;
+    // The round it armed.
+    uint8 round;
+    // The outcome it asked for.
+    Verdict wanted;
+    // The bond: challengerBond x 2^round.
+    uint256 bond;
 }

@@ -27,7 +27,8 @@ MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND)
 HOUR = 3600
 DEVNET_CHAIN_ID = 31337
 # CommitteeParams: penalty, overlap L (the stake is L x penalty), warmupBlocks, seedDelay, cooldown,
-# commitWindow, revealWindow, maxDrawDelay, starvationTimeout, maxReplaySeconds, panelSize, maxRounds.
+# commitWindow, revealWindow, appealWindow, maxDrawDelay, starvationTimeout, maxReplaySeconds, panelSize,
+# maxRounds, panelBps.
 COMMITTEE = (
     ETHER // 8,  # penalty per seat: lost for voting against the final outcome or not revealing
     8,  # L: overlapping seats an auditor answers for; its stake is 8 x 0.125 = 1 ETH
@@ -36,11 +37,13 @@ COMMITTEE = (
     7 * 24 * HOUR,  # exit cooldown: longer than maxDrawDelay
     6 * HOUR,  # vote commit window: L replays of maxReplaySeconds
     2 * HOUR,  # vote reveal window
+    6 * HOUR,  # appeal window: time for anyone to replay the interval and appeal a wrong verdict
     HOUR,  # max draw delay: a panel not drawn within it is re-armed
     3 * 24 * HOUR,  # starvation timeout: a round that cannot seat for this long ends undecided
     45 * 60,  # max replay seconds a task may declare (6 h / L)
     3,  # panel size of round 0 (then 7, 15, 31, 63)
     5,  # rounds: with 20% sybils the fifth round's chance of a sybil majority is below 1e-6
+    1_000,  # panel bps: of a losing or stalled appeal's bond, to the deciding round's majority
 )
 # The embedded devnet (one block a second) runs whole disputes in a minute, for the demo.
 DEVNET_COMMITTEE = (
@@ -51,11 +54,13 @@ DEVNET_COMMITTEE = (
     60,  # exit cooldown
     30,  # vote commit window
     20,  # vote reveal window
+    10,  # appeal window
     30,  # max draw delay
     120,  # starvation timeout
     15,  # max replay seconds
     3,
     3,
+    1_000,
 )
 
 

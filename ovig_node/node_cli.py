@@ -130,8 +130,10 @@ def auditor() -> None:
 @auditor.command("run")
 @replay_profile_option
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
+@click.option("--appeal-budget", default="0", show_default=True,
+              help="Largest appeal bond (ETH) to put up against a round its own replay contradicts.")  # fmt: skip
 @connection_options
-def auditor_run(profile: str, seconds: float | None, **options: Any) -> None:
+def auditor_run(profile: str, seconds: float | None, appeal_budget: str, **options: Any) -> None:
     """Register (if needed) and serve on panels until interrupted."""
     import time
 
@@ -139,7 +141,7 @@ def auditor_run(profile: str, seconds: float | None, **options: Any) -> None:
     from ovig_node.nodes.keeper import Keeper
 
     ctx = _open("auditor", options)
-    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx))
+    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx), appeal_budget=_eth(appeal_budget))
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 

@@ -20,6 +20,11 @@ interface IDisputedTasks {
     /// @return The block number, or 0.
     function firstCommitBlock(uint256 task, address account) external view returns (uint256);
 
+    /// @notice The challenger bond of the dispute's task: an appeal to round r costs it times 2^r.
+    /// @param dispute The dispute id.
+    /// @return The bond, in wei.
+    function challengerBondOf(uint256 dispute) external view returns (uint256);
+
     /// @notice Pay out a decided dispute (protocol section 4.2); only the adjudicator may call this,
     /// once per dispute.
     /// @param dispute The dispute id.

@@ -63,6 +63,12 @@ class Projection:
             "PanelRearmed": lambda e, a: self._update(
                 "disputes", {"status": "awaiting_panel", "round": a["round"]}, dispute=a["dispute"]
             ),
+            "RoundDecided": lambda e, a: self._update(
+                "disputes", {"status": "appealable", "round": a["round"]}, dispute=a["dispute"]
+            ),
+            "Appealed": lambda e, a: self._update(
+                "disputes", {"status": "awaiting_panel", "round": a["round"]}, dispute=a["dispute"]
+            ),
             "StakeAdded": lambda e, a: self._add_wei("auditors", "stake", int(a["amount"]), address=a["auditor"]),
             "Penalized": lambda e, a: self._add_wei("auditors", "stake", -int(a["amount"]), address=a["panelist"]),
             "DisputeResolved": self._dispute_resolved,

@@ -35,6 +35,8 @@ KINDS: dict[str, m.TimelineKind] = {
     "DisputeOpened": K.DISPUTE,
     "PanelDrawn": K.DISPUTE,
     "PanelRearmed": K.DISPUTE,
+    "RoundDecided": K.DISPUTE,
+    "Appealed": K.DISPUTE,
     "RoundFailed": K.DISPUTE,
     "Penalized": K.DISPUTE,
     "DisputeResolved": K.DISPUTE,
@@ -138,6 +140,12 @@ def _more(event: Event, names: dict[str, str]) -> str:
         "RoundFailed": lambda: f"dispute {a['dispute']} round {a['round']}: no majority",
         "Penalized": lambda: f"dispute {a['dispute']}: {who(a['panelist'])} loses {eth(a['amount'])}",
         "PanelRearmed": lambda: f"dispute {a['dispute']} round {a['round']}: draw re-armed ({a['seated']} seated)",
+        "RoundDecided": lambda: (
+            f"dispute {a['dispute']} round {a['round']} decided; appealable until {a['appealUntil']}"
+        ),
+        "Appealed": lambda: (
+            f"dispute {a['dispute']}: {who(a['appellant'])} appeals, {eth(a['bond'])}, round {a['round']}"
+        ),
         "Credited": lambda: f"{who(a['account'])} credited {eth(a['amount'])} by {event.contract}",
         "Burned": lambda: f"{eth(a['amount'])} burned by {event.contract}",
     }

@@ -57,6 +57,7 @@ class DisputeStatus(IntEnum):
     AWAITING_PANEL = 1
     VOTING = 2
     RESOLVED = 3
+    APPEALABLE = 4
 
 
 class CommitStatus(IntEnum):

@@ -3,7 +3,9 @@
 It registers with the committee's stake, follows PanelDrawn events naming it, replays the disputed
 interval (or, for reason unavailable, only checks the files can be fetched and match), and votes
 with commit-reveal within the windows: the salt and vote are persisted before the commit is sent,
-so a restarted auditor still reveals. It withdraws what panels pay it from both contracts. Each panel
+so a restarted auditor still reveals. When a round it sat in is decided against its own replay, it
+appeals for the other outcome if the appeal bond is within its ``appeal_budget`` (protocol 4.2). It
+withdraws what panels and appeals pay it from both contracts. Each panel
 is served on its own (:mod:`ovig_node.nodes.isolation`): a dispute whose files make anything raise is
 logged once and retried or left alone, and later panels are still served.
 """
@@ -36,6 +38,7 @@ class AuditorNode:
     profile_name: str = REPLAY_PROFILES
     keeper: Keeper | None = None
     poll_seconds: float = 1.0
+    appeal_budget: int = 0  # wei: the largest appeal bond it puts up (0: it never appeals)
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _windows: tuple[int, int] | None = None
 
@@ -59,6 +62,8 @@ class AuditorNode:
             key = f"dispute {dispute} round {round_}"
             if self.ctx.address in event.args["panel"] and self.isolation.ready(key):
                 self.isolation.call(key, functools.partial(self._serve, dispute, round_))
+        for event in self.ctx.scanner.events("RoundDecided"):
+            self._maybe_appeal(int(event.args["dispute"]), int(event.args["round"]), int(event.args["outcome"]))
         withdraw_credits(self.ctx, self.state, ("TrainingTasks", "AuditCommittee"))
 
     def _register(self) -> None:
@@ -113,6 +118,28 @@ class AuditorNode:
         self.ctx.say(f"dispute over task {task} interval {d.k}: its replay says {judgement.report['verdict']} "
                      f"({judgement.report.get('reason')}); votes {vote.name.lower()}")  # fmt: skip
         return int(vote), judgement.report_cid
+
+    def _maybe_appeal(self, dispute: int, round_: int, outcome: int) -> None:
+        """Appeal a decided round its own replay contradicts, once, while the appeal window is open."""
+        mine = [v["vote"] for key, v in self.state.get("votes", {}).items() if key.split(":")[0] == str(dispute)]
+        appealed = self.state.get("appeals", [])
+        key = f"{dispute}:{round_}"
+        if not mine or mine[-1] == outcome or key in appealed or not self.appeal_budget:
+            return
+        d = self.ctx.protocol.dispute(dispute)
+        if d.status != DisputeStatus.APPEALABLE or d.round != round_:
+            return
+        bond = int(self.ctx.protocol.tasks.functions.challengerBondOf(dispute).call()) << (round_ + 1)
+        if bond > self.appeal_budget:
+            self.ctx.say(f"dispute {dispute}: round {round_} contradicts its replay; appeal bond {bond / 1e18:g} ETH "
+                         "is over its budget", style="yellow")  # fmt: skip
+            return
+        self.state.set("appeals", [*appealed, key])
+        try:
+            self.ctx.client.transact(f"appeal:{key}", self.ctx.protocol.committee.functions.appeal(dispute), value=bond)
+            self.ctx.say(f"dispute {dispute}: appealed round {round_} ({bond / 1e18:g} ETH)")
+        except ContractReverted as exc:
+            self.ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")
 
     def _window(self, which: int) -> int:
         if self._windows is None:

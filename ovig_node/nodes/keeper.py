@@ -139,6 +139,9 @@ class Keeper:
                                  f"drew the panel of dispute {dispute} (round {d.round})")  # fmt: skip
             return self._act("rearm", f"rearm:{dispute}:{d.round}:{d.armBlock}", committee.functions.rearm(dispute),
                              f"re-armed the draw of dispute {dispute} (round {d.round})")  # fmt: skip
+        if d.status == DisputeStatus.APPEALABLE and now >= d.decidedAt + self._param("appealWindow"):
+            return self._act("resolve", f"resolve:{dispute}:{d.round}:decided", committee.functions.resolve(dispute),
+                             f"dispute {dispute}: round {d.round}'s verdict stands, unappealed")  # fmt: skip
         reveal_end = d.drawnAt + self._param("commitWindow") + self._param("revealWindow")
         if d.status == DisputeStatus.VOTING and now >= reveal_end:
             return self._act("resolve", f"resolve:{dispute}:{d.round}", committee.functions.resolve(dispute),
@@ -166,5 +169,6 @@ class Keeper:
                 "commitWindow": p.committee.functions.COMMIT_WINDOW().call(),
                 "revealWindow": p.committee.functions.REVEAL_WINDOW().call(),
                 "maxDrawDelay": p.committee.functions.MAX_DRAW_DELAY().call(),
+                "appealWindow": p.committee.functions.APPEAL_WINDOW().call(),
             }
         return self._params[name]

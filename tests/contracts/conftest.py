@@ -303,8 +303,10 @@ def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
 
 
 def committee_holds(committee: Any, accounts: Any, *extra: Any) -> int:
-    """What AuditCommittee owes (protocol 4.3): stakes, every known account's credit, and `burned`."""
-    return committee.totalStake() + sum(committee.credits(a) for a in _distinct(accounts, extra)) + committee.burned()
+    """What AuditCommittee owes (protocol 4.3): stakes, appeal bonds held, every known account's credit,
+    and `burned`."""
+    credits = sum(committee.credits(a) for a in _distinct(accounts, extra))
+    return committee.totalStake() + committee.heldAppealBonds() + credits + committee.burned()
 
 
 def _distinct(accounts: Any, extra: Any) -> set[str]:

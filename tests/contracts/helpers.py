@@ -32,11 +32,13 @@ COMMITTEE: dict[str, int] = {
     "cooldown": 7 * 24 * 3600,
     "commitWindow": 3600,
     "revealWindow": 1800,
+    "appealWindow": 300,  # shorter than the challenge reveal window: a commit made during the vote still reveals
     "maxDrawDelay": 3600,
     "starvationTimeout": 3 * 24 * 3600,
     "maxReplaySeconds": 900,
     "panelSize": 3,
     "maxRounds": 3,
+    "panelBps": 1000,  # of a losing or stalled appeal's bond, to the deciding round's majority
 }
 AUDITOR_STAKE = COMMITTEE["overlap"] * COMMITTEE["penalty"]
 TRIES_PER_SEAT, TRIES_PER_CALL = 16, 64
@@ -44,7 +46,7 @@ TRIES_PER_SEAT, TRIES_PER_CALL = 16, 64
 # Verdict, Reason, DisputeStatus and CommitStatus values (contracts/Types.sol).
 V_NONE, VALID, FAULTY, NO_DECISION, MOOT = range(5)
 OUT_OF_BOUNDS, UNAVAILABLE = 1, 2
-D_NONE, AWAITING_PANEL, VOTING, RESOLVED = range(4)
+D_NONE, AWAITING_PANEL, VOTING, RESOLVED, APPEALABLE = range(5)
 C_NONE, C_PENDING, C_JOINED, C_SETTLED, C_EXPIRED = range(5)
 
 # TaskStatus and BatchStatus values (contracts/Types.sol).
@@ -104,6 +106,19 @@ def commit_challenge(
     commitment = challenge_commitment(task, k, reason, salt, who.address)
     tasks.commitChallenge(task, commitment, sender=who, value=DEFAULTS["challengerBond"])
     return commitment
+
+
+def settle(committee: Any, dispute: int, sender: Any) -> Any:
+    """Resolve the dispute's current round; if it decided, wait out its appeal window unappealed and
+    resolve again, so the outcome stands. Returns the last transaction."""
+    from ape import chain
+
+    tx = committee.resolve(dispute, sender=sender)
+    d = committee.getDispute(dispute)
+    if d.status == APPEALABLE:
+        chain.pending_timestamp = d.decidedAt + committee.APPEAL_WINDOW()
+        tx = committee.resolve(dispute, sender=sender)
+    return tx
 
 
 def vote_commitment(dispute: int, round_: int, vote: int, salt: bytes, panelist: str) -> bytes:

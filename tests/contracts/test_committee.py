@@ -9,6 +9,7 @@ from typing import Any
 import ape
 import pytest
 from helpers import (
+    APPEALABLE,
     AUDITOR_STAKE,
     AWAITING_PANEL,
     COMMITTED,
@@ -32,6 +33,7 @@ from helpers import (
     panel_draw,
     panel_seed,
     revert_data,
+    settle,
     vote_commitment,
 )
 
@@ -41,6 +43,7 @@ STAKE, PENALTY, OVERLAP = AUDITOR_STAKE, COMMITTEE["penalty"], COMMITTEE["overla
 WARMUP, SEED_DELAY, COOLDOWN = COMMITTEE["warmupBlocks"], COMMITTEE["seedDelay"], COMMITTEE["cooldown"]
 COMMIT_WINDOW, REVEAL_WINDOW = COMMITTEE["commitWindow"], COMMITTEE["revealWindow"]
 MAX_DRAW_DELAY, STARVATION = COMMITTEE["maxDrawDelay"], COMMITTEE["starvationTimeout"]
+APPEAL_WINDOW = COMMITTEE["appealWindow"]
 REWARD, BOND, CBOND = DEFAULTS["reward"], DEFAULTS["providerBond"], DEFAULTS["challengerBond"]
 SALT, OTHER_SALT = b"\x5e" * 32, b"\x01" * 32  # SALT: the `vote` fixture's
 # Disputes need one opened batch, not the default three: one batch of four intervals, all of them sampled.
@@ -151,7 +154,8 @@ def drawn(
 
 # CommitteeParams fields (COMMITTEE's order) as the committee's immutables.
 IMMUTABLES = ("PENALTY", "OVERLAP", "WARMUP_BLOCKS", "SEED_DELAY", "COOLDOWN", "COMMIT_WINDOW", "REVEAL_WINDOW",
-              "MAX_DRAW_DELAY", "STARVATION_TIMEOUT", "MAX_REPLAY_SECONDS", "PANEL_SIZE", "MAX_ROUNDS")  # fmt: skip
+              "APPEAL_WINDOW", "MAX_DRAW_DELAY", "STARVATION_TIMEOUT", "MAX_REPLAY_SECONDS", "PANEL_SIZE", "MAX_ROUNDS",
+              "PANEL_BPS")  # fmt: skip
 
 
 def test_constructor_sets_parameters(committee: Any, tasks: Any) -> None:
@@ -176,6 +180,8 @@ def test_constructor_sets_parameters(committee: Any, tasks: Any) -> None:
         ("maxReplaySeconds", 0, {}),
         ("commitWindow", 3599, {}),  # below L x maxReplaySeconds = 3600
         ("revealWindow", 0, {}),
+        ("appealWindow", 0, {}),
+        ("panelBps", 10_001, {}),
         ("maxDrawDelay", 0, {}),
         ("cooldown", 3600, {}),  # not longer than maxDrawDelay
         ("starvationTimeout", 3599, {}),
@@ -409,7 +415,7 @@ def test_an_auditor_cannot_challenge_a_task_it_may_judge(
     may commit on the task (a commit after the arm would not make it ineligible); once drawn, the seated
     ones may not until the dispute resolves; the others may."""
     register(auditors[:4])
-    task, _ = opened_task(**SMALL)
+    task, _ = opened_task(**SMALL, windows=(3600, 4 * 24 * 3600, 600))  # open through the appeal window
     k0, k1 = tasks.sampledIntervals(task, 0)[:2]
     dispute = challenge(task, k0, watcher)
     for a in auditors[:4]:
@@ -423,7 +429,7 @@ def test_an_auditor_cannot_challenge_a_task_it_may_judge(
     commit_challenge(tasks, task, k1, outsider)
     assert tasks.firstCommitBlock(task, outsider) == chain.blocks.height
     vote(dispute, dict.fromkeys(panel, VALID))
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     commit_challenge(tasks, task, k1, seated)
 
 
@@ -621,7 +627,7 @@ def test_resolve_before_the_reveal_window_ends_reverts(
         committee.resolve(dispute, sender=keeper)
     assert snapshot(committee, dispute, *panel) == before
     chain.pending_timestamp = reveal_end
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     assert committee.getDispute(dispute).status == RESOLVED
 
 
@@ -635,7 +641,7 @@ def test_unanimous_faulty_slashes_the_task_and_pays_out_to_the_wei(
     bond = 3 * 10**18 + 10  # its 10% panel share does not split evenly in three
     task, _k, dispute, panel = drawn(providerBond=bond)
     vote(dispute, dict.fromkeys(panel, FAULTY))
-    tx = committee.resolve(dispute, sender=keeper)
+    tx = settle(committee, dispute, keeper)
     assert events(tx, committee.DisputeResolved, "dispute", "task", "verdict", "round") == [(dispute, task, FAULTY, 0)]
     assert events(tx, tasks.TaskSlashed, "task", "j", "by", "dispute") == [(task, 0, watcher.address, dispute)]
     assert not tx.events.filter(committee.Penalized)
@@ -661,9 +667,9 @@ def test_sound_splits_the_challenger_bond_and_makes_the_interval_final(
     committee: Any, tasks: Any, keeper: Any, drawn: Any, vote: Any, challenge: Any, provider: Any, watcher: Any,
     watcher2: Any,
 ) -> None:  # fmt: skip
-    task, k, dispute, panel = drawn(reason=UNAVAILABLE)
+    task, k, dispute, panel = drawn(reason=UNAVAILABLE, windows=(3600, 4 * 24 * 3600, 600))
     vote(dispute, dict.fromkeys(panel, VALID))
-    tx = committee.resolve(dispute, sender=keeper)
+    tx = settle(committee, dispute, keeper)
     assert events(tx, committee.DisputeResolved, "dispute", "task", "verdict", "round") == [(dispute, task, VALID, 0)]
     # Challenger bond 1e17: 50% provider, 10% panel (floor of a third each), 40% and the dust burned.
     assert tasks.credits(provider) == 5 * 10**16
@@ -679,7 +685,7 @@ def test_the_minority_voter_loses_its_penalty_to_the_majority_at_resolution(
 ) -> None:
     _, _, dispute, panel = drawn(5)
     vote(dispute, {panel[0]: FAULTY, panel[1]: FAULTY, panel[2]: VALID})
-    tx = committee.resolve(dispute, sender=keeper)
+    tx = settle(committee, dispute, keeper)
     assert events(tx, committee.Penalized, "dispute", "panelist", "amount") == [(dispute, panel[2], PENALTY)]
     assert [committee.credits(p) for p in panel] == [PENALTY // 2, PENALTY // 2, 0]
     assert [committee.getAuditor(p).stake for p in panel] == [STAKE, STAKE, STAKE - PENALTY]
@@ -695,7 +701,7 @@ def test_a_majority_of_the_seated_panel_decides_not_of_the_votes_revealed(
     majority alone shares the panel's part of the provider bond."""
     _, _, dispute, first = drawn(12)
     vote(dispute, {first[0]: VALID})
-    tx = committee.resolve(dispute, sender=keeper)
+    tx = settle(committee, dispute, keeper)
     assert events(tx, committee.RoundFailed, "dispute", "round") == [(dispute, 0)]
     assert not tx.events.filter(committee.Penalized)
     d = committee.getDispute(dispute)
@@ -705,7 +711,7 @@ def test_a_majority_of_the_seated_panel_decides_not_of_the_votes_revealed(
     with ape.reverts(committee.NotPanelist, dispute=dispute, caller=first[0]):
         committee.commitVote(dispute, vote_commitment(dispute, 1, FAULTY, SALT, first[0]), sender=first[0])
     vote(dispute, dict.fromkeys(second, FAULTY))
-    tx = committee.resolve(dispute, sender=keeper)
+    tx = settle(committee, dispute, keeper)
     assert events(tx, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 1)]
     assert sorted(events(tx, committee.Penalized, "panelist")) == sorted((p,) for p in first)
     assert [committee.credits(p) for p in second] == [3 * PENALTY // 7] * 7
@@ -722,14 +728,14 @@ def test_no_majority_through_the_last_round_ends_with_no_decision(
     the interval's window reopens and the challenger claims its bond back."""
     task, k, dispute, first = drawn(30)
     vote(dispute, {first[0]: VALID, first[1]: FAULTY})
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     second = draw_panel(dispute)
     vote(dispute, {**dict.fromkeys(second[:3], VALID), **dict.fromkeys(second[3:6], FAULTY)})
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     third = draw_panel(dispute)
     assert len(third) == 15 and not set(third) & (set(first) | set(second))
     vote(dispute, {**dict.fromkeys(third[:7], VALID), **dict.fromkeys(third[7:14], FAULTY)})
-    tx = committee.resolve(dispute, sender=keeper)
+    tx = settle(committee, dispute, keeper)
     assert events(tx, committee.DisputeResolved, "verdict", "round") == [(NO_DECISION, 2)]
     silent = [first[2], second[6], third[14]]
     assert sorted(events(tx, committee.Penalized, "panelist", "amount")) == sorted((p, PENALTY) for p in silent)
@@ -752,7 +758,7 @@ def test_the_draw_runs_over_several_calls_with_a_cursor(
     _, _, dispute = dispute_of()
     first = draw_panel(dispute)
     vote(dispute, {})
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     mine_to_seed(committee, chain, dispute)
     committee.drawPanel(dispute, sender=keeper)
     assert committee.getDispute(dispute).tries == TRIES_PER_CALL
@@ -791,7 +797,7 @@ def test_no_shows_beyond_l_overlapping_seats_are_excused(
             if address != silent or dispute in disputes[:3]:
                 committee.revealVote(dispute, VALID, SALT, sender=who)
     chain.pending_timestamp = committee.getDispute(disputes[-1]).drawnAt + COMMIT_WINDOW + REVEAL_WINDOW
-    penalized = [len(committee.resolve(d, sender=keeper).events.filter(committee.Penalized)) for d in disputes]
+    penalized = [len(settle(committee, d, keeper).events.filter(committee.Penalized)) for d in disputes]
     assert penalized == [0, 0, 0, 1, 0]
     assert committee.getAuditor(silent).stake == STAKE - PENALTY
 
@@ -810,11 +816,11 @@ def test_moot_disputes_resolve_at_once_without_penalty(
     second = draw_panel(voting)
     waiting = challenge(task, k3, keeper)
     vote(upheld, dict.fromkeys(first, FAULTY))
-    committee.resolve(upheld, sender=keeper)
+    settle(committee, upheld, keeper)
     assert tasks.getTask(task).status == SLASHED and tasks.isMoot(voting) and tasks.isMoot(waiting)
     for dispute, challenger, k, status in ((voting, watcher2, k2, VOTING), (waiting, keeper, k3, AWAITING_PANEL)):
         assert committee.getDispute(dispute).status == status
-        tx = committee.resolve(dispute, sender=keeper)
+        tx = settle(committee, dispute, keeper)
         assert events(tx, committee.DisputeResolved, "dispute", "task", "verdict") == [(dispute, task, MOOT)]
         assert not tx.events.filter(committee.Penalized) and not tx.events.filter(committee.Burned)
         commitment = challenge_commitment(task, k, OUT_OF_BOUNDS, b"\x07" * 32, challenger.address)
@@ -836,6 +842,103 @@ def test_exit_waits_until_every_seat_is_settled(
     chain.pending_timestamp = requested + COOLDOWN
     with ape.reverts(committee.SeatsOpen, auditor=panel[0], seats=1):
         committee.exit(sender=leaver)
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     committee.exit(sender=leaver)
     assert committee.credits(leaver) == STAKE
+
+
+# --- appeals -------------------------------------------------------------------------------------
+
+
+def test_a_decided_round_stands_once_its_appeal_window_passes_unappealed(
+    committee: Any, tasks: Any, chain: Any, keeper: Any, drawn: Any, vote: Any
+) -> None:
+    task, _, dispute, panel = drawn()
+    vote(dispute, dict.fromkeys(panel, FAULTY))
+    tx = committee.resolve(dispute, sender=keeper)
+    assert events(tx, committee.RoundDecided, "dispute", "round", "outcome", "appealUntil") == [
+        (dispute, 0, FAULTY, tx.timestamp + APPEAL_WINDOW)
+    ]
+    d = committee.getDispute(dispute)
+    assert (d.status, d.decided, d.decidedAt, d.verdict) == (APPEALABLE, FAULTY, tx.timestamp, V_NONE)
+    assert tasks.getTask(task).status == COMMITTED and committee.isOpen(dispute)
+    chain.pending_timestamp = tx.timestamp + APPEAL_WINDOW - 1
+    with ape.reverts(committee.AppealWindowOpen, dispute=dispute, closesAt=tx.timestamp + APPEAL_WINDOW):
+        committee.resolve(dispute, sender=keeper)
+    chain.pending_timestamp = tx.timestamp + APPEAL_WINDOW
+    with ape.reverts(committee.AppealWindowClosed, dispute=dispute, closedAt=tx.timestamp + APPEAL_WINDOW):
+        committee.appeal(dispute, sender=keeper, value=2 * CBOND)
+    last = committee.resolve(dispute, sender=keeper)
+    assert events(last, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 0)]
+    assert tasks.getTask(task).status == SLASHED
+
+
+def test_an_appeal_that_wins_is_refunded_and_the_first_panel_pays_for_its_wrong_verdict(
+    committee: Any, tasks: Any, chain: Any, keeper: Any, drawn: Any, vote: Any, draw_panel: Any, provider: Any,
+    watcher: Any,
+) -> None:  # fmt: skip
+    """A lucky sybil majority finds a faulty interval sound; the watcher appeals for faulty with twice the
+    challenger bond; a round of seven, without the first panel, decides faulty; nobody appeals that. The
+    appeal bond comes back whole, the first round's sound voters lose PENALTY each to the seven, and the
+    deciding round's majority shares the panel's part of the provider bond."""
+    task, _, dispute, first = drawn(12)
+    vote(dispute, dict.fromkeys(first, VALID))
+    decided = committee.resolve(dispute, sender=keeper)
+    with ape.reverts(committee.WrongBond, expected=2 * CBOND, sent=CBOND):
+        committee.appeal(dispute, sender=watcher, value=CBOND)
+    tx = committee.appeal(dispute, sender=watcher, value=2 * CBOND)
+    assert tx.timestamp < decided.timestamp + APPEAL_WINDOW
+    assert events(tx, committee.Appealed, "dispute", "round", "appellant", "wanted", "bond") == [
+        (dispute, 1, watcher.address, FAULTY, 2 * CBOND)
+    ]
+    d = committee.getDispute(dispute)
+    assert (d.status, d.round, d.armBlock, d.decided) == (AWAITING_PANEL, 1, tx.block_number, VALID)
+    assert committee.heldAppealBonds() == 2 * CBOND
+    second = draw_panel(dispute)
+    assert len(second) == 7 and not set(second) & set(first)
+    vote(dispute, dict.fromkeys(second, FAULTY))
+    last = settle(committee, dispute, keeper)
+    assert events(last, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 1)]
+    assert events(last, committee.AppealSettled, "appellant", "refunded") == [(watcher.address, 2 * CBOND)]
+    assert committee.credits(watcher) == 2 * CBOND and committee.heldAppealBonds() == 0
+    assert sorted(events(last, committee.Penalized, "panelist")) == sorted((p,) for p in first)
+    assert [committee.credits(p) for p in second] == [3 * PENALTY // 7] * 7
+    assert tasks.getTask(task).status == SLASHED and tasks.credits(provider) == 0
+    assert [tasks.credits(p) for p in second] == [BOND // 10 // 7] * 7
+
+
+def test_an_appeal_whose_rounds_are_all_undecided_leaves_the_decision_standing(
+    committee: Any, tasks: Any, keeper: Any, drawn: Any, vote: Any, draw_panel: Any, provider: Any
+) -> None:
+    """The provider appeals a faulty verdict for sound, then its sybils stall rounds 1 and 2 (silent): the
+    last decided outcome stands, and the appeal bond comes back minus PANEL_BPS, paid to round 0's
+    majority, which decided it."""
+    task, _, dispute, first = drawn(30)
+    vote(dispute, dict.fromkeys(first, FAULTY))
+    committee.resolve(dispute, sender=keeper)
+    committee.appeal(dispute, sender=provider, value=2 * CBOND)
+    second = draw_panel(dispute)
+    vote(dispute, {})
+    committee.resolve(dispute, sender=keeper)
+    third = draw_panel(dispute)
+    vote(dispute, {})
+    last = committee.resolve(dispute, sender=keeper)
+    assert events(last, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 2)]
+    to_panel = 2 * CBOND * COMMITTEE["panelBps"] // 10_000
+    assert events(last, committee.AppealSettled, "appellant", "refunded") == [(provider.address, 2 * CBOND - to_panel)]
+    silent = set(second) | set(third)
+    assert sorted(events(last, committee.Penalized, "panelist")) == sorted((p,) for p in silent)
+    pot = PENALTY * len(silent)
+    assert [committee.credits(p) for p in first] == [pot // 3 + to_panel // 3] * 3
+    assert committee.credits(provider) == 2 * CBOND - to_panel
+    assert tasks.getTask(task).status == SLASHED
+
+
+def test_an_appeal_needs_the_next_round_s_panel_of_auditors(
+    committee: Any, keeper: Any, drawn: Any, vote: Any, watcher: Any
+) -> None:
+    _, _, dispute, panel = drawn(6)
+    vote(dispute, dict.fromkeys(panel, VALID))
+    committee.resolve(dispute, sender=keeper)
+    with ape.reverts(committee.TooFewAuditors, needed=7, registered=6):
+        committee.appeal(dispute, sender=watcher, value=2 * CBOND)

@@ -29,6 +29,7 @@ from helpers import (
     Evidence,
     challenge_commitment,
     commit_challenge,
+    settle,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
@@ -47,7 +48,7 @@ def decide(committee: Any, draw_panel: Any, vote: Any, keeper: Any) -> Callable[
     def run(dispute: int, verdict: int) -> list[str]:
         panel = draw_panel(dispute)
         vote(dispute, dict.fromkeys(panel, verdict))
-        committee.resolve(dispute, sender=keeper)
+        settle(committee, dispute, keeper)
         return panel
 
     return run
@@ -147,7 +148,7 @@ def test_a_sound_verdict_is_final_and_a_blind_commit_made_before_it_pays_as_its_
     panel = draw_panel(dispute)
     vote(dispute, dict.fromkeys(panel, VALID))  # the votes are public now
     blind = commit_challenge(tasks, task, 2, watcher2, salt=b"\x0b" * 32)  # waits to see how k's dispute ends
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     share, panel_share = CBOND * 5_000 // 10_000, CBOND * 1_000 // 10_000
     assert tasks.credits(provider) == share
     assert [tasks.credits(a) for a in panel] == [panel_share // 3] * 3

@@ -31,6 +31,7 @@ from helpers import (
     Evidence,
     challenge_commitment,
     commit_challenge,
+    settle,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
@@ -49,7 +50,7 @@ def decide(dispute: int, verdict: int, draw_panel: Any, vote: Any, committee: An
     """Draw the panel, have every panelist vote `verdict`, resolve; returns the panel."""
     panel = draw_panel(dispute)
     vote(dispute, dict.fromkeys(panel, verdict))
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     return panel
 
 
@@ -505,10 +506,10 @@ def test_two_disputes_one_upheld_the_other_moot_and_refunded(
     assert sorted(draw_panel(first)) == sorted(draw_panel(second)) == sorted(a.address for a in panel_of_three)
     assert [committee.getAuditor(a).openSeats for a in panel_of_three] == [2] * 3
     vote(first, dict.fromkeys(committee.panelOf(first), FAULTY))
-    committee.resolve(first, sender=keeper)
+    settle(committee, first, keeper)
     assert tasks.getTask(task).status == SLASHED
     assert tasks.isMoot(second)
-    tx = committee.resolve(second, sender=keeper)  # at once, whatever its clocks
+    tx = settle(committee, second, keeper)  # at once, whatever its clocks
     assert committee.getDispute(second).verdict == MOOT
     assert [e.verdict for e in tx.events.filter(tasks.DisputeSettled)] == [MOOT]
     # Released without penalty, although nobody voted on the second panel.
@@ -554,7 +555,7 @@ def test_a_dispute_of_a_task_slashed_by_another_is_moot(
     assert tasks.getTask(task).status == SLASHED
     assert tasks.isMoot(dispute)
     assert tasks.getTask(task).openDisputes == 1
-    committee.resolve(dispute, sender=keeper)  # still awaiting its panel: ends moot at once
+    settle(committee, dispute, keeper)  # still awaiting its panel: ends moot at once
     assert tasks.getTask(task).openDisputes == 0
     assert committee.getDispute(dispute).verdict == tasks.getDispute(dispute).verdict == MOOT
     tasks.claimBond(task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address),
@@ -581,7 +582,7 @@ def test_reveal_on_an_ended_task_is_refunded(
     dispute = challenge(task, 3, watcher)
     vote(dispute, dict.fromkeys(draw_panel(dispute), FAULTY))
     late = commit_challenge(tasks, task, 2, watcher2)
-    committee.resolve(dispute, sender=keeper)
+    settle(committee, dispute, keeper)
     assert tasks.getTask(task).status == SLASHED
     tx = tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, SALT, "r", sender=watcher2)
     assert [e.dispute for e in tx.events.filter(tasks.ChallengeRevealed)] == [0]

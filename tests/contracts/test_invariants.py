@@ -47,6 +47,7 @@ from eth_abi import decode, encode
 from eth_utils import keccak
 from helpers import (
     ACCEPTED,
+    APPEALABLE,
     AUDITOR_STAKE,
     AWAITING_PANEL,
     B_COMMITTED,
@@ -96,11 +97,12 @@ CHALLENGER_BONDS = [10**17, 10**17 + 3]
 REWARDS = [0, 2 * 10**18, 10**18 + 1]
 
 # Relative weights of the walk's actions (Walk methods).
+OPEN = (AWAITING_PANEL, VOTING, APPEALABLE)  # dispute statuses before Resolved
 ACTIONS: dict[str, float] = {
     "post": 5, "cancel": 1.5, "accept": 5, "commit_batch": 10, "draw_seed": 7, "open_batch": 10,
     "slash_unopened": 1.5, "abandon": 1.5, "finalize": 3, "withdraw": 4, "commit_challenge": 9,
     "reveal_challenge": 7, "expire_challenge": 2, "claim_bond": 2, "register": 4, "request_exit": 1, "exit": 1,
-    "draw_panel": 5, "rearm": 1, "commit_vote": 12, "reveal_vote": 12, "resolve": 4, "advance_time": 3,
+    "draw_panel": 5, "rearm": 1, "appeal": 1.5, "commit_vote": 12, "reveal_vote": 12, "resolve": 4, "advance_time": 3,
     "mine_blocks": 4,
 }  # fmt: skip
 
@@ -186,6 +188,7 @@ SCALARS: list[tuple[str, Callable[[Walk], Abi], str]] = [
     ("committee_burned", lambda w: w.committee, "burned"),
     ("total_stake", lambda w: w.committee, "totalStake"),
     ("auditor_count", lambda w: w.committee, "auditorCount"),
+    ("appeal_bonds", lambda w: w.committee, "heldAppealBonds"),
 ]
 # Snapshot fields that map keys to values.
 GROUPS = ("eth", "tasks", "batches", "records", "disputes", "panels", "auditors", "commits", "task_credits",
@@ -226,7 +229,7 @@ class Snapshot:
     batches: dict[tuple[int, int], Any]  # getBatch of every batch of live tasks
     records: dict[int, Any]  # TrainingTasks.getDispute of every dispute
     disputes: dict[int, Any]  # AuditCommittee.getDispute of every dispute
-    panels: dict[int, list[str]]  # panelOf every dispute in Voting
+    panels: dict[int, list[str]]  # panelOf every dispute in Voting or Appealable
     auditors: dict[str, Any]  # getAuditor of every auditor candidate
     commits: dict[tuple[str, bytes], Any]  # getCommit of every challenge commit made, by (challenger, commitment)
     task_credits: dict[str, int]
@@ -235,6 +238,7 @@ class Snapshot:
     committee_burned: int
     total_stake: int
     auditor_count: int
+    appeal_bonds: int
 
     def state(self) -> dict[str, Any]:
         """Contract state only (no clock, no account balances): what a reverted call must not change."""
@@ -325,7 +329,7 @@ class Walk:
                 for j in range(task.batchCount):
                     more.view("batches", (i, j), t, "getBatch", i, j)
         for d, dispute in fields["disputes"].items():
-            if dispute.status == VOTING:
+            if dispute.status in (VOTING, APPEALABLE):
                 more.view("panels", d, c, "panelOf", d)
         fields |= more.run(self.rpc)
         scalars = {name: fields.pop(name)[None] for name, _, _ in SCALARS}
@@ -359,17 +363,17 @@ class Walk:
 
     @staticmethod
     def held_by_committee(s: Snapshot) -> int:
-        return s.total_stake + sum(s.committee_credits.values()) + s.committee_burned
+        return s.total_stake + s.appeal_bonds + sum(s.committee_credits.values()) + s.committee_burned
 
     def check_bookkeeping(self, s: Snapshot) -> None:
         # Seats answered for: every complete panel of a dispute not resolved yet (a draw in progress is not).
-        live = [d for d in s.disputes.values() if d.status in (AWAITING_PANEL, VOTING)]
+        live = [d for d in s.disputes.values() if d.status in OPEN]
         seats = sum(d.panelStart for d in live) + sum(len(panel) for panel in s.panels.values())
         assert sum(a.openSeats for a in s.auditors.values()) == seats, "open seats != seats of open disputes"
         assert s.total_stake == sum(a.stake for a in s.auditors.values())
         assert s.auditor_count == sum(a.registeredBlock != 0 and not a.exitRequestedAt for a in s.auditors.values())
         open_records = Counter(r.task for r in s.records.values() if r.open)
-        open_disputes = Counter(d.task for d in s.disputes.values() if d.status in (AWAITING_PANEL, VOTING))
+        open_disputes = Counter(d.task for d in s.disputes.values() if d.status in OPEN)
         pending = Counter(c.task for c in s.commits.values() if c.status == PENDING_COMMIT)
         # A joined bond is held until claimBond, unless its dispute settled sound (paid out then).
         joined = Counter(c.task for c in s.commits.values()
@@ -768,6 +772,18 @@ class Walk:
         elif drawn:
             self.follow_up = "draw_panel"  # a draw over several calls, or another dispute's
 
+    def appeal(self) -> None:
+        d = self.pick(self.open_disputes(APPEALABLE))
+        if d is None:
+            return
+        x = self.snap.disputes[d]
+        bond = self.snap.tasks[x.task].terms.challengerBond << (x.round + 1)
+        appellant = self.someone()
+        if self.rng.random() < 0.1:
+            self.send(appellant, self.committee, "appeal", d, value=bond - 1, forbidden=("WrongBond",))
+        else:
+            self.send(appellant, self.committee, "appeal", d, value=bond)
+
     def rearm(self) -> None:
         d = self.pick(self.open_disputes(AWAITING_PANEL))
         if d is not None:
@@ -836,7 +852,7 @@ class Walk:
         reveal_ends = [self.commit_end(d) + COMMITTEE["revealWindow"] for d in self.open_disputes(VOTING)]
         if reveal_ends and self.rng.random() < 0.3:
             self.wait_until(min(reveal_ends))
-        d = self.prefer(self.open_disputes(VOTING, AWAITING_PANEL), self.snap.disputes)
+        d = self.prefer(self.open_disputes(VOTING, APPEALABLE, AWAITING_PANEL), self.snap.disputes)
         if d is not None:
             self.send(self.someone(), self.committee, "resolve", d)
 
@@ -854,6 +870,7 @@ class Walk:
                 d.drawnAt + COMMITTEE["commitWindow"] + COMMITTEE["revealWindow"],
             ]
             edges += [d.armedAt + COMMITTEE["maxDrawDelay"], d.roundStartedAt + COMMITTEE["starvationTimeout"]]
+            edges.append(d.decidedAt + COMMITTEE["appealWindow"])
         edges += [a.exitRequestedAt + COMMITTEE["cooldown"] for a in s.auditors.values() if a.exitRequestedAt]
         return sorted(e for e in set(edges) if e > s.time + 1)
 
@@ -922,7 +939,7 @@ class Walk:
             any(t.status in LIVE for t in s.tasks.values())
             or any(c.status == PENDING_COMMIT for c in s.commits.values())
             or bool(self.claimable())
-            or any(d.status in (AWAITING_PANEL, VOTING) for d in s.disputes.values())
+            or any(d.status in OPEN for d in s.disputes.values())
             or any(a.registeredBlock for a in s.auditors.values())  # exiting ones too: their stake is held
         )
 
@@ -952,7 +969,7 @@ class Walk:
                         break
                 if self.snap.disputes[d].status == AWAITING_PANEL:
                     self.send(anyone, self.committee, "rearm", d)
-            elif x.status == VOTING:
+            elif x.status in (VOTING, APPEALABLE):
                 self.send(anyone, self.committee, "resolve", d)
         for i, t in self.snap.tasks.items():
             if t.status == COMMITTED:

@@ -82,10 +82,7 @@ def test_post_task_with_a_bond_below_its_minimum_reverts(tasks: Any, post_task: 
     for which, overrides in cases:
         given = next(iter(overrides.values()))
         minimum = provider_min if which == "provider" else challenger_min
-        error = revert_data(
-            "BondTooLow(string,uint256,uint256)", ["string", "uint256", "uint256"], [which, minimum, given]
-        )
-        with ape.reverts(error):
+        with ape.reverts(tasks.BondTooLow, which=which, minimum=minimum, given=given):
             post_task(**overrides)
     assert tasks.taskCount() == 0
     task = post_task(providerBond=provider_min, challengerBond=challenger_min)
