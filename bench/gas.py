@@ -224,6 +224,11 @@ class Bench:
             fn = self.committee.functions.revealVote(dispute, vote, salt)
             self.send(fn, self.accounts.index(panelist), label="revealVote" if labels else None)
         self.warp(self.committee.functions.REVEAL_WINDOW().call())
+        self.send(
+            self.committee.functions.resolve(dispute), KEEPER, label="resolve (round decided)" if labels else None
+        )
+        # A decided round may be appealed; unappealed, its outcome stands once the appeal window has passed.
+        self.warp(self.committee.functions.APPEAL_WINDOW().call())
         self.send(self.committee.functions.resolve(dispute), KEEPER, label=label)
 
     def register_auditors(self) -> None:
