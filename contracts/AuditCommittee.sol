@@ -85,7 +85,7 @@ struct CommitteeParams {
 /// the draw expired, its seed block's hash is gone, or its tries seated too few, until
 /// starvationTimeout. A moot dispute (its task ended) resolves at any time, without penalties.
 /// Clocks: seed blocks in blocks, every window in seconds. Money invariant (protocol 4.3): balance ==
-/// totalStake + credits + burned.
+/// totalStake + heldAppealBonds + credits + burned.
 contract AuditCommittee is IAdjudicator, PullPayments {
     using Checkpoints for Checkpoints.Trace160;
     using Checkpoints for Checkpoints.Trace208;
@@ -270,6 +270,14 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         if (p.seedDelay == 0) revert InvalidParameter("seedDelay", p.seedDelay);
         if (p.panelSize < MIN_PANEL || p.panelSize % 2 == 0) revert InvalidParameter("panelSize", p.panelSize);
         if (p.maxRounds == 0 || p.maxRounds > MAX_ROUNDS_LIMIT) revert InvalidParameter("maxRounds", p.maxRounds);
+        // INVARIANT: every round can be seated from a full registry with appeals still possible (protocol
+        // 4.2: the deployment keeps 2 x sum(P_r) auditors), and a round's tries fit the draw's cursor.
+        uint256 seats = 0;
+        for (uint256 r = 0; r < p.maxRounds; ++r) {
+            seats += PanelDraw.size(p.panelSize, r);
+        }
+        if (2 * seats > MAX_AUDITORS) revert InvalidParameter("maxRounds", p.maxRounds);
+        if (p.warmupBlocks == 0) revert InvalidParameter("warmupBlocks", p.warmupBlocks);
         if (p.maxReplaySeconds == 0) revert InvalidParameter("maxReplaySeconds", p.maxReplaySeconds);
         // INVARIANT: a panelist can replay every overlapping seat it answers for within one commit window.
         if (p.commitWindow < uint256(p.overlap) * p.maxReplaySeconds) {
@@ -535,9 +543,10 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     /// @inheritdoc IAdjudicator
     function mayChallenge(uint256 task, address account) external view returns (bool) {
-        Auditor storage a = _auditors[account];
-        bool active = a.registeredBlock != 0 && a.exitRequestedAt == 0;
-        return !(active && _undrawnRounds[task] != 0) && _seatsOnTask[task][account] == 0;
+        // An auditor who asked to exit after a round was armed is still eligible for it, so it is blocked
+        // until it has exited (cooldown > maxDrawDelay), not only until it asks to.
+        bool registered = _auditors[account].registeredBlock != 0;
+        return !(registered && _undrawnRounds[task] != 0) && _seatsOnTask[task][account] == 0;
     }
 
     /// @notice Whether `dispute` is still undecided.

@@ -241,7 +241,9 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
     for auditor in AUDITORS:
         chain.send(auditor, committee.revealVote(dispute, FAULTY, bytes([auditor]) * 32))
     chain.skip(21)
-    chain.send(WATCHER, committee.resolve(dispute))
+    chain.send(WATCHER, committee.resolve(dispute))  # round 0 decided: appealable for the devnet's 10 s
+    chain.skip(11)
+    chain.send(WATCHER, committee.resolve(dispute))  # unappealed: the verdict stands
     chain.send(WATCHER, tasks.claimBond(slashed, address(WATCHER), commitment))  # the joined bond comes back
     chain.send(WATCHER, tasks.finalize(honest))
     chain.send(PROVIDER_A, tasks.withdraw())

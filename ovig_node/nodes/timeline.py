@@ -41,6 +41,10 @@ def describe(event: Event, names: dict[str, str]) -> str | None:
         "PanelDrawn": lambda: f"dispute {a['dispute']}: panel {', '.join(who(p) for p in a['panel'])}",
         "VoteCommitted": lambda: f"dispute {a['dispute']}: {who(a['panelist'])} committed a vote",
         "VoteRevealed": lambda: f"dispute {a['dispute']}: {who(a['panelist'])} votes {Verdict(a['vote']).name.lower()}",
+        "RoundDecided": lambda: (
+            f"dispute {a['dispute']} round {a['round']}: {Verdict(a['outcome']).name.upper()}, appealable for a while"
+        ),
+        "Appealed": lambda: f"dispute {a['dispute']}: {who(a['appellant'])} appeals ({_eth(a['bond'])})",
         "DisputeResolved": lambda: f"dispute {a['dispute']} resolved: {Verdict(a['verdict']).name.upper()}",
         "TaskSlashed": lambda: f"task {a['task']} SLASHED",
         "TaskFinalized": lambda: f"task {a['task']} finalized: {who(a['provider'])} is paid",

@@ -177,6 +177,8 @@ def test_constructor_sets_parameters(committee: Any, tasks: Any) -> None:
         ("panelSize", 4, {}),
         ("maxRounds", 0, {}),
         ("maxRounds", 9, {}),
+        ("maxRounds", 6, {}),  # 2 x (3 + 7 + 15 + 31 + 63 + 127) seats exceed the registry's 256
+        ("warmupBlocks", 0, {}),
         ("maxReplaySeconds", 0, {}),
         ("commitWindow", 3599, {}),  # below L x maxReplaySeconds = 3600
         ("revealWindow", 0, {}),
@@ -195,9 +197,9 @@ def test_constructor_invalid_parameter_reverts(
 
 
 def test_constructor_accepts_the_limits(project: Any, owner: Any, tasks: Any) -> None:
-    limits = params(overlap=8, maxRounds=8, commitWindow=8 * 900, cooldown=3601, starvationTimeout=3600)
+    limits = params(overlap=8, maxRounds=5, commitWindow=8 * 900, cooldown=3601, starvationTimeout=3600)
     c = owner.deploy(project.AuditCommittee, tasks.address, limits)
-    assert (c.OVERLAP(), c.MAX_ROUNDS(), c.AUDITOR_STAKE()) == (8, 8, 8 * PENALTY)
+    assert (c.OVERLAP(), c.MAX_ROUNDS(), c.AUDITOR_STAKE()) == (8, 5, 8 * PENALTY)
 
 
 # --- auditors ------------------------------------------------------------------------------------
@@ -431,6 +433,21 @@ def test_an_auditor_cannot_challenge_a_task_it_may_judge(
     vote(dispute, dict.fromkeys(panel, VALID))
     settle(committee, dispute, keeper)
     commit_challenge(tasks, task, k1, seated)
+
+
+def test_an_auditor_who_asks_to_exit_after_the_arm_still_cannot_challenge_the_task(
+    committee: Any, tasks: Any, register: Any, auditors: list[Any], opened_task: Any, challenge: Any, watcher: Any
+) -> None:
+    """Found by review: asking to exit after a round is armed leaves the auditor eligible for it; were it free
+    to commit then, it could be seated on a dispute it joins as a challenger."""
+    register(auditors[:4])
+    task, _ = opened_task(**SMALL)
+    k0, k1 = tasks.sampledIntervals(task, 0)[:2]
+    dispute = challenge(task, k0, watcher)
+    committee.requestExit(sender=auditors[3])
+    assert committee.isEligible(dispute, auditors[3])
+    with ape.reverts(tasks.PanelistCannotChallenge, task=task, account=auditors[3].address):
+        commit_challenge(tasks, task, k1, auditors[3])
 
 
 def test_a_round_that_cannot_seat_is_rearmed_then_starves_into_no_decision(
