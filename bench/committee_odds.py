@@ -15,11 +15,12 @@ it (a provider challenging its own task gets the provider's share back).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from math import exp, lgamma, log
 from pathlib import Path
 from typing import Any
+
+from ovig_node.chain.deploy import load_plan
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "committee_odds.json"
@@ -28,14 +29,6 @@ SAFE = 1e-6
 REGISTRY = 256  # AuditCommittee.MAX_AUDITORS
 FLOODS_PER_DAY = (10, 100, 1000)
 SEARCH_ROUNDS = 12  # rounds looked at beyond the deployment's, to say how far a safe round is
-
-
-def plan() -> Any:
-    spec = importlib.util.spec_from_file_location("plan", REPO / "deploy" / "plan.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def panel_size(first: int, round_: int) -> int:
@@ -79,7 +72,7 @@ def floods(min_challenger_bond: int, sound_provider_bps: int) -> list[dict[str, 
 
 
 def main() -> None:
-    p = plan()
+    p = load_plan(REPO / "deploy" / "plan.py")
     first, max_rounds = p.COMMITTEE[-3], p.COMMITTEE[-2]
     results = {
         "panel_size": first,

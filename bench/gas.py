@@ -55,6 +55,8 @@ AUDITORS = range(5, 12)  # seven, so a panel of three never runs short
 WINDOWS = (3600, 7200, 600)  # opening, challenge, challenge reveal (seconds)
 REWARD, PROVIDER_BOND, CHALLENGER_BOND = 2 * 10**18, 3 * 10**18, 10**17
 OUT_OF_BOUNDS, VALID, FAULTY = 1, 1, 2
+VOTING = 2  # DisputeStatus.Voting
+DISPUTE_STATUS, DISPUTE_ROUND = 4, 7  # positions of `status` and `round` in AuditCommittee's Dispute struct
 COMMIT_MS = (1, 10, 100, 256)  # intervals per batch for the commitment cost
 OPEN_SAMPLE_BPS = (100, 1000, 2500, 5000)  # m = 100: 1, 10, 25 and 50 sampled intervals
 FINALIZE_BATCHES = (1, 64)
@@ -204,15 +206,11 @@ class Bench:
         return int(self.committee.functions.disputeCount().call())
 
     def decide(self, dispute: int, vote: int, *, label: str, labels: bool = False) -> None:
-        """Draw the panel (re-armed first if its draw delay has passed), have every panelist commit and
-        reveal ``vote``, resolve (gas under ``label``)."""
-        armed_at = self.committee.functions.getDispute(dispute).call()[9]
-        if self.now() >= armed_at + self.committee.functions.MAX_DRAW_DELAY().call():
-            self.send(self.committee.functions.rearm(dispute), KEEPER, label="rearm" if labels else None)
+        """Draw the panel, have every panelist commit and reveal ``vote``, resolve (gas under ``label``)."""
         self.mine(self.seed_delay + 1)
         self.send(self.committee.functions.drawPanel(dispute), KEEPER, label="drawPanel" if labels else None)
         panel = self.committee.functions.panelOf(dispute).call()
-        round_ = self.committee.functions.getDispute(dispute).call()[7]
+        round_ = self.committee.functions.getDispute(dispute).call()[DISPUTE_ROUND]
         salt = keccak(text="vote salt")
         types = ["uint256", "uint256", "uint8", "bytes32", "address"]
         for panelist in panel:
@@ -324,7 +322,7 @@ def panel_cost(bench: Bench) -> dict[str, int]:
     dispute = bench.challenge(ev, 0)
     bench.mine(bench.seed_delay + 1)
     receipt = bench.send(c.drawPanel(dispute), KEEPER)
-    assert c.getDispute(dispute).call()[4] == 2, "a first-round panel of 3 takes one drawPanel call"
+    assert c.getDispute(dispute).call()[DISPUTE_STATUS] == VOTING, "a first-round panel of 3 takes one call"
     return {"auditors": int(c.auditorCount().call()), "gas": int(receipt["gasUsed"])}
 
 

@@ -60,15 +60,9 @@ class Projection:
             "VoteCommitted": self._vote_committed,
             "VoteRevealed": self._vote_revealed,
             "RoundFailed": self._round_failed,
-            "PanelRearmed": lambda e, a: self._update(
-                "disputes", {"status": "awaiting_panel", "round": a["round"]}, dispute=a["dispute"]
-            ),
-            "RoundDecided": lambda e, a: self._update(
-                "disputes", {"status": "appealable", "round": a["round"]}, dispute=a["dispute"]
-            ),
-            "Appealed": lambda e, a: self._update(
-                "disputes", {"status": "awaiting_panel", "round": a["round"]}, dispute=a["dispute"]
-            ),
+            "PanelRearmed": self._round_now("awaiting_panel"),
+            "RoundDecided": self._round_now("appealable"),
+            "Appealed": self._round_now("awaiting_panel"),
             "StakeAdded": lambda e, a: self._add_wei("auditors", "stake", int(a["amount"]), address=a["auditor"]),
             "Penalized": lambda e, a: self._add_wei("auditors", "stake", -int(a["amount"]), address=a["panelist"]),
             "DisputeResolved": self._dispute_resolved,
@@ -272,6 +266,10 @@ class Projection:
             round=a["round"],
             panelist=a["panelist"],
         )
+
+    def _round_now(self, status: str) -> Callable[[Event, Args], None]:
+        """A handler for an event that puts the dispute's round ``round`` in ``status``."""
+        return lambda e, a: self._update("disputes", {"status": status, "round": a["round"]}, dispute=a["dispute"])
 
     def _round_failed(self, e: Event, a: Args) -> None:
         # The round's seats stay at risk (penalties are settled when the dispute resolves); the next round

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import rlp
@@ -143,13 +144,19 @@ def create_address(sender: str, nonce: int) -> str:
     return to_checksum_address(keccak(rlp.encode([to_canonical_address(sender), nonce]))[12:])
 
 
-def run_plan(plan_path: Path, deployer: Deployer) -> Deployments:
-    """Load ``plan_path`` (a module with ``plan(deployer)``) and run it."""
+def load_plan(plan_path: Path) -> ModuleType:
+    """The plan module at ``plan_path``: its ``plan(deployer)`` and the parameters it deploys with."""
     spec = importlib.util.spec_from_file_location("ovig_deploy_plan", plan_path)
     if spec is None or spec.loader is None or not plan_path.is_file():
         raise DeploymentError(f"deploy plan {plan_path} not found")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def run_plan(plan_path: Path, deployer: Deployer) -> Deployments:
+    """Load ``plan_path`` (a module with ``plan(deployer)``) and run it."""
+    module = load_plan(plan_path)
     if not callable(getattr(module, "plan", None)):
         raise DeploymentError(f"deploy plan {plan_path} defines no plan(deployer) function")
     module.plan(deployer)

@@ -41,6 +41,9 @@ class AuditorNode:
     appeal_budget: int = 0  # wei: the largest appeal bond it puts up (0: it never appeals)
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _windows: tuple[int, int] | None = None
+    # Decided rounds it will not appeal (agreed, appealed, over budget, or no longer appealable): each is
+    # looked at once, not on every pass.
+    _appeal_done: set[str] = field(default_factory=set)
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -121,15 +124,19 @@ class AuditorNode:
 
     def _maybe_appeal(self, dispute: int, round_: int, outcome: int) -> None:
         """Appeal a decided round its own replay contradicts, once, while the appeal window is open."""
-        mine = [v["vote"] for key, v in self.state.get("votes", {}).items() if key.split(":")[0] == str(dispute)]
-        appealed = self.state.get("appeals", [])
         key = f"{dispute}:{round_}"
-        if not mine or mine[-1] == outcome or key in appealed or not self.appeal_budget:
+        if not self.appeal_budget or key in self._appeal_done:
+            return
+        mine = [v["vote"] for k, v in self.state.get("votes", {}).items() if k.split(":")[0] == str(dispute)]
+        appealed = self.state.get("appeals", [])
+        if not mine or mine[-1] == outcome or key in appealed:
+            self._appeal_done.add(key)  # no vote of its own on the dispute, agreed with, or appealed already
             return
         d = self.ctx.protocol.dispute(dispute)
+        bond = int(self.ctx.protocol.tasks.functions.challengerBondOf(dispute).call()) << (round_ + 1)
+        self._appeal_done.add(key)  # read once: it is appealed now, or it never will be
         if d.status != DisputeStatus.APPEALABLE or d.round != round_:
             return
-        bond = int(self.ctx.protocol.tasks.functions.challengerBondOf(dispute).call()) << (round_ + 1)
         if bond > self.appeal_budget:
             self.ctx.say(f"dispute {dispute}: round {round_} contradicts its replay; appeal bond {bond / 1e18:g} ETH "
                          "is over its budget", style="yellow")  # fmt: skip

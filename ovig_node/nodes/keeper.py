@@ -16,10 +16,10 @@ from typing import Any
 from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, TaskStatus, Verdict
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
+from ovig_node.protocol.panel import TRIES_PER_SEAT, panel_size
 
 DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "expireChallenge", "claimBond", "drawPanel", "rearm",
           "resolve")  # fmt: skip
-TRIES_PER_SEAT = 16  # AuditCommittee's PanelDraw.TRIES_PER_SEAT
 BLOCKHASH_HORIZON = 256
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
 
@@ -132,7 +132,7 @@ class Keeper:
                              f"dispute {dispute} is moot: ended")  # fmt: skip
         target = d.armBlock + self._param("panelSeedDelay")
         if d.status == DisputeStatus.AWAITING_PANEL and number > target:
-            tries_left = d.tries < TRIES_PER_SEAT * committee.functions.panelSizeOf(d.round).call()
+            tries_left = d.tries < TRIES_PER_SEAT * panel_size(self._param("panelSize"), d.round)
             if tries_left and now < d.armedAt + self._param("maxDrawDelay") and number <= target + BLOCKHASH_HORIZON:
                 return self._act("drawPanel", f"drawPanel:{dispute}:{d.round}:{d.armBlock}:{d.tries}",
                                  committee.functions.drawPanel(dispute),
@@ -170,5 +170,6 @@ class Keeper:
                 "revealWindow": p.committee.functions.REVEAL_WINDOW().call(),
                 "maxDrawDelay": p.committee.functions.MAX_DRAW_DELAY().call(),
                 "appealWindow": p.committee.functions.APPEAL_WINDOW().call(),
+                "panelSize": p.committee.functions.PANEL_SIZE().call(),
             }
         return self._params[name]
