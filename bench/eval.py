@@ -8,26 +8,26 @@ Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false
 Writes bench/results/eval_<workload>_tiny/{eval.json, eval.md, margin_vs_stride.png, honest_vs_stride.png}.
 
 Language tiny warms its learning rate up over 500 steps, and its boundary comes from every other interval
-of a separate honest run (seed 2), so that the warm-up's drift is in it at every stride; every interval of
-the evaluated run is held out (120 at s = 1 and 10). Its s = 100 runs as a second process beside s = 1 and
-10, lighter so that it fits in the same two hours on these two cores: 36 intervals, calibrated on 12 of
-each of two separate runs (seeds 2 and 3), the attacks that need no sweep or adaptive run, and no second
-honest run on other hardware; it writes
-bench/results/eval_language_tiny_s100/ (and, calibrated on 18 intervals of seed 2 alone,
-eval_language_tiny_s100_seed2_only/). The other language processes keep the measurements that led there
-(README, "Language: why the tiny recipe warms up"): the constant rate from the first step, with 12 calibrated intervals
-(eval_language_tiny_constant/, eval_language_tiny_s100_constant/) and with the boundary from late intervals
-only (eval_language_tiny_s100_constant_late_calibration/); the warm-up with 12 calibrated intervals of the
+of a separate honest run (seed 2), so that the warm-up's drift is in it at every stride; every interval
+of the evaluated run is held out (120 at s = 1 and 10). Its s = 100 runs as a second process beside s = 1
+and 10, lighter so that it fits in the same two hours on these two cores: 36 intervals, calibrated on 12
+of each of two separate runs (seeds 2 and 3), the attacks that need no sweep or adaptive run, and no
+second honest run on other hardware; it writes bench/results/eval_language_tiny_s100/ (and, calibrated on
+18 intervals of seed 2 alone, eval_language_tiny_s100_seed2_only/). The other language processes keep the
+measurements that led there (docs/evaluation.md, "Language: why the tiny recipe warms up"): the constant
+rate from the first step, with 12 calibrated intervals (eval_language_tiny_constant/,
+eval_language_tiny_s100_constant/) and with the boundary from late intervals only
+(eval_language_tiny_s100_constant_late_calibration/); the warm-up with 12 calibrated intervals of the
 same run (eval_language_tiny_warmup500/, eval_language_tiny_s100_warmup500/); and the warm-up at s = 10
 against 60 intervals of the separate run, before it was the main evaluation
 (eval_language_tiny_s10_warmup500_separate_calibration/), and against its first 60 intervals, as the
 protocol calibrates (eval_language_tiny_s10_first60/: the attacks closest to the boundary).
 
 Vision runs two more processes beside its main one (the CNN with average pooling, the default), both
-about max-pooling (README, false positives): the same evaluation of the CNN with max-pooling
-(``--config pool=max``, to bench/results/eval_vision_tiny_maxpool/), and that CNN at s = 10 with the
-boundary calibrated on every interval of a separate honest run of seed 2, judging all 120 intervals of
-the evaluated run (to bench/results/eval_vision_tiny_maxpool_s10_separate_calibration/).
+about max-pooling (docs/evaluation.md, "The CNN: why average pooling"): the same evaluation of the CNN
+with max-pooling (``--config pool=max``, to bench/results/eval_vision_tiny_maxpool/), and that CNN at
+s = 10 with the boundary calibrated on every interval of a separate honest run of seed 2, judging all 120
+intervals of the evaluated run (to bench/results/eval_vision_tiny_maxpool_s10_separate_calibration/).
 
 ``--full-language`` evaluates the full language config (MiniLM-L6, batch 16 x 64 tokens) at s = 1 and
 10 with as many intervals as about half an hour of these two CPU cores allows, and the attacks that
@@ -63,7 +63,7 @@ GROUPS = {
         # ... and from 18 intervals of seed 2 alone: one false positive, interval 0
         (["--tiny", "--strides", "100", "--intervals", "36", "--no-other-hardware", "--attacks", NO_SWEEP,
           *SEPARATE, "18"], "_s100_seed2_only"),
-        # before the warm-up: a constant rate from the first step (README: why the tiny recipe warms up)
+        # before the warm-up: a constant rate from the first step (docs/evaluation.md: why the tiny recipe warms up)
         ([*TINY, "--strides", "1,10", "--warmup-steps", "0"], "_constant"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "0"], "_s100_constant"),
         ([*S100_LIGHT, "--calibrate-on", "6,12,18,24,30", "--warmup-steps", "0"], "_s100_constant_late_calibration"),

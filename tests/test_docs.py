@@ -1,14 +1,28 @@
-"""The README's generated tables agree with the committed results they are written from."""
+"""The README and docs/ say what the results and the code say: every generated table and figure equals what
+bench/tables.py writes from bench/results/, every relative link and anchor resolves, and every test the
+pages name exists."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import re
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+# The one place a page may link outside the repository: the normative protocol, kept beside it.
+OUTSIDE = {REPO.parent / "shared" / "protocol.md"}
+FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.DOTALL | re.MULTILINE)
+CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+TEST_REFERENCE = re.compile(r"(?:tests/)?((?:contracts/)?test_\w+\.py)::(test_\w+)")
 
 
-def _tables():  # bench/ is scripts, not a package
+def _tables() -> ModuleType:  # bench/ is scripts, not a package
     spec = importlib.util.spec_from_file_location("tables", REPO / "bench" / "tables.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -16,14 +30,100 @@ def _tables():  # bench/ is scripts, not a package
     return module
 
 
-def test_readme_tables_are_written_from_bench_results() -> None:
+PAGES = _tables().pages()
+IDS = [str(p.relative_to(REPO)) for p in PAGES]
+
+
+def _prose(text: str) -> str:
+    """``text`` without fenced code blocks and inline code, where brackets and hashes are not markdown."""
+    return CODE_SPAN.sub("", FENCE.sub("", text))
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped (not - or _), spaces to hyphens."""
+    text = re.sub(r"<[^>]+>", "", CODE_SPAN.sub(lambda m: m.group(0).strip("`"), heading))
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    """Every heading's anchor on ``page``, a repeated one numbered as GitHub does (x, x-1, x-2, ...)."""
+    seen: dict[str, int] = {}
+    found = set()
+    for heading in HEADING.findall(FENCE.sub("", page.read_text())):
+        base = slug(heading)
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def test_the_pages_are_the_readme_and_every_docs_page() -> None:
+    assert PAGES[0] == REPO / "README.md"
+    assert {p.name for p in PAGES[1:]} >= {"evaluation.md", "benchmarks.md", "dispute-game.md", "operations.md",
+                                            "api.md", "testing.md"}  # fmt: skip
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_tables_and_figures_are_written_from_bench_results(page: Path) -> None:
+    text = page.read_text()
+    assert _tables().render(text) == text, f"run `python bench/tables.py` and commit {page.name}"
+
+
+def test_every_table_and_figure_is_on_a_page() -> None:
     tables = _tables()
-    text = (REPO / "README.md").read_text()
-    assert tables.BLOCK.search(text) is not None, "README.md has no generated table"
-    assert tables.render(text) == text, "run `python bench/tables.py` and commit README.md"
+    text = "".join(p.read_text() for p in PAGES)
+    used = {m.group(2) for m in tables.BLOCK.finditer(text)}
+    values = {m.group(2) for m in tables.VALUE.finditer(text)}
+    assert used == set(tables.TABLES), "a table no page shows, or a block no function writes"
+    assert values == set(tables.VALUES), "a figure no page uses, or a value no renderer writes"
 
 
 def test_a_changed_result_changes_the_table() -> None:
     tables = _tables()
     block = "<!-- table:gas -->\n| stale | 1 |\n<!-- /table:gas -->"
     assert tables.render(block) != block and "| commitChallenge |" in tables.render(block)
+    value = "the slowest p95: <!-- value:api_p95_verdict -->1 ms<!-- /value -->."
+    assert "1 ms" not in tables.render(value) and tables.render(value).endswith("<!-- /value -->.")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_relative_links_point_to_files_and_headings_that_exist(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(_prose(page.read_text())):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.is_relative_to(REPO):
+            if file not in OUTSIDE:
+                broken.append(f"{target}: outside the repository")
+            continue
+        if not file.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and (file.suffix != ".md" or anchor not in anchors(file)):
+            broken.append(f"{target}: no heading #{anchor} in {file.relative_to(REPO)}")
+    assert not broken, f"{page.name}: {broken}"
+
+
+def test_the_link_check_sees_what_github_renders(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("# Contracts: the `state` machines\n## Gas\n## Gas\n```\n# not a heading\n```\n")
+    assert anchors(page) == {"contracts-the-state-machines", "gas", "gas-1"}
+    assert LINK.findall(_prose("[a](x.md#y) `[b](code.md)` ![c](d.png)")) == ["x.md#y", "d.png"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_every_test_the_page_names_exists(page: Path) -> None:
+    missing = []
+    for file, name in TEST_REFERENCE.findall(page.read_text()):
+        candidates = [REPO / "tests" / file] if "/" in file else sorted((REPO / "tests").rglob(file))
+        defined = {
+            node.name
+            for path in candidates
+            if path.is_file()
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef)
+        }
+        if name not in defined:
+            missing.append(f"{file}::{name}")
+    assert not missing, f"{page.name} names tests that do not exist: {missing}"

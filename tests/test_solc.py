@@ -36,6 +36,17 @@ json.dump({"input": standard_input, "bytecode": mirror.deployment_bytecode.bytec
            "abi": [a.model_dump(mode="json", by_alias=True) for a in mirror.abi]}, open(sys.argv[1], "w"))
 """
 
+# Ape's own compile of every contract, as `ovig compile` runs it but in a temporary copy of the project (so
+# neither .build/ nor the committed artifacts change): the project manifest `ovig compile` exports from.
+APE_COMPILE_ALL = """
+import json, sys
+from ape import project
+with project.isolate_in_tempdir() as pm:
+    pm.load_contracts(use_cache=False)
+    json.dump(pm.manifest.model_dump(mode="json", by_alias=True), open(sys.argv[1], "w"))
+"""
+DEPLOYABLE = {"TrainingTasks", "AuditCommittee", "ProtocolMirror"}
+
 SOLCJS_COMPILE = """
 const solc = require("solc");
 const input = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).input;
@@ -80,6 +91,22 @@ def test_ape_compile_equals_solcjs_on_the_same_standard_json(tmp_path: Path) -> 
     assert mirror["abi"] == ape["abi"]
     # And the artifact shipped in the package is that same code.
     assert artifacts.load("ProtocolMirror").bytecode == ape["bytecode"]
+
+
+def test_committed_artifacts_equal_a_fresh_compile_of_every_contract(tmp_path: Path) -> None:
+    manifest = tmp_path / "manifest.json"
+    subprocess.run([sys.executable, "-c", APE_COMPILE_ALL, str(manifest)], cwd=REPO, check=True, timeout=600)
+    fresh = tmp_path / "artifacts"
+    written = artifacts.export_manifest(json.loads(manifest.read_text()), REPO, fresh)
+    assert set(written) >= DEPLOYABLE
+    assert artifacts.names() == sorted(written), "run `ovig compile` and commit ovig_node/chain/artifacts/"
+    for name in written:
+        committed, compiled = artifacts.load(name), artifacts.load(name, fresh)
+        assert committed.bytecode == compiled.bytecode, f"{name}: creation bytecode differs; run `ovig compile`"
+        assert committed.deployed_bytecode == compiled.deployed_bytecode, f"{name}: runtime bytecode differs"
+        assert committed == compiled, f"{name}: artifact differs from a fresh compile; run `ovig compile`"
+    index = artifacts.ARTIFACTS_DIR / artifacts.INDEX
+    assert index.read_text() == (fresh / artifacts.INDEX).read_text(), "artifacts/index.json is stale"
 
 
 def test_imports_resolve_from_node_modules_and_include_paths(tmp_path: Path) -> None:
