@@ -53,7 +53,8 @@ ACCOUNTS = 270  # owner, provider, two watchers, keeper, and auditors up to a fu
 OWNER, PROVIDER, WATCHER, WATCHER2, KEEPER = range(5)
 AUDITORS = range(5, 12)  # seven, so a panel of three never runs short
 WINDOWS = (3600, 7200, 600)  # opening, challenge, challenge reveal (seconds)
-REWARD, PROVIDER_BOND, CHALLENGER_BOND = 2 * 10**18, 3 * 10**18, 10**17
+REWARD, PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND = 2 * 10**18, 3 * 10**18, 10**17, 10**16
+REPLAY_SECONDS = 600  # what the tasks declare, under the production committee's maxReplaySeconds
 OUT_OF_BOUNDS, VALID, FAULTY = 1, 1, 2
 VOTING = 2  # DisputeStatus.Voting
 DISPUTE_STATUS, DISPUTE_ROUND = 4, 7  # positions of `status` and `round` in AuditCommittee's Dispute struct
@@ -150,9 +151,9 @@ class Bench:
         deadline = self.now() + 30 * 24 * 3600
         fn = self.tasks.functions.postTask(
             keccak(text="spec"), "bafyspec", init, shape.total_steps, shape.stride, shape.per_batch,
-            shape.sample_bps, PROVIDER_BOND, CHALLENGER_BOND, WINDOWS, deadline,
+            shape.sample_bps, (PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND), REPLAY_SECONDS, WINDOWS, deadline,
         )  # fmt: skip
-        self.send(fn, OWNER, value=REWARD, label=label)
+        self.send(fn, OWNER, value=REWARD + OWNER_BOND, label=label)
         return Evidence(self.tasks.functions.taskCount().call(), shape.layout, init)
 
     def accept(self, ev: Evidence, *, label: str | None = None) -> None:

@@ -6,8 +6,9 @@ import {Checkpoints} from "@openzeppelin/contracts/utils/structs/Checkpoints.sol
 import {IAdjudicator} from "./interfaces/IAdjudicator.sol";
 import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
 import {PanelDraw} from "./libraries/PanelDraw.sol";
+import {BlockhashRandomness} from "./utils/BlockhashRandomness.sol";
 import {PullPayments} from "./utils/PullPayments.sol";
-import {Appeal, Auditor, Ballot, Dispute, DisputeStatus, Reason, Verdict} from "./Types.sol";
+import {Appeal, Auditor, Ballot, Dispute, DisputeStatus, Reason, Settlement, Verdict} from "./Types.sol";
 import {
     AlreadyCommitted,
     AppealWindowClosed,
@@ -86,7 +87,7 @@ struct CommitteeParams {
 /// starvationTimeout. A moot dispute (its task ended) resolves at any time, without penalties.
 /// Clocks: seed blocks in blocks, every window in seconds. Money invariant (protocol 4.3): balance ==
 /// totalStake + heldAppealBonds + credits + burned.
-contract AuditCommittee is IAdjudicator, PullPayments {
+contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     using Checkpoints for Checkpoints.Trace160;
     using Checkpoints for Checkpoints.Trace208;
 
@@ -397,7 +398,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
         uint256 target = d.armBlock + SEED_DELAY;
         // INVARIANT: the seed block is mined after the round was armed, so nobody knew the seed at a.
-        if (block.number <= target) revert PanelNotReady(dispute, target + 1);
+        if (!_randomnessReady(target)) revert PanelNotReady(dispute, target + 1);
         bytes32 value = _randomness(target);
         uint256 want = panelSizeOf(d.round);
         if (value == bytes32(0) || !_before(d.armedAt + MAX_DRAW_DELAY) || d.tries >= PanelDraw.TRIES_PER_SEAT * want) {
@@ -418,7 +419,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     function rearm(uint256 dispute) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
         uint256 target = d.armBlock + SEED_DELAY;
-        bool hashGone = block.number > target && _randomness(target) == bytes32(0);
+        bool hashGone = _randomnessGone(target);
         bool triesSpent = d.tries >= PanelDraw.TRIES_PER_SEAT * panelSizeOf(d.round);
         if (!hashGone && !triesSpent && _before(d.armedAt + MAX_DRAW_DELAY)) revert CannotRearm(dispute);
         uint256 seated = _unseatDraw(dispute, d);
@@ -426,8 +427,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         if (!_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
             emit RoundFailed(dispute, d.round);
             // Both contracts record the same outcome: a dispute whose task has ended is moot.
-            if (TASKS.isMoot(dispute)) return _finish(dispute, d, Verdict.Moot);
-            return _finish(dispute, d, d.decided == Verdict.None ? Verdict.NoDecision : d.decided);
+            if (TASKS.isMoot(dispute)) return _finish(dispute, d, Verdict.Moot, false);
+            return _finish(dispute, d, d.decided == Verdict.None ? Verdict.NoDecision : d.decided, false);
         }
         _arm(dispute, d);
         emit PanelRearmed(dispute, d.round, block.number, seated);
@@ -467,11 +468,12 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     /// @notice End the current round after its reveal window, or let a decided round's outcome stand
     /// once its appeal window has passed unappealed. A strict majority of the seated panel decides a round;
-    /// it may then be appealed (unless it was the last round, which ends the dispute). An undecided round
-    /// arms the next, larger one; after the last round the dispute ends with the last decided outcome, or
-    /// with no decision if most of that round's panel revealed (otherwise the round is drawn again, within
-    /// STARVATION_TIMEOUT). A moot dispute (its task ended) resolves at any time, without penalties, its
-    /// appeal bonds refunded.
+    /// it may then be appealed (unless it was the last round, which ends the dispute). A round most of
+    /// whose panel stayed silent is drawn again, within STARVATION_TIMEOUT of its first arm; another
+    /// undecided round arms the next, larger one; after the last round the dispute ends with the last
+    /// decided outcome, or with no decision (counted toward the interval's stall if most of that round's
+    /// panel revealed). A moot dispute (its task ended) resolves at any time, without penalties, its appeal
+    /// bonds refunded.
     /// @param dispute The dispute id.
     function resolve(uint256 dispute) external {
         Dispute storage d = _disputes[dispute];
@@ -480,12 +482,12 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         }
         if (TASKS.isMoot(dispute)) {
             if (d.status == DisputeStatus.AwaitingPanel) _undrawnRounds[d.task] -= 1;
-            return _finish(dispute, d, Verdict.Moot);
+            return _finish(dispute, d, Verdict.Moot, false);
         }
         if (d.status == DisputeStatus.Appealable) {
             uint64 until = d.decidedAt + APPEAL_WINDOW;
             if (_before(until)) revert AppealWindowOpen(dispute, until);
-            return _finish(dispute, d, d.decided);
+            return _finish(dispute, d, d.decided, false);
         }
         if (d.status != DisputeStatus.Voting) revert WrongDisputeStatus(dispute, d.status);
         if (_now() < _revealEnd(d)) revert VotingNotOver(dispute, _revealEnd(d));
@@ -494,20 +496,25 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         // panelist cannot be outvoted into a decision by one loud one.
         if (sound * 2 > panel || faulty * 2 > panel) return _decide(dispute, d, sound > faulty);
         emit RoundFailed(dispute, d.round);
+        // INVARIANT: a round most of whose seated panel stayed silent is drawn again (until
+        // STARVATION_TIMEOUT), in every round: otherwise a flood that keeps honest panelists busy (their
+        // seats excused) leaves an appeal round undecided, and a captured earlier round stands.
+        bool silent = (sound + faulty) * 2 <= panel;
+        if (silent && _before(d.roundStartedAt + STARVATION_TIMEOUT)) {
+            _arm(dispute, d);
+            emit PanelRearmed(dispute, d.round, block.number, 0);
+            return;
+        }
         if (d.round + 1 < MAX_ROUNDS) {
             d.round += 1;
             d.roundStartedAt = _now();
             return _arm(dispute, d);
         }
         // INVARIANT: an undecided appeal round leaves the last decided outcome standing.
-        if (d.decided != Verdict.None) return _finish(dispute, d, d.decided);
-        // INVARIANT: a no-decision counts only through a round most of whose seated panel revealed;
-        // otherwise the round is drawn again, until STARVATION_TIMEOUT.
-        if ((sound + faulty) * 2 > panel || !_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
-            return _finish(dispute, d, Verdict.NoDecision);
-        }
-        _arm(dispute, d);
-        emit PanelRearmed(dispute, d.round, block.number, 0);
+        if (d.decided != Verdict.None) return _finish(dispute, d, d.decided, false);
+        // INVARIANT: a no-decision counts toward the interval's stall only through a round most of whose
+        // seated panel revealed.
+        return _finish(dispute, d, Verdict.NoDecision, !silent);
     }
 
     /// @notice Appeal a decided round for the other outcome, within APPEAL_WINDOW of its decision, with
@@ -539,6 +546,11 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @inheritdoc IAdjudicator
     function taskContract() external view returns (address) {
         return address(TASKS);
+    }
+
+    /// @inheritdoc IAdjudicator
+    function maxReplaySeconds() external view returns (uint64) {
+        return MAX_REPLAY_SECONDS;
     }
 
     /// @inheritdoc IAdjudicator
@@ -743,7 +755,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         d.decidedRound = d.round;
         d.decidedStart = d.panelStart;
         d.decidedEnd = uint16(_seats[dispute].length);
-        if (d.round + 1 == MAX_ROUNDS) return _finish(dispute, d, outcome);
+        if (d.round + 1 == MAX_ROUNDS) return _finish(dispute, d, outcome, false);
         d.status = DisputeStatus.Appealable;
         d.decidedAt = _now();
         emit RoundDecided(dispute, d.round, outcome, _now() + APPEAL_WINDOW);
@@ -819,16 +831,50 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     /// @dev Ends the dispute: penalties against `verdict` over every round's seats (none when moot), seats
     /// released, then the task contract pays out (the last call: checks-effects-interactions; TASKS is
-    /// fixed at construction and trusted).
-    function _finish(uint256 dispute, Dispute storage d, Verdict verdict) internal {
+    /// fixed at construction and trusted). `counted`: a no-decision through a round most of whose panel
+    /// revealed.
+    function _finish(uint256 dispute, Dispute storage d, Verdict verdict, bool counted) internal {
         // Seats of a draw still in progress never held a vote: nothing to settle for them.
         uint256 voted = d.status == DisputeStatus.AwaitingPanel ? d.panelStart : _seats[dispute].length;
         d.status = DisputeStatus.Resolved;
         d.verdict = verdict;
-        address[] memory majority = _settleSeats(dispute, d, verdict, voted);
-        _settleAppeals(dispute, d, verdict, majority);
+        Settlement memory s;
+        s.verdict = verdict;
+        s.counted = counted;
+        s.majority = _settleSeats(dispute, d, verdict, voted);
+        if (verdict == Verdict.NoDecision) (s.charged, s.charges) = _roundCharges(dispute, voted);
+        _settleAppeals(dispute, d, verdict, s.majority);
         emit DisputeResolved(dispute, d.task, verdict, d.round);
-        TASKS.settleDispute(dispute, verdict, majority);
+        TASKS.settleDispute(dispute, s);
+    }
+
+    /// @dev Round charges of a no-decision (protocol 4.2): round r charges the challengers PANEL_BPS x
+    /// challengerBond x 2^r, split evenly (floored) among its panelists who revealed; a round where nobody
+    /// revealed charges nothing. Seats are in round order, so the list is too.
+    function _roundCharges(
+        uint256 dispute,
+        uint256 voted
+    ) internal view returns (address[] memory charged, uint256[] memory charges) {
+        address[] storage seats = _seats[dispute];
+        uint256[MAX_ROUNDS_LIMIT] memory revealed;
+        uint256 n = 0;
+        for (uint256 i = 0; i < voted; ++i) {
+            Ballot storage b = _ballots[dispute][seats[i]];
+            if (b.vote != 0) {
+                revealed[b.round] += 1;
+                ++n;
+            }
+        }
+        charged = new address[](n);
+        charges = new uint256[](n);
+        uint256 bond = TASKS.challengerBondOf(dispute);
+        uint256 c = 0;
+        for (uint256 i = 0; i < voted; ++i) {
+            Ballot storage b = _ballots[dispute][seats[i]];
+            if (b.vote == 0) continue;
+            charged[c] = seats[i];
+            charges[c++] = ((bond << b.round) * PANEL_BPS) / 10_000 / revealed[b.round];
+        }
     }
 
     /// @dev Penalties of protocol 4.2, settled against the final outcome: every panelist of every round
@@ -948,12 +994,6 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         stake = uint256(packed) & ((1 << _STAKE_BITS) - 1);
         registeredBlock = uint256(uint48(packed >> _STAKE_BITS));
         exitRequested = (packed >> _EXIT_BIT) & 1 == 1;
-    }
-
-    /// @dev The randomness backend: the hash of `targetBlock`, zero once it is gone (devnets only: a
-    /// block builder can bias it; production replaces this function with the drand backend).
-    function _randomness(uint256 targetBlock) internal view returns (bytes32) {
-        return blockhash(targetBlock);
     }
 
     /// @dev End of the current round's commit window.

@@ -29,10 +29,26 @@ error InvalidWindow(uint64 window);
 error DeadlineNotInFuture(uint64 deadline, uint64 nowTime);
 
 /// @notice postTask: a bond below its minimum (junk disputes must never be free).
-/// @param which "provider" or "challenger".
+/// @param which "provider", "challenger" or "owner".
 /// @param minimum The minimum.
 /// @param given The bond given.
 error BondTooLow(string which, uint256 minimum, uint256 given);
+
+/// @notice postTask: a challenger bond above MAX_CHALLENGER_BOND (the task's held bonds would overflow).
+/// @param maximum The maximum.
+/// @param given The bond given.
+error BondTooHigh(uint256 maximum, uint256 given);
+
+/// @notice postTask: the value sent must cover the owner bond (the rest is the reward).
+/// @param ownerBond The owner bond.
+/// @param sent The value sent.
+error ValueBelowOwnerBond(uint256 ownerBond, uint256 sent);
+
+/// @notice postTask: the declared replay time must be in 1 .. the adjudicator's maxReplaySeconds, so a
+/// panelist can replay every seat it answers for within one commit window.
+/// @param replaySeconds The value given.
+/// @param max The adjudicator's maxReplaySeconds.
+error InvalidReplaySeconds(uint64 replaySeconds, uint64 max);
 
 /// @notice Constructor: a basis-point share above 10000.
 /// @param bps The value given.
@@ -120,6 +136,15 @@ error OpeningWindowClosed(uint256 task, uint256 j, uint64 closedAt);
 /// @param j The batch index.
 /// @param closesAt When it closes.
 error OpeningWindowOpen(uint256 task, uint256 j, uint64 closesAt);
+
+/// @notice An interval of the task reached maxNoDecisions counted no-decisions: it cannot finalize,
+/// only end Undecided (settleUndecided) or Slashed.
+/// @param task The task id.
+error TaskStalled(uint256 task);
+
+/// @notice settleUndecided: no interval of the task has reached maxNoDecisions counted no-decisions.
+/// @param task The task id.
+error TaskNotStalled(uint256 task);
 
 /// @notice A challenge window of the task is still open.
 /// @param task The task id.

@@ -7,10 +7,12 @@ import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
 import {LeafHash} from "./libraries/LeafHash.sol";
 import {OrderedMerkle} from "./libraries/OrderedMerkle.sol";
 import {Sampling} from "./libraries/Sampling.sol";
+import {BlockhashRandomness} from "./utils/BlockhashRandomness.sol";
 import {PullPayments} from "./utils/PullPayments.sol";
 import {
     Batch,
     BatchStatus,
+    Bonds,
     MinBonds,
     ChallengeCommit,
     CommitStatus,
@@ -18,6 +20,7 @@ import {
     OpenedInterval,
     Opening,
     Reason,
+    Settlement,
     Shares,
     Task,
     TaskStatus,
@@ -29,6 +32,7 @@ import {
     AdjudicatorMismatch,
     BatchesNotOpened,
     BatchOutOfOrder,
+    BondTooHigh,
     BondTooLow,
     ChallengePending,
     ChallengeWindowOpen,
@@ -45,11 +49,13 @@ import {
     IntervalWindowClosed,
     InvalidBps,
     InvalidIntervalsPerBatch,
+    InvalidParameter,
     InvalidProof,
     InvalidReason,
     InvalidSampleBps,
     InvalidWindow,
     IntervalWindowNotOpen,
+    InvalidReplaySeconds,
     NoChallengeWindowOpen,
     NotAdjudicator,
     NotOwner,
@@ -63,8 +69,11 @@ import {
     RevealWindowTooLong,
     SeedNotReady,
     SharesNotWhole,
+    TaskNotStalled,
+    TaskStalled,
     UnknownCommitment,
     UnknownDispute,
+    ValueBelowOwnerBond,
     WrongBatchStatus,
     WrongBond,
     WrongStep,
@@ -86,12 +95,13 @@ import {
 /// smallest sequence number leads, so a copier who learns k from a reveal in the mempool never leads.
 /// A sound verdict is final; a commit made before it pays as its challengers did. A faulty one slashes.
 /// Joined bonds are pulled back with `claimBond` (no loop over challengers at settlement).
-/// @dev Randomness comes from one internal function, `_seed`, fit for L1 and devnets only (a sequencer
-/// or block builder can bias block hashes); a VRF or drand backend can replace it.
-/// Money invariant (protocol 4.3): this contract's balance equals the rewards and bonds of tasks that
-/// are Posted, Accepted or Committed, plus every task's `heldBonds` challenger bonds (pending commits
-/// and joined bonds not claimed yet), plus unpaid credits, plus `burned`.
-contract TrainingTasks is IDisputedTasks, PullPayments {
+/// An interval whose disputes reach MAX_NO_DECISIONS counted no-decisions stalls its task, which can then
+/// only end Undecided (reward and both bonds burned: nobody profits from a stall) or Slashed.
+/// @dev Randomness comes from the backend's `_randomness` (BlockhashRandomness: devnets only).
+/// Money invariant (protocol 4.3): this contract's balance equals the rewards, owner bonds and provider
+/// bonds of tasks that are Posted, Accepted or Committed, plus every task's `heldBonds` (wei of challenger
+/// bonds: pending commits and joined bonds not claimed yet), plus unpaid credits, plus `burned`.
+contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// @notice Basis points of a whole.
     uint256 public constant BPS = 10_000;
     /// @notice Largest batch: sampled positions fit one 256-bit bitmap.
@@ -101,6 +111,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @notice Longest challenge reveal window: a pending commit holds back slashUnopened and abandon
     /// for at most this long.
     uint64 public constant MAX_REVEAL_WINDOW = 1 hours;
+    /// @notice Largest challenger bond: a task's held bonds (up to 2^32 commits) fit their uint128 counter.
+    uint256 public constant MAX_CHALLENGER_BOND = type(uint96).max;
 
     /// @notice Blocks between a batch's commit block h and its seed block h + SEED_DELAY (>= 1).
     uint256 public immutable SEED_DELAY;
@@ -112,6 +124,10 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     uint256 public immutable MIN_PROVIDER_BOND;
     /// @notice Smallest challenger bond a task may ask for: junk disputes are never free.
     uint256 public immutable MIN_CHALLENGER_BOND;
+    /// @notice Smallest owner bond a task may carry (burned if the task ends Undecided).
+    uint256 public immutable MIN_OWNER_BOND;
+    /// @notice Counted no-decisions on one interval that stall its task (finalize refused; settleUndecided).
+    uint8 public immutable MAX_NO_DECISIONS;
 
     // Payout shares of section 4.2 (constructor `Shares`), in bps.
     uint256 private immutable _FAULTY_LEAD_BPS;
@@ -265,10 +281,21 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param caller Who called abandon.
     event TaskAbandoned(uint256 indexed task, address indexed caller);
 
+    /// @notice Interval `k` reached MAX_NO_DECISIONS counted no-decisions: the task cannot finalize.
+    /// @param task The task id.
+    /// @param k The interval.
+    event TaskStalledAt(uint256 indexed task, uint256 indexed k);
+
+    /// @notice A stalled task ended Undecided: its reward and both bonds were burned.
+    /// @param task The task id.
+    /// @param caller Who called settleUndecided.
+    event TaskUndecided(uint256 indexed task, address indexed caller);
+
     /// @param seedDelay SEED_DELAY, at least 1 block.
     /// @param keeperBps KEEPER_BPS, at most 10000.
     /// @param shares Payout shares of section 4.2; each triple sums to 10000.
-    /// @param minBonds The smallest provider and challenger bonds a task may ask for (protocol 4.2).
+    /// @param minBonds The smallest provider, challenger and owner bonds a task may carry (protocol 4.2).
+    /// @param maxNoDecisions Counted no-decisions on one interval that stall its task, 1 .. 255.
     /// @param adjudicator The dispute court; it must already name this contract as its task contract
     /// (deploy it first, at this contract's predicted address).
     constructor(
@@ -276,9 +303,11 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         uint256 keeperBps,
         Shares memory shares,
         MinBonds memory minBonds,
+        uint8 maxNoDecisions,
         IAdjudicator adjudicator
     ) {
         if (seedDelay == 0) revert ZeroSeedDelay();
+        if (maxNoDecisions == 0) revert InvalidParameter("maxNoDecisions", maxNoDecisions);
         if (keeperBps > BPS) revert InvalidBps(keeperBps);
         _checkWhole(uint256(shares.faultyLeadBps) + shares.faultyPanelBps + shares.faultyOwnerBps);
         _checkWhole(uint256(shares.soundProviderBps) + shares.soundPanelBps + shares.soundBurnBps);
@@ -290,6 +319,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         ADJUDICATOR = adjudicator;
         MIN_PROVIDER_BOND = minBonds.provider;
         MIN_CHALLENGER_BOND = minBonds.challenger;
+        MIN_OWNER_BOND = minBonds.owner;
+        MAX_NO_DECISIONS = maxNoDecisions;
         _FAULTY_LEAD_BPS = shares.faultyLeadBps;
         _FAULTY_PANEL_BPS = shares.faultyPanelBps;
         _SOUND_PROVIDER_BPS = shares.soundProviderBps;
@@ -298,7 +329,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
 
     // --- owner and provider ------------------------------------------------------------------
 
-    /// @notice Post a task; `msg.value` is the reward.
+    /// @notice Post a task; `msg.value` is the reward plus the owner bond.
     /// @param specHash keccak256 of the canonical TaskSpec.
     /// @param specCID IPFS CID of the TaskSpec (emitted, not stored).
     /// @param initDigest sha256 of the initial checkpoint.
@@ -306,8 +337,10 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param stride s, > 0.
     /// @param intervalsPerBatch m, 1 .. 256.
     /// @param sampleBps Share of each batch sampled, 1 .. 10000.
-    /// @param providerBond Exact bond acceptTask must carry, at least MIN_PROVIDER_BOND.
-    /// @param challengerBond Exact bond a challenge must carry, at least MIN_CHALLENGER_BOND.
+    /// @param bonds The provider bond (exact, for acceptTask), the challenger bond (exact, for each
+    /// challenge) and the owner bond (sent with the reward), each at least its minimum.
+    /// @param replaySeconds The slowest honest replay of one interval, 1 .. the adjudicator's
+    /// maxReplaySeconds.
     /// @param windows The task's windows, each in 1 .. MAX_WINDOW seconds, the reveal window at most
     /// MAX_REVEAL_WINDOW.
     /// @param deadline Commit deadline, later than now.
@@ -320,19 +353,18 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         uint64 stride,
         uint16 intervalsPerBatch,
         uint16 sampleBps,
-        uint256 providerBond,
-        uint256 challengerBond,
+        Bonds calldata bonds,
+        uint64 replaySeconds,
         Windows calldata windows,
         uint64 deadline
     ) external payable returns (uint256 task) {
         // INVARIANT: every task has a shape it can be trained in and windows that can close.
         _checkTerms(totalSteps, stride, intervalsPerBatch, sampleBps, windows, deadline);
-        // INVARIANT: no bond is below its minimum, so a junk challenge (or a throwaway provider) always costs.
-        if (providerBond < MIN_PROVIDER_BOND) revert BondTooLow("provider", MIN_PROVIDER_BOND, providerBond);
-        if (challengerBond < MIN_CHALLENGER_BOND) revert BondTooLow("challenger", MIN_CHALLENGER_BOND, challengerBond);
+        _checkBonds(bonds, replaySeconds);
         task = ++taskCount;
-        _storeTerms(task, specHash, initDigest, providerBond, challengerBond, windows);
+        _storeTerms(task, specHash, initDigest, bonds, windows);
         Task storage t = _tasks[task];
+        t.terms.replaySeconds = replaySeconds;
         t.terms.totalSteps = totalSteps;
         t.terms.stride = stride;
         t.terms.deadline = deadline;
@@ -344,7 +376,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         _emitPosted(task, specCID);
     }
 
-    /// @notice Cancel a task nobody accepted; the owner is credited the reward.
+    /// @notice Cancel a task nobody accepted; the owner is credited the reward and its bond.
     /// @param task The task id.
     function cancel(uint256 task) external {
         Task storage t = _requireStatus(task, TaskStatus.Posted);
@@ -352,7 +384,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (msg.sender != t.owner) revert NotOwner(task, msg.sender);
         t.status = TaskStatus.Cancelled;
         emit TaskCancelled(task, msg.sender);
-        _credit(t.owner, task, t.terms.reward);
+        _credit(t.owner, task, t.terms.reward + t.terms.ownerBond);
     }
 
     /// @notice Accept a posted task with exactly its provider bond; the caller becomes the provider.
@@ -428,8 +460,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         Batch storage b = _requireBatchStatus(task, j, BatchStatus.Committed);
         uint256 target = b.commitBlock + SEED_DELAY;
         // INVARIANT: the seed block is mined after the commit, so its hash was unknown at commit time.
-        if (block.number <= target) revert SeedNotReady(task, j, target + 1);
-        bytes32 randomness = _seed(target);
+        if (!_randomnessReady(target)) revert SeedNotReady(task, j, target + 1);
+        bytes32 randomness = _randomness(target);
         uint256 n = _batchSize(t, j);
         uint256[] memory positions;
         if (randomness == bytes32(0)) {
@@ -442,11 +474,12 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         b.sampleCount = uint16(positions.length);
         b.windowEnd = _now() + t.terms.windows.openingWindow;
         b.status = BatchStatus.Drawn;
+        t.drawnBatches += 1;
         emit SeedDrawn(task, j, b.seed, b.sampledBitmap, b.windowEnd);
     }
 
-    /// @notice Slash a task whose drawn batch `j` was not opened in time: the owner is credited reward
-    /// and bond minus KEEPER_BPS of the bond, which the caller is credited.
+    /// @notice Slash a task whose drawn batch `j` was not opened in time: the owner is credited reward,
+    /// its own bond and the provider bond minus KEEPER_BPS of it, which the caller is credited.
     /// @param task The task id.
     /// @param j The unopened batch.
     function slashUnopened(uint256 task, uint256 j) external {
@@ -462,12 +495,12 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         uint256 bond = t.terms.providerBond;
         uint256 keeperShare = (bond * KEEPER_BPS) / BPS;
         emit TaskSlashed(task, j, msg.sender, 0);
-        _credit(t.owner, task, t.terms.reward + bond - keeperShare);
+        _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + bond - keeperShare);
         _credit(msg.sender, task, keeperShare);
     }
 
     /// @notice After the deadline, end a task whose batches are not all committed: the owner is
-    /// credited reward and provider bond.
+    /// credited reward, its own bond and the provider bond.
     /// @param task The task id.
     function abandon(uint256 task) external {
         Task storage t = _requireStatus(task, TaskStatus.Accepted);
@@ -477,11 +510,11 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         _requireNoChallenge(task, t);
         t.status = TaskStatus.Abandoned;
         emit TaskAbandoned(task, msg.sender);
-        _credit(t.owner, task, t.terms.reward + t.terms.providerBond);
+        _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + t.terms.providerBond);
     }
 
     /// @notice Finalize a committed task once every batch is opened and every challenge window has
-    /// closed: the provider is credited reward and bond. O(1).
+    /// closed: the provider is credited reward and bond, the owner its bond. O(1).
     /// @param task The task id.
     function finalize(uint256 task) external {
         Task storage t = _requireStatus(task, TaskStatus.Committed);
@@ -491,9 +524,28 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
         // INVARIANT: every challenge made in a window is revealed (or expired) and decided first.
         _requireNoChallenge(task, t);
+        // INVARIANT: an interval nobody could decide after MAX_NO_DECISIONS tries never pays the provider.
+        if (t.stalled) revert TaskStalled(task);
         t.status = TaskStatus.Finalized;
         emit TaskFinalized(task, t.provider);
         _credit(t.provider, task, t.terms.reward + t.terms.providerBond);
+        _credit(t.owner, task, t.terms.ownerBond);
+    }
+
+    /// @notice End a stalled task Undecided: an interval reached MAX_NO_DECISIONS counted no-decisions,
+    /// no dispute of the task is open and every drawn batch is opened (an unopened one is the provider's
+    /// fault: slashUnopened decides first). Reward, provider bond and owner bond are burned, so nobody
+    /// profits from a stall; pending challenge commits are refunded when revealed or expired.
+    /// @param task The task id.
+    function settleUndecided(uint256 task) external {
+        Task storage t = _requireActive(task);
+        if (!t.stalled) revert TaskNotStalled(task);
+        // INVARIANT: a dispute that can still find the task faulty decides first.
+        if (t.openDisputes != 0) revert DisputeOpen(task, t.openDisputes);
+        if (t.drawnBatches != t.openedBatches) revert BatchesNotOpened(task, t.openedBatches, t.drawnBatches);
+        t.status = TaskStatus.Undecided;
+        emit TaskUndecided(task, msg.sender);
+        _burn(task, t.terms.reward + t.terms.providerBond + t.terms.ownerBond);
     }
 
     // --- challenges and disputes ---------------------------------------------------------------
@@ -522,7 +574,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         c.committedAt = _now();
         c.status = CommitStatus.Pending;
         t.pendingCommits += 1;
-        t.heldBonds += 1;
+        t.heldBonds += uint128(msg.value);
         emit ChallengeCommitted(task, commitment, msg.sender, seq, _now() + t.terms.windows.challengeRevealWindow);
     }
 
@@ -561,7 +613,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
                 // INVARIANT: a sound verdict is final; a commit cannot wait for the votes and then choose.
                 if (c.seq > iv.soundAfterSeq) revert IntervalFinal(task, k);
                 c.status = CommitStatus.Settled;
-                t.heldBonds -= 1;
+                t.heldBonds -= uint128(t.terms.challengerBond);
                 _paySound(task, t, 1, new address[](0));
             } else {
                 dispute = _join(task, t, iv, k, c, Reason(reason));
@@ -588,13 +640,14 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (moot) {
             _releaseBond(task, t, challenger, t.terms.challengerBond);
         } else {
-            t.heldBonds -= 1;
+            t.heldBonds -= uint128(t.terms.challengerBond);
             _burn(task, t.terms.challengerBond);
         }
     }
 
     /// @notice Pay a joined bond back to its challenger once its dispute has settled faulty, with no
-    /// decision, or moot (a sound settlement paid its bonds out already). Anyone may call it.
+    /// decision (less its share of the round charges), or moot (a sound settlement paid its bonds out
+    /// already). Anyone may call it.
     /// @param task The task id.
     /// @param challenger Who committed.
     /// @param commitment The commitment.
@@ -607,11 +660,11 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (c.status != CommitStatus.Joined || c.task != task || !settled) revert NothingToClaim(task, commitment);
         c.status = CommitStatus.Settled;
         emit BondClaimed(task, commitment, challenger, c.dispute);
-        _releaseBond(task, _tasks[task], challenger, _tasks[task].terms.challengerBond);
+        _releaseBond(task, _tasks[task], challenger, d.refundPerBond);
     }
 
     /// @inheritdoc IDisputedTasks
-    function settleDispute(uint256 dispute, Verdict verdict, address[] calldata majority) external {
+    function settleDispute(uint256 dispute, Settlement calldata s) external {
         // INVARIANT: only the court decides, once per dispute.
         if (msg.sender != address(ADJUDICATOR)) revert NotAdjudicator(msg.sender);
         DisputeRecord storage d = _disputes[dispute];
@@ -621,22 +674,24 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         d.open = false;
         t.openDisputes -= 1;
         iv.dispute = 0;
-        if (!_isActive(t)) verdict = Verdict.Moot;
+        Verdict verdict = _isActive(t) ? s.verdict : Verdict.Moot;
         d.verdict = verdict;
+        d.refundPerBond = t.terms.challengerBond;
         emit DisputeSettled(dispute, d.task, d.k, verdict);
         if (verdict == Verdict.Faulty) {
-            _payFaulty(dispute, d, t, majority);
+            _payFaulty(dispute, d, t, s.majority);
         } else if (verdict == Verdict.Valid) {
             // Every joined bond, whatever its reason: the reason is the challenger's word, which
             // cannot be checked, so it settles nothing.
             iv.sound = true;
             iv.soundAfterSeq = commitCount;
-            t.heldBonds -= d.joined;
-            _paySound(d.task, t, d.joined, majority);
+            t.heldBonds -= uint128(d.joined * t.terms.challengerBond);
+            _paySound(d.task, t, d.joined, s.majority);
         } else if (verdict == Verdict.NoDecision) {
-            _reopenWindow(d.task, t, iv, d.k);
+            _chargeRounds(d, t, s.charged, s.charges);
+            _reopenWindow(d.task, t, iv, d.k, s.counted);
         }
-        // NoDecision and Moot: each joined bond is claimed back with claimBond.
+        // Faulty, NoDecision and Moot: each joined bond is claimed back with claimBond (refundPerBond).
     }
 
     // --- views ---------------------------------------------------------------------------------
@@ -831,7 +886,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         uint256 toOwner = bond - toLead - toPanel;
         emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, d.lead, dispute);
         _credit(d.lead, d.task, toLead);
-        _credit(t.owner, d.task, toOwner + t.terms.reward);
+        _credit(t.owner, d.task, toOwner + t.terms.reward + t.terms.ownerBond);
         _payPanel(d.task, toPanel, majority);
     }
 
@@ -857,12 +912,34 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
 
     /// @dev A held challenger bond leaves the task's account as `amount` credited to `challenger`.
     function _releaseBond(uint256 task, Task storage t, address challenger, uint256 amount) internal {
-        t.heldBonds -= 1;
+        t.heldBonds -= uint128(amount);
         _credit(challenger, task, amount);
     }
 
-    /// @dev No decision: interval k may be challenged for one more challengeWindow from now.
-    function _reopenWindow(uint256 task, Task storage t, OpenedInterval storage iv, uint256 k) internal {
+    /// @dev No decision: the round charges leave the joined bonds for the panelists who revealed, each
+    /// round's in turn while the bonds last (they never take more than the bonds hold); what is left is
+    /// refunded evenly, its dust burned.
+    function _chargeRounds(
+        DisputeRecord storage d,
+        Task storage t,
+        address[] calldata charged,
+        uint256[] calldata charges
+    ) internal {
+        uint256 pot = uint256(d.joined) * t.terms.challengerBond;
+        for (uint256 i = 0; i < charged.length && pot != 0; ++i) {
+            uint256 pay = charges[i] < pot ? charges[i] : pot;
+            pot -= pay;
+            _credit(charged[i], d.task, pay);
+        }
+        uint256 each = pot / d.joined;
+        d.refundPerBond = each;
+        _burn(d.task, pot - each * d.joined);
+        t.heldBonds -= uint128(uint256(d.joined) * t.terms.challengerBond - each * d.joined);
+    }
+
+    /// @dev No decision: interval k may be challenged for one more challengeWindow from now. A counted one
+    /// (most of the last round's panel revealed) brings k closer to stalling its task.
+    function _reopenWindow(uint256 task, Task storage t, OpenedInterval storage iv, uint256 k, bool counted) internal {
         uint64 end = _now() + t.terms.windows.challengeWindow;
         uint64 openUntil = _windowEnd(_batches[task][k / t.terms.intervalsPerBatch], iv);
         // A window still open is extended; a closed one reopens from now, so a commit made while it was
@@ -870,9 +947,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (!_before(openUntil)) iv.reopenedAt = _now();
         iv.windowEnd = end;
         // Saturates: a counter that reverted here would block the dispute's settlement, and every exit.
-        if (iv.noDecisions < type(uint8).max) iv.noDecisions += 1;
+        if (counted && iv.noDecisions < type(uint8).max) iv.noDecisions += 1;
         if (end > t.challengeEnd) t.challengeEnd = end;
         emit IntervalWindowReopened(task, k, end, iv.noDecisions);
+        if (counted && iv.noDecisions == MAX_NO_DECISIONS) {
+            t.stalled = true;
+            emit TaskStalledAt(task, k);
+        }
     }
 
     /// @dev A triple of shares covers the whole.
@@ -927,22 +1008,37 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (!_before(deadline)) revert DeadlineNotInFuture(deadline, _now());
     }
 
-    /// @dev Part of postTask's storage writes, in a frame of its own: postTask's eleven parameters leave
-    /// no stack for them (no via-IR).
+    /// @dev postTask's bond checks (protocol 4.2): no bond below its minimum, so a junk challenge (or a
+    /// throwaway provider or owner) always costs; a declared replay a panel can serve.
+    function _checkBonds(Bonds calldata bonds, uint64 replaySeconds) internal view {
+        if (bonds.provider < MIN_PROVIDER_BOND) revert BondTooLow("provider", MIN_PROVIDER_BOND, bonds.provider);
+        if (bonds.challenger < MIN_CHALLENGER_BOND) {
+            revert BondTooLow("challenger", MIN_CHALLENGER_BOND, bonds.challenger);
+        }
+        if (bonds.challenger > MAX_CHALLENGER_BOND) revert BondTooHigh(MAX_CHALLENGER_BOND, bonds.challenger);
+        if (bonds.owner < MIN_OWNER_BOND) revert BondTooLow("owner", MIN_OWNER_BOND, bonds.owner);
+        if (msg.value < bonds.owner) revert ValueBelowOwnerBond(bonds.owner, msg.value);
+        // INVARIANT: a panelist can replay every seat it answers for within one commit window.
+        uint64 max = ADJUDICATOR.maxReplaySeconds();
+        if (replaySeconds == 0 || replaySeconds > max) revert InvalidReplaySeconds(replaySeconds, max);
+    }
+
+    /// @dev Part of postTask's storage writes, in a frame of its own: postTask's parameters leave no stack
+    /// for them (no via-IR).
     function _storeTerms(
         uint256 task,
         bytes32 specHash,
         bytes32 initDigest,
-        uint256 providerBond,
-        uint256 challengerBond,
+        Bonds calldata bonds,
         Windows calldata windows
     ) internal {
         TaskTerms storage terms = _tasks[task].terms;
         terms.specHash = specHash;
         terms.initDigest = initDigest;
-        terms.reward = msg.value;
-        terms.providerBond = providerBond;
-        terms.challengerBond = challengerBond;
+        terms.reward = msg.value - bonds.owner;
+        terms.providerBond = bonds.provider;
+        terms.challengerBond = bonds.challenger;
+        terms.ownerBond = bonds.owner;
         terms.windows = windows;
     }
 
@@ -1022,12 +1118,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (!OrderedMerkle.verify(proof, _batches[task][j].root, leaf, k % m, _batchSize(t, j))) {
             revert InvalidProof(task, k);
         }
-    }
-
-    /// @dev The one source of randomness: the hash of `targetBlock`, zero once it is unavailable.
-    /// Replace this function to move to a VRF or drand backend.
-    function _seed(uint256 targetBlock) internal view returns (bytes32) {
-        return blockhash(targetBlock);
     }
 
     /// @dev `b_k = min((k + 1) * s, N)`.

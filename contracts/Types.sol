@@ -18,7 +18,10 @@ enum TaskStatus {
     // Terminal: the deadline passed before every batch was committed; the owner got reward and bond.
     Abandoned,
     // Terminal: the provider left a batch unopened or lost a dispute; the bond was slashed.
-    Slashed
+    Slashed,
+    // Terminal: an interval reached maxNoDecisions counted no-decisions; reward, provider bond and owner
+    // bond were burned, so nobody profits from a stall.
+    Undecided
 }
 
 /// @notice Lifecycle of one batch of a task (protocol sections 3 and 4.1).
@@ -41,7 +44,8 @@ enum Verdict {
     Valid,
     // The interval is faulty: the task is slashed.
     Faulty,
-    // No majority after the last round, or no panel could be drawn in time: both sides refunded.
+    // No majority after the last round, or no panel could be drawn in time: bonds refunded, less the
+    // charges of the rounds whose panelists revealed.
     NoDecision,
     // The task ended (slashed by another dispute or an unopened batch) first: both sides refunded,
     // panel locks released without penalty.
@@ -70,12 +74,17 @@ struct TaskTerms {
     uint256 providerBond;
     // Exact value a challenge commit must carry.
     uint256 challengerBond;
+    // Sent with the reward; back to the owner when the task ends, unless it ends Undecided.
+    uint256 ownerBond;
     // N: training steps in all.
     uint64 totalSteps;
     // s: steps per interval.
     uint64 stride;
     // Last moment (exclusive) for commitBatch; from then on an unfinished task may be abandoned.
     uint64 deadline;
+    // The owner's word for the slowest honest replay of one interval (at most the adjudicator's
+    // maxReplaySeconds); nodes refuse a task that declares less than they measure.
+    uint64 replaySeconds;
     // m: intervals per batch (1 .. 256).
     uint16 intervalsPerBatch;
     // Share of each batch sampled, in basis points (1 .. 10000).
@@ -104,10 +113,16 @@ struct Task {
     uint64 challengeEnd;
     // Challenge commits neither revealed nor expired; finalize, abandon and slashUnopened wait for them.
     uint32 pendingCommits;
-    // Challenger bonds this task's contract holds: pending commits, and joined bonds not claimed yet.
-    uint32 heldBonds;
+    // Wei of challenger bonds this contract holds for the task: pending commits, and joined bonds not
+    // claimed yet (after a no-decision, what is left of them once the round charges were paid).
+    uint128 heldBonds;
     // Disputes the adjudicator has not settled; finalize and abandon wait for them.
     uint32 openDisputes;
+    // Batches whose sample was drawn; settleUndecided waits until every one of them is opened.
+    uint64 drawnBatches;
+    // Set when an interval reached maxNoDecisions counted no-decisions: finalize is refused and the task
+    // can only end Undecided (or Slashed, by another dispute or an unopened batch).
+    bool stalled;
 }
 
 /// @notice One batch of a task.
@@ -166,7 +181,8 @@ struct OpenedInterval {
     bool sound;
     // The commit sequence number at the sound settlement: commits up to it were made before it.
     uint64 soundAfterSeq;
-    // Disputes of the interval that ended with no decision (saturates at 255).
+    // Disputes of the interval that ended with a counted no-decision: most of the last round's seated
+    // panel revealed and still no majority (saturates at 255).
     uint8 noDecisions;
     // The challenger whose commit of k has the smallest sequence number of every one revealed, in any of
     // k's disputes: it leads each of them (a later dispute after a no-decision too).
@@ -230,6 +246,23 @@ struct DisputeRecord {
     bool open;
     // The settlement's verdict (None while open); joined bonds are claimed against it.
     Verdict verdict;
+    // What claimBond pays back per joined bond: the whole bond, less its share of the round charges
+    // after a no-decision.
+    uint256 refundPerBond;
+}
+
+/// @notice How an adjudicator settles a dispute with the task contract (protocol 4.2).
+struct Settlement {
+    // Valid, Faulty, NoDecision or Moot.
+    Verdict verdict;
+    // NoDecision only: most of the last round's seated panel revealed (it counts toward maxNoDecisions).
+    bool counted;
+    // The deciding round's panelists who voted for the verdict: they share the panel's part of a bond.
+    address[] majority;
+    // NoDecision only: panelists who revealed, in round order, and what each earns from its round's
+    // charge (panelBps x challengerBond x 2^r per panel, split among its panelists who revealed).
+    address[] charged;
+    uint256[] charges;
 }
 
 /// @notice How slashed and forfeited bonds are split, in basis points (protocol section 4.2); each
@@ -255,6 +288,18 @@ struct MinBonds {
     uint256 provider;
     // Smallest challenger bond.
     uint256 challenger;
+    // Smallest owner bond (sent with the reward).
+    uint256 owner;
+}
+
+/// @notice The bonds a task asks for (postTask), in wei.
+struct Bonds {
+    // Exact value acceptTask must carry.
+    uint256 provider;
+    // Exact value a challenge commit must carry.
+    uint256 challenger;
+    // Sent with the reward by the owner.
+    uint256 owner;
 }
 
 /// @notice Where a dispute is in the committee (protocol section 4.2).

@@ -18,11 +18,16 @@ KEEPER_BPS = 1_000  # basis points of the provider bond
 # share is small because the provider may lead its own dispute.
 SHARES = (2_000, 1_000, 7_000, 5_000, 1_000, 4_000)
 ETHER = 10**18
-# The smallest bonds a task may ask for (protocol 4.2): a junk challenge costs at least 0.01 ETH, of which
-# the panel's 10% pays for its replays; a provider bonds at least 0.1 ETH.
+# The smallest bonds a task may carry (protocol 4.2): a junk challenge costs at least 0.01 ETH, of which
+# the panel's 10% pays for its replays; a provider bonds at least 0.1 ETH; an owner at least 0.01 ETH,
+# burned with the reward and the provider bond if the task ends Undecided.
 MIN_PROVIDER_BOND = ETHER // 10
 MIN_CHALLENGER_BOND = ETHER // 100
-MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND)
+MIN_OWNER_BOND = ETHER // 100
+MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND, MIN_OWNER_BOND)
+# Counted no-decisions (most of the last round's panel revealed, still no majority) on one interval that
+# stall its task: it can then only end Undecided (everything burned) or Slashed.
+MAX_NO_DECISIONS = 3
 
 HOUR = 3600
 DEVNET_CHAIN_ID = 31337
@@ -77,10 +82,14 @@ def plan(deployer: Deployer) -> None:
         tasks_at is not None
         and committee_at is not None
         and deployer.unchanged("AuditCommittee", tasks_at, committee_params)
-        and deployer.unchanged("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, committee_at)
+        and deployer.unchanged(
+            "TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee_at
+        )
     )
     if not pair_unchanged:
         tasks_at = deployer.next_address(offset=1)  # the transaction after the committee's
     committee = deployer.deploy("AuditCommittee", tasks_at, committee_params)
-    tasks = deployer.deploy("TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, committee.address)
+    tasks = deployer.deploy(
+        "TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
+    )
     assert tasks.address == tasks_at, "the task contract landed away from its committee's address"

@@ -180,20 +180,25 @@ def owner() -> None:
 @click.option("--reward", required=True, help="Reward in ETH (escrowed now).")
 @click.option("--provider-bond", required=True, help="Provider bond in ETH.")
 @click.option("--challenger-bond", required=True, help="Challenger bond in ETH.")
+@click.option("--owner-bond", default="0.01", show_default=True,
+              help="Owner bond in ETH, sent with the reward (burned only if the task ends Undecided).")  # fmt: skip
+@click.option("--replay-seconds", type=int, default=None,
+              help="Slowest honest replay of one interval [twice the boundary's slowest].")  # fmt: skip
 @click.option("--windows", default="3600,7200,1800", show_default=True,
               help="Opening, challenge and challenge-reveal windows in seconds.")  # fmt: skip
 @click.option("--deadline", "deadline_in", type=int, default=7 * 24 * 3600, show_default=True,
               help="Seconds from now to commit every batch.")  # fmt: skip
 @connection_options
 def owner_post(spec_path: Path, boundary_path: Path, reward: str, provider_bond: str, challenger_bond: str,
-               windows: str, deadline_in: int, **options: Any) -> None:  # fmt: skip
+               owner_bond: str, replay_seconds: int | None, windows: str, deadline_in: int,
+               **options: Any) -> None:  # fmt: skip
     """Pin the spec, dataset, initial checkpoint and boundary, and post the task."""
     from ovig_node.nodes.owner import Terms, post_task
 
     try:
         opening, challenge, reveal = (int(w) for w in windows.split(","))
         terms = Terms(_eth(reward), _eth(provider_bond), _eth(challenger_bond), opening, challenge, reveal,
-                      deadline_in)  # fmt: skip
+                      deadline_in, _eth(owner_bond), replay_seconds)  # fmt: skip
     except (ValueError, ArithmeticError):
         raise click.BadParameter("amounts are decimals of ETH; --windows is three integers a,b,c") from None
     task = post_task(_open("owner", options), spec_path, boundary_path, terms)

@@ -7,8 +7,7 @@ import {Reason} from "../Types.sol";
 /// @notice What TrainingTasks needs from a dispute court (protocol section 4.2), so the staked
 /// auditor committee (AuditCommittee) can be swapped without touching the task contract.
 /// @dev Flow: TrainingTasks calls `openDispute` when a challenge is revealed; the adjudicator decides
-/// and calls back `IDisputedTasks.settleDispute(dispute, verdict, majority)` exactly once, where
-/// `majority` lists the panelists who share the panel fee (empty unless a majority decided).
+/// and calls back `IDisputedTasks.settleDispute(dispute, settlement)` exactly once.
 interface IAdjudicator {
     /// @notice Emitted when a dispute is opened.
     /// @param dispute The adjudicator's dispute id.
@@ -36,6 +35,11 @@ interface IAdjudicator {
     /// @param account Who would commit.
     /// @return False to refuse the commit.
     function mayChallenge(uint256 task, address account) external view returns (bool);
+
+    /// @notice Longest replay of one interval a task may declare: the committee's commit window covers L
+    /// such replays (TrainingTasks refuses tasks declaring more).
+    /// @return Seconds.
+    function maxReplaySeconds() external view returns (uint64);
 
     /// @notice The task contract this adjudicator answers to (checked when the task contract is built).
     /// @return The task contract's address.

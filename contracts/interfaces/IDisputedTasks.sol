@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
-import {Verdict} from "../Types.sol";
+import {Settlement} from "../Types.sol";
 
 /// @title IDisputedTasks
 /// @notice What an adjudicator needs from the task contract whose disputes it decides.
@@ -25,10 +25,10 @@ interface IDisputedTasks {
     /// @return The bond, in wei.
     function challengerBondOf(uint256 dispute) external view returns (uint256);
 
-    /// @notice Pay out a decided dispute (protocol section 4.2); only the adjudicator may call this,
+    /// @notice Pay out a settled dispute (protocol section 4.2); only the adjudicator may call this,
     /// once per dispute.
     /// @param dispute The dispute id.
-    /// @param verdict Valid, Faulty, NoDecision or Moot.
-    /// @param majority The panelists who voted with the majority (share the panel fee); empty otherwise.
-    function settleDispute(uint256 dispute, Verdict verdict, address[] calldata majority) external;
+    /// @param settlement The verdict, whether a no-decision counts, the deciding majority, and the round
+    /// charges a no-decision takes from the joined bonds for the panelists who revealed.
+    function settleDispute(uint256 dispute, Settlement calldata settlement) external;
 }

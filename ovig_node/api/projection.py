@@ -51,6 +51,8 @@ class Projection:
             "TaskFinalized": lambda e, a: self._task(a["task"], e, status="finalized"),
             "TaskSlashed": self._task_slashed,
             "TaskAbandoned": lambda e, a: self._task(a["task"], e, status="abandoned"),
+            "TaskUndecided": lambda e, a: self._task(a["task"], e, status="undecided"),
+            "TaskStalledAt": lambda e, a: self._task(a["task"], e, stalled_at=a["k"]),
             "Credited": self._credited,
             "Withdrawn": self._withdrawn,
         }

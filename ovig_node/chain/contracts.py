@@ -29,6 +29,7 @@ class TaskStatus(IntEnum):
     CANCELLED = 5
     ABANDONED = 6
     SLASHED = 7
+    UNDECIDED = 8
 
 
 class BatchStatus(IntEnum):

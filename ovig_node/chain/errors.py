@@ -3,6 +3,7 @@
 OvigError
 └── ChainError
     ├── RpcUnavailable (ConnectionError)    the RPC endpoint does not answer
+    ├── IndexBehind (RuntimeError)          the event index lacks an event the chain's state implies
     ├── KeystoreError (ValueError)          a keystore that cannot be read or decrypted
     └── DeploymentError (RuntimeError)      a contract that cannot be compiled, found or deployed
 """
@@ -21,6 +22,10 @@ class RpcUnavailable(ChainError, ConnectionError):
         self.url = url
         self.reason = reason
         super().__init__(f"RPC endpoint {url} is unavailable: {reason}")
+
+
+class IndexBehind(ChainError, RuntimeError):
+    """The event index has not reached an event the chain's state implies: try again after a poll."""
 
 
 class KeystoreError(ChainError, ValueError):

@@ -21,11 +21,12 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from ovig_node.chain.contracts import DisputeStatus, Verdict
+from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
 from ovig_node.nodes.isolation import Isolation
-from ovig_node.nodes.judging import judge_interval, opening_cid
+from ovig_node.nodes.judging import judge_interval, opened_interval
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
@@ -115,8 +116,11 @@ class AuditorNode:
         if task not in self._fetched:
             self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
         fetched = self._fetched[task]
-        opening = opening_cid(self.ctx, task, int(d.k), fetched.prepared.spec.intervals_per_batch)
-        judgement = judge_interval(self.ctx, fetched, int(d.k), opening, profile=self.profile_name, who="audit")
+        self.ctx.scanner.poll()
+        opened = opened_interval(self.ctx, task, int(d.k), fetched.prepared.spec.intervals_per_batch)
+        if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
+            raise IndexBehind(f"dispute over task {task} interval {d.k}: its IntervalOpened is not indexed yet")
+        judgement = judge_interval(self.ctx, fetched, opened, profile=self.profile_name, who="audit")
         vote = Verdict.FAULTY if judgement.faulty else Verdict.VALID
         self.ctx.say(f"dispute over task {task} interval {d.k}: its replay says {judgement.report['verdict']} "
                      f"({judgement.report.get('reason')}); votes {vote.name.lower()}")  # fmt: skip

@@ -39,8 +39,11 @@ ETHER = 10**18
 OWNER, HONEST, CHEAT, WATCHER, AUDITORS = 0, 1, 2, 3, (4, 5, 6)
 ROLES = {OWNER: "owner", HONEST: "provider A", CHEAT: "provider B", WATCHER: "watcher",
          **{a: f"auditor {i + 1}" for i, a in enumerate(AUDITORS)}}  # fmt: skip
+# Replays declared at the devnet committee's maximum (15 s): the demo's replays take a few seconds, and a
+# busy machine must not make a node refuse the task.
 TERMS = Terms(reward=2 * ETHER, provider_bond=3 * ETHER, challenger_bond=ETHER // 10, opening_window=90,
-              challenge_window=90, reveal_window=30, deadline_in=1800)  # fmt: skip
+              challenge_window=90, reveal_window=30, deadline_in=1800, owner_bond=ETHER // 100,
+              replay_seconds=15)  # fmt: skip
 # Tiny vision: 200 steps in 20 intervals of 10, committed 5 at a time, 40% of each batch opened.
 SPEC = {"total_steps": 200, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
 CALIBRATION_PROFILES = ("micro2", "micro4", "micro4-fp64acc")
@@ -217,9 +220,10 @@ def expected_credits() -> tuple[dict[str, int], dict[str, int]]:
     bond, reward, challenger_bond = TERMS.provider_bond, TERMS.reward, TERMS.challenger_bond
     panelist = bond * 1_000 // 10_000 // len(AUDITORS)
     # The recommended split (deploy/plan.py): 20% lead, 10% panel, 70% owner; the lead's bond comes back.
-    cheated = {"owner": reward + bond * 7_000 // 10_000, "watcher": bond * 2_000 // 10_000 + challenger_bond}
+    cheated = {"owner": reward + TERMS.owner_bond + bond * 7_000 // 10_000,
+               "watcher": bond * 2_000 // 10_000 + challenger_bond}  # fmt: skip
     cheated |= {ROLES[a]: panelist for a in AUDITORS}
-    return {"provider A": reward + bond}, cheated
+    return {"provider A": reward + bond, "owner": TERMS.owner_bond}, cheated
 
 
 def _check(result: DemoResult) -> None:

@@ -90,6 +90,11 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
     if (boundary.workload, boundary.stride) != (spec.workload.name, spec.stride):
         raise TaskRefused(f"task {task}: its boundary was calibrated for {boundary.workload} at stride "
                           f"{boundary.stride}, not {spec.workload.name} at stride {spec.stride}")  # fmt: skip
+    # Protocol 4.2: a task declaring replays faster than its own boundary measured would have panelists
+    # miss their reveals (and an honest provider's disputes stall).
+    if t.terms.replaySeconds < boundary.replay_seconds_max:
+        raise TaskRefused(f"task {task}: it declares replays of {t.terms.replaySeconds}s, but its boundary's "
+                          f"slowest honest replay took {boundary.replay_seconds_max:.1f}s")  # fmt: skip
     return FetchedTask(task, prepared, boundary, t.terms)
 
 

@@ -18,13 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from ovig_node.chain.errors import RpcUnavailable
+from ovig_node.chain.errors import IndexBehind, RpcUnavailable
 from ovig_node.storage.errors import ContentNotFound, IpfsUnavailable
 
 _T = TypeVar("_T")
 # Our infrastructure, not the unit's content: worth another try.
-TRANSIENT: tuple[type[BaseException], ...] = (IpfsUnavailable, RpcUnavailable, ContentNotFound, ConnectionError,
-                                              TimeoutError)  # fmt: skip
+TRANSIENT: tuple[type[BaseException], ...] = (IpfsUnavailable, RpcUnavailable, IndexBehind, ContentNotFound,
+                                              ConnectionError, TimeoutError)  # fmt: skip
 
 
 @dataclass

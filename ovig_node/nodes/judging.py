@@ -1,7 +1,8 @@
 """Judge an opened interval as a watcher or auditor does (protocol section 5).
 
 1. Fetch the opening manifest of the interval's batch, and the start and end evidence by the CIDs it
-   lists, each checked against the digest proven on-chain and capped at the size the spec's evidence
+   lists, each checked against the digest proven on-chain (the contract emits them in IntervalOpened
+   and keeps only a bitmap, so they come from the event index) and capped at the size the spec's evidence
    can have. Content that cannot be found (``missing``), does not match (``corrupt``) or is larger
    than that (``oversized``) is the provider's failure: the interval is **unavailable**. Our own IPFS
    node being down is not: that raises IpfsUnavailable and the caller tries again later.
@@ -41,23 +42,35 @@ class Judgement:
         return self.report["verdict"] == FAULTY
 
 
-def opening_cid(ctx: NodeContext, task: int, k: int, per_batch: int) -> str | None:
-    """The opening manifest CID of interval k's batch (None until the batch is opened)."""
-    ctx.scanner.poll()
-    events = ctx.scanner.events("BatchOpened", task=task, j=k // per_batch)
-    return str(events[-1].args["openingCID"]) if events else None
+@dataclass(frozen=True)
+class Opened:
+    """Interval k as its opening proved it on-chain (IntervalOpened), and its batch's opening manifest."""
+
+    k: int
+    start_digest: str  # sha256 hex of E_{k-1} (the initial checkpoint for k = 0)
+    end_digest: str  # sha256 hex of E_k
+    opening_cid: str | None  # the batch's opening manifest (None until the whole batch is opened)
 
 
-def judge_interval(
-    ctx: NodeContext, fetched: FetchedTask, k: int, opening: str | None, *, profile: str, who: str
-) -> Judgement:
-    """Fetch (by the opening manifest ``opening``), replay and judge interval k of ``fetched``; pin the
-    report. Safe in a worker thread: it touches the chain and IPFS, never the event index."""
-    task = fetched.task
-    iv = ctx.protocol.view(ctx.protocol.tasks, "getOpenedInterval", task, k)
+def opened_interval(ctx: NodeContext, task: int, k: int, per_batch: int) -> Opened | None:
+    """Interval k's proven digests and its batch's opening manifest, from the event index (None until k is
+    opened, or not indexed yet: poll the scanner first). Reads the index: call it from the node's own
+    thread, not a replay worker."""
+    proven = ctx.scanner.events("IntervalOpened", task=task, k=k)
+    if not proven:
+        return None
+    batch = ctx.scanner.events("BatchOpened", task=task, j=k // per_batch)
+    start, end = (str(proven[-1].args[name]).removeprefix("0x") for name in ("startDigest", "endDigest"))
+    return Opened(k, start, end, str(batch[-1].args["openingCID"]) if batch else None)
+
+
+def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, profile: str, who: str) -> Judgement:
+    """Fetch (by the opening manifest), replay and judge interval ``opened.k`` of ``fetched``; pin the
+    report. Safe in a worker thread: it touches IPFS, never the chain's event index."""
+    task, k = fetched.task, opened.k
     folder = ctx.home / f"task-{task}" / f"{who}-{k}"
     max_bytes = layout_of(fetched.prepared.spec).max_bytes
-    unavailable = _fetch_evidence(ctx, k, opening, iv, folder, max_bytes=max_bytes)
+    unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes)
     if unavailable is not None:
         reason, detail = unavailable
         report = {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": reason}
@@ -66,17 +79,16 @@ def judge_interval(
         # "a,b": replay under a; a rejection stands only if b's replay rejects too (a branch flip is not fraud).
         profiles = [get_profile(name) for name in profile.split(",")]
         report = verify_interval(fetched.prepared, folder, k, fetched.boundary, profiles=profiles, task=task,
-                                 end_sha256=bytes(iv.endDigest).hex())  # fmt: skip
+                                 end_sha256=opened.end_digest)  # fmt: skip
         available = True
     cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1, default=float).encode(), name="report.json").cid
     shutil.rmtree(folder, ignore_errors=True)
     return Judgement(report, cid, available)
 
 
-def _fetch_evidence(
-    ctx: NodeContext, k: int, cid: str | None, iv: Any, folder: Path, *, max_bytes: int
-) -> tuple[str, str] | None:
+def _fetch_evidence(ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int) -> tuple[str, str] | None:
     """Download E_{k-1} (k > 0) and E_k into ``folder``; (reason, detail) if they are unavailable, or None."""
+    k, cid = opened.k, opened.opening_cid
     if cid is None:
         return "missing", f"batch of interval {k} has no opening manifest"
     try:
@@ -87,9 +99,9 @@ def _fetch_evidence(
         return _reason_of(exc), f"opening manifest {cid}: {exc}"
     except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than the parser goes
         return "corrupt", f"opening manifest {cid} unreadable: {type(exc).__name__}: {exc}"
-    wanted = [(k, bytes(iv.endDigest).hex())]
+    wanted = [(k, opened.end_digest)]
     if k > 0:
-        wanted.append((k - 1, bytes(iv.startDigest).hex()))
+        wanted.append((k - 1, opened.start_digest))
     for index, digest in wanted:
         path = evidence_path(folder, index)
         if path.is_file():

@@ -7,6 +7,7 @@ gathers, from chain state and events only, what an owner wants to see.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from ovig_node.files import file_sha256
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.training.taskfiles import open_task
+from ovig_node.verify.boundary import load_boundary
 
 
 class PostingError(OvigError, ValueError):
@@ -34,6 +36,23 @@ class Terms:
     challenge_window: int
     reveal_window: int
     deadline_in: int  # seconds from now
+    owner_bond: int = 10**16  # wei, sent with the reward; burned only if the task ends Undecided
+    # The slowest honest replay of one interval the owner declares (protocol 4.2); None: twice the
+    # boundary's slowest calibration replay, rounded up.
+    replay_seconds: int | None = None
+
+
+def declared_replay_seconds(terms: Terms, boundary_slowest: float, committee_max: int) -> int:
+    """What the task declares as its slowest honest replay: the owner's figure, or twice the boundary's
+    slowest calibration replay; refused here, not by a reverted transaction, above the committee's cap."""
+    declared = terms.replay_seconds if terms.replay_seconds is not None else max(1, math.ceil(2 * boundary_slowest))
+    if declared < boundary_slowest:
+        raise PostingError(f"replay seconds {declared} is below the boundary's slowest honest replay "
+                           f"({boundary_slowest:.1f}s): nodes would refuse the task")  # fmt: skip
+    if declared > committee_max:
+        raise PostingError(f"replay seconds {declared} is above the committee's maximum {committee_max}: "
+                           "the task is too slow to replay for this committee")  # fmt: skip
+    return declared
 
 
 def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path, terms: Terms) -> int:
@@ -62,15 +81,19 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path, terms: Ter
     key = f"post:0x{prepared.spec_hash.hex()}:{posts.get(prepared.spec_hash.hex(), 0)}"
     deadline = ctx.now() + terms.deadline_in
     windows = (terms.opening_window, terms.challenge_window, terms.reveal_window)
+    slowest = load_boundary(boundary_path.read_bytes()).replay_seconds_max
+    replay = declared_replay_seconds(terms, slowest, int(ctx.protocol.committee.functions.maxReplaySeconds().call()))
+    bonds = (terms.provider_bond, terms.challenger_bond, terms.owner_bond)
     fn = ctx.protocol.tasks.functions.postTask(
         prepared.spec_hash, spec_cid, bytes.fromhex(spec.init.sha256), spec.total_steps, spec.stride,
-        spec.intervals_per_batch, spec.sample_bps, terms.provider_bond, terms.challenger_bond, windows, deadline,
+        spec.intervals_per_batch, spec.sample_bps, bonds, replay, windows, deadline,
     )  # fmt: skip
-    receipt = ctx.client.transact(key, fn, value=terms.reward)
+    receipt = ctx.client.transact(key, fn, value=terms.reward + terms.owner_bond)
     task = int(ctx.protocol.tasks.events.TaskPosted().process_receipt(receipt, errors=DISCARD)[0]["args"]["task"])
     posts[prepared.spec_hash.hex()] = posts.get(prepared.spec_hash.hex(), 0) + 1
     state.set("posts", posts)
-    ctx.say(f"posted task {task}: reward {terms.reward / 1e18:g} ETH, bond {terms.provider_bond / 1e18:g} ETH")
+    ctx.say(f"posted task {task}: reward {terms.reward / 1e18:g} ETH, bond {terms.provider_bond / 1e18:g} ETH, "
+            f"owner bond {terms.owner_bond / 1e18:g} ETH, replays of {replay}s")  # fmt: skip
     return task
 
 

@@ -123,6 +123,10 @@ class TrainerNode:
         if windows.challengeWindow <= replay or windows.openingWindow <= train_seconds:
             raise TaskRefused(f"task {self.task}: windows too short for this machine (replay {replay:.1f}s, "
                               f"interval {train_seconds:.1f}s, windows {windows})")  # fmt: skip
+        if fetched.terms.replaySeconds < report["seconds"]["replay"]:
+            declared, took = fetched.terms.replaySeconds, report["seconds"]["replay"]
+            raise TaskRefused(f"task {self.task}: it declares replays of {declared}s, this machine's took "
+                              f"{took:.1f}s: its disputes could stall")  # fmt: skip
         self.ctx.say(f"preflight of task {self.task}: interval 0 replays within the boundary "
                      f"({report['seconds']['replay']:.1f}s)")  # fmt: skip
         return {"verdict": "valid", "replay_seconds": report["seconds"]["replay"], "train_seconds": train_seconds}

@@ -25,11 +25,12 @@ from eth_utils import keccak
 from web3.logs import DISCARD
 
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus
+from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
 from ovig_node.nodes.isolation import Isolation
-from ovig_node.nodes.judging import Judgement, judge_interval
+from ovig_node.nodes.judging import Judgement, Opened, judge_interval, opened_interval
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
@@ -68,10 +69,10 @@ class WatcherNode:
 
     # --- judging -------------------------------------------------------------------------------
 
-    def _due(self) -> list[tuple[int, int, str]]:
+    def _due(self) -> list[tuple[int, int, Opened]]:
         """Sampled intervals of opened batches not judged yet, whose window closes first first."""
         judged = self.state.get("judged", {})
-        due: list[tuple[int, int, int, str]] = []
+        due: list[tuple[int, int, int, Opened]] = []
         live: dict[int, bool] = {}  # one status read per task per pass, not one per opened batch
         for event in self.ctx.scanner.events("BatchOpened"):
             task = int(event.args["task"])
@@ -80,8 +81,8 @@ class WatcherNode:
             due.extend(self.isolation.call(_key(task), functools.partial(self._due_in, event, judged, live)) or [])
         return [(task, k, opening) for _, task, k, opening in sorted(due)]
 
-    def _due_in(self, event: Any, judged: dict[str, Any], live: dict[int, bool]) -> list[tuple[int, int, int, str]]:
-        """(window end, task, k, opening CID) of the batch of ``event`` still to judge."""
+    def _due_in(self, event: Any, judged: dict[str, Any], live: dict[int, bool]) -> list[tuple[int, int, int, Opened]]:
+        """(window end, task, k, its opening) of the batch of ``event`` still to judge."""
         task, j = int(event.args["task"]), int(event.args["j"])
         if task not in live:
             live[task] = self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
@@ -96,15 +97,18 @@ class WatcherNode:
                 continue
             if task not in self._fetched:  # the owner's files: a refusal leaves the whole task alone
                 self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
-            due.append((int(event.args["challengeWindowEnd"]), task, int(k), str(event.args["openingCID"])))
+            opened = opened_interval(self.ctx, task, int(k), self._fetched[task].prepared.spec.intervals_per_batch)
+            if opened is None:  # BatchOpened is indexed, so each of its IntervalOpened events is too
+                raise IndexBehind(f"task {task} interval {k}: its IntervalOpened is not indexed")
+            due.append((int(event.args["challengeWindowEnd"]), task, int(k), opened))
         return due
 
-    def _judge(self, due: list[tuple[int, int, str]]) -> Iterator[tuple[tuple[int, int, str], Judgement]]:
+    def _judge(self, due: list[tuple[int, int, Opened]]) -> Iterator[tuple[tuple[int, int, Opened], Judgement]]:
         """Judgements of ``due`` as they complete: one at a time, or ``workers`` replays in parallel."""
 
-        def judge(item: tuple[int, int, str]) -> Judgement:
-            task, k, opening = item
-            return judge_interval(self.ctx, self._fetched[task], k, opening, profile=self.profile_name, who="watch")
+        def judge(item: tuple[int, int, Opened]) -> Judgement:
+            task, _, opened = item
+            return judge_interval(self.ctx, self._fetched[task], opened, profile=self.profile_name, who="watch")
 
         if self.workers <= 1:
             for item in due:

@@ -18,6 +18,7 @@ from helpers import (
     COMMITTEE,
     DEFAULTS,
     KEEPER_BPS,
+    MAX_NO_DECISIONS,
     MIN_BONDS,
     OUT_OF_BOUNDS,
     POSTED,
@@ -27,6 +28,7 @@ from helpers import (
     Evidence,
     challenge_commitment,
     post_args,
+    post_value,
     vote_commitment,
 )
 
@@ -96,7 +98,9 @@ def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
     """AuditCommittee, then TrainingTasks at the address the committee was built to answer to."""
     tasks_at = create_address(owner.address, owner.nonce + 1)
     committee = owner.deploy(project.AuditCommittee, tasks_at, tuple(COMMITTEE.values()))
-    tasks = owner.deploy(project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, committee.address)
+    tasks = owner.deploy(
+        project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
+    )
     assert tasks.address == tasks_at
     return committee, tasks
 
@@ -122,7 +126,7 @@ def post_task(tasks: Any, owner: Any, chain: Any) -> Callable[..., int]:
         tasks.postTask(
             *post_args(terms, deadline),
             sender=sender or owner,
-            value=terms["reward"],
+            value=post_value(terms),
         )
         return tasks.taskCount()
 
@@ -289,16 +293,17 @@ def vote(committee: Any, chain: Any, accounts: Any) -> Callable[..., None]:
 
 
 def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
-    """What TrainingTasks owes (protocol 4.3): escrow of live tasks, the challenger bonds it holds (pending
+    """What TrainingTasks owes (protocol 4.3): escrow of live tasks (reward, owner bond, provider bond once
+    accepted), the challenger bonds it holds (pending
     commits, joined bonds not paid out yet), every known account's credit, and `burned`."""
     escrow = 0
     for task in range(1, tasks.taskCount() + 1):
         t = tasks.getTask(task)
         if t.status == POSTED:
-            escrow += t.terms.reward
+            escrow += t.terms.reward + t.terms.ownerBond
         elif t.status in (ACCEPTED, COMMITTED):
-            escrow += t.terms.reward + t.terms.providerBond
-        escrow += t.heldBonds * t.terms.challengerBond
+            escrow += t.terms.reward + t.terms.ownerBond + t.terms.providerBond
+        escrow += t.heldBonds  # wei of challenger bonds it holds
     return escrow + sum(tasks.credits(a) for a in _distinct(accounts, extra)) + tasks.burned()
 
 

@@ -21,7 +21,8 @@ KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened bat
 # Payout shares (protocol 4.2, the recommended split): faulty: lead challenger, panel, owner of the
 # provider bond; sound: provider, panel, burned of every joined challenger bond.
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
-MIN_BONDS = (10**17, 10**16)  # provider, challenger: the smallest bonds a task may ask for
+MIN_BONDS = (10**17, 10**16, 10**16)  # provider, challenger, owner: the smallest bonds a task may carry
+MAX_NO_DECISIONS = 2  # counted no-decisions on one interval that stall its task
 
 # Constructor parameters of AuditCommittee (CommitteeParams, in field order).
 COMMITTEE: dict[str, int] = {
@@ -64,6 +65,8 @@ DEFAULTS: dict[str, Any] = {
     "sampleBps": 5000,
     "providerBond": 3 * 10**18,
     "challengerBond": 10**17,
+    "ownerBond": 2 * 10**17,
+    "replaySeconds": 600,
     "windows": (3600, 7200, 600),  # openingWindow, challengeWindow, challengeRevealWindow
     "reward": 2 * 10**18,
 }
@@ -71,15 +74,21 @@ DEFAULTS: dict[str, Any] = {
 
 # The deploy's split of a faulty verdict, of the default provider bond: lead, panel, owner.
 LEAD, PANEL, OWNER_SHARE = (DEFAULTS["providerBond"] * bps // 10_000 for bps in SHARES[:3])
+OWNER_BOND = DEFAULTS["ownerBond"]  # back to the owner whenever a task ends, unless it ends Undecided
 
 
-POST_FIELDS = ("specHash", "specCID", "initDigest", "totalSteps", "stride", "intervalsPerBatch", "sampleBps",
-               "providerBond", "challengerBond", "windows")  # fmt: skip
+POST_FIELDS = ("specHash", "specCID", "initDigest", "totalSteps", "stride", "intervalsPerBatch", "sampleBps")
 
 
 def post_args(terms: dict[str, Any], deadline: int) -> tuple[Any, ...]:
-    """postTask's arguments in order, from a terms dict like DEFAULTS."""
-    return (*(terms[name] for name in POST_FIELDS), deadline)
+    """postTask's arguments in order, from a terms dict like DEFAULTS (bonds as the Bonds struct)."""
+    bonds = (terms["providerBond"], terms["challengerBond"], terms["ownerBond"])
+    return (*(terms[name] for name in POST_FIELDS), bonds, terms["replaySeconds"], terms["windows"], deadline)
+
+
+def post_value(terms: dict[str, Any]) -> int:
+    """What postTask carries: the reward plus the owner bond."""
+    return int(terms["reward"]) + int(terms["ownerBond"])
 
 
 def leaf(task: int, k: int, end_step: int, digest: bytes) -> bytes:

@@ -20,6 +20,7 @@ from helpers import (
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
+    OWNER_BOND,
     RESOLVED,
     SLASHED,
     TRIES_PER_CALL,
@@ -477,7 +478,7 @@ def test_a_round_that_cannot_seat_is_rearmed_then_starves_into_no_decision(
     tx = committee.rearm(dispute, sender=keeper)
     assert events(tx, committee.DisputeResolved, "dispute", "verdict", "round") == [(dispute, NO_DECISION, 0)]
     assert not tx.events.filter(committee.Penalized)
-    assert tasks.getOpenedInterval(task, k).noDecisions == 1
+    assert tasks.getOpenedInterval(task, k).noDecisions == 0  # nobody judged it: it does not count
     assert [committee.getAuditor(a).openSeats for a in auditors[:2]] == [0, 0]
 
 
@@ -665,7 +666,7 @@ def test_unanimous_faulty_slashes_the_task_and_pays_out_to_the_wei(
     # Provider bond 3e18 + 10: 20% lead, 10% panel (a floored third each, 1 wei dust burned), the rest owner.
     to_challenger, to_panel = 600_000_000_000_000_002, 300_000_000_000_000_001
     assert tasks.credits(watcher) == to_challenger
-    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD
+    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD + OWNER_BOND
     assert [tasks.credits(p) for p in panel] == [100_000_000_000_000_000] * 3
     assert tasks.burned() == 1 and tasks.credits(provider) == 0
     assert tasks.getTask(task).status == SLASHED
@@ -712,37 +713,39 @@ def test_the_minority_voter_loses_its_penalty_to_the_majority_at_resolution(
 def test_a_majority_of_the_seated_panel_decides_not_of_the_votes_revealed(
     committee: Any, tasks: Any, keeper: Any, drawn: Any, vote: Any, draw_panel: Any
 ) -> None:
-    """One sound vote and two silent panelists of three: v1 decided sound; now the round is undecided and a
-    round of seven is drawn without anyone who sat before. Its faulty majority decides; the round-0 voter
-    who voted sound and the two silent ones lose PENALTY each to the seven, and the deciding round's
-    majority alone shares the panel's part of the provider bond."""
+    """One sound vote and two silent panelists of three: v1 decided sound; now the round is undecided, and
+    since most of its panel stayed silent it is drawn again, with three who have not sat. Their faulty
+    majority decides; the first panel's sound voter and its two silent ones lose PENALTY each to the three,
+    and the deciding panel alone shares the panel's part of the provider bond."""
     _, _, dispute, first = drawn(12)
     vote(dispute, {first[0]: VALID})
     tx = settle(committee, dispute, keeper)
     assert events(tx, committee.RoundFailed, "dispute", "round") == [(dispute, 0)]
+    assert events(tx, committee.PanelRearmed, "dispute", "round", "armBlock") == [(dispute, 0, tx.block_number)]
     assert not tx.events.filter(committee.Penalized)
     d = committee.getDispute(dispute)
-    assert (d.status, d.round, d.armBlock, d.panelStart) == (AWAITING_PANEL, 1, tx.block_number, 3)
+    assert (d.status, d.round, d.armBlock, d.panelStart) == (AWAITING_PANEL, 0, tx.block_number, 3)
     second = draw_panel(dispute)
-    assert len(second) == 7 and not set(second) & set(first)
+    assert len(second) == 3 and not set(second) & set(first)
     with ape.reverts(committee.NotPanelist, dispute=dispute, caller=first[0]):
-        committee.commitVote(dispute, vote_commitment(dispute, 1, FAULTY, SALT, first[0]), sender=first[0])
+        committee.commitVote(dispute, vote_commitment(dispute, 0, FAULTY, SALT, first[0]), sender=first[0])
     vote(dispute, dict.fromkeys(second, FAULTY))
     tx = settle(committee, dispute, keeper)
-    assert events(tx, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 1)]
+    assert events(tx, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 0)]
     assert sorted(events(tx, committee.Penalized, "panelist")) == sorted((p,) for p in first)
-    assert [committee.credits(p) for p in second] == [3 * PENALTY // 7] * 7
-    assert committee.burned() == 3 * PENALTY - 7 * (3 * PENALTY // 7)
-    assert [tasks.credits(p) for p in second] == [BOND // 10 // 7] * 7
+    assert [committee.credits(p) for p in second] == [PENALTY] * 3
+    assert committee.burned() == 0
+    assert [tasks.credits(p) for p in second] == [BOND // 10 // 3] * 3
     assert [tasks.credits(p) for p in first] == [0] * 3
 
 
 def test_no_majority_through_the_last_round_ends_with_no_decision(
     committee: Any, tasks: Any, keeper: Any, drawn: Any, vote: Any, draw_panel: Any, watcher: Any
 ) -> None:
-    """Rounds of 3, 7 and 15 split: the last one mostly revealed, so the dispute ends with no decision;
-    nobody loses anything for a vote, the silent panelists lose PENALTY each (burned: no outcome to pay);
-    the interval's window reopens and the challenger claims its bond back."""
+    """Rounds of 3, 7 and 15 split: the last one mostly revealed, so the dispute ends with a counted no
+    decision; nobody loses anything for a vote, the silent panelists lose PENALTY each (burned: no outcome
+    to pay); each round charges the challenger 10% x 2^r of its bond for its panelists who revealed; the
+    interval's window reopens and the challenger claims the rest of its bond back."""
     task, k, dispute, first = drawn(30)
     vote(dispute, {first[0]: VALID, first[1]: FAULTY})
     settle(committee, dispute, keeper)
@@ -758,23 +761,30 @@ def test_no_majority_through_the_last_round_ends_with_no_decision(
     assert sorted(events(tx, committee.Penalized, "panelist", "amount")) == sorted((p, PENALTY) for p in silent)
     assert committee.burned() == 3 * PENALTY
     assert tasks.getOpenedInterval(task, k).noDecisions == 1
+    charges = [CBOND * 1_000 * 2**r // 10_000 // revealed for r, revealed in enumerate((2, 6, 14))]
+    revealers = [first[:2], second[:6], third[:14]]
+    assert [[tasks.credits(p) for p in panel] for panel in revealers] == [
+        [c] * len(panel) for c, panel in zip(charges, revealers, strict=True)
+    ]
+    refund = CBOND - sum(c * len(p) for c, p in zip(charges, revealers, strict=True))
+    assert tasks.getDispute(dispute).refundPerBond == refund
     commitment = challenge_commitment(task, k, OUT_OF_BOUNDS, b"\x07" * 32, watcher.address)
     tasks.claimBond(task, watcher.address, commitment, sender=keeper)
-    assert tasks.credits(watcher) == CBOND
+    assert tasks.credits(watcher) == refund
 
 
 def test_the_draw_runs_over_several_calls_with_a_cursor(
     committee: Any, chain: Any, keeper: Any, register: Any, auditors: list[Any], dispute_of: Any, vote: Any,
     draw_panel: Any,
 ) -> None:  # fmt: skip
-    """Nine eligible auditors in twenty slots: round 0 seats three and stays silent; round 1 has six left for
+    """Nine eligible auditors in twenty slots: round 0 seats three and splits; round 1 has six left for
     seven seats, so its 112 tries take two calls (64, then 48) and cannot seat."""
     register(auditors[:20])
     for a in auditors[9:20]:
         committee.requestExit(sender=a)
     _, _, dispute = dispute_of()
     first = draw_panel(dispute)
-    vote(dispute, {})
+    vote(dispute, {first[0]: VALID, first[1]: FAULTY})
     settle(committee, dispute, keeper)
     mine_to_seed(committee, chain, dispute)
     committee.drawPanel(dispute, sender=keeper)
@@ -927,26 +937,28 @@ def test_an_appeal_that_wins_is_refunded_and_the_first_panel_pays_for_its_wrong_
 def test_an_appeal_whose_rounds_are_all_undecided_leaves_the_decision_standing(
     committee: Any, tasks: Any, keeper: Any, drawn: Any, vote: Any, draw_panel: Any, provider: Any
 ) -> None:
-    """The provider appeals a faulty verdict for sound, then its sybils stall rounds 1 and 2 (silent): the
-    last decided outcome stands, and the appeal bond comes back minus PANEL_BPS, paid to round 0's
-    majority, which decided it."""
+    """The provider appeals a faulty verdict for sound, then rounds 1 and 2 split with no majority (its
+    sybils vote sound, one panelist of each stays silent): the last decided outcome stands, and the appeal
+    bond comes back minus PANEL_BPS, paid to round 0's majority, which decided it. Everyone who voted sound
+    or stayed silent loses PENALTY to everyone who voted faulty, in any round."""
     task, _, dispute, first = drawn(30)
     vote(dispute, dict.fromkeys(first, FAULTY))
     committee.resolve(dispute, sender=keeper)
     committee.appeal(dispute, sender=provider, value=2 * CBOND)
     second = draw_panel(dispute)
-    vote(dispute, {})
+    vote(dispute, {**dict.fromkeys(second[:3], VALID), **dict.fromkeys(second[3:6], FAULTY)})
     committee.resolve(dispute, sender=keeper)
     third = draw_panel(dispute)
-    vote(dispute, {})
+    vote(dispute, {**dict.fromkeys(third[:7], VALID), **dict.fromkeys(third[7:14], FAULTY)})
     last = committee.resolve(dispute, sender=keeper)
     assert events(last, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 2)]
     to_panel = 2 * CBOND * COMMITTEE["panelBps"] // 10_000
     assert events(last, committee.AppealSettled, "appellant", "refunded") == [(provider.address, 2 * CBOND - to_panel)]
-    silent = set(second) | set(third)
-    assert sorted(events(last, committee.Penalized, "panelist")) == sorted((p,) for p in silent)
-    pot = PENALTY * len(silent)
-    assert [committee.credits(p) for p in first] == [pot // 3 + to_panel // 3] * 3
+    losers = {*second[:3], second[6], *third[:7], third[14]}
+    assert sorted(events(last, committee.Penalized, "panelist")) == sorted((p,) for p in losers)
+    each = PENALTY * len(losers) // (3 + 3 + 7)
+    assert [committee.credits(p) for p in first] == [each + to_panel // 3] * 3
+    assert [committee.credits(p) for p in [*second[3:6], *third[7:14]]] == [each] * 10
     assert committee.credits(provider) == 2 * CBOND - to_panel
     assert tasks.getTask(task).status == SLASHED
 

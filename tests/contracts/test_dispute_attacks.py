@@ -22,6 +22,7 @@ from helpers import (
     LEAD,
     NO_DECISION,
     OUT_OF_BOUNDS,
+    OWNER_BOND,
     OWNER_SHARE,
     SLASHED,
     UNAVAILABLE,
@@ -76,7 +77,7 @@ def test_a_self_challenge_as_unavailable_cannot_shield_a_faulty_interval(
         assert tasks.getCommit(who.address, commitment).status == C_SETTLED
     # Leading its own dispute returns the lead's 20% and its challenger bond; the owner keeps 70% and the reward.
     assert tasks.credits(provider) == LEAD + CBOND < BOND + CBOND
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
     assert tasks.credits(watcher) == CBOND
     with ape.reverts(tasks.NothingToClaim):
         tasks.claimBond(task, watcher.address, honest, sender=keeper)  # once only
@@ -103,7 +104,7 @@ def test_a_copier_who_reveals_first_never_leads_and_a_copied_commitment_blocks_n
     decide(dispute, FAULTY)
     assert tasks.credits(watcher) == LEAD
     assert tasks.credits(copier) == 0  # its joined bond comes back with claimBond, nothing more
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
 
 
 def test_a_sock_puppet_cannot_slash_an_unopened_batch_ahead_of_a_challenge(
@@ -134,7 +135,7 @@ def test_a_sock_puppet_cannot_slash_an_unopened_batch_ahead_of_a_challenge(
     decide(dispute, FAULTY)
     assert tasks.getTask(task).status == SLASHED
     assert (tasks.credits(watcher), tasks.credits(sock_puppet)) == (LEAD, 0)
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
 
 
 def test_a_sound_verdict_is_final_and_a_blind_commit_made_before_it_pays_as_its_challengers_did(
@@ -183,7 +184,7 @@ def test_no_decision_reopens_the_interval_window_and_refunds_through_claims(
     assert tasks.getDispute(dispute).verdict == NO_DECISION and tasks.getTask(task).status == COMMITTED
     reopened = chain.blocks[tx.block_number].timestamp + DEFAULTS["windows"][1]
     assert [(e.k, e.windowEnd, e.noDecisions) for e in tx.events.filter(tasks.IntervalWindowReopened)] == [
-        (6, reopened, 1)
+        (6, reopened, 0)  # a starved round judged nothing: it does not count toward a stall
     ]
     assert tasks.challengeWindowEnd(task, 6) == tasks.getTask(task).challengeEnd == reopened
     assert tasks.challengeWindowEnd(task, 5) == tasks.getBatch(task, 1).windowEnd  # only k = 6 reopened

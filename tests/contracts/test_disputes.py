@@ -23,6 +23,7 @@ from helpers import (
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
+    OWNER_BOND,
     OWNER_SHARE,
     RESOLVED,
     SLASHED,
@@ -69,7 +70,7 @@ def test_commit_challenge_escrows_the_bond(tasks: Any, all_sampled: tuple[int, E
     ]
     c = tasks.getCommit(watcher.address, commitment)
     assert (c.task, c.seq, c.committedAt, c.status, c.dispute) == (task, seq, now, C_PENDING, 0)
-    assert (tasks.getTask(task).pendingCommits, tasks.getTask(task).heldBonds) == (1, 1)
+    assert (tasks.getTask(task).pendingCommits, tasks.getTask(task).heldBonds) == (1, CBOND)
     assert tasks.balance == balance + CBOND
 
 
@@ -289,7 +290,7 @@ def test_second_reveal_for_a_disputed_interval_joins_it(
     d = tasks.getDispute(1)
     assert (d.joined, d.lead) == (2, watcher.address)  # the earlier commit keeps the lead
     t = tasks.getTask(task)
-    assert (t.openDisputes, t.pendingCommits, t.heldBonds) == (1, 0, 2)
+    assert (t.openDisputes, t.pendingCommits, t.heldBonds) == (1, 0, 2 * CBOND)
 
 
 def test_settle_dispute_only_by_the_adjudicator(
@@ -299,7 +300,7 @@ def test_settle_dispute_only_by_the_adjudicator(
     dispute = challenge(task, 5, watcher)
     before = snap(tasks, task)
     with ape.reverts(tasks.NotAdjudicator, caller=owner.address):
-        tasks.settleDispute(dispute, FAULTY, [owner.address], sender=owner)
+        tasks.settleDispute(dispute, (FAULTY, False, [owner.address], [], []), sender=owner)
     assert snap(tasks, task) == before
 
 
@@ -341,7 +342,7 @@ def test_faulty_lifecycle_pays_every_party_to_the_wei(
         assert tasks.credits(panelist) == BOND * 1_000 // 10_000 // 3
         assert committee.getAuditor(panelist).openSeats == 0
         assert committee.getAuditor(panelist).stake == AUDITOR_STAKE
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
     assert tasks.credits(provider) == 0
     assert tasks.burned() == 0
     assert not tasks.getDispute(dispute).open and not committee.isOpen(dispute)
@@ -386,7 +387,7 @@ def test_faulty_panel_share_dust_is_burned(
     decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
     to_challenger, to_panel = bond * 2_000 // 10_000, bond * 1_000 // 10_000
     assert tasks.credits(watcher) == to_challenger
-    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD
+    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD + OWNER_BOND
     assert [tasks.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
     assert tasks.burned() == to_panel - 3 * (to_panel // 3) == 1
 
@@ -522,7 +523,7 @@ def test_two_disputes_one_upheld_the_other_moot_and_refunded(
     tasks.claimBond(task, watcher2.address, challenge_commitment(task, 7, OUT_OF_BOUNDS, SALT, watcher2.address),
                     sender=keeper)  # fmt: skip
     assert tasks.credits(watcher2) == 2 * CBOND
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
     assert tasks.getTask(task).openDisputes == tasks.getTask(task).pendingCommits == 0
 
 
@@ -562,7 +563,7 @@ def test_a_dispute_of_a_task_slashed_by_another_is_moot(
                     sender=keeper)  # fmt: skip
     assert tasks.credits(watcher2) == CBOND
     assert tasks.credits(watcher) == LEAD
-    assert tasks.credits(owner) == REWARD + OWNER_SHARE
+    assert tasks.credits(owner) == REWARD + OWNER_BOND + OWNER_SHARE
 
 
 def test_reveal_on_an_ended_task_is_refunded(
@@ -661,7 +662,7 @@ def test_abandon_waits_for_an_open_dispute(
     committee.rearm(dispute, sender=keeper)  # nobody drew the panel within maxDrawDelay: a keeper re-arms it
     decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
     assert tasks.getTask(task).status == SLASHED
-    assert tasks.credits(owner) == REWARD + OWNER_SHARE
+    assert tasks.credits(owner) == REWARD + OWNER_BOND + OWNER_SHARE
 
 
 def test_a_moot_dispute_that_times_out_without_a_panel_is_recorded_moot_by_both_contracts(

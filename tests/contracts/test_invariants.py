@@ -56,6 +56,7 @@ from helpers import (
     COMMITTED,
     COMMITTEE,
     FAULTY,
+    MIN_BONDS,
     OUT_OF_BOUNDS,
     POSTED,
     SEED_DELAY,
@@ -73,7 +74,7 @@ GAS = 8_000_000  # gas limit of every transaction
 PENDING_COMMIT, JOINED_COMMIT = 1, 2  # CommitStatus.Pending, CommitStatus.Joined
 CHALLENGE_COMMITTED = "0x" + keccak(text="ChallengeCommitted(uint256,bytes32,address,uint64,uint64)").hex()
 VERDICT_NONE, VERDICT_VALID = 0, 1
-TERMINAL = frozenset({4, 5, 6, 7})  # Finalized, Cancelled, Abandoned, Slashed
+TERMINAL = frozenset({4, 5, 6, 7, 8})  # Finalized, Cancelled, Abandoned, Slashed, Undecided
 LIVE = frozenset({POSTED, ACCEPTED, COMMITTED})
 DAY = 24 * 3600
 MAX_LIVE_TASKS = 4
@@ -95,12 +96,14 @@ WINDOWS = [(3600, 7200, 600), (600, 1800, 300), (7200, 3600, 1200)]
 PROVIDER_BONDS = [3 * 10**18, 10**18 + 7]
 CHALLENGER_BONDS = [10**17, 10**17 + 3]
 REWARDS = [0, 2 * 10**18, 10**18 + 1]
+OWNER_BONDS = [MIN_BONDS[2], 2 * 10**17 + 9]
+REPLAY_SECONDS = [1, 600, COMMITTEE["maxReplaySeconds"]]
 
 # Relative weights of the walk's actions (Walk methods).
 OPEN = (AWAITING_PANEL, VOTING, APPEALABLE)  # dispute statuses before Resolved
 ACTIONS: dict[str, float] = {
     "post": 5, "cancel": 1.5, "accept": 5, "commit_batch": 10, "draw_seed": 7, "open_batch": 10,
-    "slash_unopened": 1.5, "abandon": 1.5, "finalize": 3, "withdraw": 4, "commit_challenge": 9,
+    "slash_unopened": 1.5, "abandon": 1.5, "finalize": 3, "settle_undecided": 1, "withdraw": 4, "commit_challenge": 9,
     "reveal_challenge": 7, "expire_challenge": 2, "claim_bond": 2, "register": 4, "request_exit": 1, "exit": 1,
     "draw_panel": 5, "rearm": 1, "appeal": 1.5, "commit_vote": 12, "reveal_vote": 12, "resolve": 4, "advance_time": 3,
     "mine_blocks": 4,
@@ -355,10 +358,10 @@ class Walk:
         held = 0
         for task in s.tasks.values():
             if task.status == POSTED:
-                held += task.terms.reward
+                held += task.terms.reward + task.terms.ownerBond
             elif task.status in (ACCEPTED, COMMITTED):
-                held += task.terms.reward + task.terms.providerBond
-            held += task.heldBonds * task.terms.challengerBond
+                held += task.terms.reward + task.terms.ownerBond + task.terms.providerBond
+            held += task.heldBonds  # wei
         return held + sum(s.task_credits.values()) + s.task_burned
 
     @staticmethod
@@ -375,13 +378,19 @@ class Walk:
         open_records = Counter(r.task for r in s.records.values() if r.open)
         open_disputes = Counter(d.task for d in s.disputes.values() if d.status in OPEN)
         pending = Counter(c.task for c in s.commits.values() if c.status == PENDING_COMMIT)
-        # A joined bond is held until claimBond, unless its dispute settled sound (paid out then).
-        joined = Counter(c.task for c in s.commits.values()
-                         if c.status == JOINED_COMMIT and s.records[c.dispute].verdict != VERDICT_VALID)  # fmt: skip
+        # A pending bond is held whole; a joined one until claimBond, unless its dispute settled sound (paid out
+        # then), less its share of the round charges once settled with no decision.
+        held: Counter[int] = Counter()
+        for c in s.commits.values():
+            bond = s.tasks[c.task].terms.challengerBond
+            if c.status == PENDING_COMMIT:
+                held[c.task] += bond
+            elif c.status == JOINED_COMMIT and (record := s.records[c.dispute]).verdict != VERDICT_VALID:
+                held[c.task] += bond if record.verdict == VERDICT_NONE else record.refundPerBond
         for i, task in s.tasks.items():
             assert task.openDisputes == open_records[i] == open_disputes[i], f"task {i}: dispute counters disagree"
             assert task.pendingCommits == pending[i], f"task {i}: pending commits disagree"
-            assert task.heldBonds == pending[i] + joined[i], f"task {i}: held bonds disagree"
+            assert task.heldBonds == held[i], f"task {i}: held bonds disagree"
 
     # --- sending ----------------------------------------------------------------------------------
 
@@ -489,8 +498,10 @@ class Walk:
             m, bps = rng.choice([1, 2, 3, 5, 8, 13, 256]), rng.choice([1, 2500, 5000, 10000, rng.randint(1, 10000)])
         windows = rng.choice(WINDOWS)
         deadline = self.snap.time + rng.randint(DAY, 5 * DAY)
+        bonds = (rng.choice(PROVIDER_BONDS), rng.choice(CHALLENGER_BONDS), rng.choice(OWNER_BONDS))
         terms = [keccak(text=f"spec {self.steps}"), "bafyspec", keccak(text=f"init {self.steps}"), n, s, m, bps,
-                 rng.choice(PROVIDER_BONDS), rng.choice(CHALLENGER_BONDS), windows, deadline]  # fmt: skip
+                 bonds, rng.choice(REPLAY_SECONDS), windows, deadline]  # fmt: skip
+        value = rng.choice(REWARDS) + bonds[2]
         forbidden: tuple[str, ...] = ()
         if rng.random() < 0.15:
             # One parameter out of range (protocol 4.1); each check names its own error.
@@ -498,11 +509,15 @@ class Walk:
                 [(3, 0, "ZeroTotalSteps"), (4, 0, "ZeroStride"), (5, 0, "InvalidIntervalsPerBatch"),
                  (5, 257, "InvalidIntervalsPerBatch"), (6, 0, "InvalidSampleBps"), (6, 10001, "InvalidSampleBps"),
                  (9, (0, 1, 1), "InvalidWindow"), (9, (1, 366 * DAY, 1), "InvalidWindow"),
-                 (10, self.snap.time - 1, "DeadlineNotInFuture")]
+                 (10, self.snap.time - 1, "DeadlineNotInFuture"), (8, 0, "InvalidReplaySeconds"),
+                 (8, COMMITTEE["maxReplaySeconds"] + 1, "InvalidReplaySeconds"),
+                 (7, (*bonds[:2], MIN_BONDS[2] - 1), "BondTooLow")]
             )  # fmt: skip
             terms[field], forbidden = bad, (error,)
         owner = self.pick(self.owners)
-        if self.send(owner, self.tasks, "postTask", *terms, value=rng.choice(REWARDS), forbidden=forbidden):
+        if rng.random() < 0.03:
+            value, forbidden = bonds[2] - 1, ("ValueBelowOwnerBond",)
+        if self.send(owner, self.tasks, "postTask", *terms, value=value, forbidden=forbidden):
             task = max(self.snap.tasks)
             self.evidence[task] = Evidence(task, n, s, m, terms[2])
 
@@ -654,6 +669,12 @@ class Walk:
         task = self.prefer(self.tasks_in(COMMITTED), self.snap.tasks)
         if task is not None:
             self.send(self.someone(), self.tasks, "finalize", task)
+
+    def settle_undecided(self) -> None:
+        task = self.prefer([i for i in self.tasks_in(ACCEPTED, COMMITTED) if self.snap.tasks[i].stalled],
+                           self.snap.tasks)  # fmt: skip
+        if task is not None:
+            self.send(self.someone(), self.tasks, "settleUndecided", task)
 
     def withdraw(self) -> None:
         contract = self.rng.choice([self.tasks, self.committee])
@@ -951,6 +972,8 @@ class Walk:
                 self.send(t.owner, self.tasks, "cancel", i)
             elif t.status == ACCEPTED and t.terms.deadline <= s.time:
                 self.send(anyone, self.tasks, "abandon", i)
+            if t.status in (ACCEPTED, COMMITTED) and t.stalled:
+                self.send(anyone, self.tasks, "settleUndecided", i)
         for (i, j), b in s.batches.items():
             if b.status == B_COMMITTED:
                 self.send(anyone, self.tasks, "drawSeed", i, j)

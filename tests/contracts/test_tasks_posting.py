@@ -15,6 +15,7 @@ from helpers import (
     COMMITTED,
     DEFAULTS,
     KEEPER_BPS,
+    MAX_NO_DECISIONS,
     MIN_BONDS,
     POSTED,
     SEED_DELAY,
@@ -44,18 +45,23 @@ def test_constructor_sets_parameters(tasks: Any, committee: Any) -> None:
     assert tasks.burned() == 0
 
 
-def test_constructor_rejects_zero_seed_delay_and_bps_above_whole(project: Any, owner: Any, committee: Any) -> None:
+def test_constructor_rejects_zero_seed_delay_bps_above_whole_and_zero_max_no_decisions(
+    project: Any, owner: Any, committee: Any
+) -> None:
     with ape.reverts(revert_data("ZeroSeedDelay()", [], [])):
-        owner.deploy(project.TrainingTasks, 0, 1000, SHARES, MIN_BONDS, committee)
+        owner.deploy(project.TrainingTasks, 0, 1000, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee)
     with ape.reverts(revert_data("InvalidBps(uint256)", ["uint256"], [10001])):
-        owner.deploy(project.TrainingTasks, 1, 10001, SHARES, MIN_BONDS, committee)
+        owner.deploy(project.TrainingTasks, 1, 10001, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee)
+    zero = revert_data("InvalidParameter(string,uint256)", ["string", "uint256"], ["maxNoDecisions", 0])
+    with ape.reverts(zero):
+        owner.deploy(project.TrainingTasks, 1, 1000, SHARES, MIN_BONDS, 0, committee)
 
 
 def test_constructor_rejects_shares_that_are_not_whole(project: Any, owner: Any, committee: Any) -> None:
     with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [9999])):
-        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 3999, 5000, 1000, 4000), MIN_BONDS, committee)
+        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 3999, 5000, 1000, 4000), MIN_BONDS, 2, committee)
     with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [10001])):
-        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 4000, 5000, 1001, 4000), MIN_BONDS, committee)
+        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 4000, 5000, 1001, 4000), MIN_BONDS, 2, committee)
 
 
 def test_constructor_rejects_a_committee_wired_to_another_task_contract(
@@ -64,19 +70,20 @@ def test_constructor_rejects_a_committee_wired_to_another_task_contract(
     mismatch = revert_data("AdjudicatorMismatch(address,address)", ["address", "address"],
                            [committee.address, tasks.address])  # fmt: skip
     with ape.reverts(mismatch):
-        owner.deploy(project.TrainingTasks, 1, 1000, SHARES, MIN_BONDS, committee)
+        owner.deploy(project.TrainingTasks, 1, 1000, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee)
 
 
 # --- postTask ------------------------------------------------------------------------------------
 
 
 def test_constructor_records_the_minimum_bonds(tasks: Any) -> None:
-    assert (tasks.MIN_PROVIDER_BOND(), tasks.MIN_CHALLENGER_BOND()) == MIN_BONDS
+    assert (tasks.MIN_PROVIDER_BOND(), tasks.MIN_CHALLENGER_BOND(), tasks.MIN_OWNER_BOND()) == MIN_BONDS
+    assert tasks.MAX_NO_DECISIONS() == MAX_NO_DECISIONS
 
 
 def test_post_task_with_a_bond_below_its_minimum_reverts(tasks: Any, post_task: Any, owner: Any) -> None:
     """Issue 23, attack 5: bonds of 0 made junk disputes free."""
-    provider_min, challenger_min = MIN_BONDS
+    provider_min, challenger_min, _ = MIN_BONDS
     cases = [("provider", {"providerBond": provider_min - 1}), ("challenger", {"challengerBond": challenger_min - 1}),
              ("challenger", {"challengerBond": 0})]  # fmt: skip
     for which, overrides in cases:
@@ -99,27 +106,28 @@ def test_post_task_escrows_reward_and_records_terms(tasks: Any, owner: Any, chai
         100,
         4,
         5000,
-        3 * 10**18,
-        10**17,
+        (3 * 10**18, 10**17, 10**16),
+        300,
         (3600, 7200, 600),
         deadline,
         sender=owner,
-        value=2 * 10**18,
+        value=2 * 10**18 + 10**16,
     )
     assert tasks.taskCount() == 1
-    assert tasks.balance == 2 * 10**18
+    assert tasks.balance == 2 * 10**18 + 10**16
     t = tasks.getTask(1)
     assert t.status == POSTED and t.owner == owner.address and int(t.provider, 16) == 0
     assert t.batchCount == 3  # K = ceil(950 / 100) = 10 intervals, m = 4
     assert (t.terms.totalSteps, t.terms.stride, t.terms.intervalsPerBatch, t.terms.sampleBps) == (950, 100, 4, 5000)
     assert (t.terms.reward, t.terms.providerBond, t.terms.challengerBond) == (2 * 10**18, 3 * 10**18, 10**17)
+    assert (t.terms.ownerBond, t.terms.replaySeconds) == (10**16, 300)
     assert tuple(t.terms.windows) == (3600, 7200, 600)
     assert t.terms.deadline == deadline
     assert bytes(t.terms.specHash) == DEFAULTS["specHash"]
     assert bytes(t.terms.initDigest) == DEFAULTS["initDigest"]
     (event,) = tx.events.filter(tasks.TaskPosted)
     assert event.task == 1 and event.owner == owner.address and event.specCID == "bafyspec"
-    assert event.terms[2] == 2 * 10**18 and event.terms[7] == deadline  # reward, deadline (TaskTerms order)
+    assert event.terms[2] == 2 * 10**18 and event.terms[8] == deadline  # reward, deadline (TaskTerms order)
 
 
 @pytest.mark.parametrize(
@@ -181,11 +189,11 @@ def test_cancel_credits_owner_the_reward(tasks: Any, owner: Any, post_task: Call
     task = post_task()
     tx = tasks.cancel(task, sender=owner)
     assert tasks.getTask(task).status == CANCELLED
-    assert tasks.credits(owner) == DEFAULTS["reward"]
-    assert tasks.balance == DEFAULTS["reward"]  # pulled, not pushed
+    assert tasks.credits(owner) == DEFAULTS["reward"] + DEFAULTS["ownerBond"]
+    assert tasks.balance == DEFAULTS["reward"] + DEFAULTS["ownerBond"]  # pulled, not pushed
     assert [(e.task, e.owner) for e in tx.events.filter(tasks.TaskCancelled)] == [(task, owner.address)]
     assert [(e.account, e.source, e.amount) for e in tx.events.filter(tasks.Credited)] == [
-        (owner.address, task, DEFAULTS["reward"])
+        (owner.address, task, DEFAULTS["reward"] + DEFAULTS["ownerBond"])
     ]
 
 
@@ -210,7 +218,7 @@ def test_cancel_after_accept_or_twice_reverts(
         tasks.cancel(other, sender=owner)
     with ape.reverts(tasks.WrongTaskStatus, task=99, status=0):
         tasks.cancel(99, sender=owner)
-    assert tasks.credits(owner) == DEFAULTS["reward"]
+    assert tasks.credits(owner) == DEFAULTS["reward"] + DEFAULTS["ownerBond"]
 
 
 # --- acceptTask ----------------------------------------------------------------------------------
@@ -221,7 +229,7 @@ def test_accept_task_bonds_the_provider(tasks: Any, provider: Any, post_task: Ca
     tx = tasks.acceptTask(task, sender=provider, value=DEFAULTS["providerBond"])
     t = tasks.getTask(task)
     assert t.status == ACCEPTED and t.provider == provider.address
-    assert tasks.balance == DEFAULTS["reward"] + DEFAULTS["providerBond"]
+    assert tasks.balance == DEFAULTS["reward"] + DEFAULTS["ownerBond"] + DEFAULTS["providerBond"]
     assert [(e.task, e["provider"], e.bond) for e in tx.events.filter(tasks.TaskAccepted)] == [
         (task, provider.address, DEFAULTS["providerBond"])
     ]
@@ -348,7 +356,7 @@ def test_abandon_after_deadline_credits_owner_reward_and_bond(
     chain.pending_timestamp = deadline
     tx = tasks.abandon(task, sender=keeper)
     assert tasks.getTask(task).status == ABANDONED
-    assert tasks.credits(owner) == DEFAULTS["reward"] + DEFAULTS["providerBond"]
+    assert tasks.credits(owner) == DEFAULTS["reward"] + DEFAULTS["ownerBond"] + DEFAULTS["providerBond"]
     assert tasks.credits(provider) == 0 and tasks.credits(keeper) == 0
     assert [(e.task, e.caller) for e in tx.events.filter(tasks.TaskAbandoned)] == [(task, keeper.address)]
     with ape.reverts(tasks.WrongTaskStatus, task=task, status=ABANDONED):

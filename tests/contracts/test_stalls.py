@@ -1,0 +1,285 @@
+"""Owner bonds, declared replay times, round charges and stalls (protocol 4.1, 4.2 "no decision").
+
+What the protocol promises here, and what each test tries to break:
+- postTask takes the owner bond with the reward and refuses bonds below their minimums and replays a
+  panel cannot serve;
+- a round most of whose panel stayed silent is drawn again and counts nothing;
+- a no-decision through a round most of whose panel revealed counts toward the interval's stall, and
+  charges the joined challengers `panelBps x challengerBond x 2^r` for the panelists who revealed;
+- an interval that reaches maxNoDecisions counted no-decisions stalls its task: finalize is refused, and
+  settleUndecided, once no dispute is open and every drawn batch is opened, burns reward, provider bond and
+  owner bond: nobody who stalled profits.
+
+These tests run on a pair whose committee has one round (every round is the last), so a split panel of
+three is a counted no-decision at once; the constructor parameters are otherwise the suite's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ape
+import pytest
+from helpers import (
+    COMMITTEE,
+    DEFAULTS,
+    FAULTY,
+    KEEPER_BPS,
+    MAX_NO_DECISIONS,
+    MIN_BONDS,
+    NO_DECISION,
+    OUT_OF_BOUNDS,
+    SEED_DELAY,
+    SHARES,
+    SLASHED,
+    VALID,
+    commit_challenge,
+    post_args,
+)
+
+from ovig_node.chain.deploy import create_address
+
+pytestmark = pytest.mark.usefixtures("balance_invariant")
+
+UNDECIDED = 8  # TaskStatus.Undecided
+CBOND, BOND, REWARD, OWNER_BOND = (DEFAULTS[k] for k in ("challengerBond", "providerBond", "reward", "ownerBond"))
+PANEL_BPS, PENALTY = COMMITTEE["panelBps"], COMMITTEE["penalty"]
+# One batch of four intervals, all sampled.
+SMALL = {"totalSteps": 400, "intervalsPerBatch": 4, "sampleBps": 10_000}
+
+
+@pytest.fixture(scope="module")
+def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
+    """The suite's pair, but a committee of one round: a split panel ends the dispute."""
+    tasks_at = create_address(owner.address, owner.nonce + 1)
+    committee = owner.deploy(project.AuditCommittee, tasks_at, tuple({**COMMITTEE, "maxRounds": 1}.values()))
+    tasks = owner.deploy(
+        project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
+    )
+    assert tasks.address == tasks_at
+    return committee, tasks
+
+
+@pytest.fixture(scope="module")
+def committee(deployed_pair: tuple[Any, Any]) -> Any:
+    return deployed_pair[0]
+
+
+@pytest.fixture(scope="module")
+def tasks(deployed_pair: tuple[Any, Any]) -> Any:
+    return deployed_pair[1]
+
+
+@pytest.fixture
+def split(committee: Any, keeper: Any, draw_panel: Any, vote: Any) -> Callable[[int], tuple[list[str], Any]]:
+    """Draw the dispute's panel of three; one votes sound, one faulty, one stays silent; resolve. Returns the
+    panel and the resolving transaction."""
+
+    def run(dispute: int) -> tuple[list[str], Any]:
+        panel = draw_panel(dispute)
+        vote(dispute, {panel[0]: VALID, panel[1]: FAULTY})
+        return panel, committee.resolve(dispute, sender=keeper)
+
+    return run
+
+
+def reveal(tasks: Any, task: int, k: int, who: Any, salt: bytes = b"\x07" * 32) -> int:
+    tx = tasks.revealChallenge(task, k, OUT_OF_BOUNDS, salt, "bafyreport", sender=who)
+    return next(iter(tx.events.filter(tasks.ChallengeRevealed))).dispute
+
+
+# --- posting -------------------------------------------------------------------------------------
+
+
+def test_post_task_takes_the_owner_bond_with_the_reward(tasks: Any, owner: Any, chain: Any) -> None:
+    deadline = chain.pending_timestamp + 86_400
+    tx = tasks.postTask(*post_args(DEFAULTS, deadline), sender=owner, value=REWARD + OWNER_BOND)
+    terms = tasks.getTask(tasks.taskCount()).terms
+    assert (terms.reward, terms.ownerBond, terms.replaySeconds) == (REWARD, OWNER_BOND, DEFAULTS["replaySeconds"])
+    assert [e.task for e in tx.events.filter(tasks.TaskPosted)] == [tasks.taskCount()]
+    assert tasks.balance == REWARD + OWNER_BOND
+
+
+MAX_REPLAY = COMMITTEE["maxReplaySeconds"]
+MAX_CHALLENGER_BOND = 2**96 - 1
+
+
+@pytest.mark.parametrize(
+    ("overrides", "value", "error", "fields"),
+    [
+        ({"ownerBond": MIN_BONDS[2] - 1}, REWARD, "BondTooLow", {"which": "owner", "minimum": MIN_BONDS[2]}),
+        ({}, OWNER_BOND - 1, "ValueBelowOwnerBond", {"ownerBond": OWNER_BOND, "sent": OWNER_BOND - 1}),
+        ({"replaySeconds": 0}, REWARD + OWNER_BOND, "InvalidReplaySeconds", {"replaySeconds": 0, "max": MAX_REPLAY}),
+        ({"replaySeconds": MAX_REPLAY + 1}, REWARD + OWNER_BOND, "InvalidReplaySeconds", {"max": MAX_REPLAY}),
+        ({"challengerBond": MAX_CHALLENGER_BOND + 1}, REWARD + OWNER_BOND, "BondTooHigh",
+         {"maximum": MAX_CHALLENGER_BOND}),
+    ],
+    ids=["owner-bond-below-minimum", "value-below-owner-bond", "zero-replay", "replay-above-committee-max",
+         "challenger-bond-above-maximum"],
+)  # fmt: skip
+def test_post_task_refuses_bad_owner_bonds_and_replay_times(
+    tasks: Any, owner: Any, chain: Any, overrides: dict[str, Any], value: int, error: str, fields: dict[str, Any]
+) -> None:
+    before = tasks.taskCount()
+    with ape.reverts(getattr(tasks, error), **fields):
+        tasks.postTask(*post_args({**DEFAULTS, **overrides}, chain.pending_timestamp + 86_400), sender=owner,
+                       value=value)  # fmt: skip
+    assert tasks.taskCount() == before and tasks.balance == 0
+
+
+def test_a_zero_reward_is_allowed_and_the_whole_value_is_the_owner_bond(tasks: Any, post_task: Any) -> None:
+    task = post_task(reward=0)
+    assert (tasks.getTask(task).terms.reward, tasks.getTask(task).terms.ownerBond) == (0, OWNER_BOND)
+
+
+# --- no decisions -----------------------------------------------------------------------------------
+
+
+def test_a_split_round_is_a_counted_no_decision_that_charges_the_challengers_for_the_revealers(
+    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, watcher2: Any,
+    keeper: Any, split: Any, chain: Any,
+) -> None:  # fmt: skip
+    """Two joined bonds; the round's charge (10% of one bond at round 0) goes to the two panelists who
+    revealed, the silent one loses its penalty (burned: no outcome to pay), the bonds come back less the
+    charge, evenly; the interval's window reopens with one counted no-decision."""
+    register(auditors[:3])
+    task, _ = opened_task(**SMALL)
+    first = commit_challenge(tasks, task, 1, watcher)
+    second = commit_challenge(tasks, task, 1, watcher2, salt=b"\x08" * 32)
+    dispute = reveal(tasks, task, 1, watcher)
+    assert reveal(tasks, task, 1, watcher2, salt=b"\x08" * 32) == dispute
+    panel, tx = split(dispute)
+    assert tasks.getDispute(dispute).verdict == NO_DECISION
+    charge = CBOND * PANEL_BPS // 10_000 // 2
+    assert [tasks.credits(p) for p in panel] == [charge, charge, 0]
+    assert [(e.panelist, e.amount) for e in tx.events.filter(committee.Penalized)] == [(panel[2], PENALTY)]
+    refund = (2 * CBOND - 2 * charge) // 2
+    assert tasks.getDispute(dispute).refundPerBond == refund
+    tasks.claimBond(task, watcher.address, first, sender=keeper)
+    tasks.claimBond(task, watcher2.address, second, sender=keeper)
+    assert (tasks.credits(watcher), tasks.credits(watcher2)) == (refund, refund)
+    reopened = [(e.k, e.noDecisions) for e in tx.events.filter(tasks.IntervalWindowReopened)]
+    assert reopened == [(1, 1)] and tasks.getOpenedInterval(task, 1).noDecisions == 1
+    assert not tasks.getTask(task).stalled
+
+
+def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_counts_nothing(
+    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, keeper: Any,
+    draw_panel: Any, vote: Any,
+) -> None:  # fmt: skip
+    """A flood that keeps honest panelists busy cannot turn their silence into an outcome: the round is armed
+    again at once (same round, a fresh panel of auditors who have not sat on the dispute)."""
+    register(auditors[:6])
+    task, _ = opened_task(**SMALL)
+    commit_challenge(tasks, task, 2, watcher)
+    dispute = reveal(tasks, task, 2, watcher)
+    panel = draw_panel(dispute)
+    vote(dispute, {panel[0]: FAULTY})
+    tx = committee.resolve(dispute, sender=keeper)
+    assert [(e.round, e.armBlock) for e in tx.events.filter(committee.PanelRearmed)] == [(0, tx.block_number)]
+    d = committee.getDispute(dispute)
+    assert (d.status, d.round, d.verdict) == (1, 0, 0)  # AwaitingPanel, round 0, no verdict
+    again = draw_panel(dispute)
+    assert len(again) == 3 and not set(again) & set(panel)
+    assert tasks.getOpenedInterval(task, 2).noDecisions == 0 and tasks.getDispute(dispute).verdict == 0
+
+
+def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everything_burned(
+    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any,
+    watcher2: Any, keeper: Any, owner: Any, provider: Any, split: Any, chain: Any,
+) -> None:  # fmt: skip
+    """Two counted no-decisions on interval 0 stall the task: finalize is refused after every window; a
+    dispute of another interval holds settleUndecided back (it could still slash); then the task ends
+    Undecided and reward, provider bond and owner bond are burned; a commit still pending is refunded."""
+    register(auditors[:9])
+    task, _ = opened_task(**SMALL, windows=(3600, 5 * 24 * 3600, 600))  # interval 3's window outlasts two votes
+    with ape.reverts(tasks.TaskNotStalled, task=task):
+        tasks.settleUndecided(task, sender=keeper)
+    for salt in (b"\x01" * 32, b"\x02" * 32):
+        commit_challenge(tasks, task, 0, watcher, salt=salt)
+        _, tx = split(reveal(tasks, task, 0, watcher, salt=salt))
+    assert [(e.task, e.k) for e in tx.events.filter(tasks.TaskStalledAt)] == [(task, 0)]
+    assert tasks.getTask(task).stalled and tasks.getOpenedInterval(task, 0).noDecisions == MAX_NO_DECISIONS
+    # Another interval's dispute could still find the task faulty: it decides first.
+    commit_challenge(tasks, task, 3, watcher2)
+    other = reveal(tasks, task, 3, watcher2)
+    pending = commit_challenge(tasks, task, 1, watcher2, salt=b"\x09" * 32)
+    with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
+        tasks.settleUndecided(task, sender=keeper)
+    split(other)
+    chain.pending_timestamp = tasks.getTask(task).challengeEnd
+    tasks.expireChallenge(task, watcher2.address, pending, sender=keeper)
+    with ape.reverts(tasks.TaskStalled, task=task):
+        tasks.finalize(task, sender=keeper)
+    burned = tasks.burned()
+    credits = (tasks.credits(owner), tasks.credits(provider))
+    tx = tasks.settleUndecided(task, sender=keeper)
+    assert tasks.getTask(task).status == UNDECIDED
+    assert [e.task for e in tx.events.filter(tasks.TaskUndecided)] == [task]
+    assert tasks.burned() - burned == REWARD + BOND + OWNER_BOND
+    assert (tasks.credits(owner), tasks.credits(provider)) == credits == (0, 0)
+    with ape.reverts(tasks.WrongTaskStatus):
+        tasks.settleUndecided(task, sender=keeper)
+
+
+def test_a_drawn_unopened_batch_holds_settle_undecided_back(
+    tasks: Any, post_task: Any, provider: Any, evidence: Any, commit: Any, draw: Any, open_batch: Any,
+    register: Any, auditors: list[Any], watcher: Any, keeper: Any, split: Any, chain: Any,
+) -> None:  # fmt: skip
+    """The provider's own fault (a batch left unopened) is slashed, not burned with everything else."""
+    register(auditors[:6])
+    task = post_task(totalSteps=800, intervalsPerBatch=4, sampleBps=10_000)
+    tasks.acceptTask(task, sender=provider, value=BOND)
+    ev = evidence(task)
+    commit(ev)
+    draw(task, 0)
+    open_batch(ev, 0)
+    for salt in (b"\x01" * 32, b"\x02" * 32):
+        commit_challenge(tasks, task, 1, watcher, salt=salt)
+        split(reveal(tasks, task, 1, watcher, salt=salt))
+    assert tasks.getTask(task).stalled
+    draw(task, 1)
+    with ape.reverts(tasks.BatchesNotOpened, task=task, opened=1, total=2):
+        tasks.settleUndecided(task, sender=keeper)
+    chain.pending_timestamp = tasks.getBatch(task, 1).windowEnd
+    tasks.slashUnopened(task, 1, sender=keeper)
+    assert tasks.getTask(task).status == SLASHED
+
+
+def test_a_no_decision_by_starvation_counts_nothing(
+    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, keeper: Any,
+    chain: Any,
+) -> None:  # fmt: skip
+    """Two auditors cannot seat three: after starvationTimeout the dispute ends with no decision and no
+    charge, but it does not bring the interval closer to a stall (nobody judged it)."""
+    register(auditors[:2])
+    task, _ = opened_task(**SMALL)
+    commitment = commit_challenge(tasks, task, 0, watcher)
+    dispute = reveal(tasks, task, 0, watcher)
+    chain.pending_timestamp = committee.getDispute(dispute).roundStartedAt + committee.STARVATION_TIMEOUT()
+    chain.mine(SEED_DELAY + 1)
+    committee.rearm(dispute, sender=keeper)
+    assert tasks.getDispute(dispute).verdict == NO_DECISION
+    assert tasks.getOpenedInterval(task, 0).noDecisions == 0
+    tasks.claimBond(task, watcher.address, commitment, sender=keeper)
+    assert tasks.credits(watcher) == CBOND
+
+
+def test_every_way_a_task_ends_but_undecided_returns_the_owner_bond(
+    tasks: Any, post_task: Any, owner: Any, provider: Any, keeper: Any, chain: Any, opened_task: Any,
+) -> None:  # fmt: skip
+    """Cancelled, abandoned and finalized (slashed paths are checked with their payouts elsewhere)."""
+    cancelled = post_task()
+    tasks.cancel(cancelled, sender=owner)
+    assert tasks.credits(owner) == REWARD + OWNER_BOND
+    abandoned = post_task(deadline=chain.pending_timestamp + 100)
+    tasks.acceptTask(abandoned, sender=provider, value=BOND)
+    chain.pending_timestamp += 200
+    tasks.abandon(abandoned, sender=keeper)
+    assert tasks.credits(owner) == 2 * (REWARD + OWNER_BOND) + BOND
+    finalized, _ = opened_task()
+    chain.pending_timestamp = tasks.getTask(finalized).challengeEnd
+    tasks.finalize(finalized, sender=keeper)
+    assert tasks.credits(owner) == 2 * (REWARD + OWNER_BOND) + BOND + OWNER_BOND
+    assert tasks.credits(provider) == REWARD + BOND

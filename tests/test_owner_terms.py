@@ -1,0 +1,41 @@
+"""What an owner declares when it posts a task (protocol 4.2): the slowest honest replay of one interval.
+
+A declaration below the boundary's own slowest calibration replay would have panelists miss their
+reveals, and one above the committee's cap is refused on-chain; both are refused before any
+transaction, with the numbers in the message.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ovig_node.nodes.owner import PostingError, Terms, declared_replay_seconds
+
+TERMS = Terms(reward=1, provider_bond=1, challenger_bond=1, opening_window=1, challenge_window=1, reveal_window=1,
+              deadline_in=1)  # fmt: skip
+
+
+def test_by_default_twice_the_slowest_calibration_replay_rounded_up() -> None:
+    assert declared_replay_seconds(TERMS, 3.2, 900) == 7
+    assert declared_replay_seconds(TERMS, 0.01, 900) == 1  # never zero: the contract refuses 0
+
+
+def test_the_owner_s_own_figure_is_kept_when_it_covers_the_boundary() -> None:
+    terms = Terms(**{**TERMS.__dict__, "replay_seconds": 15})
+    assert declared_replay_seconds(terms, 14.9, 15) == 15
+
+
+@pytest.mark.parametrize(
+    ("declared", "slowest", "cap", "message"),
+    [
+        (5, 5.5, 900, "below the boundary's slowest honest replay (5.5s)"),
+        (901, 1.0, 900, "above the committee's maximum 900"),
+        (None, 500.0, 900, "replay seconds 1000 is above the committee's maximum 900"),
+    ],
+)
+def test_a_declaration_nodes_or_the_contract_would_refuse_is_refused_before_posting(
+    declared: int | None, slowest: float, cap: int, message: str
+) -> None:
+    terms = Terms(**{**TERMS.__dict__, "replay_seconds": declared})
+    with pytest.raises(PostingError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        declared_replay_seconds(terms, slowest, cap)
