@@ -369,20 +369,13 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     // --- disputes ------------------------------------------------------------------------------
 
     /// @inheritdoc IAdjudicator
-    function openDispute(
-        uint256 task,
-        uint256 k,
-        Reason reason,
-        address[3] calldata excluded
-    ) external returns (uint256 dispute) {
+    function openDispute(uint256 task, uint256 k, Reason reason) external returns (uint256 dispute) {
         if (msg.sender != address(TASKS)) revert NotTaskContract(msg.sender);
         dispute = ++disputeCount;
         Dispute storage d = _disputes[dispute];
-        d.task = task;
-        d.k = k;
-        d.excluded = excluded;
+        d.task = uint64(task); // an existing task of TASKS: ids are counted, never near 2^64
         d.reason = reason;
-        d.roundStartedAt = _now();
+        d.roundStartedAt = _stamp();
         _arm(dispute, d);
         emit DisputeOpened(dispute, task, k, reason);
     }
@@ -507,7 +500,7 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
         }
         if (d.round + 1 < MAX_ROUNDS) {
             d.round += 1;
-            d.roundStartedAt = _now();
+            d.roundStartedAt = _stamp();
             return _arm(dispute, d);
         }
         // INVARIANT: an undecided appeal round leaves the last decided outcome standing.
@@ -537,7 +530,7 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
         heldAppealBonds += bond;
         emit Appealed(dispute, next, msg.sender, wanted, bond);
         d.round = uint8(next);
-        d.roundStartedAt = _now();
+        d.roundStartedAt = _stamp();
         _arm(dispute, d);
     }
 
@@ -689,16 +682,15 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     /// @dev Eligibility for a round armed at a, from the history as of a (protocol 4.2). Seats held on
     /// other disputes do not matter; a seat on this dispute (an earlier round) does, checked by the caller.
     function _eligibleAsOf(Dispute storage d, address candidate, uint48 asOf) internal view returns (bool) {
-        if (candidate == d.excluded[0] || candidate == d.excluded[1] || candidate == d.excluded[2]) return false;
         (uint256 stake, uint256 registeredBlock, bool exitRequested) = _unpack(
             _standing[candidate].upperLookupRecent(asOf)
         );
         uint256 a = uint256(asOf) + 1;
         if (registeredBlock == 0 || registeredBlock + WARMUP_BLOCKS > a || exitRequested) return false;
         if (stake < AUDITOR_STAKE) return false;
-        // INVARIANT: nobody judges a task it challenged before the round was armed.
-        uint256 committed = TASKS.firstCommitBlock(d.task, candidate);
-        return committed == 0 || committed >= a;
+        // INVARIANT: nobody judges a task it owns, provides, or challenged up to the round's arm block (the
+        // first challenger committed before its reveal armed round 0).
+        return !TASKS.isInterested(d.task, candidate, a);
     }
 
     /// @dev The draw's next TRIES_PER_CALL tries; returns the cursor and the seated count after them.
@@ -757,15 +749,15 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
         d.decidedEnd = uint16(_seats[dispute].length);
         if (d.round + 1 == MAX_ROUNDS) return _finish(dispute, d, outcome, false);
         d.status = DisputeStatus.Appealable;
-        d.decidedAt = _now();
+        d.decidedAt = _stamp();
         emit RoundDecided(dispute, d.round, outcome, _now() + APPEAL_WINDOW);
     }
 
     /// @dev Arms the current round at this block.
     function _arm(uint256 dispute, Dispute storage d) internal {
         d.status = DisputeStatus.AwaitingPanel;
-        d.armBlock = uint64(block.number);
-        d.armedAt = _now();
+        d.armBlock = _block();
+        d.armedAt = _stamp();
         d.drawnAt = 0;
         d.tries = 0;
         d.seated = 0;
@@ -776,7 +768,7 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     /// @dev The panel is complete: it votes from now. Each panelist's seat counts toward its L
     /// overlapping seats, or is excused when L of its seats already overlap this one.
     function _completePanel(uint256 dispute, Dispute storage d) internal {
-        d.drawnAt = _now();
+        d.drawnAt = _stamp();
         d.status = DisputeStatus.Voting;
         _undrawnRounds[d.task] -= 1;
         uint64 revealEnd = _revealEnd(d);
@@ -1011,9 +1003,14 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
         return uint48(block.number);
     }
 
-    /// @dev The current time, as every window is stored.
+    /// @dev The current time, as every window is compared.
     function _now() internal view returns (uint64) {
         return uint64(block.timestamp);
+    }
+
+    /// @dev The current time as a dispute stores it (40 bits: until the year 36812).
+    function _stamp() internal view returns (uint40) {
+        return uint40(block.timestamp);
     }
 
     /// @dev Windows are half-open: an action "within" a window that ends at `end` is allowed while this

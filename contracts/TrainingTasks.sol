@@ -111,8 +111,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// @notice Longest challenge reveal window: a pending commit holds back slashUnopened and abandon
     /// for at most this long.
     uint64 public constant MAX_REVEAL_WINDOW = 1 hours;
-    /// @notice Largest challenger bond: a task's held bonds (up to 2^32 commits) fit their uint128 counter.
-    uint256 public constant MAX_CHALLENGER_BOND = type(uint96).max;
+    /// @notice Largest challenger bond (about 1.2 million ETH): a dispute's refund per bond is packed in 80
+    /// bits, and a task's held bonds (up to 2^32 commits) fit their uint128 counter.
+    uint256 public constant MAX_CHALLENGER_BOND = type(uint80).max;
 
     /// @notice Blocks between a batch's commit block h and its seed block h + SEED_DELAY (>= 1).
     uint256 public immutable SEED_DELAY;
@@ -569,9 +570,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         if (!ADJUDICATOR.mayChallenge(task, msg.sender)) revert PanelistCannotChallenge(task, msg.sender);
         if (_firstCommit[task][msg.sender] == 0) _firstCommit[task][msg.sender] = block.number;
         uint64 seq = ++commitCount;
-        c.task = task;
+        c.task = uint64(task); // an existing task: ids are counted, never near 2^64
         c.seq = seq;
-        c.committedAt = _now();
+        c.committedAt = uint56(_now());
         c.status = CommitStatus.Pending;
         t.pendingCommits += 1;
         t.heldBonds += uint128(msg.value);
@@ -599,7 +600,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         bytes32 commitment = keccak256(abi.encode(task, k, reason, salt, msg.sender));
         ChallengeCommit storage c = _requirePending(task, msg.sender, commitment);
         Task storage t = _tasks[task];
-        uint64 revealBy = c.committedAt + t.terms.windows.challengeRevealWindow;
+        uint64 revealBy = uint64(c.committedAt) + t.terms.windows.challengeRevealWindow;
         if (!_before(revealBy)) revert RevealWindowClosed(commitment, revealBy);
         // A uint8, not the enum, so an unknown reason gets this error rather than a bare ABI revert.
         if (reason == uint8(Reason.None) || reason > uint8(Reason.Unavailable)) revert InvalidReason(reason);
@@ -608,7 +609,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
             c.status = CommitStatus.Settled;
             _releaseBond(task, t, msg.sender, t.terms.challengerBond);
         } else {
-            OpenedInterval storage iv = _requireChallengeable(task, t, k, c.committedAt);
+            OpenedInterval storage iv = _requireChallengeable(task, t, k, uint64(c.committedAt));
             if (iv.sound) {
                 // INVARIANT: a sound verdict is final; a commit cannot wait for the votes and then choose.
                 if (c.seq > iv.soundAfterSeq) revert IntervalFinal(task, k);
@@ -631,7 +632,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         ChallengeCommit storage c = _requirePending(task, challenger, commitment);
         Task storage t = _tasks[task];
         bool moot = !_isActive(t);
-        uint64 revealBy = c.committedAt + t.terms.windows.challengeRevealWindow;
+        uint64 revealBy = uint64(c.committedAt) + t.terms.windows.challengeRevealWindow;
         // INVARIANT: the challenger keeps its whole reveal window.
         if (!moot && _before(revealBy)) revert RevealWindowOpen(commitment, revealBy);
         c.status = CommitStatus.Expired;
@@ -676,7 +677,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         iv.dispute = 0;
         Verdict verdict = _isActive(t) ? s.verdict : Verdict.Moot;
         d.verdict = verdict;
-        d.refundPerBond = t.terms.challengerBond;
+        d.refundPerBond = uint80(t.terms.challengerBond); // at most MAX_CHALLENGER_BOND
         emit DisputeSettled(dispute, d.task, d.k, verdict);
         if (verdict == Verdict.Faulty) {
             _payFaulty(dispute, d, t, s.majority);
@@ -737,6 +738,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// @inheritdoc IDisputedTasks
     function challengerBondOf(uint256 dispute) external view returns (uint256) {
         return _tasks[_disputes[dispute].task].terms.challengerBond;
+    }
+
+    /// @inheritdoc IDisputedTasks
+    function isInterested(uint256 task, address account, uint256 blockNumber) external view returns (bool) {
+        Task storage t = _tasks[task];
+        uint256 committed = _firstCommit[task][account];
+        return account == t.owner || account == t.provider || (committed != 0 && committed <= blockNumber);
     }
 
     /// @inheritdoc IDisputedTasks
@@ -854,12 +862,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     ) internal returns (uint256 dispute) {
         dispute = iv.dispute;
         if (dispute == 0) {
-            dispute = ADJUDICATOR.openDispute(task, k, reason, [t.provider, t.owner, msg.sender]);
-            iv.dispute = dispute;
+            dispute = ADJUDICATOR.openDispute(task, k, reason);
+            // Ids are counted by the adjudicator, one per reveal that opens a dispute: never near 2^64.
+            iv.dispute = uint64(dispute);
             t.openDisputes += 1;
             DisputeRecord storage fresh = _disputes[dispute];
-            fresh.task = task;
-            fresh.k = k;
+            fresh.task = uint64(task);
+            fresh.k = uint64(k);
             fresh.open = true;
         }
         // INVARIANT: the earliest commit of k ever revealed leads, whoever revealed first and in whichever of
@@ -868,12 +877,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
             iv.lead = msg.sender;
             iv.leadSeq = c.seq;
         }
-        DisputeRecord storage d = _disputes[dispute];
-        d.lead = iv.lead;
-        d.leadSeq = iv.leadSeq;
-        d.joined += 1;
+        _disputes[dispute].joined += 1;
         c.status = CommitStatus.Joined;
-        c.dispute = dispute;
+        c.dispute = uint64(dispute);
     }
 
     /// @dev Faulty: slash. The provider bond goes to the lead, the majority panelists and the owner; the
@@ -884,8 +890,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         uint256 toLead = (bond * _FAULTY_LEAD_BPS) / BPS;
         uint256 toPanel = (bond * _FAULTY_PANEL_BPS) / BPS;
         uint256 toOwner = bond - toLead - toPanel;
-        emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, d.lead, dispute);
-        _credit(d.lead, d.task, toLead);
+        address lead = _opened[d.task][d.k].lead;
+        emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, lead, dispute);
+        _credit(lead, d.task, toLead);
         _credit(t.owner, d.task, toOwner + t.terms.reward + t.terms.ownerBond);
         _payPanel(d.task, toPanel, majority);
     }
@@ -932,7 +939,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
             _credit(charged[i], d.task, pay);
         }
         uint256 each = pot / d.joined;
-        d.refundPerBond = each;
+        d.refundPerBond = uint80(each); // at most the bond
         _burn(d.task, pot - each * d.joined);
         t.heldBonds -= uint128(uint256(d.joined) * t.terms.challengerBond - each * d.joined);
     }
@@ -1052,7 +1059,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         if (window == 0 || window > MAX_WINDOW) revert InvalidWindow(window);
     }
 
-    /// @dev Checks one opening of batch `j` and records its digests; returns `opened` with its bit set.
+    /// @dev Checks one opening of batch `j` and emits its digests (nothing is stored per interval: the
+    /// batch's bitmap records it, the event the digests); returns `opened` with its bit set.
     function _verifyOpening(
         uint256 task,
         Task storage t,
@@ -1073,9 +1081,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
             _verifyLeaf(task, t, o.k - 1, o.startStep, o.startDigest, o.startProof);
             start = o.startDigest;
         }
-        OpenedInterval storage iv = _opened[task][o.k];
-        iv.startDigest = start;
-        iv.endDigest = o.endDigest;
         emit IntervalOpened(task, o.k, start, o.endDigest);
         return opened | bit;
     }

@@ -165,30 +165,27 @@ struct Opening {
     bytes32[] startProof;
 }
 
-/// @notice An opened interval: its digests as proven on-chain, and its challenge state.
+/// @notice An opened interval's challenge state. Its proven digests are in its IntervalOpened event, not
+/// in storage (a bitmap of the batch records that it is opened).
 struct OpenedInterval {
-    // sha256 of the evidence the interval starts from (initDigest for k = 0).
-    bytes32 startDigest;
-    // sha256 of the evidence the interval ends with.
-    bytes32 endDigest;
     // The dispute over this interval the adjudicator has not settled yet (0: none).
-    uint256 dispute;
+    uint64 dispute;
     // End of the interval's window once a dispute of it ended with no decision (0: its batch's).
     uint64 windowEnd;
     // Start of the reopened stretch [reopenedAt, windowEnd) when it began after the window had closed.
     uint64 reopenedAt;
-    // Set when a dispute found the interval sound: it is final, never challenged again.
-    bool sound;
     // The commit sequence number at the sound settlement: commits up to it were made before it.
     uint64 soundAfterSeq;
-    // Disputes of the interval that ended with a counted no-decision: most of the last round's seated
-    // panel revealed and still no majority (saturates at 255).
-    uint8 noDecisions;
     // The challenger whose commit of k has the smallest sequence number of every one revealed, in any of
     // k's disputes: it leads each of them (a later dispute after a no-decision too).
     address lead;
     // That commit's sequence number (0: none revealed yet).
     uint64 leadSeq;
+    // Disputes of the interval that ended with a counted no-decision: most of the last round's seated
+    // panel revealed and still no majority (saturates at 255).
+    uint8 noDecisions;
+    // Set when a dispute found the interval sound: it is final, never challenged again.
+    bool sound;
 }
 
 /// @notice Why a challenger disputes an interval (protocol section 4.1).
@@ -219,13 +216,13 @@ enum CommitStatus {
 /// @notice A challenge commitment, keyed by its sender and the commitment (protocol section 4.1).
 struct ChallengeCommit {
     // The task challenged.
-    uint256 task;
+    uint64 task;
     // The dispute it joined, once Joined.
-    uint256 dispute;
+    uint64 dispute;
     // Its place in the contract's one total order of commits (1, 2, ...): the smallest joined one leads.
     uint64 seq;
     // When it was committed: the revealed interval's window must have been open then.
-    uint64 committedAt;
+    uint56 committedAt;
     // Where it is in its life.
     CommitStatus status;
 }
@@ -233,13 +230,9 @@ struct ChallengeCommit {
 /// @notice A dispute as the task contract keeps it: the interval, its joined challengers' bonds and lead.
 struct DisputeRecord {
     // The task.
-    uint256 task;
-    // The challenged interval.
-    uint256 k;
-    // The joined challenger whose commit has the smallest sequence number: it gets the lead's share.
-    address lead;
-    // That commit's sequence number.
-    uint64 leadSeq;
+    uint64 task;
+    // The challenged interval (its lead is the interval's: OpenedInterval.lead).
+    uint64 k;
     // Bonds joined (one per revealed commit).
     uint32 joined;
     // True until the adjudicator settles it.
@@ -248,7 +241,7 @@ struct DisputeRecord {
     Verdict verdict;
     // What claimBond pays back per joined bond: the whole bond, less its share of the round charges
     // after a no-decision.
-    uint256 refundPerBond;
+    uint80 refundPerBond;
 }
 
 /// @notice How an adjudicator settles a dispute with the task contract (protocol 4.2).
@@ -320,12 +313,8 @@ enum DisputeStatus {
 
 /// @notice A dispute as the committee runs it.
 struct Dispute {
-    // The task in the task contract.
-    uint256 task;
-    // The challenged interval.
-    uint256 k;
-    // Provider, owner and first challenger: never on a panel.
-    address[3] excluded;
+    // The task in the task contract (its interval is the task contract's record of the dispute).
+    uint64 task;
     // What the first challenger saw (it settles nothing).
     Reason reason;
     // Where the dispute is.
@@ -338,15 +327,16 @@ struct Dispute {
     uint8 round;
     // a: the block the current round was armed at; its history "as of a" is the state after a - 1, its
     // seed is the backend's value for block a + SEED_DELAY.
-    uint64 armBlock;
+    uint48 armBlock;
     // When the current round was (last) armed: the draw must complete within maxDrawDelay of it.
-    uint64 armedAt;
+    uint40 armedAt;
     // When the current round was first armed: re-arms count toward starvationTimeout from here.
-    uint64 roundStartedAt;
+    uint40 roundStartedAt;
+    // (A dispute is opened with the fields above, one storage slot; the ones below change as it runs.)
     // When the current round's panel was complete: its commit window starts here.
-    uint64 drawnAt;
+    uint40 drawnAt;
     // When the last decided round was resolved: its appeal window starts here.
-    uint64 decidedAt;
+    uint40 decidedAt;
     // The last decided round, and where its panel sits in the seat list ([decidedStart, decidedEnd)).
     uint8 decidedRound;
     uint16 decidedStart;

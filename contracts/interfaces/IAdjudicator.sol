@@ -20,14 +20,8 @@ interface IAdjudicator {
     /// @param task The task id.
     /// @param k The challenged interval.
     /// @param reason Why it is challenged.
-    /// @param excluded Parties that may not sit on the panel: provider, owner, challenger.
     /// @return dispute The new dispute's id (never 0).
-    function openDispute(
-        uint256 task,
-        uint256 k,
-        Reason reason,
-        address[3] calldata excluded
-    ) external returns (uint256 dispute);
+    function openDispute(uint256 task, uint256 k, Reason reason) external returns (uint256 dispute);
 
     /// @notice Whether `account` may commit a challenge on `task` now: not while, as an auditor, it is
     /// eligible for an armed, undrawn round of a dispute of the task, or seated on one (protocol 4.2).

@@ -20,6 +20,14 @@ interface IDisputedTasks {
     /// @return The block number, or 0.
     function firstCommitBlock(uint256 task, address account) external view returns (uint256);
 
+    /// @notice Whether `account` has a stake in how the task's disputes end: its owner, its provider, or a
+    /// challenger whose first commit on it came at or before `blockNumber`. Never on a panel armed then.
+    /// @param task The task id.
+    /// @param account The account.
+    /// @param blockNumber A round's arm block.
+    /// @return True to keep `account` off the round's panel.
+    function isInterested(uint256 task, address account, uint256 blockNumber) external view returns (bool);
+
     /// @notice The challenger bond of the dispute's task: an appeal to round r costs it times 2^r.
     /// @param dispute The dispute id.
     /// @return The bond, in wei.

@@ -85,7 +85,7 @@ class AuditorNode:
         key = f"{dispute}:{round_}"
         votes = self.state.get("votes", {})
         if key not in votes:
-            vote, report = self._decide(d)
+            vote, report = self._decide(dispute, d)
             # Salt and vote are on disk before the commit leaves, so a restart can always reveal.
             votes[key] = {"vote": vote, "salt": os.urandom(32).hex(), "report": report}
             self.state.set("votes", votes)
@@ -109,20 +109,20 @@ class AuditorNode:
         except ContractReverted as exc:
             self.ctx.say(f"dispute {dispute}: vote refused: {exc}", style="yellow")
 
-    def _decide(self, d: Any) -> tuple[int, str]:
+    def _decide(self, dispute: int, d: Any) -> tuple[int, str]:
         """Vote valid (1) or faulty (2) from its own judgement of the interval: availability and the replay
         together, whatever reason the challenger gave (protocol v2: one question per interval)."""
-        task = int(d.task)
+        task, k = int(d.task), int(self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute).k)
         if task not in self._fetched:
             self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
         fetched = self._fetched[task]
         self.ctx.scanner.poll()
-        opened = opened_interval(self.ctx, task, int(d.k), fetched.prepared.spec.intervals_per_batch)
+        opened = opened_interval(self.ctx, task, k, fetched.prepared.spec.intervals_per_batch)
         if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
-            raise IndexBehind(f"dispute over task {task} interval {d.k}: its IntervalOpened is not indexed yet")
+            raise IndexBehind(f"dispute over task {task} interval {k}: its IntervalOpened is not indexed yet")
         judgement = judge_interval(self.ctx, fetched, opened, profile=self.profile_name, who="audit")
         vote = Verdict.FAULTY if judgement.faulty else Verdict.VALID
-        self.ctx.say(f"dispute over task {task} interval {d.k}: its replay says {judgement.report['verdict']} "
+        self.ctx.say(f"dispute over task {task} interval {k}: its replay says {judgement.report['verdict']} "
                      f"({judgement.report.get('reason')}); votes {vote.name.lower()}")  # fmt: skip
         return int(vote), judgement.report_cid
 

@@ -133,7 +133,7 @@ def task_status(ctx: NodeContext, task: int) -> TaskReport:
         panel = list(p.committee.functions.panelOf(dispute).call())
         votes = {a: p.view(p.committee, "ballotOf", dispute, d.round, a).vote for a in panel}
         disputes.append({
-            "dispute": dispute, "k": int(d.k), "reason": Reason(d.reason).name.lower(),
+            "dispute": dispute, "k": int(event.args["k"]), "reason": Reason(d.reason).name.lower(),
             "status": DisputeStatus(d.status).name.lower(), "verdict": Verdict(d.verdict).name.lower(),
             "round": int(d.round), "votes": votes,
         })  # fmt: skip

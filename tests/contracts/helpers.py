@@ -130,6 +130,16 @@ def settle(committee: Any, dispute: int, sender: Any) -> Any:
     return tx
 
 
+def opened_digests(tasks: Any, task: int, k: int) -> tuple[bytes, bytes]:
+    """Interval k's start and end digests as its opening proved them. The contract stores only a bitmap of
+    what is opened: the digests are in its IntervalOpened event."""
+    from ape import chain
+
+    logs = list(tasks.IntervalOpened.range(chain.blocks.height + 1, search_topics={"task": task, "k": k}))
+    assert len(logs) == 1, f"interval {k} of task {task} opened {len(logs)} times"
+    return bytes(logs[0].startDigest), bytes(logs[0].endDigest)
+
+
 def vote_commitment(dispute: int, round_: int, vote: int, salt: bytes, panelist: str) -> bytes:
     """`keccak256(abi.encode(dispute, round, vote, salt, panelist))` (protocol 4.2)."""
     return keccak(

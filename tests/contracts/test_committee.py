@@ -294,14 +294,15 @@ def test_exit_after_the_cooldown_credits_the_stake(
 
 
 def test_revealed_challenge_arms_a_round_at_its_block(
-    committee: Any, chain: Any, register: Any, auditors: list[Any], dispute_of: Any, watcher: Any, provider: Any,
-    owner: Any,
+    committee: Any, tasks: Any, chain: Any, register: Any, auditors: list[Any], dispute_of: Any, watcher: Any,
+    provider: Any, owner: Any,
 ) -> None:  # fmt: skip
     register(auditors[:3])
     task, k, dispute = dispute_of()
     d = committee.getDispute(dispute)
-    assert (d.task, d.k, d.status, d.verdict, d.decided, d.round) == (task, k, AWAITING_PANEL, V_NONE, V_NONE, 0)
-    assert list(d.excluded) == [provider.address, owner.address, watcher.address]
+    assert (d.task, d.status, d.verdict, d.decided, d.round) == (task, AWAITING_PANEL, V_NONE, V_NONE, 0)
+    assert tasks.getDispute(dispute).k == k
+    assert [tasks.isInterested(task, a, d.armBlock) for a in (provider, owner, watcher)] == [True] * 3
     assert d.armBlock == chain.blocks.height and (d.tries, d.seated, d.panelStart, d.drawnAt) == (0, 0, 0, 0)
     assert committee.isOpen(dispute) and committee.panelOf(dispute) == []
     assert committee.getDispute(dispute + 1).status == D_NONE

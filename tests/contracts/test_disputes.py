@@ -32,6 +32,7 @@ from helpers import (
     Evidence,
     challenge_commitment,
     commit_challenge,
+    opened_digests,
     settle,
 )
 
@@ -148,25 +149,19 @@ def test_reveal_opens_a_dispute_with_the_committee(
     t = tasks.getTask(task)
     assert (t.pendingCommits, t.openDisputes) == (0, 1)
     record = tasks.getDispute(1)
-    assert (record.task, record.k, record.lead, record.joined, record.open, record.verdict) == (
-        task,
-        4,
-        watcher.address,
-        1,
-        True,
-        0,
-    )
-    assert tasks.getOpenedInterval(task, 4).dispute == 1
+    assert (record.task, record.k, record.joined, record.open, record.verdict) == (task, 4, 1, True, 0)
+    iv = tasks.getOpenedInterval(task, 4)
+    assert (iv.dispute, iv.lead) == (1, watcher.address)
     d = committee.getDispute(1)
-    assert (d.task, d.k, d.reason, d.round, d.armBlock, d.roundStartedAt) == (
+    assert (d.task, d.reason, d.round, d.armBlock, d.roundStartedAt) == (
         task,
-        4,
         UNAVAILABLE,
         0,
         tx.block_number,
         tx.timestamp,
     )
-    assert list(d.excluded) == [provider.address, owner.address, watcher.address]
+    # Never on its panel: the owner, the provider, and whoever committed on the task up to the arm block.
+    assert [tasks.isInterested(task, a, tx.block_number) for a in (provider, owner, watcher)] == [True] * 3
     assert committee.isOpen(1)
 
 
@@ -287,8 +282,8 @@ def test_second_reveal_for_a_disputed_interval_joins_it(
     assert [e.dispute for e in tx.events.filter(tasks.ChallengeRevealed)] == [1]
     assert tasks.credits(watcher2) == 0
     assert tasks.getCommit(watcher2.address, joined).status == C_JOINED
-    d = tasks.getDispute(1)
-    assert (d.joined, d.lead) == (2, watcher.address)  # the earlier commit keeps the lead
+    assert tasks.getDispute(1).joined == 2
+    assert tasks.getOpenedInterval(task, 5).lead == watcher.address  # the earlier commit keeps the lead
     t = tasks.getTask(task)
     assert (t.openDisputes, t.pendingCommits, t.heldBonds) == (1, 0, 2 * CBOND)
 
@@ -323,8 +318,8 @@ def test_faulty_lifecycle_pays_every_party_to_the_wei(
 ) -> None:
     """Interval 4 starts from the last leaf of batch 0: its opening proved that against root 0."""
     task, ev = all_sampled
-    assert tasks.getOpenedInterval(task, 4).startDigest == ev.digest(3)
-    assert tasks.getOpenedInterval(task, 0).startDigest == ev.init_digest
+    assert opened_digests(tasks, task, 4)[0] == ev.digest(3)
+    assert opened_digests(tasks, task, 0)[0] == ev.init_digest
     dispute = challenge(task, 4, watcher)
     balance_invariant()
     panel = decide(dispute, FAULTY, draw_panel, vote, committee, keeper)

@@ -102,7 +102,7 @@ def test_post_task_takes_the_owner_bond_with_the_reward(tasks: Any, owner: Any, 
 
 
 MAX_REPLAY = COMMITTEE["maxReplaySeconds"]
-MAX_CHALLENGER_BOND = 2**96 - 1
+MAX_CHALLENGER_BOND = 2**80 - 1
 
 
 @pytest.mark.parametrize(
