@@ -484,15 +484,16 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
         }
         if (d.status != DisputeStatus.Voting) revert WrongDisputeStatus(dispute, d.status);
         if (_now() < _revealEnd(d)) revert VotingNotOver(dispute, _revealEnd(d));
-        (uint256 sound, uint256 faulty, uint256 panel) = _count(dispute, d);
+        (uint256 sound, uint256 faulty, uint256 panel, uint256 excusedSilent) = _count(dispute, d);
         // INVARIANT: a majority of the seated panel decides, not of the votes revealed: a silent
         // panelist cannot be outvoted into a decision by one loud one.
         if (sound * 2 > panel || faulty * 2 > panel) return _decide(dispute, d, sound > faulty);
         emit RoundFailed(dispute, d.round);
-        // INVARIANT: a round most of whose seated panel stayed silent is drawn again (until
-        // STARVATION_TIMEOUT), in every round: otherwise a flood that keeps honest panelists busy (their
-        // seats excused) leaves an appeal round undecided, and a captured earlier round stands.
-        bool silent = (sound + faulty) * 2 <= panel;
+        // INVARIANT: a round most of whose seated panel stayed silent, or where an excused panelist stayed
+        // silent, is drawn again (until STARVATION_TIMEOUT), in every round: otherwise a flood that keeps
+        // honest panelists busy (their seats excused) leaves an appeal round undecided and a captured
+        // earlier round standing, or lets a split of sybils beside an excused silence count toward a stall.
+        bool silent = (sound + faulty) * 2 <= panel || excusedSilent != 0;
         if (silent && _before(d.roundStartedAt + STARVATION_TIMEOUT)) {
             _arm(dispute, d);
             emit PanelRearmed(dispute, d.round, block.number, 0);
@@ -807,17 +808,19 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
         }
     }
 
-    /// @dev The current round's revealed votes and its seated panel's size.
+    /// @dev The current round's revealed votes, its seated panel's size, and its excused panelists who stayed
+    /// silent.
     function _count(
         uint256 dispute,
         Dispute storage d
-    ) internal view returns (uint256 sound, uint256 faulty, uint256 panel) {
+    ) internal view returns (uint256 sound, uint256 faulty, uint256 panel, uint256 excusedSilent) {
         address[] storage seats = _seats[dispute];
         panel = seats.length - d.panelStart;
         for (uint256 i = d.panelStart; i < seats.length; ++i) {
-            uint8 vote = _ballots[dispute][seats[i]].vote;
-            if (vote == uint8(Verdict.Valid)) ++sound;
-            else if (vote == uint8(Verdict.Faulty)) ++faulty;
+            Ballot storage b = _ballots[dispute][seats[i]];
+            if (b.vote == uint8(Verdict.Valid)) ++sound;
+            else if (b.vote == uint8(Verdict.Faulty)) ++faulty;
+            else if (b.excused) ++excusedSilent;
         }
     }
 

@@ -509,6 +509,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         if (_before(t.terms.deadline)) revert DeadlineNotReached(task, t.terms.deadline);
         // INVARIANT: a challenge decides first: a faulty verdict pays the lead challenger from the bond.
         _requireNoChallenge(task, t);
+        // INVARIANT: nobody profits from a stall: a stalled task ends Undecided (or Slashed), never paying
+        // the owner the provider bond.
+        if (t.stalled) revert TaskStalled(task);
         t.status = TaskStatus.Abandoned;
         emit TaskAbandoned(task, msg.sender);
         _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + t.terms.providerBond);
@@ -534,16 +537,18 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     }
 
     /// @notice End a stalled task Undecided: an interval reached MAX_NO_DECISIONS counted no-decisions,
-    /// no dispute of the task is open and every drawn batch is opened (an unopened one is the provider's
-    /// fault: slashUnopened decides first). Reward, provider bond and owner bond are burned, so nobody
+    /// every drawn batch is opened (an unopened one is the provider's fault: slashUnopened decides first),
+    /// and, as for finalize, every challenge window has closed with no commit pending and no dispute open. Reward, provider bond and owner bond are burned, so nobody
     /// profits from a stall; pending challenge commits are refunded when revealed or expired.
     /// @param task The task id.
     function settleUndecided(uint256 task) external {
         Task storage t = _requireActive(task);
         if (!t.stalled) revert TaskNotStalled(task);
-        // INVARIANT: a dispute that can still find the task faulty decides first.
-        if (t.openDisputes != 0) revert DisputeOpen(task, t.openDisputes);
         if (t.drawnBatches != t.openedBatches) revert BatchesNotOpened(task, t.openedBatches, t.drawnBatches);
+        // INVARIANT: a challenge that can still find the task faulty decides first, as before finalize:
+        // every window closed, nothing pending, no dispute open.
+        if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
+        _requireNoChallenge(task, t);
         t.status = TaskStatus.Undecided;
         emit TaskUndecided(task, msg.sender);
         _burn(task, t.terms.reward + t.terms.providerBond + t.terms.ownerBond);

@@ -83,14 +83,14 @@ class Keeper:
             elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet:
                 done += self._act("slashUnopened", f"slashUnopened:{task}:{j}", tasks.functions.slashUnopened(task, j),
                                   f"slashed task {task}: batch {j} was not opened in time")  # fmt: skip
-        if t.stalled and t.openDisputes == 0 and t.drawnBatches == t.openedBatches:
+        if t.stalled and quiet and now >= t.challengeEnd and t.drawnBatches == t.openedBatches:
             # An interval reached maxNoDecisions counted no-decisions: the task can only end Undecided.
             done += self._act("settleUndecided", f"settleUndecided:{task}", tasks.functions.settleUndecided(task),
                               f"task {task} ended Undecided: reward and bonds burned")  # fmt: skip
         elif t.status == TaskStatus.COMMITTED and t.openedBatches == t.batchCount and now >= t.challengeEnd and quiet:
             done += self._act("finalize", f"finalize:{task}", tasks.functions.finalize(task),
                               f"finalized task {task}")  # fmt: skip
-        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet:
+        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet and not t.stalled:
             done += self._act("abandon", f"abandon:{task}", tasks.functions.abandon(task),
                               f"task {task} abandoned: deadline passed")  # fmt: skip
         return done

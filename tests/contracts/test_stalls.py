@@ -189,9 +189,10 @@ def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everythi
     tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any,
     watcher2: Any, keeper: Any, owner: Any, provider: Any, split: Any, chain: Any,
 ) -> None:  # fmt: skip
-    """Two counted no-decisions on interval 0 stall the task: finalize is refused after every window; a
-    dispute of another interval holds settleUndecided back (it could still slash); then the task ends
-    Undecided and reward, provider bond and owner bond are burned; a commit still pending is refunded."""
+    """Two counted no-decisions on interval 0 stall the task. As for finalize, settleUndecided waits for every
+    challenge window to close and for every commit and dispute to end (found by review: a stalled task
+    settled at once pre-empted an honest challenge of another, faulty interval); finalize is refused; then
+    the task ends Undecided and reward, provider bond and owner bond are burned."""
     register(auditors[:9])
     task, _ = opened_task(**SMALL, windows=(3600, 5 * 24 * 3600, 600))  # interval 3's window outlasts two votes
     with ape.reverts(tasks.TaskNotStalled, task=task):
@@ -201,14 +202,17 @@ def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everythi
         _, tx = split(reveal(tasks, task, 0, watcher, salt=salt))
     assert [(e.task, e.k) for e in tx.events.filter(tasks.TaskStalledAt)] == [(task, 0)]
     assert tasks.getTask(task).stalled and tasks.getOpenedInterval(task, 0).noDecisions == MAX_NO_DECISIONS
-    # Another interval's dispute could still find the task faulty: it decides first.
+    # Another interval may still be faulty: its challenges decide first.
     commit_challenge(tasks, task, 3, watcher2)
     other = reveal(tasks, task, 3, watcher2)
     pending = commit_challenge(tasks, task, 1, watcher2, salt=b"\x09" * 32)
-    with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
+    end = tasks.getTask(task).challengeEnd
+    with ape.reverts(tasks.ChallengeWindowOpen, task=task, closesAt=end):
         tasks.settleUndecided(task, sender=keeper)
     split(other)
     chain.pending_timestamp = tasks.getTask(task).challengeEnd
+    with ape.reverts(tasks.ChallengePending, task=task, commits=1):
+        tasks.settleUndecided(task, sender=keeper)
     tasks.expireChallenge(task, watcher2.address, pending, sender=keeper)
     with ape.reverts(tasks.TaskStalled, task=task):
         tasks.finalize(task, sender=keeper)
@@ -221,6 +225,54 @@ def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everythi
     assert (tasks.credits(owner), tasks.credits(provider)) == credits == (0, 0)
     with ape.reverts(tasks.WrongTaskStatus):
         tasks.settleUndecided(task, sender=keeper)
+
+
+def test_a_stalled_task_cannot_be_abandoned_into_the_owner_s_pocket(
+    tasks: Any, post_task: Any, provider: Any, evidence: Any, commit: Any, draw: Any, open_batch: Any,
+    register: Any, auditors: list[Any], watcher: Any, owner: Any, keeper: Any, split: Any, chain: Any,
+) -> None:  # fmt: skip
+    """Found by review: a task stalled while still Accepted; the provider stops (it can never be paid), and at
+    the deadline abandon would have paid the owner reward, its bond and the provider bond."""
+    register(auditors[:6])
+    deadline = chain.pending_timestamp + 2 * 24 * 3600
+    task = post_task(totalSteps=800, intervalsPerBatch=4, sampleBps=10_000, deadline=deadline)
+    tasks.acceptTask(task, sender=provider, value=BOND)
+    ev = evidence(task)
+    commit(ev, [0])
+    draw(task, 0)
+    open_batch(ev, 0)
+    for salt in (b"\x01" * 32, b"\x02" * 32):
+        commit_challenge(tasks, task, 1, watcher, salt=salt)
+        split(reveal(tasks, task, 1, watcher, salt=salt))
+    assert tasks.getTask(task).stalled
+    chain.pending_timestamp = deadline
+    with ape.reverts(tasks.TaskStalled, task=task):
+        tasks.abandon(task, sender=owner)
+    tasks.settleUndecided(task, sender=keeper)
+    assert tasks.getTask(task).status == UNDECIDED and tasks.credits(owner) == 0
+
+
+def test_an_excused_panelist_s_silence_never_counts_toward_a_stall(
+    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any,
+    watcher2: Any, keeper: Any, draw_panel: Any, vote: Any,
+) -> None:  # fmt: skip
+    """Found by review: a flooder fills three auditors' L = 4 overlapping seats with junk disputes, so all three
+    are excused on the real one; two sybils split and the excused third stays silent. That no-decision
+    counted toward a stall, at no cost to anyone. Now the round is drawn again."""
+    register(auditors[:3])  # every panel is these three
+    flood, _ = opened_task(**SMALL)
+    target, _ = opened_task(**SMALL)
+    for k in range(4):
+        commit_challenge(tasks, flood, k, watcher2, salt=bytes([k + 1]) * 32)
+        draw_panel(reveal(tasks, flood, k, watcher2, salt=bytes([k + 1]) * 32))
+    commit_challenge(tasks, target, 1, watcher)
+    dispute = reveal(tasks, target, 1, watcher)
+    panel = draw_panel(dispute)
+    assert all(committee.ballotOf(dispute, 0, p).excused for p in panel)  # each holds L = 4 junk seats
+    vote(dispute, {panel[0]: VALID, panel[1]: FAULTY})  # panel[2] stays silent
+    tx = committee.resolve(dispute, sender=keeper)
+    assert [e.round for e in tx.events.filter(committee.PanelRearmed)] == [0]
+    assert tasks.getDispute(dispute).verdict == 0 and tasks.getOpenedInterval(target, 1).noDecisions == 0
 
 
 def test_a_drawn_unopened_batch_holds_settle_undecided_back(
