@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from ovig_node.verify.check import Verdict
 from ovig_node.verify.evaluate import AttackCase, EvalSettings, _Stride, evaluate
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
-from ovig_node.verify.report import replay_and_judge
+from ovig_node.verify.report import closest_to_limit, replay_and_judge
 from ovig_node.verify.stats import PERCENTILES, REL_EPS, difference_profiles, percentiles
 from ovig_node.verify.summary import markdown, summarise
 from support import run_ovig
@@ -229,6 +230,20 @@ def test_a_rejection_stands_only_if_every_replay_rejects(
         task, 3, start, tampered, zero, profiles=[get_profile(HELD_OUT[0]), get_profile("reference")]
     )
     assert judged.verdict.reason == "out_of_bounds" and len(judged.replays) == 2
+
+
+def test_closest_to_limit_is_the_largest_value_over_its_limit_in_a_report() -> None:
+    def row(p: float, value: float, limit: float) -> dict[str, object]:
+        return {"p": p, "value": value, "bound": limit / 3, "limit": limit, "ok": value <= limit}
+
+    report = {"signals": {"weights": {"abs": [row(50.0, 1e-9, 4e-9), row(100.0, 3e-8, 6e-8)], "rel": []},
+                          "probe": {"abs": [row(90.0, 2e-7, 1e-6)], "rel": [row(99.9, 0.0, 1e-4)]}}}  # fmt: skip
+    ratio, where = closest_to_limit(report) or (None, "")
+    assert where == "weights abs p100" and ratio == pytest.approx(0.5)
+    assert closest_to_limit({"signals": {"weights": {"abs": [row(50.0, 0.0, 1e-9)]}}}) is None  # bit-identical
+    assert closest_to_limit({"verdict": "faulty", "reason": "missing"}) is None  # no replay ran
+    assert closest_to_limit({"signals": {"optim": {"rel": [row(100.0, 1e-9, 0.0)]}}}) == (math.inf, "optim rel p100")
+    assert closest_to_limit({"signals": {"optim": {"abs": [row(99.0, math.nan, 1.0)]}}}) == (math.inf, "optim abs p99")
 
 
 def test_perturbed_weights_are_out_of_bounds(task: PreparedTask, boundary: BoundaryProfile, claims: Path) -> None:

@@ -1,18 +1,23 @@
 """The main job (`make demo` / `ovig demo`): the whole system on the embedded devnet, explained.
 
 1. the devnet comes up and the contracts are deployed;
-2. the owner prepares a tiny vision task, calibrates its boundary on three execution profiles, and
-   posts it twice;
-3. three auditors, a watcher and two trainers start as separate processes (`ovig ... run`);
+2. the owner prepares a tiny vision task, calibrates its boundary on three execution profiles at
+   intervals spread over the run, and posts it twice;
+3. three auditors, a watcher and two trainers start as separate processes (`ovig ... run`), each on
+   its own execution profile, as different hardware would be: an honest replay drifts from the claim
+   in the last bits and passes through the boundary, not by bit-identity;
 4. trainer A trains honestly: its sample is opened, watched, and the task finalizes and pays;
 5. trainer B drops micro-batches in the deliverable interval (always sampled): the watcher's replay
    falls outside the boundary, it challenges, the panel replays and votes faulty, B is slashed;
-6. a timeline of the chain's events runs meanwhile, and a table of payouts ends it.
+6. a timeline of the chain's events runs meanwhile; the summary shows how close each honest replay
+   came to the boundary, and a table of payouts ends it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -29,10 +34,13 @@ from ovig_node.devnet.manager import Devnet
 from ovig_node.errors import OvigError
 from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.deploying import DeployTarget, deploy
+from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.owner import Terms, post_task
 from ovig_node.nodes.timeline import describe
 from ovig_node.training.execution import get_profile
 from ovig_node.training.taskfiles import attach_boundary, open_task, prepare_task
+from ovig_node.verify.boundary import BoundaryError, calibrate, load_boundary, spread_positions
+from ovig_node.verify.report import closest_to_limit
 
 ETHER = 10**18
 # Devnet test accounts by role.
@@ -46,12 +54,36 @@ TERMS = Terms(reward=2 * ETHER, provider_bond=3 * ETHER, challenger_bond=ETHER /
               replay_seconds=15)  # fmt: skip
 # Tiny vision: 200 steps in 20 intervals of 10, committed 5 at a time, 40% of each batch opened.
 SPEC = {"total_steps": 200, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
-CALIBRATION_PROFILES = ("micro2", "micro4", "micro4-fp64acc")
+CALIBRATION_PROFILES = ("micro2", "micro4", "micro4-fp64acc")  # replays of honest claims on "reference"
+# Intervals spread from the first to the last: honest drift grows as training goes on (a boundary from
+# the first three intervals alone fails most later honest replays on other profiles).
+CALIBRATION_POSITIONS = 8
+ALPHA = 3.0  # an interval passes while every value <= alpha x the largest honest drift calibration saw
+# Each node's execution profile, as different hardware would be. No (claim, replay) pair below was
+# calibrated, and the watcher's micro8 and micro3 never ran in calibration at all. A watcher's or
+# auditor's second profile confirms a rejection (a replay that took the other side of a rounding tie is
+# not fraud). No node here uses intra-op threads: on two busy cores a threaded profile waits on its other
+# thread, many times slower (a watcher on threads2 took 74 s of its 90 s challenge window, a trainer on
+# threads2-micro2 added half a minute to the demo); the node tests run a trainer on threads2-micro2.
+PROFILES = {HONEST: "micro4", CHEAT: "micro4-fp64acc", WATCHER: "micro8,micro3", AUDITORS[0]: "micro2,micro3",
+            AUDITORS[1]: "micro3,micro2", AUDITORS[2]: "reference,micro8"}  # fmt: skip
 ATTACK = "micro_batch_drop"
+MAX_REPORT_BYTES = 1 << 20  # a replay report lists 3 signals x 2 kinds x 5 percentiles: kilobytes
 
 
 class DemoFailed(OvigError, RuntimeError):
     """The demo did not reach its end in time; the node logs say why."""
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The watcher's judgement of one sampled interval, from its pinned report."""
+
+    task: int
+    k: int
+    honest: bool  # False only for the interval provider B cheated in
+    verdict: str  # valid or faulty
+    closest: tuple[float, str] | None  # the largest value / (alpha x bound), and which row; None: no replay
 
 
 @dataclass
@@ -63,6 +95,9 @@ class DemoResult:
     seconds: float
     logs: Path
     lines: list[str] = field(default_factory=list)
+    deliverable: int = 0  # the interval provider B cheated in
+    sampled: dict[int, list[int]] = field(default_factory=dict)  # task -> its sampled intervals
+    replays: list[Replay] = field(default_factory=list)  # the watcher's, of both tasks' sampled intervals
 
 
 def run_demo(
@@ -98,11 +133,14 @@ def run_demo(
         processes.append(_start(net, "trainer", CHEAT, logs, folder, timeout, "--task", str(cheated),
                                 "--attack", ATTACK, "--attack-intervals", str(deliverable)))  # fmt: skip
         console.print(f"provider B will {ATTACK.replace('_', ' ')} in interval {deliverable} (the deliverable)")
+        nodes = "; ".join(f"{ROLES[i]} {_profiles(i)}" for i in (HONEST, CHEAT, WATCHER, *AUDITORS))
+        console.print(f"execution profiles (no claim and replay pair of these was calibrated): {nodes}")
         console.print(f"node logs: {logs}")
 
         console.rule("4. timeline (chain events)")
-        result = DemoResult(honest, cheated, {}, {}, 0.0, logs)
+        result = DemoResult(honest, cheated, {}, {}, 0.0, logs, deliverable=deliverable)
         _follow(owner, result, console, deadline=started + timeout)
+        _collect_replays(owner, folder / "nodes" / f"watcher-{WATCHER}", result)
     finally:
         for process in processes:
             process.terminate()
@@ -110,7 +148,8 @@ def run_demo(
             process.wait(timeout=30)
         owner.close()
 
-    console.rule("5. payouts")
+    console.rule("5. summary: honest drift and payouts")
+    console.print(_replays_table(result))
     console.print(_summary(result))
     result.seconds = time.monotonic() - started
     _check(result)
@@ -129,31 +168,47 @@ def _devnet(net: Devnet, index: int) -> Connection:
 
 
 def _prepare(folder: Path, console: Console) -> tuple[Path, Path]:
-    """The spec, its files and a calibrated boundary (reused from an earlier run if present)."""
+    """The spec, its files and a calibrated boundary (reused from an earlier run that calibrated alike)."""
     spec_path, boundary_path = folder / "spec.json", folder / "boundary.json"
-    if spec_path.is_file() and boundary_path.is_file() and open_task(spec_path).spec.boundary is not None:
+    if _reusable(spec_path, boundary_path):
         console.print(f"reusing the task in {folder}")
         return spec_path, boundary_path
-    from ovig_node.verify.boundary import calibrate
-
+    shutil.rmtree(folder, ignore_errors=True)  # an older demo's task: its boundary saw the first intervals only
     prepared = prepare_task("vision", folder, tiny=True, **SPEC)
+    positions = spread_positions(prepared.spec.layout.intervals, CALIBRATION_POSITIONS)
     with console.status(f"calibrating the boundary: honest replays under {', '.join(CALIBRATION_PROFILES)} ..."):
         boundary = calibrate(prepared, claim_profile=get_profile("reference"),
-                             replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES], positions=range(3),
-                             alpha=3.0, work_dir=folder / "calibration")  # fmt: skip
+                             replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES], positions=positions,
+                             alpha=ALPHA, work_dir=folder / "calibration")  # fmt: skip
     boundary_path.write_text(boundary.model_dump_json(indent=2))
     prepared = attach_boundary(spec_path, boundary_path)
     console.print(f"spec 0x{prepared.spec_hash.hex()[:16]}…: vision (tiny), N={SPEC['total_steps']}, "
-                  f"s={SPEC['stride']}, m={SPEC['intervals_per_batch']}; boundary alpha 3 over "
-                  f"{boundary.replays} honest replays")  # fmt: skip
+                  f"s={SPEC['stride']}, m={SPEC['intervals_per_batch']}; boundary alpha {ALPHA:g} over "
+                  f"{boundary.replays} honest replays (reference claims; intervals "
+                  f"{', '.join(map(str, positions))})")  # fmt: skip
     return spec_path, boundary_path
+
+
+def _reusable(spec_path: Path, boundary_path: Path) -> bool:
+    """Whether an earlier run left a task whose boundary was calibrated as this demo calibrates."""
+    if not (spec_path.is_file() and boundary_path.is_file()):
+        return False
+    task = open_task(spec_path)
+    try:
+        boundary = load_boundary(boundary_path.read_bytes())
+    except BoundaryError:
+        return False
+    positions = spread_positions(task.spec.layout.intervals, CALIBRATION_POSITIONS)
+    calibrated = (boundary.positions, boundary.profiles, boundary.alpha)
+    return task.spec.boundary is not None and calibrated == (positions, list(CALIBRATION_PROFILES), ALPHA)
 
 
 def _start(net: Devnet, role: str, index: int, logs: Path, folder: Path, timeout: float,
            *extra: str) -> subprocess.Popen[bytes]:  # fmt: skip
     logs.mkdir(parents=True, exist_ok=True)
     home = folder / "nodes" / f"{role}-{index}"
-    argv = [sys.executable, "-m", "ovig_node", role, "run", "--account", str(index), "--home", str(home), *extra]
+    argv = [sys.executable, "-m", "ovig_node", role, "run", "--account", str(index), "--home", str(home),
+            "--profile", PROFILES[index], *extra]  # fmt: skip
     if role != "trainer":
         argv += ["--for", str(int(timeout))]
     log: IO[bytes] = (logs / f"{role}-{index}.log").open("ab")
@@ -215,6 +270,28 @@ def _credited(owner: NodeContext, tasks: tuple[int, int]) -> dict[int, dict[str,
     return credited
 
 
+def _collect_replays(owner: NodeContext, watcher_home: Path, result: DemoResult) -> None:
+    """The watcher's verdict on every sampled interval of both tasks, from its state and pinned reports."""
+    judged = NodeState(watcher_home / "watcher.json").get("judged", {})
+    tasks = owner.protocol.tasks.functions
+    owner.scanner.poll()
+    for task in (result.honest, result.cheated):
+        opened = owner.scanner.events("BatchOpened", task=task)
+        result.sampled[task] = sorted(int(k) for e in opened for k in tasks.sampledIntervals(task, e.args["j"]).call())
+        for k in result.sampled[task]:
+            if (entry := judged.get(f"{task}:{k}")) is None:
+                continue
+            report = json.loads(owner.ipfs.cat_bytes(entry["report"], max_bytes=MAX_REPORT_BYTES))
+            honest = task == result.honest or k != result.deliverable
+            result.replays.append(Replay(task, k, honest, report["verdict"], closest_to_limit(report)))
+
+
+def _profiles(index: int) -> str:
+    """A node's profiles as they read: "micro4", or "micro8 (micro3 confirms a rejection)"."""
+    first, *confirm = PROFILES[index].split(",")
+    return first + (f" ({', '.join(confirm)} confirms a rejection)" if confirm else "")
+
+
 def expected_credits() -> tuple[dict[str, int], dict[str, int]]:
     """Protocol 4.2 for the demo's terms: (honest task, cheated task) role -> wei."""
     bond, reward, challenger_bond = TERMS.provider_bond, TERMS.reward, TERMS.challenger_bond
@@ -238,6 +315,11 @@ def _check(result: DemoResult) -> None:
         problems.append(f"cheated task credits {result.credited.get(result.cheated)} != {cheated}")
     if not any("resolved: FAULTY" in line for line in result.lines):
         problems.append("no dispute was resolved faulty")
+    replayed = {(r.task, r.k) for r in result.replays}
+    if unjudged := [f"{t}:{k}" for t, ks in result.sampled.items() for k in ks if (t, k) not in replayed]:
+        problems.append(f"sampled intervals the watcher did not judge: {unjudged}")
+    if wrong := [f"{r.task}:{r.k} {r.verdict}" for r in result.replays if (r.verdict == "valid") != r.honest]:
+        problems.append(f"the watcher judged these intervals against what their provider did: {wrong}")
     if problems:
         raise DemoFailed("the demo did not end as the protocol says: " + "; ".join(problems))
 
@@ -254,6 +336,33 @@ def _summary(result: DemoResult) -> Table:
         if any(paid):
             table.add_row(role, *(f"{p / ETHER:g}" if p else "" for p in paid))
     return table
+
+
+def _replays_table(result: DemoResult) -> Table:
+    """Every sampled interval the watcher replayed, with its report's value nearest a limit."""
+    claims = f"provider A's claims on {PROFILES[HONEST]} (task {result.honest}) and B's on {PROFILES[CHEAT]}"
+    table = Table(title=f"the watcher's replays on {_profiles(WATCHER)}, of {claims} (task {result.cheated})")
+    for name in ("task", "interval", "verdict", "value / limit", "nearest row"):
+        table.add_column(name, justify="left" if name in ("verdict", "nearest row") else "right")
+    for r in sorted(result.replays, key=lambda r: (r.task, r.k)):
+        ratio, where = r.closest if r.closest is not None else (None, "")
+        table.add_row(str(r.task), str(r.k) if r.honest else f"{r.k} (cheat)", r.verdict, _ratio(ratio), where,
+                      style="" if r.honest else "red")  # fmt: skip
+    honest = [r for r in result.replays if r.honest]
+    if drifted := [r.closest for r in honest if r.closest is not None]:
+        ratio, where = max(drifted)
+        table.caption = (f"value / limit: the value nearest its limit alpha x bound over every signal, kind and "
+                         f"percentile; above 1 fails, and a value as large as calibration's largest reads 1 / alpha = "
+                         f"{1 / ALPHA:.2f}. {len(honest)} honest replays, {len(drifted)} of them off the claim by "
+                         f"rounding (the rest bit-identical); the closest came to {_ratio(ratio)} "
+                         f"({where}).")  # fmt: skip
+    return table
+
+
+def _ratio(ratio: float | None) -> str:
+    if ratio is None:
+        return "-"
+    return f"{ratio:.2f}" if ratio < 100 else f"{ratio:.1e}"
 
 
 def _serve_dashboard(net: Devnet, folder: Path, console: Console) -> None:

@@ -35,6 +35,7 @@ from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.verify.stats import warm_up
 
 
 @dataclass
@@ -57,6 +58,7 @@ class WatcherNode:
 
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""
+        warm_up()  # the comparison's compiled passes load meanwhile, not within a challenge or vote window
         keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until)
 
     def step(self) -> None:

@@ -176,5 +176,25 @@ def _load(
     return start, end
 
 
+def closest_to_limit(report: Mapping[str, Any]) -> tuple[float, str] | None:
+    """The report's row nearest its limit: (value / limit, "signal kind pNN"), the largest over every
+    signal, kind and percentile judged; above 1 the row failed (a positive value against a limit of 0,
+    or NaN, is infinitely far). None if no value was positive: no replay ran, or it was bit-identical."""
+    closest: tuple[float, str] | None = None
+    for signal, kinds in report.get("signals", {}).items():
+        for kind, rows in kinds.items():
+            for row in rows:
+                value, limit = row["value"], row["limit"]
+                if math.isnan(value) or (value > 0 and limit <= 0):
+                    ratio = math.inf
+                elif value > 0:
+                    ratio = value / limit
+                else:
+                    continue
+                if closest is None or ratio > closest[0]:
+                    closest = (ratio, f"{signal} {kind} p{row['p']:g}")
+    return closest
+
+
 def write_report(report: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(report, indent=2, default=float) + "\n")

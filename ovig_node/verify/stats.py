@@ -88,6 +88,17 @@ def difference_profiles(
         return _bracketed(pairs, n, ranks) or _binned(pairs, n, ranks)
 
 
+def warm_up() -> threading.Thread:
+    """Load the compiled passes (from numba's cache, or compiled) in a background thread, started now: a
+    node judges against a window, and otherwise its first comparison pays for that (several seconds; 6-14 s
+    when three nodes start judging at once on two busy cores). A comparison meanwhile waits for it."""
+    size = 4 * kernels.BLOCK
+    thread = threading.Thread(target=difference_profiles, args=({"w": torch.ones(size)}, {"w": torch.zeros(size)}),
+                              name="warm-up", daemon=True)  # fmt: skip
+    thread.start()
+    return thread
+
+
 def _sample(tensors: list[List], sizes: list[int], n: int) -> list[np.ndarray]:
     """Sorted ``abs`` and ``rel`` differences of ``SAMPLE`` coordinates spread evenly over the signal (the
     replayed and claimed ``tensors``). Single coordinates, not runs of neighbours: neighbours are alike (a
