@@ -394,6 +394,7 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
     }
     assert dispute["report_cid"] == h.report_cid
     [round_0] = dispute["rounds"]
+    assert dispute["appeals"] == []  # round 0 decided and nobody appealed within the window
     assert sorted(round_0["panel"]) == sorted(address(a) for a in AUDITORS)
     assert sorted((v["panelist"], v["committed"], v["vote"]) for v in round_0["votes"]) == sorted(
         (address(a), True, "faulty") for a in AUDITORS
@@ -422,7 +423,7 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
     assert (payouts["total"], payouts["items"]) == (6, task["payouts"])
     assert h.get(f"/api/disputes/{h.dispute}/report") == h.report
     assert h.get("/api/disputes", task=h.slashed)["items"] == [
-        {k: v for k, v in dispute.items() if k not in ("commitment", "opened_block", "rounds", "payouts")}
+        {k: v for k, v in dispute.items() if k not in ("commitment", "opened_block", "rounds", "appeals", "payouts")}
     ]
     assert h.get("/api/disputes", status="voting")["total"] == 0
 

@@ -165,7 +165,7 @@ def test_withholding_provider_is_slashed_by_a_keeper(system: System) -> None:
     wait_for(slashed, timeout=60, what="the slash")
     keeper_share = 3 * ETHER * 1_000 // 10_000
     assert tasks.credits(keeper_node.address).call() == keeper_share
-    assert tasks.credits(owner.address).call() == 2 * ETHER + 3 * ETHER - keeper_share
+    assert tasks.credits(owner.address).call() == 2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share
     [slashed] = events(owner, "TaskSlashed", task=task)
     assert (slashed.args["j"], slashed.args["by"], slashed.args["dispute"]) == (0, keeper_node.address, 0)
 

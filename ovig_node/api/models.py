@@ -224,10 +224,20 @@ class Round(BaseModel):
     votes: list[Vote]
 
 
+class Appeal(BaseModel):
+    round: int = Field(description="the round the appeal armed")
+    appellant: Address
+    wanted: VerdictName  # type: ignore[valid-type]
+    bond: Wei = Field(description="challengerBond x 2^round")
+    block: int
+    refunded: Wei | None = Field(description="what came back when the dispute resolved (None: not yet)")
+
+
 class DisputeDetail(DisputeSummary):
     commitment: Hash | None
     opened_block: int
     rounds: list[Round]
+    appeals: list[Appeal]
     payouts: list[Payout]
 
 

@@ -64,7 +64,10 @@ class Projection:
             "RoundFailed": self._round_failed,
             "PanelRearmed": self._round_now("awaiting_panel"),
             "RoundDecided": self._round_now("appealable"),
-            "Appealed": self._round_now("awaiting_panel"),
+            "Appealed": self._appealed,
+            "AppealSettled": lambda e, a: self._update(
+                "appeals", {"refunded": str(a["refunded"])}, dispute=a["dispute"], appellant=a["appellant"]
+            ),
             "StakeAdded": lambda e, a: self._add_wei("auditors", "stake", int(a["amount"]), address=a["auditor"]),
             "Penalized": lambda e, a: self._add_wei("auditors", "stake", -int(a["amount"]), address=a["panelist"]),
             "DisputeResolved": self._dispute_resolved,
@@ -273,6 +276,13 @@ class Projection:
         """A handler for an event that puts the dispute's round ``round`` in ``status``."""
         return lambda e, a: self._update("disputes", {"status": status, "round": a["round"]}, dispute=a["dispute"])
 
+    def _appealed(self, e: Event, a: Args) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO appeals (dispute, round, appellant, wanted, bond, block) VALUES (?, ?, ?, ?, ?, ?)",
+            (a["dispute"], a["round"], a["appellant"], name_of(Verdict, a["wanted"]), str(a["bond"]), e.block_number),
+        )
+        self._round_now("awaiting_panel")(e, a)
+
     def _round_failed(self, e: Event, a: Args) -> None:
         # The round's seats stay at risk (penalties are settled when the dispute resolves); the next round
         # is armed (a PanelRearmed or DisputeResolved that follows in the same transaction corrects it).
@@ -280,10 +290,10 @@ class Projection:
 
     def _dispute_resolved(self, e: Event, a: Args) -> None:
         dispute = a["dispute"]
-        # Penalties are settled and every seat of every round is released at once.
-        rounds = self.db.execute("SELECT round FROM rounds WHERE dispute = ?", (dispute,)).fetchall()
-        for (round_,) in rounds:
-            self._release_panel(dispute, round_)
+        # Penalties are settled and every seat of every panel (a round drawn again has several) is released.
+        for (panel,) in self.db.execute("SELECT panel FROM rounds WHERE dispute = ?", (dispute,)).fetchall():
+            for panelist in json.loads(panel):
+                self._add_wei("auditors", "locked", -self.penalty, address=panelist)
         self._update(
             "disputes",
             {"status": "resolved", "verdict": name_of(Verdict, a["verdict"]), "round": a["round"]},
@@ -295,11 +305,6 @@ class Projection:
         self._update("disputes", {"verdict": name_of(Verdict, a["verdict"])}, dispute=a["dispute"])
         self._bump(a["task"], "open_disputes", -1)
         self._task(a["task"], e)
-
-    def _release_panel(self, dispute: int, round_: int) -> None:
-        row = self.db.execute("SELECT panel FROM rounds WHERE dispute = ? AND round = ?", (dispute, round_)).fetchone()
-        for panelist in json.loads(row[0]) if row else []:
-            self._add_wei("auditors", "locked", -self.penalty, address=panelist)
 
     # --- auditors and money --------------------------------------------------------------------
 

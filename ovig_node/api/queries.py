@@ -247,7 +247,8 @@ def get_dispute(db: sqlite3.Connection, dispute: int) -> m.DisputeDetail | None:
     if row is None:
         return None
     rounds = []
-    for r in db.execute("SELECT * FROM rounds WHERE dispute = ? ORDER BY round", (dispute,)):
+    # A round drawn again (its panel mostly silent) has a row per panel, in draw order.
+    for r in db.execute("SELECT * FROM rounds WHERE dispute = ? ORDER BY round, block", (dispute,)):
         ballots = {
             v["panelist"]: v
             for v in db.execute("SELECT * FROM votes WHERE dispute = ? AND round = ?", (dispute, r["round"]))
@@ -276,6 +277,10 @@ def get_dispute(db: sqlite3.Connection, dispute: int) -> m.DisputeDetail | None:
         commitment=row["commitment"],
         opened_block=row["opened_block"],
         rounds=rounds,
+        appeals=[
+            _from_row(m.Appeal, a)
+            for a in db.execute("SELECT * FROM appeals WHERE dispute = ? ORDER BY round", (dispute,))
+        ],
         payouts=[_payout(p) for p in payouts],
     )
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +58,11 @@ CREATE TABLE IF NOT EXISTS disputes (
 CREATE INDEX IF NOT EXISTS disputes_by_task ON disputes (task, k);
 CREATE TABLE IF NOT EXISTS rounds (
     dispute INTEGER NOT NULL, round INTEGER NOT NULL, panel TEXT NOT NULL, commit_end INTEGER NOT NULL,
-    reveal_end INTEGER NOT NULL, block INTEGER NOT NULL, PRIMARY KEY (dispute, round)
+    reveal_end INTEGER NOT NULL, block INTEGER NOT NULL, PRIMARY KEY (dispute, round, block)
+);
+CREATE TABLE IF NOT EXISTS appeals (
+    dispute INTEGER NOT NULL, round INTEGER NOT NULL, appellant TEXT NOT NULL, wanted TEXT NOT NULL,
+    bond TEXT NOT NULL, block INTEGER NOT NULL, refunded TEXT, PRIMARY KEY (dispute, round)
 );
 CREATE TABLE IF NOT EXISTS votes (
     dispute INTEGER NOT NULL, round INTEGER NOT NULL, panelist TEXT NOT NULL, committed_block INTEGER NOT NULL,
@@ -95,6 +99,7 @@ FOLDED = (
     "challenges",
     "disputes",
     "rounds",
+    "appeals",
     "votes",
     "payouts",
     "balances",
