@@ -73,6 +73,18 @@ DEFAULTS: dict[str, Any] = {
 LEAD, PANEL, OWNER_SHARE = (DEFAULTS["providerBond"] * bps // 10_000 for bps in SHARES[:3])
 
 
+def task_escrow(task: Any) -> int:
+    """What TrainingTasks holds for one task (protocol 4.3), from its `getTask` view: the reward while it is
+    posted, reward and provider bond while a provider works on it, and the challenger bonds it holds
+    (pending commits, joined bonds not paid out yet) whatever its state."""
+    escrow = task.heldBonds * task.terms.challengerBond
+    if task.status == POSTED:
+        escrow += task.terms.reward
+    elif task.status in (ACCEPTED, COMMITTED):
+        escrow += task.terms.reward + task.terms.providerBond
+    return escrow
+
+
 POST_FIELDS = ("specHash", "specCID", "initDigest", "totalSteps", "stride", "intervalsPerBatch", "sampleBps",
                "providerBond", "challengerBond", "windows")  # fmt: skip
 
