@@ -1,0 +1,106 @@
+"""The adversarial simulation protocol 4.3 demands for its incentive properties ("Incentives"): seeded
+episodes of honest and adversarial agents on both contracts; see ``simulation.py`` for the agents and the
+checks (money, soundness, completeness, fixity, no ETH stuck).
+
+``OVIG_SIM_EPISODES`` episodes run (default: a subset that takes about two minutes here; CI runs 1,000),
+seeds ``OVIG_SIM_SEED``, ``OVIG_SIM_SEED + 1``, ... (default 1). Every failure names its seed; rerun it
+alone with ``OVIG_SIM_SEED=<seed> OVIG_SIM_EPISODES=1``.
+
+The episodes run on an anvil of their own with a fixed genesis time, not on Ape's (whose earlier blocks carry
+wall-clock times): block hashes feed every sample and panel, so only a chain whose every block is the
+simulation's replays a seed exactly. Ape compiles the contracts; the simulation deploys them itself and
+reverts to one base state (``evm_snapshot``/``evm_revert``) before each episode.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import AUDITOR_STAKE, COMMITTEE, KEEPER_BPS, MIN_BONDS, SEED_DELAY, SHARES
+from rawchain import Reads, Rpc, deploy, transact
+from simulation import HONEST_AUDITORS, MAX_SYBILS, Base, Cast, run_episode
+
+from ovig_node.chain.deploy import create_address
+from ovig_node.devnet.processes import free_port, start_process, terminate
+
+EPISODES = int(os.environ.get("OVIG_SIM_EPISODES", "40"))
+FIRST_SEED = int(os.environ.get("OVIG_SIM_SEED", "1"))
+GENESIS = 1_700_000_000
+ACCOUNTS = 100
+
+
+@pytest.fixture(scope="module")
+def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Base]:
+    """A private anvil with both contracts deployed and 50 honest and 7 sybil auditors warmed up."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    # Free gas (no base fee, no gas price): the ETH of all accounts and both contracts is conserved.
+    argv = ["anvil", "--port", str(port), "--timestamp", str(GENESIS), "--accounts", str(ACCOUNTS), "--balance",
+            "1000000", "--hardfork", "cancun", "--block-base-fee-per-gas", "0", "--gas-price", "0"]  # fmt: skip
+    log = Path(tmp_path_factory.mktemp("sim-anvil")) / "anvil.log"
+    rpc = Rpc(url)
+
+    def ready() -> bool:
+        try:
+            return rpc("eth_chainId") is not None
+        except Exception:
+            return False
+
+    record = start_process("anvil", argv, log=log, ready=ready, timeout=30)
+    try:
+        rpc("anvil_setBlockTimestampInterval", 1)  # every block one second after the last
+        accounts = [a.lower() for a in rpc("eth_accounts")]
+        deployer = accounts[0]
+
+        def artifact(name: str) -> tuple[list[dict[str, Any]], str]:
+            contract_type = getattr(project, name).contract_type
+            abi = contract_type.model_dump(mode="json", by_alias=True)["abi"]
+            return abi, contract_type.deployment_bytecode.bytecode
+
+        nonce = int(rpc("eth_getTransactionCount", deployer, "latest"), 16)
+        tasks_at = create_address(deployer, nonce + 1)
+        committee = deploy(rpc, deployer, *artifact("AuditCommittee"), tasks_at, tuple(COMMITTEE.values()))
+        tasks = deploy(rpc, deployer, *artifact("TrainingTasks"), SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS,
+                       committee.address)  # fmt: skip
+        assert tasks.address == tasks_at.lower()
+        cast = Cast.of(accounts)
+        errors = {**tasks.errors, **committee.errors}
+        for who in [*cast.sybils[:MAX_SYBILS], *cast.honest_auditors[:HONEST_AUDITORS]]:
+            assert transact(rpc, errors, who, committee, "register", value=AUDITOR_STAKE).ok
+        rpc("anvil_mine", hex(COMMITTEE["warmupBlocks"]))
+        method, params = committee.call("auditorCount")
+        assert committee.result("auditorCount", rpc(method, *params)) == MAX_SYBILS + HONEST_AUDITORS
+        head = rpc("eth_getBlockByNumber", "latest", False)
+        eth = Reads()
+        for a in [*accounts, tasks.address, committee.address]:
+            eth.add("eth", a, ("eth_getBalance", [a, "latest"]), lambda raw: int(raw, 16))
+        total = sum(eth.run(rpc)["eth"].values())
+        yield Base(rpc, tasks, committee, accounts, int(head["timestamp"], 16), total)
+    finally:
+        terminate(record)
+
+
+def test_adversarial_simulation(base: Base) -> None:
+    """Every episode keeps protocol 4.3's money, soundness, completeness, fixity and no-ETH-stuck."""
+    failures: list[str] = []
+    stats: Counter[str] = Counter()
+    started = time.monotonic()
+    for seed in range(FIRST_SEED, FIRST_SEED + EPISODES):
+        snapshot = base.rpc("evm_snapshot")
+        try:
+            world = run_episode(base, seed)
+            stats.update(world.stats)
+            failures += world.failures
+        finally:
+            assert base.rpc("evm_revert", snapshot)
+    elapsed = time.monotonic() - started
+    print(f"\n{EPISODES} episodes in {elapsed:.0f} s")
+    for key, count in sorted(stats.items()):
+        print(f"  {key}: {count}")
+    assert not failures, "\n".join(failures)
