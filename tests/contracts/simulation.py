@@ -189,6 +189,7 @@ class TaskPlan:
     split_opening: bool = False
     late: set[str] = field(default_factory=set)  # honest actions the simulation's crowding made late
     last_second_opening: bool = False
+    deadline_after: int = DAY  # the commit deadline, from the posting
     id: int = 0
     evidence: Evidence | None = None
 
@@ -283,6 +284,8 @@ def draw_task(rng: random.Random, label: str, kind: str, owner: str, provider: s
         challenger_bond=rng.choice([10**17, 10**17 + 3]), faked=frozenset(), init_digest=keccak(text=f"init {label}"),
     )  # fmt: skip
     plan.split_opening = rng.random() < 0.2
+    if rng.random() < 0.25:  # a deadline that may pass while challenges run: abandon races them
+        plan.deadline_after = rng.randint(plan.batches * 300 + 600, 3 * 3600)
     plan.last_second_opening = rng.random() < 0.1
     if kind == "cheater":
         faked = set(rng.sample(range(plan.intervals), rng.randint(1, min(2, plan.intervals))))
@@ -358,7 +361,11 @@ class World:
         self.rpc, self.tasks, self.committee, self.cast, self.seed = rpc, tasks, committee, cast, seed
         self.rng = random.Random(seed)
         self.errors = {**tasks.errors, **committee.errors}
-        self.next_time = start  # the timestamp the next mined block gets (blocks are one second apart)
+        # The timestamp the next mined block gets. The clock stands still between the moments the schedule
+        # moves it to (anvil's block timestamp interval is 0): every transaction due at a moment is mined at
+        # that very second, as transactions sharing a block would be, so an agent acting at the last second
+        # of a window is never pushed past it by others acting just before.
+        self.next_time = start
         self.queue: list[_Item] = []
         self.counter = itertools.count()
         self.handlers: dict[str, list[Callable[[Event], None]]] = defaultdict(list)
@@ -408,7 +415,6 @@ class World:
     def mine(self, blocks: int) -> None:
         if blocks > 0:
             self.rpc("anvil_mine", hex(blocks))
-            self.next_time += blocks
             self._snap = None
 
     def warp(self, seconds: int) -> None:
@@ -432,7 +438,7 @@ class World:
             self.check_money()
         sent = transact(self.rpc, self.errors, who, contract, fn, *args, value=value)
         mined_at = sent.receipt["blockTimestamp"]
-        self.next_time = (int(mined_at, 16) if isinstance(mined_at, str) else mined_at) + 1
+        self.next_time = int(mined_at, 16) if isinstance(mined_at, str) else mined_at
         self.stats[f"{fn}:{'ok' if sent.ok else sent.error}"] += 1
         if not sent.ok:
             if sent.error not in self.errors.values():
@@ -812,7 +818,7 @@ class Provider(Agent):
         if p.split_opening and len(ks) > 1:
             cut = self.w.rng.randint(1, len(ks) - 1)
             self.later(moment, "open part", lambda: self.open(j, ks[:cut], end), priority)
-            second = min(moment + self.w.rng.randint(1, 60), max(moment + 1, end - RESERVE // 2))
+            second = min(moment + self.w.rng.randint(0, 60), end - 1)
             self.later(second, "open rest", lambda: self.open(j, ks[cut:], end), priority)
         else:
             self.later(moment, "open", lambda: self.open(j, ks, end), priority)
@@ -919,7 +925,10 @@ class Watcher(Agent):
         if self.now >= info.reveal_by:
             self.w.late(self.w.plans[info.task], "watcher's reveal")
             return
-        if self.w.reveal(info, honest="watcher").ok:
+        # Once the task has ended anyone may expire the commit (refunded) before the watcher reveals: a race.
+        races = () if self.w.active(info.task) else ("UnknownCommitment",)
+        if self.w.send(info.challenger, self.w.tasks, "revealChallenge", info.task, info.k, info.reason, info.salt,
+                       "bafyreport", honest="watcher", races=races).ok:  # fmt: skip
             self.w.watcher_revealed.add((info.task, info.k))
 
 
@@ -1101,12 +1110,12 @@ class Flooder(Agent):
 
 class Keeper(Agent):
     """Calls transitions. The honest keeper calls each one when it is due (a little after the edge); an
-    adversarial keeper calls them one second early and on the second, in random orders, and calls others
-    at random."""
+    adversarial keeper calls the edge's own transition one second early or on the second, in random order
+    with the others due then."""
 
-    EDGE_EVENTS = ("BatchCommitted", "SeedDrawn", "BatchOpened", "ChallengeCommitted", "ChallengeRevealed",
-                   "DisputeOpened", "PanelDrawn", "RoundDecided", "RoundFailed", "Appealed", "PanelRearmed",
-                   "DisputeSettled", "IntervalWindowReopened", "TaskSlashed", "ChallengeExpired",
+    EDGE_EVENTS = ("TaskAccepted", "BatchCommitted", "SeedDrawn", "BatchOpened", "ChallengeCommitted",
+                   "ChallengeRevealed", "DisputeOpened", "PanelDrawn", "RoundDecided", "RoundFailed", "Appealed",
+                   "PanelRearmed", "DisputeSettled", "IntervalWindowReopened", "TaskSlashed", "ChallengeExpired",
                    "TaskFinalized")  # fmt: skip
 
     def __init__(self, world: World, me: str, honest: bool) -> None:
@@ -1115,13 +1124,18 @@ class Keeper(Agent):
         self.planned: set[int] = set()
         for name in self.EDGE_EVENTS:
             world.on(name, self.edges)
+        for event in world.events:  # the tasks were posted and accepted before the agents came
+            if event.name == "TaskAccepted":
+                self.edges(event)
 
     def edges(self, e: Event) -> None:
         """Schedule calls at the edges this event creates: the honest keeper a pass a little after each
         edge; an adversarial keeper the edge's own transition one second early and on the second."""
         a, w = e.args, self.w
         calls: list[tuple[int, Abi, str, tuple[Any, ...]]] = []  # (edge, contract, function, arguments)
-        if e.name == "BatchCommitted":
+        if e.name == "TaskAccepted":
+            calls.append((w.snap.tasks[a.task].terms.deadline, w.tasks, "abandon", (a.task,)))
+        elif e.name == "BatchCommitted":
             calls.append((self.now, w.tasks, "drawSeed", (a.task, a.j)))  # before its seed block
         elif e.name == "SeedDrawn":
             calls.append((a.openingWindowEnd, w.tasks, "slashUnopened", (a.task, a.j)))
@@ -1253,14 +1267,16 @@ class Episode:
 
     def run(self) -> World:
         w, cast, mix = self.w, self.cast, self.mix
+        w.rpc("anvil_setBlockTimestampInterval", 0)  # the clock moves only when the schedule moves it
         w.rpc("evm_setNextBlockTimestamp", hex(w.next_time))  # the base's clock, whatever the last episode did
         w.on("PanelDrawn", w.check_panel)
         for who in cast.honest_auditors[mix.active_honest :]:
             w.send(who, w.committee, "requestExit", honest="auditor leaving")
         for plan in self.plans:
             self.post(plan)
-        providers = [Provider(w, p, self.w.rng.choice(cast.sock_puppets) if mix.sock_puppet else None)
-                     for p in self.plans]  # fmt: skip
+        socks = [self.w.rng.choice(cast.sock_puppets) if mix.sock_puppet and p.kind == "cheater" else None
+                 for p in self.plans]  # fmt: skip
+        providers = [Provider(w, p, sock) for p, sock in zip(self.plans, socks, strict=True)]
         if mix.watcher:
             Watcher(w)
         Auditors(w, mix)
@@ -1290,7 +1306,7 @@ class Episode:
 
     def post(self, plan: TaskPlan) -> None:
         w = self.w
-        deadline = w.next_time + DAY
+        deadline = w.next_time + plan.deadline_after
         plan.id = len(w.plans) + 1  # every task on this chain is the episode's own
         plan.evidence = Evidence(plan.id, plan.total_steps, plan.stride, plan.per_batch, plan.init_digest)
         w.plans[plan.id] = plan
@@ -1374,6 +1390,7 @@ class Episode:
                     continue
                 if plan.kind == "cheater":
                     self.check_soundness(plan, s)
+                    self.count_moot_refunds(plan)
                 else:
                     self.check_completeness(plan, s)
         drawn = sum(e.name == "PanelDrawn" for e in w.events)
@@ -1440,8 +1457,11 @@ class Episode:
         leads the slashing dispute when its commit of that interval is the earliest one revealed into it."""
         w = self.w
         challenged = {k for (task, k) in w.watcher_revealed if task == plan.id}
-        if not challenged:
-            self.w.stats["soundness: no watcher challenge (premise unmet)"] += 1
+        if not challenged:  # the premise is unmet; say why
+            opened = plan.faked & set(w.opened(plan.id))
+            why = "no faked interval opened" if not opened else "no watcher" if not self.mix.watcher else (
+                f"task ended ({s.tasks[plan.id].status}) before the watcher revealed")  # fmt: skip
+            w.stats[f"soundness premise unmet: {why}"] += 1
             return
         status = s.tasks[plan.id].status
         if status != SLASHED:
@@ -1474,6 +1494,16 @@ class Episode:
         else:
             w.stats["soundness: an earlier commit led"] += 1
 
+    def count_moot_refunds(self, plan: TaskPlan) -> None:
+        """Challenges of a cheater's sound intervals come back when another interval slashes the task (their
+        disputes turn moot): outside completeness's premise (not every interval of the task is sound)."""
+        commits = {
+            (e.args.challenger, e.args.commitment): e.args.k for e in self.events("ChallengeRevealed", task=plan.id)
+        }
+        for e in self.events("BondClaimed", task=plan.id):
+            if commits.get((e.args.challenger, e.args.commitment)) not in plan.faked:
+                self.w.stats["refunded challenges of a sound interval of a slashed task (moot)"] += 1
+
     def check_completeness(self, plan: TaskPlan, s: Snap) -> None:
         """The provider of an all-sound task is paid reward + bond + its share of every sound-settled bond,
         to the wei, and no challenge of a sound interval is refunded."""
@@ -1494,16 +1524,38 @@ class Episode:
         got = self.credited(w.tasks, plan.provider, plan.id)
         if got != expected:
             w.fail(f"completeness: provider of task {plan.id} credited {got}, expected {expected}")
-        refunds = self.events("BondClaimed", task=plan.id) + [
-            e for e in self.events("ChallengeExpired", task=plan.id) if e.args.refunded
-        ]
-        for e in refunds:
-            verdicts = sorted({x.args.verdict for x in self.events("DisputeSettled", task=plan.id)})
-            w.fail(
-                f"completeness: {e.args.challenger}'s challenge of sound task {plan.id} was refunded "
-                f"({e.name}; verdicts {verdicts})"
-            )
+        # Every challenge of this all-sound task must have cost its challenger at least the panel's share of its
+        # bond: what came back to it (a claimed bond, an expired commit refunded) is read from the Credited event
+        # the same transaction emitted right after, so a partial refund (per-round charges) is judged by amount.
+        least = cb * SOUND_PANEL_BPS // BPS
+        events = w.events
+        for n, e in enumerate(events):
+            refund = e.name == "BondClaimed" or (e.name == "ChallengeExpired" and e.args.refunded)
+            if not refund or e.args.task != plan.id:
+                continue
+            credit = next(x for x in events[n + 1 :] if x.name == "Credited" and x.args.account == e.args.challenger)
+            if cb - credit.args.amount < least:
+                verdicts = sorted({x.args.verdict for x in self.events("DisputeSettled", task=plan.id)})
+                w.fail(
+                    f"completeness: {e.args.challenger}'s challenge of all-sound task {plan.id} cost it "
+                    f"{cb - credit.args.amount} < {least} ({e.name}; the task's disputes settled {verdicts})"
+                )
         w.stats["completeness: finalized"] += 1
+
+
+def timeline(world: World) -> str:
+    """The episode's events, one a line, with the time they happened (for reading a failing seed)."""
+    lines = []
+    names = {a: f"{role}{n}" for role, people in vars(world.cast).items()
+             for n, a in enumerate(people if isinstance(people, list) else [people])}  # fmt: skip
+    for e in world.events:
+        if e.name in ("Credited", "Burned", "Withdrawn", "VoteCommitted", "StakeAdded"):
+            continue
+        args = {k: names.get(v, v) if isinstance(v, str) else v for k, v in vars(e.args).items() if k != "terms"}
+        if "panel" in args:
+            args["panel"] = [names.get(p, p) for p in e.args.panel]
+        lines.append(f"block {e.block} {e.name} {args}")
+    return "\n".join(lines)
 
 
 def run_episode(base: Base, seed: int) -> World:

@@ -24,15 +24,17 @@ from typing import Any
 import pytest
 from helpers import AUDITOR_STAKE, COMMITTEE, KEEPER_BPS, MIN_BONDS, SEED_DELAY, SHARES
 from rawchain import Reads, Rpc, deploy, transact
-from simulation import HONEST_AUDITORS, MAX_SYBILS, Base, Cast, run_episode
+from simulation import HONEST_AUDITORS, MAX_SYBILS, Base, Cast, run_episode, timeline
 
 from ovig_node.chain.deploy import create_address
+from ovig_node.devnet import tools
 from ovig_node.devnet.processes import free_port, start_process, terminate
 
 EPISODES = int(os.environ.get("OVIG_SIM_EPISODES", "40"))
 FIRST_SEED = int(os.environ.get("OVIG_SIM_SEED", "1"))
 GENESIS = 1_700_000_000
 ACCOUNTS = 100
+REPLAYED_SEED = 3  # an episode with disputes, appeals and several rounds
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +43,9 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # Free gas (no base fee, no gas price): the ETH of all accounts and both contracts is conserved.
-    argv = ["anvil", "--port", str(port), "--timestamp", str(GENESIS), "--accounts", str(ACCOUNTS), "--balance",
-            "1000000", "--hardfork", "cancun", "--block-base-fee-per-gas", "0", "--gas-price", "0"]  # fmt: skip
+    argv = [str(tools.anvil()), "--port", str(port), "--timestamp", str(GENESIS), "--accounts", str(ACCOUNTS),
+            "--balance", "1000000", "--hardfork", "cancun", "--block-base-fee-per-gas", "0",
+            "--gas-price", "0"]  # fmt: skip
     log = Path(tmp_path_factory.mktemp("sim-anvil")) / "anvil.log"
     rpc = Rpc(url)
 
@@ -54,7 +57,7 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
 
     record = start_process("anvil", argv, log=log, ready=ready, timeout=30)
     try:
-        rpc("anvil_setBlockTimestampInterval", 1)  # every block one second after the last
+        rpc("anvil_setBlockTimestampInterval", 0)  # the clock moves only when the simulation moves it
         accounts = [a.lower() for a in rpc("eth_accounts")]
         deployer = accounts[0]
 
@@ -97,6 +100,8 @@ def test_adversarial_simulation(base: Base) -> None:
             world = run_episode(base, seed)
             stats.update(world.stats)
             failures += world.failures
+            if world.failures and os.environ.get("OVIG_SIM_TRACE"):
+                print(timeline(world))
         finally:
             assert base.rpc("evm_revert", snapshot)
     elapsed = time.monotonic() - started
@@ -104,3 +109,17 @@ def test_adversarial_simulation(base: Base) -> None:
     for key, count in sorted(stats.items()):
         print(f"  {key}: {count}")
     assert not failures, "\n".join(failures)
+
+
+def test_a_seed_replays_its_episode(base: Base) -> None:
+    """The same seed from the same base state gives the same episode, event for event (so a failure's seed
+    reproduces it)."""
+    digests = []
+    for _ in range(2):
+        snapshot = base.rpc("evm_snapshot")
+        try:
+            world = run_episode(base, REPLAYED_SEED)
+            digests.append([(e.name, e.block, vars(e.args)) for e in world.events])
+        finally:
+            assert base.rpc("evm_revert", snapshot)
+    assert len(digests[0]) > 50 and digests[0] == digests[1]
