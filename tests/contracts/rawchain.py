@@ -153,6 +153,9 @@ class Abi:
         self.address = address.lower()
         self.functions = {f["name"]: f for f in abi if f["type"] == "function"}
         self._static: dict[str, list[tuple[int, Decoder]] | None] = {}  # fast decoders of functions with static outputs
+        # Calldata by function and arguments, and selectors with argument types: views are read again and again.
+        self._calldata: dict[tuple[str, tuple[Any, ...]], str] = {}
+        self._selectors: dict[str, tuple[bytes, list[str]]] = {}
         self.errors = {
             keccak(text=f"{e['name']}({','.join(_type(i) for i in e['inputs'])})")[:4]: e["name"]
             for e in abi
@@ -165,9 +168,21 @@ class Abi:
         }
 
     def data(self, name: str, *args: Any) -> str:
-        inputs = self.functions[name]["inputs"]
-        signature = f"{name}({','.join(_type(i) for i in inputs)})"
-        return "0x" + (keccak(text=signature)[:4] + encode([_type(i) for i in inputs], list(args))).hex()
+        try:
+            return self._calldata[(name, args)]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable arguments (lists of openings): encoded every time
+            return self._encode(name, args)
+        self._calldata[(name, args)] = data = self._encode(name, args)
+        return data
+
+    def _encode(self, name: str, args: tuple[Any, ...]) -> str:
+        if name not in self._selectors:
+            types = [_type(i) for i in self.functions[name]["inputs"]]
+            self._selectors[name] = (keccak(text=f"{name}({','.join(types)})")[:4], types)
+        selector, types = self._selectors[name]
+        return "0x" + (selector + encode(types, list(args))).hex()
 
     def call(self, name: str, *args: Any) -> tuple[str, list[Any]]:
         return ("eth_call", [{"to": self.address, "data": self.data(name, *args)}, "latest"])
@@ -256,7 +271,7 @@ def transact(
 
 def revert_error(rpc: Rpc, errors: dict[bytes, str], tx_hash: str) -> str:
     """The custom error a mined transaction reverted with (or what else it was)."""
-    trace = rpc("debug_traceTransaction", tx_hash, {"tracer": "callTracer"})
+    trace = rpc("debug_traceTransaction", tx_hash, {"tracer": "callTracer", "tracerConfig": {"onlyTopCall": True}})
     output = bytes.fromhex(trace.get("output", "0x")[2:])
     return errors.get(output[:4], f"not a custom error: 0x{output.hex()}")
 

@@ -372,7 +372,7 @@ class World:
         self.events: list[Event] = []
         self.plans: dict[int, TaskPlan] = {}
         self.commits: dict[tuple[str, bytes], CommitInfo] = {}
-        self.disputes: set[int] = set()
+        self.disputes: dict[int, tuple[int, int]] = {}  # dispute -> (task, k), from DisputeOpened
         self.credits: dict[tuple[str, str], int] = Counter()  # (contract, account) -> unpaid credit
         self.failures: list[str] = []
         self.stats: Counter[str] = Counter()
@@ -383,6 +383,8 @@ class World:
         self.resolved: dict[int, tuple[Any, Any]] = {}
         self.watcher_revealed: set[tuple[int, int]] = set()  # (task, k) the watcher revealed in time
         self.money_due = False
+        self.clock_moved = False
+        self.maybe_over = True  # something that may end the episode happened since the last look
         self.ended: dict[int, tuple[Any, dict[Any, Any], dict[Any, Any]]] = {}  # task -> its final batches
         self.sampled: dict[tuple[int, int], list[int]] = {}  # (task, j) -> sampled intervals
         self.opened_ks: dict[int, list[int]] = {}  # task -> sampled intervals of its opened batches
@@ -398,7 +400,11 @@ class World:
 
     def run(self, until: Callable[[], bool], horizon: int) -> bool:
         """Run scheduled actions in time order until ``until()`` holds (True) or time passes ``horizon``."""
-        while self.queue and not until():
+        while self.queue:
+            # Whether it is over is asked between moments only: reading the chain after every action costs more
+            # than the actions.
+            if self.queue[0].time > self.next_time and until():
+                return True
             item = heapq.heappop(self.queue)
             if item.time > horizon:
                 return False
@@ -407,13 +413,20 @@ class World:
         return until()
 
     def at(self, moment: int) -> None:
-        """The next transaction is mined at ``moment`` (or now, if that has passed)."""
+        """The next transaction is mined at ``moment`` (or now, if that has passed). The chain is told just
+        before the next block is mined: many moments pass with nothing sent."""
         if moment > self.next_time:
-            self.rpc("evm_setNextBlockTimestamp", hex(moment))
             self.next_time = moment
+            self.clock_moved = True
+
+    def tell_clock(self) -> None:
+        if self.clock_moved:
+            self.rpc("evm_setNextBlockTimestamp", hex(self.next_time))
+            self.clock_moved = False
 
     def mine(self, blocks: int) -> None:
         if blocks > 0:
+            self.tell_clock()
             self.rpc("anvil_mine", hex(blocks))
             self._snap = None
 
@@ -436,6 +449,7 @@ class World:
         ``races`` (another party got there first, which the protocol allows)."""
         if self.money_due:
             self.check_money()
+        self.tell_clock()
         sent = transact(self.rpc, self.errors, who, contract, fn, *args, value=value)
         mined_at = sent.receipt["blockTimestamp"]
         self.next_time = int(mined_at, 16) if isinstance(mined_at, str) else mined_at
@@ -462,8 +476,13 @@ class World:
             for handler in self.handlers[event.name]:
                 handler(event)
 
+    ENDINGS = frozenset({"TaskFinalized", "TaskSlashed", "TaskAbandoned", "TaskCancelled", "DisputeResolved",
+                         "ChallengeExpired", "ChallengeRevealed"})  # fmt: skip
+
     def ledger(self, e: Event) -> None:
         who = "tasks" if e.address == self.tasks.address else "committee"
+        if e.name in self.ENDINGS:
+            self.maybe_over = True
         if e.name == "Credited":
             self.credits[(who, e.args.account)] += e.args.amount
         elif e.name == "Withdrawn":
@@ -474,7 +493,7 @@ class World:
             info.seq, info.reveal_by = e.args.seq, e.args.revealBy
             self.commits[(e.args.challenger, e.args.commitment)] = info
         elif e.name == "DisputeOpened":
-            self.disputes.add(e.args.dispute)
+            self.disputes[e.args.dispute] = (e.args.task, e.args.k)
         elif e.name == "SeedDrawn":
             m = self.plans[e.args.task].per_batch
             bitmap = e.args.sampledBitmap
@@ -536,7 +555,13 @@ class World:
                 self.resolved[d] = (records[d], dispute)
         commits = {**self.final_commits, **got.get("commits", {})}
         for key, commit in got.get("commits", {}).items():
-            if commit.status not in (C_PENDING, C_JOINED):
+            # Settled and expired commits never change; nor do joined ones of a sound settlement (paid out then).
+            sound = (
+                commit.status == C_JOINED
+                and commit.dispute in self.resolved
+                and records[commit.dispute].verdict == VALID
+            )
+            if commit.status not in (C_PENDING, C_JOINED) or sound:
                 self.final_commits[key] = commit
         head = got["head"][None]
         return Snap(
@@ -555,6 +580,10 @@ class World:
             r.view("scalars", name, c, name)
         for name, contract in (("task_eth", t), ("committee_eth", c)):
             r.add("scalars", name, ("eth_getBalance", [contract.address, "latest"]), lambda raw: int(raw, 16))
+
+    def dispute(self, d: int) -> Any:
+        """The committee's view of one dispute: from the snapshot if it is fresh, else one call."""
+        return self._snap.disputes[d] if self._snap is not None else self.view(self.committee, "getDispute", d)
 
     def view(self, contract: Abi, name: str, *args: Any) -> Any:
         method, params = contract.call(name, *args)
@@ -585,8 +614,8 @@ class World:
 
     def truth(self, dispute: int) -> int:
         """The vote an honest panelist casts: faulty iff the interval was faked."""
-        rec = self.snap.records[dispute]
-        return FAULTY if rec.k in self.plans[rec.task].faked else VALID
+        task, k = self.disputes[dispute]
+        return FAULTY if k in self.plans[task].faked else VALID
 
     def opened(self, task: int) -> list[int]:
         """Sampled intervals of the task's opened batches."""
@@ -638,7 +667,7 @@ class World:
         """Appeal the round decided in ``e`` if it is still the one open to appeal (an honest party
         appeals only a wrong outcome another honest party has not appealed yet)."""
         d = e.args.dispute
-        x = self.snap.disputes[d]
+        x = self.dispute(d)
         if x.status != APPEALABLE or x.round != e.args.round:
             return
         if role and x.decided == self.truth(d):
@@ -909,7 +938,9 @@ class Watcher(Agent):
         self.later(moment, "watcher commit", lambda: self.commit(task, k, end), priority)
 
     def commit(self, task: int, k: int, end: int) -> None:
-        if not self.w.active(task) or self.w.snap.intervals[(task, k)].sound:
+        # A faked interval found sound (a wrong verdict that stood) is challenged all the same: the reveal then
+        # reverts (IntervalFinal) and fails the episode, as the protocol owes this watcher a slash.
+        if not self.w.active(task):
             return
         if not self.w.window_open(task, k, self.now):
             self.w.late(self.w.plans[task], "watcher's commit")
@@ -971,7 +1002,7 @@ class Auditors(Agent):
                 self.later(reveal_at, "reveal vote", lambda o=opening: self.vote(*o))
 
     def vote(self, d: int, round_: int, panelist: str, fn: str, args: tuple[Any, ...], role: str, end: int) -> None:
-        dispute = self.w.snap.disputes[d]
+        dispute = self.w.dispute(d)
         if dispute.status != VOTING or dispute.round != round_:
             return  # moot (resolved early), or a sybil's vote the dispute moved past
         if self.now >= end:
@@ -1316,6 +1347,13 @@ class Episode:
         w.send(plan.provider, w.tasks, "acceptTask", plan.id, value=plan.provider_bond, honest="provider")
 
     def over(self) -> bool:
+        """Whether the episode is over, looked at only after something ended since the last look."""
+        if not self.w.maybe_over:
+            return False
+        self.w.maybe_over = False
+        return self.finished()
+
+    def finished(self) -> bool:
         """Every task ended, no commit pending, no dispute open."""
         s = self.w.snap
         return (
@@ -1376,7 +1414,7 @@ class Episode:
             auditors.view("a", who, w.committee, "getAuditor", who)
         leaving = [a for a in auditors.run(w.rpc)["a"].values() if a.exitRequestedAt and a.registeredBlock]
         cooled = all(a.exitRequestedAt + COMMITTEE["cooldown"] <= w.next_time for a in leaving)
-        return not self.over() or claimable or not cooled
+        return not self.finished() or claimable or not cooled
 
     # --- the checks ---------------------------------------------------------------------------------------
 
@@ -1457,13 +1495,17 @@ class Episode:
         leads the slashing dispute when its commit of that interval is the earliest one revealed into it."""
         w = self.w
         challenged = {k for (task, k) in w.watcher_revealed if task == plan.id}
+        opened = plan.faked & set(w.opened(plan.id))
+        status = s.tasks[plan.id].status
+        if opened and self.mix.watcher and status == FINALIZED:
+            # The watcher had every faked interval's whole window: a finalized task means it was kept out.
+            w.fail(f"soundness: task {plan.id} with faked, opened {sorted(opened)} finalized despite the watcher")
+            return
         if not challenged:  # the premise is unmet; say why
-            opened = plan.faked & set(w.opened(plan.id))
             why = "no faked interval opened" if not opened else "no watcher" if not self.mix.watcher else (
-                f"task ended ({s.tasks[plan.id].status}) before the watcher revealed")  # fmt: skip
+                f"the task ended ({status}) before the watcher revealed")  # fmt: skip
             w.stats[f"soundness premise unmet: {why}"] += 1
             return
-        status = s.tasks[plan.id].status
         if status != SLASHED:
             w.fail(
                 f"soundness: task {plan.id} (faked {sorted(plan.faked)}, the watcher revealed {sorted(challenged)}) "
