@@ -3,7 +3,8 @@
 An episode is a few tasks on a fresh copy of one base state (both contracts deployed, 50 honest and 7 sybil
 auditors registered and warmed up), run as a discrete-event simulation: every agent reacts to the events
 of the transactions mined so far (all of them are the simulation's own) by scheduling its next actions at
-chosen moments, often the edges of windows; the clock jumps from one scheduled moment to the next.
+chosen moments, often the edges of windows; the clock jumps from one scheduled moment to the next and stands
+still in between (every transaction due at a moment is mined at that second, as if they shared a block).
 Everything an agent decides is drawn from the episode's seed, and the chain is a private anvil with a fixed
 genesis, so a seed replays its episode exactly, block hashes (hence samples and panels) included.
 
@@ -29,7 +30,7 @@ Agents (each episode draws its mix from the seed):
   disputes' sound decisions (junk appeals);
 - **adversarial keepers** call every transition (drawSeed, drawPanel, rearm, resolve, finalize,
   expireChallenge, claimBond, slashUnopened, abandon, withdraw) at the edges of windows, one second early
-  and on the second, in random orders;
+  or on the second, in random order with the other transactions due then;
 - **honest auditors** (32 to 50 of them active) vote the ground truth when seated and always reveal; they
   appeal a wrong decision no other honest party appealed; an **honest keeper** calls every transition when
   it is due.
@@ -41,19 +42,23 @@ After every episode (each message names the episode's seed), ``check`` asserts:
   the contracts' ``credits`` at the end); the ETH of all accounts and both contracts is conserved (gas is
   free);
 - soundness: a task with a faked, opened interval that the honest watcher challenged in time (its reveal
-  joined a dispute, or was refunded because the task had ended) ends ``Slashed``, never ``Finalized``; the
-  watcher is credited the lead's share of the dispute that slashed it when its commit is the earliest
-  revealed commit of that interval;
+  joined a dispute, or was refunded because the task had ended) ends ``Slashed``, and no such task with the
+  watcher about is ever ``Finalized``; the watcher is credited the lead's share (to the wei) of the dispute
+  that slashed it when its commit is the earliest revealed commit of that interval;
 - completeness: the provider of a task whose intervals are all sound (honest providers, the flooder) is
-  credited reward + bond + its share of sound-settled challenger bonds, to the wei, and no challenge of a
-  sound interval is refunded (each costs its challenger at least the panel's share of its bond);
+  credited reward + bond + its share of sound-settled challenger bonds, to the wei, and every challenge of
+  it cost its challenger at least the panel's share of its bond (what came back to it, read from the
+  ``Credited`` of a claim or a refunded expiry, is at most the bond less that share);
 - fixity: every ``PanelDrawn`` panel equals ``ovig_node.protocol.panel.draw_panel`` over the committee's
   history as of the round's arm block (``slotCountAt``, ``occupantAt``, ``standingAt``, the task contract's
   ``firstCommitBlock``, the dispute's exclusions and earlier seats) and the seed from the arm block + seed
-  delay's hash;
+  delay's hash; the committee's ``isEligible`` agrees with that history for every occupant;
 - no ETH stuck: once the agents stop (at the natural end, or at a random cut-off in some episodes), only
   calls anyone may make (keeper transitions, and auditors leaving) end every task, commit and dispute;
   everyone withdraws; each contract is left holding its ``burned`` (plus the stakes of auditors that stay).
+  One episode in ``REAL_EXITS_EVERY`` exits and withdraws by transactions; the others make each of those
+  calls with ``eth_call`` on the final state (each must succeed) and check the balances against the
+  credits left, which saves a fifth of an episode's transactions.
 
 An honest agent's transaction that reverts is a failure too (its premise was met, so the protocol owes it
 success), except for the races named where they are sent.
@@ -145,6 +150,11 @@ class Interface:
     def provider_payout(plan: TaskPlan) -> int:
         """What a finalized task credits its provider (besides challenger bonds' shares)."""
         return plan.reward + plan.provider_bond
+
+    @staticmethod
+    def sound_provider_share(plan: TaskPlan, bonds: int) -> int:
+        """The provider's share of ``bonds`` challenger bonds settled sound together (floored once)."""
+        return bonds * plan.challenger_bond * SOUND_PROVIDER_BPS // BPS
 
     @staticmethod
     def ended_task_calls(task_id: int, task: Any) -> list[tuple[str, tuple[Any, ...]]]:
@@ -706,16 +716,19 @@ class World:
         for who in people:
             info.view("standing", who, self.committee, "standingAt", who, as_of)
             info.view("first", who, self.tasks, "firstCommitBlock", x.task, who)
-        got = info.run(self.rpc) if people else {"standing": {}, "first": {}}
+            info.view("contract", who, self.committee, "isEligible", d, who)
+        got = info.run(self.rpc) if people else {"standing": {}, "first": {}, "contract": {}}
         earlier = set(seats[: len(seats) - len(e.args.panel)])
         excluded = set(x.excluded)
 
         def eligible(who: str) -> bool:
+            return who not in earlier and eligible_apart_from_seats(who)
+
+        def eligible_apart_from_seats(who: str) -> bool:
             stake, registered, leaving = got["standing"][who]
             first_commit = got["first"][who]
             return (
                 who not in excluded
-                and who not in earlier
                 and registered != 0
                 and registered + COMMITTEE["warmupBlocks"] <= a
                 and not leaving
@@ -723,6 +736,12 @@ class World:
                 and (first_commit == 0 or first_commit >= a)
             )
 
+        # The contract's own view of eligibility (earlier seats aside) agrees with the one rebuilt from history.
+        for who in people:
+            if got["contract"][who] != eligible_apart_from_seats(who):
+                self.fail(
+                    f"fixity: isEligible({d}, {who}) is {got['contract'][who]}, the history as of {a} says otherwise"
+                )
         value = bytes.fromhex(head["hash"][2:])
         expected = draw_panel(
             panel_seed(value, d, round_), occupants, eligible, panel_size(COMMITTEE["panelSize"], round_)
@@ -1366,7 +1385,8 @@ class Episode:
 
     def settle(self) -> None:
         w, cast = self.w, self.cast
-        for who in cast.sybils:  # sybils leave too: their (maybe penalised) stakes must come out
+        self.withdrawn = w.seed % REAL_EXITS_EVERY == 0
+        for who in cast.sybils if self.withdrawn else ():  # sybils leave too: their (maybe penalised) stakes
             a = w.view(w.committee, "getAuditor", who)
             if a.registeredBlock and not a.exitRequestedAt:
                 w.send(who, w.committee, "requestExit")
@@ -1381,7 +1401,6 @@ class Episode:
         # Everyone takes its money out: leaving auditors exit, every credit is withdrawn. Transactions in one
         # episode out of REAL_EXITS_EVERY; in the others each call is made with eth_call on the final state (it
         # would succeed; the contracts' balances are then checked against the credits left).
-        self.withdrawn = w.seed % REAL_EXITS_EVERY == 0
         leaving = Reads()
         for who in cast.auditors:
             leaving.view("a", who, w.committee, "getAuditor", who)
@@ -1558,9 +1577,9 @@ class Episode:
         shares = 0
         for e in self.events("DisputeSettled", task=plan.id):
             if e.args.verdict == VALID:
-                shares += s.records[e.args.dispute].joined * cb * SOUND_PROVIDER_BPS // BPS
+                shares += Interface.sound_provider_share(plan, s.records[e.args.dispute].joined)
         settled_late = [e for e in self.events("ChallengeRevealed", task=plan.id) if e.args.dispute == 0]
-        shares += len(settled_late) * (cb * SOUND_PROVIDER_BPS // BPS)
+        shares += len(settled_late) * Interface.sound_provider_share(plan, 1)
         expected = Interface.provider_payout(plan) + shares
         # The flooder is also a challenger of its own task; a refund to it would show up here too.
         got = self.credited(w.tasks, plan.provider, plan.id)
