@@ -173,6 +173,7 @@ class SelfChallenge:
     when: str  # "early" (right after the opening), "late" (end of window), "race" (on the watcher's commit)
     reason: int
     reveal: str  # "prompt", "last" (last second of the reveal window), "never"
+    decoy: bool = False  # challenge one faked interval only, so its dispute may slash before the watcher's
 
 
 @dataclass
@@ -311,6 +312,7 @@ def draw_task(rng: random.Random, label: str, kind: str, owner: str, provider: s
                 when=rng.choice(["early", "late", "race"]),
                 reason=rng.choice([OUT_OF_BOUNDS, UNAVAILABLE]),
                 reveal=rng.choice(["prompt", "last", "never"]),
+                decoy=rng.random() < 0.3,
             )
     return plan
 
@@ -385,6 +387,7 @@ class World:
         self.disputes: dict[int, tuple[int, int]] = {}  # dispute -> (task, k), from DisputeOpened
         self.credits: dict[tuple[str, str], int] = Counter()  # (contract, account) -> unpaid credit
         self.failures: list[str] = []
+        self.notes: list[str] = []  # known violations, reported without failing the episode
         self.stats: Counter[str] = Counter()
         self.panels_checked = 0
         self.stopped = False
@@ -807,6 +810,7 @@ class Provider(Agent):
     def __init__(self, world: World, plan: TaskPlan, sock_puppet: str | None) -> None:
         super().__init__(world)
         self.plan, self.sock = plan, sock_puppet
+        self.decoyed = False  # a decoy self-challenge was planned
         self.honest = "" if plan.kind == "cheater" else f"provider of task {plan.label}"
         world.on("SeedDrawn", self.seed_drawn)
         world.on("BatchOpened", self.batch_opened)
@@ -889,8 +893,9 @@ class Provider(Agent):
         if e.args.task != p.id or sc is None or sc.when == "race":
             return
         for k in self.w.opened(p.id):
-            if k // p.per_batch != e.args.j or k not in p.faked:
+            if k // p.per_batch != e.args.j or k not in p.faked or (sc.decoy and self.decoyed):
                 continue
+            self.decoyed = True
             if sc.when == "early":
                 self.soon("self-challenge early", lambda k=k: self.self_challenge(k), spread=20)
             else:
@@ -1532,19 +1537,16 @@ class Episode:
             )
             return
         slash = self.events("TaskSlashed", task=plan.id)[0]
+        self.check_lead_owed(plan, slash)
         if slash.args.dispute == 0:
             w.stats["soundness: slashed by an unopened batch"] += 1
             return
         d = slash.args.dispute
         k = s.records[d].k
-        joined = [e for e in self.events("ChallengeRevealed", task=plan.id, k=k) if e.args.dispute != 0]
-        first = min(joined, key=lambda e: w.commits[(e.args.challenger, e.args.commitment)].seq)
-        if slash.args.by != first.args.challenger:
-            w.fail(
-                f"lead: task {plan.id} k={k}: {slash.args.by} led, the earliest revealed commit is "
-                f"{first.args.challenger}'s"
-            )
-        if first.args.challenger == w.cast.watcher:
+        first = self.earliest_revealed(plan.id, k)
+        if slash.args.by != first:
+            w.fail(f"lead: task {plan.id} k={k}: {slash.args.by} led, the earliest revealed commit is {first}'s")
+        if first == w.cast.watcher:
             share = plan.provider_bond * FAULTY_LEAD_BPS // BPS
             lead_credits = [e.args.amount for e in self.events("Credited", account=w.cast.watcher, source=plan.id)]
             if share not in lead_credits:
@@ -1554,6 +1556,34 @@ class Episode:
             w.stats["soundness: watcher led"] += 1
         else:
             w.stats["soundness: an earlier commit led"] += 1
+
+    def earliest_revealed(self, task: int, k: int) -> str | None:
+        """Who made the commit of k with the smallest sequence number revealed into a dispute of k."""
+        joined = [e for e in self.events("ChallengeRevealed", task=task, k=k) if e.args.dispute != 0]
+        if not joined:
+            return None
+        first = min(joined, key=lambda e: self.w.commits[(e.args.challenger, e.args.commitment)].seq)
+        return str(first.args.challenger)
+
+    def check_lead_owed(self, plan: TaskPlan, slash: Event) -> None:
+        """Protocol 4.3 read literally: the watcher is paid the lead's share if, for some faked interval it
+        challenged in time, no commit of that interval with a smaller sequence number was revealed. A task
+        slashed through another faulty interval (the provider's decoy) pays it nothing: counted here, pinned by
+        test_the_earliest_challenger_of_a_faulty_interval_is_paid_the_lead_share_whichever_dispute_slashes
+        (xfail)."""
+        w = self.w
+        owed = sorted(k for (task, k) in w.watcher_revealed
+                      if task == plan.id and self.earliest_revealed(plan.id, k) == w.cast.watcher)  # fmt: skip
+        share = plan.provider_bond * FAULTY_LEAD_BPS // BPS
+        paid = share in [e.args.amount for e in self.events("Credited", account=w.cast.watcher, source=plan.id)]
+        if owed and not paid:
+            how = (
+                "an unopened batch"
+                if slash.args.dispute == 0
+                else f"dispute {slash.args.dispute} led by {slash.args.by}"
+            )
+            w.stats["KNOWN VIOLATION: the earliest challenger of a faulty interval got no lead's share"] += 1
+            w.notes.append(f"seed {w.seed}: task {plan.id}: the watcher led faulty {owed}; slashed through {how}")
 
     def count_moot_refunds(self, plan: TaskPlan) -> None:
         """Challenges of a cheater's sound intervals come back when another interval slashes the task (their
