@@ -517,6 +517,14 @@ class World:
     def on(self, name: str, handler: Callable[[Event], None]) -> None:
         self.handlers[name].append(handler)
 
+    def name_of(self, address: str) -> str:
+        """An account's role in the cast, e.g. ``providers1`` (the address itself if it has none)."""
+        for role, people in vars(self.cast).items():
+            group = people if isinstance(people, list) else [people]
+            if address in group:
+                return f"{role}{group.index(address)}"
+        return address
+
     def fail(self, message: str) -> None:
         self.failures.append(f"[seed {self.seed}, t={self.next_time}] {message}")
 
@@ -1577,11 +1585,8 @@ class Episode:
         share = plan.provider_bond * FAULTY_LEAD_BPS // BPS
         paid = share in [e.args.amount for e in self.events("Credited", account=w.cast.watcher, source=plan.id)]
         if owed and not paid:
-            how = (
-                "an unopened batch"
-                if slash.args.dispute == 0
-                else f"dispute {slash.args.dispute} led by {slash.args.by}"
-            )
+            lead = w.name_of(slash.args.by)
+            how = "an unopened batch" if slash.args.dispute == 0 else f"dispute {slash.args.dispute} led by {lead}"
             w.stats["KNOWN VIOLATION: the earliest challenger of a faulty interval got no lead's share"] += 1
             w.notes.append(f"seed {w.seed}: task {plan.id}: the watcher led faulty {owed}; slashed through {how}")
 
@@ -1637,14 +1642,13 @@ class Episode:
 def timeline(world: World) -> str:
     """The episode's events, one a line, with the time they happened (for reading a failing seed)."""
     lines = []
-    names = {a: f"{role}{n}" for role, people in vars(world.cast).items()
-             for n, a in enumerate(people if isinstance(people, list) else [people])}  # fmt: skip
+    name = world.name_of
     for e in world.events:
         if e.name in ("Credited", "Burned", "Withdrawn", "VoteCommitted", "StakeAdded"):
             continue
-        args = {k: names.get(v, v) if isinstance(v, str) else v for k, v in vars(e.args).items() if k != "terms"}
+        args = {k: name(v) if isinstance(v, str) else v for k, v in vars(e.args).items() if k != "terms"}
         if "panel" in args:
-            args["panel"] = [names.get(p, p) for p in e.args.panel]
+            args["panel"] = [name(p) for p in e.args.panel]
         lines.append(f"block {e.block} {e.name} {args}")
     return "\n".join(lines)
 

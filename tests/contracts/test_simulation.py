@@ -49,7 +49,7 @@ EPISODES = int(os.environ.get("OVIG_SIM_EPISODES", "40"))
 FIRST_SEED = int(os.environ.get("OVIG_SIM_SEED", "1"))
 GENESIS = 1_700_000_000
 ACCOUNTS = 100
-REPLAYED_SEED = 3  # an episode with disputes, appeals and several rounds
+REPLAYED_SEED = 38  # an episode with disputes, appeals and a known violation
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,8 @@ def test_a_seed_replays_its_episode(base: Base) -> None:
             digests.append([(e.name, e.block, vars(e.args)) for e in world.events])
         finally:
             assert base.rpc("evm_revert", snapshot)
-    assert len(digests[0]) > 50 and digests[0] == digests[1]
+    assert any(name == "PanelDrawn" for name, _, _ in digests[0])
+    assert digests[0] == digests[1]
 
 
 # --- a property the simulation found beaten ---------------------------------------------------------------
