@@ -104,6 +104,7 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
         terminate(record)
 
 
+@pytest.mark.timeout(120 + 10 * EPISODES)  # every episode runs in this one test: the default 600 s is per test
 def test_adversarial_simulation(base: Base) -> None:
     """Every episode keeps protocol 4.3's money, soundness, completeness, fixity and no-ETH-stuck."""
     failures: list[str] = []
