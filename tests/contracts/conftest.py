@@ -11,17 +11,14 @@ from typing import Any
 
 import pytest
 from helpers import (
-    ACCEPTED,
     AUDITOR_STAKE,
     AWAITING_PANEL,
-    COMMITTED,
     COMMITTEE,
     DEFAULTS,
     KEEPER_BPS,
     MAX_NO_DECISIONS,
     MIN_BONDS,
     OUT_OF_BOUNDS,
-    POSTED,
     SEED_DELAY,
     SHARES,
     VALID,
@@ -29,6 +26,7 @@ from helpers import (
     challenge_commitment,
     post_args,
     post_value,
+    task_escrow,
     vote_commitment,
 )
 
@@ -293,17 +291,9 @@ def vote(committee: Any, chain: Any, accounts: Any) -> Callable[..., None]:
 
 
 def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
-    """What TrainingTasks owes (protocol 4.3): escrow of live tasks (reward, owner bond, provider bond once
-    accepted), the challenger bonds it holds (pending
-    commits, joined bonds not paid out yet), every known account's credit, and `burned`."""
-    escrow = 0
-    for task in range(1, tasks.taskCount() + 1):
-        t = tasks.getTask(task)
-        if t.status == POSTED:
-            escrow += t.terms.reward + t.terms.ownerBond
-        elif t.status in (ACCEPTED, COMMITTED):
-            escrow += t.terms.reward + t.terms.ownerBond + t.terms.providerBond
-        escrow += t.heldBonds  # wei of challenger bonds it holds
+    """What TrainingTasks owes (protocol 4.3): every task's escrow (`task_escrow`), every known account's
+    credit, and `burned`."""
+    escrow = sum(task_escrow(tasks.getTask(task)) for task in range(1, tasks.taskCount() + 1))
     return escrow + sum(tasks.credits(a) for a in _distinct(accounts, extra)) + tasks.burned()
 
 

@@ -77,6 +77,18 @@ LEAD, PANEL, OWNER_SHARE = (DEFAULTS["providerBond"] * bps // 10_000 for bps in 
 OWNER_BOND = DEFAULTS["ownerBond"]  # back to the owner whenever a task ends, unless it ends Undecided
 
 
+def task_escrow(task: Any) -> int:
+    """What TrainingTasks holds for one task (protocol 4.3), from its `getTask` view: reward and owner bond
+    while it is posted, and the provider bond too while a provider works on it, plus the challenger bonds it
+    holds (`heldBonds`, in wei: pending commits, joined bonds not paid out yet) whatever its state."""
+    escrow = int(task.heldBonds)
+    if task.status == POSTED:
+        escrow += task.terms.reward + task.terms.ownerBond
+    elif task.status in (ACCEPTED, COMMITTED):
+        escrow += task.terms.reward + task.terms.ownerBond + task.terms.providerBond
+    return escrow
+
+
 POST_FIELDS = ("specHash", "specCID", "initDigest", "totalSteps", "stride", "intervalsPerBatch", "sampleBps")
 
 

@@ -31,19 +31,14 @@ takes a few ms. Ape still compiles, deploys and isolates each walk.
 
 from __future__ import annotations
 
-import itertools
 import random
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import ape
 import pytest
-import requests
-from eth_abi import decode, encode
 from eth_utils import keccak
 from helpers import (
     ACCEPTED,
@@ -65,12 +60,13 @@ from helpers import (
     Evidence,
     challenge_commitment,
     sample,
+    task_escrow,
     vote_commitment,
 )
+from rawchain import Abi, Reads, Rpc, transact
 
 SEEDS = (20240611, 7)
 STEPS_PER_WALK = 500
-GAS = 8_000_000  # gas limit of every transaction
 PENDING_COMMIT, JOINED_COMMIT = 1, 2  # CommitStatus.Pending, CommitStatus.Joined
 CHALLENGE_COMMITTED = "0x" + keccak(text="ChallengeCommitted(uint256,bytes32,address,uint64,uint64)").hex()
 VERDICT_NONE, VERDICT_VALID = 0, 1
@@ -110,81 +106,6 @@ ACTIONS: dict[str, float] = {
 }  # fmt: skip
 
 
-# --- raw JSON-RPC and ABI coding ------------------------------------------------------------------
-
-
-class Rpc:
-    """JSON-RPC over one HTTP session; a batch is one round trip."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.session = requests.Session()
-        self.ids = itertools.count()
-
-    def __call__(self, method: str, *params: Any) -> Any:
-        return self.batch([(method, list(params))])[0]
-
-    def batch(self, calls: list[tuple[str, list[Any]]]) -> list[Any]:
-        if not calls:
-            return []
-        body = [{"jsonrpc": "2.0", "id": next(self.ids), "method": m, "params": p} for m, p in calls]
-        answers = {a["id"]: a for a in self.session.post(self.url, json=body, timeout=60).json()}
-        results = []
-        for request in body:
-            answer = answers[request["id"]]
-            assert "error" not in answer, (request["method"], answer["error"])
-            results.append(answer["result"])
-        return results
-
-
-def _type(param: dict[str, Any]) -> str:
-    """The canonical ABI type of a parameter, tuples spelled out."""
-    if param["type"].startswith("tuple"):
-        return "(" + ",".join(_type(c) for c in param["components"]) + ")" + param["type"][5:]
-    return param["type"]
-
-
-def _named(param: dict[str, Any], value: Any) -> Any:
-    """A decoded value with structs as namespaces (by field name) and addresses lowercased."""
-    kind = param["type"]
-    if kind.startswith("tuple"):
-        if kind.endswith("]"):
-            return [_named({**param, "type": "tuple"}, v) for v in value]
-        return SimpleNamespace(**{c["name"]: _named(c, v) for c, v in zip(param["components"], value, strict=True)})
-    if kind == "address":
-        return value.lower()
-    if kind == "address[]":
-        return [v.lower() for v in value]
-    return list(value) if kind.endswith("]") else value
-
-
-class Abi:
-    """One deployed contract: calldata for its functions, decoding of their results and its errors."""
-
-    def __init__(self, address: str, abi: list[dict[str, Any]]) -> None:
-        self.address = address.lower()
-        self.functions = {f["name"]: f for f in abi if f["type"] == "function"}
-        self.errors = {
-            keccak(text=f"{e['name']}({','.join(_type(i) for i in e['inputs'])})")[:4]: e["name"]
-            for e in abi
-            if e["type"] == "error"
-        }
-
-    def data(self, name: str, *args: Any) -> str:
-        inputs = self.functions[name]["inputs"]
-        signature = f"{name}({','.join(_type(i) for i in inputs)})"
-        return "0x" + (keccak(text=signature)[:4] + encode([_type(i) for i in inputs], list(args))).hex()
-
-    def call(self, name: str, *args: Any) -> tuple[str, list[Any]]:
-        return ("eth_call", [{"to": self.address, "data": self.data(name, *args)}, "latest"])
-
-    def result(self, name: str, raw: str) -> Any:
-        outputs = self.functions[name]["outputs"]
-        values = decode([_type(o) for o in outputs], bytes.fromhex(raw[2:]))
-        named = [_named(o, v) for o, v in zip(outputs, values, strict=True)]
-        return named[0] if len(named) == 1 else named
-
-
 # Snapshot fields read as one view each: (field, contract of the walk, view).
 SCALARS: list[tuple[str, Callable[[Walk], Abi], str]] = [
     ("task_burned", lambda w: w.tasks, "burned"),
@@ -196,26 +117,6 @@ SCALARS: list[tuple[str, Callable[[Walk], Abi], str]] = [
 # Snapshot fields that map keys to values.
 GROUPS = ("eth", "tasks", "batches", "records", "disputes", "panels", "auditors", "commits", "task_credits",
           "committee_credits")  # fmt: skip
-
-
-class Reads:
-    """Reads to send in one batch, each filed under (group, key) with its decoder."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[str, Any, tuple[str, list[Any]], Callable[[Any], Any]]] = []
-
-    def add(self, group: str, key: Any, request: tuple[str, list[Any]], decode_: Callable[[Any], Any]) -> None:
-        self.items.append((group, key, request, decode_))
-
-    def view(self, group: str, key: Any, contract: Abi, name: str, *args: Any) -> None:
-        self.add(group, key, contract.call(name, *args), lambda raw: contract.result(name, raw))
-
-    def run(self, rpc: Rpc) -> dict[str, dict[Any, Any]]:
-        results = rpc.batch([request for _, _, request, _ in self.items])
-        grouped: dict[str, dict[Any, Any]] = {}
-        for (group, key, _, decode_), raw in zip(self.items, results, strict=True):
-            grouped.setdefault(group, {})[key] = decode_(raw)
-        return grouped
 
 
 # --- the chain state the walk reads after every step ----------------------------------------------
@@ -355,13 +256,7 @@ class Walk:
 
     def held_by_tasks(self, s: Snapshot) -> int:
         """Escrow of live tasks, challenger bonds held (pending commits, joined bonds not paid out), credits, burned."""
-        held = 0
-        for task in s.tasks.values():
-            if task.status == POSTED:
-                held += task.terms.reward + task.terms.ownerBond
-            elif task.status in (ACCEPTED, COMMITTED):
-                held += task.terms.reward + task.terms.ownerBond + task.terms.providerBond
-            held += task.heldBonds  # wei
+        held = sum(task_escrow(task) for task in s.tasks.values())
         return held + sum(s.task_credits.values()) + s.task_burned
 
     @staticmethod
@@ -401,17 +296,8 @@ class Walk:
 
         ``forbidden``: the action is one the protocol forbids; it must revert with one of these errors.
         """
-        tx = {
-            "from": sender,
-            "to": contract.address,
-            "data": contract.data(fn, *args),
-            "value": hex(value),
-            "gas": hex(GAS),
-            "gasPrice": "0x0",  # the base fee is zero: free gas keeps the sum of all ETH constant
-        }
-        tx_hash = self.rpc("eth_sendTransaction", tx)
-        ok = self.receipt(tx_hash)["status"] == "0x1"
-        error = None if ok else self.revert_error(tx_hash)
+        sent = transact(self.rpc, self.errors, sender, contract, fn, *args, value=value)
+        ok, error = sent.ok, sent.error
         before, self.snap = self.snap, self.snapshot()
         self.check(before, self.snap)
         if not ok:
@@ -422,20 +308,6 @@ class Walk:
             assert error in forbidden, f"forbidden {fn}: expected one of {forbidden}, got {error}"
         self.stats[(fn, ok)] += 1
         return ok
-
-    def receipt(self, tx_hash: str) -> dict[str, Any]:
-        """The receipt, once anvil has mined the transaction (automine can lag the send by a moment)."""
-        for _ in range(1000):
-            if (receipt := self.rpc("eth_getTransactionReceipt", tx_hash)) is not None:
-                return receipt
-            time.sleep(0.01)
-        raise AssertionError(f"transaction {tx_hash} was not mined")
-
-    def revert_error(self, tx_hash: str) -> str:
-        """The custom error a mined transaction reverted with (or what else it was)."""
-        trace = self.rpc("debug_traceTransaction", tx_hash, {"tracer": "callTracer"})
-        output = bytes.fromhex(trace.get("output", "0x")[2:])
-        return self.errors.get(output[:4], f"not a custom error: 0x{output.hex()}")
 
     def mine(self, blocks: int) -> None:
         self.rpc("anvil_mine", hex(blocks))
