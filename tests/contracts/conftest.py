@@ -15,22 +15,17 @@ from helpers import (
     AWAITING_PANEL,
     COMMITTEE,
     DEFAULTS,
-    KEEPER_BPS,
-    MAX_NO_DECISIONS,
-    MIN_BONDS,
     OUT_OF_BOUNDS,
     SEED_DELAY,
-    SHARES,
     VALID,
     Evidence,
     challenge_commitment,
+    deploy_pair,
     post_args,
     post_value,
     task_escrow,
     vote_commitment,
 )
-
-from ovig_node.chain.deploy import create_address
 
 
 def _cache_test_accounts() -> None:
@@ -93,14 +88,7 @@ def mirror(project: Any, owner: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
-    """AuditCommittee, then TrainingTasks at the address the committee was built to answer to."""
-    tasks_at = create_address(owner.address, owner.nonce + 1)
-    committee = owner.deploy(project.AuditCommittee, tasks_at, tuple(COMMITTEE.values()))
-    tasks = owner.deploy(
-        project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
-    )
-    assert tasks.address == tasks_at
-    return committee, tasks
+    return deploy_pair(project, owner)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,8 @@ from typing import Any
 from eth_abi import encode
 from eth_utils import keccak
 
+from ovig_node.chain.deploy import create_address
+
 ZERO = b"\x00" * 32
 
 # Constructor parameters of TrainingTasks in these tests.
@@ -101,6 +103,18 @@ def post_args(terms: dict[str, Any], deadline: int) -> tuple[Any, ...]:
 def post_value(terms: dict[str, Any]) -> int:
     """What postTask carries: the reward plus the owner bond."""
     return int(terms["reward"]) + int(terms["ownerBond"])
+
+
+def deploy_pair(project: Any, owner: Any, **committee: int) -> tuple[Any, Any]:
+    """AuditCommittee (COMMITTEE overridden by keyword), then TrainingTasks at the address the committee was
+    built to answer to."""
+    tasks_at = create_address(owner.address, owner.nonce + 1)
+    court = owner.deploy(project.AuditCommittee, tasks_at, tuple({**COMMITTEE, **committee}.values()))
+    tasks = owner.deploy(
+        project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, court.address
+    )
+    assert tasks.address == tasks_at
+    return court, tasks
 
 
 def leaf(task: int, k: int, end_step: int, digest: bytes) -> bytes:

@@ -25,20 +25,17 @@ from helpers import (
     COMMITTEE,
     DEFAULTS,
     FAULTY,
-    KEEPER_BPS,
     MAX_NO_DECISIONS,
     MIN_BONDS,
     NO_DECISION,
     OUT_OF_BOUNDS,
     SEED_DELAY,
-    SHARES,
     SLASHED,
     VALID,
     commit_challenge,
+    deploy_pair,
     post_args,
 )
-
-from ovig_node.chain.deploy import create_address
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 
@@ -52,13 +49,7 @@ SMALL = {"totalSteps": 400, "intervalsPerBatch": 4, "sampleBps": 10_000}
 @pytest.fixture(scope="module")
 def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
     """The suite's pair, but a committee of one round: a split panel ends the dispute."""
-    tasks_at = create_address(owner.address, owner.nonce + 1)
-    committee = owner.deploy(project.AuditCommittee, tasks_at, tuple({**COMMITTEE, "maxRounds": 1}.values()))
-    tasks = owner.deploy(
-        project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
-    )
-    assert tasks.address == tasks_at
-    return committee, tasks
+    return deploy_pair(project, owner, maxRounds=1)
 
 
 @pytest.fixture(scope="module")
