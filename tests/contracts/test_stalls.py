@@ -75,6 +75,21 @@ def split(committee: Any, keeper: Any, draw_panel: Any, vote: Any) -> Callable[[
     return run
 
 
+@pytest.fixture
+def stall(tasks: Any, watcher: Any, split: Any) -> Callable[[int, int], Any]:
+    """The watcher challenges interval k of the task MAX_NO_DECISIONS times, each dispute a split round: a
+    counted no-decision each, so the task stalls. Returns the last resolving transaction."""
+
+    def run(task: int, k: int) -> Any:
+        for n in range(MAX_NO_DECISIONS):
+            salt = bytes([n + 1]) * 32
+            commit_challenge(tasks, task, k, watcher, salt=salt)
+            _, tx = split(reveal(tasks, task, k, watcher, salt=salt))
+        return tx
+
+    return run
+
+
 def reveal(tasks: Any, task: int, k: int, who: Any, salt: bytes = b"\x07" * 32) -> int:
     tx = tasks.revealChallenge(task, k, OUT_OF_BOUNDS, salt, "bafyreport", sender=who)
     return next(iter(tx.events.filter(tasks.ChallengeRevealed))).dispute
@@ -179,7 +194,7 @@ def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_counts_noth
 def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everything_burned(
     tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any,
     watcher2: Any, keeper: Any, owner: Any, provider: Any, split: Any, chain: Any,
-) -> None:  # fmt: skip
+ stall: Any,) -> None:  # fmt: skip
     """Two counted no-decisions on interval 0 stall the task. As for finalize, settleUndecided waits for every
     challenge window to close and for every commit and dispute to end (found by review: a stalled task
     settled at once pre-empted an honest challenge of another, faulty interval); finalize is refused; then
@@ -188,9 +203,7 @@ def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everythi
     task, _ = opened_task(**SMALL, windows=(3600, 5 * 24 * 3600, 600))  # interval 3's window outlasts two votes
     with ape.reverts(tasks.TaskNotStalled, task=task):
         tasks.settleUndecided(task, sender=keeper)
-    for salt in (b"\x01" * 32, b"\x02" * 32):
-        commit_challenge(tasks, task, 0, watcher, salt=salt)
-        _, tx = split(reveal(tasks, task, 0, watcher, salt=salt))
+    tx = stall(task, 0)
     assert [(e.task, e.k) for e in tx.events.filter(tasks.TaskStalledAt)] == [(task, 0)]
     assert tasks.getTask(task).stalled and tasks.getOpenedInterval(task, 0).noDecisions == MAX_NO_DECISIONS
     # Another interval may still be faulty: its challenges decide first.
@@ -221,7 +234,7 @@ def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everythi
 def test_a_stalled_task_cannot_be_abandoned_into_the_owner_s_pocket(
     tasks: Any, post_task: Any, provider: Any, evidence: Any, commit: Any, draw: Any, open_batch: Any,
     register: Any, auditors: list[Any], watcher: Any, owner: Any, keeper: Any, split: Any, chain: Any,
-) -> None:  # fmt: skip
+ stall: Any,) -> None:  # fmt: skip
     """Found by review: a task stalled while still Accepted; the provider stops (it can never be paid), and at
     the deadline abandon would have paid the owner reward, its bond and the provider bond."""
     register(auditors[:6])
@@ -232,9 +245,7 @@ def test_a_stalled_task_cannot_be_abandoned_into_the_owner_s_pocket(
     commit(ev, [0])
     draw(task, 0)
     open_batch(ev, 0)
-    for salt in (b"\x01" * 32, b"\x02" * 32):
-        commit_challenge(tasks, task, 1, watcher, salt=salt)
-        split(reveal(tasks, task, 1, watcher, salt=salt))
+    stall(task, 1)
     assert tasks.getTask(task).stalled
     chain.pending_timestamp = deadline
     with ape.reverts(tasks.TaskStalled, task=task):
@@ -269,7 +280,7 @@ def test_an_excused_panelist_s_silence_never_counts_toward_a_stall(
 def test_a_drawn_unopened_batch_holds_settle_undecided_back(
     tasks: Any, post_task: Any, provider: Any, evidence: Any, commit: Any, draw: Any, open_batch: Any,
     register: Any, auditors: list[Any], watcher: Any, keeper: Any, split: Any, chain: Any,
-) -> None:  # fmt: skip
+ stall: Any,) -> None:  # fmt: skip
     """The provider's own fault (a batch left unopened) is slashed, not burned with everything else."""
     register(auditors[:6])
     task = post_task(totalSteps=800, intervalsPerBatch=4, sampleBps=10_000)
@@ -278,9 +289,7 @@ def test_a_drawn_unopened_batch_holds_settle_undecided_back(
     commit(ev)
     draw(task, 0)
     open_batch(ev, 0)
-    for salt in (b"\x01" * 32, b"\x02" * 32):
-        commit_challenge(tasks, task, 1, watcher, salt=salt)
-        split(reveal(tasks, task, 1, watcher, salt=salt))
+    stall(task, 1)
     assert tasks.getTask(task).stalled
     draw(task, 1)
     with ape.reverts(tasks.BatchesNotOpened, task=task, opened=1, total=2):
