@@ -58,7 +58,7 @@ REPLAY_SECONDS = 600  # what the tasks declare, under the production committee's
 LATER = " (a later task)"  # label suffix of a challenge made once the contracts' counters are nonzero
 OUT_OF_BOUNDS, VALID, FAULTY = 1, 1, 2
 VOTING = 2  # DisputeStatus.Voting
-DISPUTE_STATUS, DISPUTE_ROUND = 2, 5  # positions of `status` and `round` in AuditCommittee's Dispute struct
+DISPUTE_STATUS, DISPUTE_ROUND, DISPUTE_ARMED_AT = 2, 5, 7  # positions in AuditCommittee's Dispute struct
 COMMIT_MS = (1, 10, 100, 256)  # intervals per batch for the commitment cost
 OPEN_SAMPLE_BPS = (100, 1000, 2500, 5000)  # m = 100: 1, 10, 25 and 50 sampled intervals
 FINALIZE_BATCHES = (1, 64)
@@ -261,6 +261,18 @@ def every_call(bench: Bench) -> None:
     ev = bench.run_to_opened(shape)
     dispute = bench.challenge(ev, t.sampledIntervals(ev.task, 1).call()[0], labels=True, tag=LATER)
     bench.decide(dispute, FAULTY, label="resolve (faulty)")
+    # A faulty verdict while a dispute led by an earlier commit is still open: the slash's lead share waits
+    # for that dispute, which is judged on (found faulty too, it takes the share), then is released.
+    ev = bench.run_to_opened(shape)
+    first, second = t.sampledIntervals(ev.task, 1).call()[:2]
+    earlier = bench.challenge(ev, first)
+    later = bench.challenge(ev, second)
+    bench.decide(later, FAULTY, label="resolve (faulty, lead's share waiting)")
+    assert not t.isMoot(earlier).call(), "a dispute led by an earlier commit is judged on after the slash"
+    if bench.now() >= c.getDispute(earlier).call()[DISPUTE_ARMED_AT] + c.MAX_DRAW_DELAY().call():
+        bench.send(c.rearm(earlier), KEEPER)  # its first draw expired while the other dispute was voted on
+    bench.decide(earlier, FAULTY, label="resolve (faulty, after the slash)")
+    bench.send(t.releaseLeadShare(ev.task), KEEPER, label="releaseLeadShare")
     # The ways out: cancel, abandon, slashUnopened.
     ev = bench.post(shape)
     bench.send(t.cancel(ev.task), OWNER, label="cancel")

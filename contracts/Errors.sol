@@ -221,6 +221,10 @@ error IntervalFinal(uint256 task, uint256 k);
 /// @param commitment The commitment.
 error NothingToClaim(uint256 task, bytes32 commitment);
 
+/// @notice No lead's share of a slash waits to be released for this task.
+/// @param task The task id.
+error NoLeadShareWaiting(uint256 task);
+
 /// @notice No pending challenge commit of this task matches (a reveal hashes in its sender, so a
 /// copied reveal lands here).
 /// @param task The task id.

@@ -60,6 +60,7 @@ import {
     NotAdjudicator,
     NotOwner,
     NotProvider,
+    NoLeadShareWaiting,
     NothingToClaim,
     PanelistCannotChallenge,
     OpeningWindowClosed,
@@ -93,14 +94,17 @@ import {
 /// Challenges (protocol v2): one question per interval (is its opening sound?), whatever reason a
 /// challenger gives. Every reveal of k while its dispute is open joins it; the joined commit with the
 /// smallest sequence number leads, so a copier who learns k from a reveal in the mempool never leads.
-/// A sound verdict is final; a commit made before it pays as its challengers did. A faulty one slashes.
+/// A sound verdict is final; a commit made before it pays as its challengers did. A faulty one slashes;
+/// while challenges of the task made before the slashing lead's commit are still undecided, the lead's
+/// share waits for them (the earliest lead found faulty takes it) and they are judged as if it were live.
 /// Joined bonds are pulled back with `claimBond` (no loop over challengers at settlement).
 /// An interval whose disputes reach MAX_NO_DECISIONS counted no-decisions stalls its task, which can then
 /// only end Undecided (reward and both bonds burned: nobody profits from a stall) or Slashed.
 /// @dev Randomness comes from the backend's `_randomness` (BlockhashRandomness: devnets only).
 /// Money invariant (protocol 4.3): this contract's balance equals the rewards, owner bonds and provider
 /// bonds of tasks that are Posted, Accepted or Committed, plus every task's `heldBonds` (wei of challenger
-/// bonds: pending commits and joined bonds not claimed yet), plus unpaid credits, plus `burned`.
+/// bonds: pending commits and joined bonds not claimed yet), plus the lead's share of a Slashed task whose
+/// `waitingLeadSeq` is set, plus unpaid credits, plus `burned`.
 contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// @notice Basis points of a whole.
     uint256 public constant BPS = 10_000;
@@ -273,9 +277,22 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// interval of batch `j` found it faulty.
     /// @param task The task id.
     /// @param j The unopened batch, or the batch of the faulty interval.
-    /// @param by The keeper who slashed the unopened batch, or the lead challenger of the dispute.
+    /// @param by The keeper who slashed the unopened batch, or the lead challenger of the dispute (paid the
+    /// lead share at once, or the first candidate for it when LeadShareWaiting follows).
     /// @param dispute The dispute (0: an unopened batch).
     event TaskSlashed(uint256 indexed task, uint256 indexed j, address indexed by, uint256 dispute);
+
+    /// @notice A slash's lead share waits: challenges made before `lead`'s commit are still undecided.
+    /// @param task The task id.
+    /// @param lead Who takes the share unless a dispute led by an earlier commit is found faulty.
+    /// @param seq The sequence number of `lead`'s commit.
+    event LeadShareWaiting(uint256 indexed task, address indexed lead, uint64 seq);
+
+    /// @notice The lead's share of a slash is paid (credited to `lead`).
+    /// @param task The task id.
+    /// @param lead The earliest lead among the task's disputes found faulty.
+    /// @param amount The share, in wei.
+    event LeadShareReleased(uint256 indexed task, address indexed lead, uint256 amount);
 
     /// @notice The deadline passed before every batch was committed; the owner gets reward and bond.
     /// @param task The task id.
@@ -610,7 +627,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         // A uint8, not the enum, so an unknown reason gets this error rather than a bare ABI revert.
         if (reason == uint8(Reason.None) || reason > uint8(Reason.Unavailable)) revert InvalidReason(reason);
         t.pendingCommits -= 1;
-        if (!_isActive(t)) {
+        if (!_isLive(t, c.seq)) {
             c.status = CommitStatus.Settled;
             _releaseBond(task, t, msg.sender, t.terms.challengerBond);
         } else {
@@ -636,7 +653,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     function expireChallenge(uint256 task, address challenger, bytes32 commitment) external {
         ChallengeCommit storage c = _requirePending(task, challenger, commitment);
         Task storage t = _tasks[task];
-        bool moot = !_isActive(t);
+        bool moot = !_isLive(t, c.seq);
         uint64 revealBy = uint64(c.committedAt) + t.terms.windows.challengeRevealWindow;
         // INVARIANT: the challenger keeps its whole reveal window.
         if (!moot && _before(revealBy)) revert RevealWindowOpen(commitment, revealBy);
@@ -669,6 +686,22 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         _releaseBond(task, _tasks[task], challenger, d.refundPerBond);
     }
 
+    /// @notice Pay a slash's waiting lead share once no challenge of the task can take it any more: no
+    /// pending commit and no open dispute (moot ones are resolved, and moot commits expired, by anyone).
+    /// Anyone may call it.
+    /// @param task The task id.
+    function releaseLeadShare(uint256 task) external {
+        Task storage t = _tasks[task];
+        if (t.waitingLeadSeq == 0) revert NoLeadShareWaiting(task);
+        _requireNoChallenge(task, t);
+        address lead = t.waitingLead;
+        uint256 share = _leadShare(t);
+        t.waitingLead = address(0);
+        t.waitingLeadSeq = 0;
+        emit LeadShareReleased(task, lead, share);
+        _credit(lead, task, share);
+    }
+
     /// @inheritdoc IDisputedTasks
     function settleDispute(uint256 dispute, Settlement calldata s) external {
         // INVARIANT: only the court decides, once per dispute.
@@ -680,12 +713,19 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         d.open = false;
         t.openDisputes -= 1;
         iv.dispute = 0;
-        Verdict verdict = _isActive(t) ? s.verdict : Verdict.Moot;
+        bool active = _isActive(t);
+        Verdict verdict = _isLive(t, iv.leadSeq) ? s.verdict : Verdict.Moot;
         d.verdict = verdict;
         d.refundPerBond = uint80(t.terms.challengerBond); // at most MAX_CHALLENGER_BOND
         emit DisputeSettled(dispute, d.task, d.k, verdict);
         if (verdict == Verdict.Faulty) {
-            _payFaulty(dispute, d, t, s.majority);
+            if (active) {
+                _payFaulty(dispute, d, t, s.majority);
+            } else {
+                // Judged after the slash because its lead committed earlier: it takes the waiting share. The
+                // provider bond was paid out at the slash, so this panel has no share to split.
+                _waitForEarlier(d.task, t, iv);
+            }
         } else if (verdict == Verdict.Valid) {
             // Every joined bond, whatever its reason: the reason is the challenger's word, which
             // cannot be checked, so it settles nothing.
@@ -695,7 +735,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
             _paySound(d.task, t, d.joined, s.majority);
         } else if (verdict == Verdict.NoDecision) {
             _chargeRounds(d, t, s.charged, s.charges);
-            _reopenWindow(d.task, t, iv, d.k, s.counted);
+            if (active) _reopenWindow(d.task, t, iv, d.k, s.counted);
         }
         // Faulty, NoDecision and Moot: each joined bond is claimed back with claimBond (refundPerBond).
     }
@@ -753,14 +793,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     }
 
     /// @inheritdoc IDisputedTasks
-    function firstCommitBlock(uint256 task, address account) external view returns (uint256) {
-        return _firstCommit[task][account];
-    }
-
-    /// @inheritdoc IDisputedTasks
     function isMoot(uint256 dispute) external view returns (bool) {
         DisputeRecord storage d = _disputes[dispute];
-        return d.open && !_isActive(_tasks[d.task]);
+        return d.open && !_isLive(_tasks[d.task], _opened[d.task][d.k].leadSeq);
     }
 
     /// @notice End of interval k's challenge window (0 until its batch is opened): its batch's window,
@@ -795,21 +830,22 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         }
     }
 
-    /// @notice Whether interval `k` is in its batch's drawn sample.
-    /// @param task The task id.
-    /// @param k The interval.
-    /// @return True once its batch is drawn and `k` sampled.
-    function isSampled(uint256 task, uint256 k) external view returns (bool) {
-        uint256 m = _tasks[task].terms.intervalsPerBatch;
-        if (m == 0) return false;
-        return (_batches[task][k / m].sampledBitmap >> (k % m)) & 1 == 1;
-    }
-
     // --- internal ------------------------------------------------------------------------------
 
     /// @dev Whether a provider still works on the task (Accepted or Committed).
     function _isActive(Task storage t) internal view returns (bool) {
         return t.status == TaskStatus.Accepted || t.status == TaskStatus.Committed;
+    }
+
+    /// @dev Whether a challenge whose (lead) commit has sequence number `seq` can still change the task's
+    /// outcome: the task is active, or it was slashed and `seq` is earlier than the waiting lead's.
+    function _isLive(Task storage t, uint64 seq) internal view returns (bool) {
+        return _isActive(t) || (seq != 0 && seq < t.waitingLeadSeq);
+    }
+
+    /// @dev The lead's share of a slash: its part of the provider bond.
+    function _leadShare(Task storage t) internal view returns (uint256) {
+        return (t.terms.providerBond * _FAULTY_LEAD_BPS) / BPS;
     }
 
     /// @dev The pending commit of `challenger` and `commitment` on `task`, reverting if there is none.
@@ -892,14 +928,28 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     function _payFaulty(uint256 dispute, DisputeRecord storage d, Task storage t, address[] calldata majority) internal {
         t.status = TaskStatus.Slashed;
         uint256 bond = t.terms.providerBond;
-        uint256 toLead = (bond * _FAULTY_LEAD_BPS) / BPS;
+        uint256 toLead = _leadShare(t);
         uint256 toPanel = (bond * _FAULTY_PANEL_BPS) / BPS;
         uint256 toOwner = bond - toLead - toPanel;
-        address lead = _opened[d.task][d.k].lead;
-        emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, lead, dispute);
-        _credit(lead, d.task, toLead);
+        OpenedInterval storage iv = _opened[d.task][d.k];
+        emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, iv.lead, dispute);
+        if (t.pendingCommits == 0 && t.openDisputes == 0) {
+            _credit(iv.lead, d.task, toLead);
+        } else {
+            // INVARIANT (protocol 4.3, soundness): the earliest commit on a fault is paid, not the dispute
+            // that happened to end first; a provider's decoy dispute of another faked interval that resolves
+            // first cannot take the share from an earlier challenger, whose dispute is judged on.
+            _waitForEarlier(d.task, t, iv);
+        }
         _credit(t.owner, d.task, toOwner + t.terms.reward + t.terms.ownerBond);
         _payPanel(d.task, toPanel, majority);
+    }
+
+    /// @dev The lead's share of the task's slash goes to `iv`'s lead unless an earlier challenge is found faulty.
+    function _waitForEarlier(uint256 task, Task storage t, OpenedInterval storage iv) internal {
+        t.waitingLead = iv.lead;
+        t.waitingLeadSeq = iv.leadSeq;
+        emit LeadShareWaiting(task, iv.lead, iv.leadSeq);
     }
 
     /// @dev Sound: `bonds` challenger bonds go to provider, majority panelists and `burned` (the panel's

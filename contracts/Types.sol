@@ -123,6 +123,12 @@ struct Task {
     // Set when an interval reached maxNoDecisions counted no-decisions: finalize is refused and the task
     // can only end Undecided (or Slashed, by another dispute or an unopened batch).
     bool stalled;
+    // A slash's lead share waiting for earlier challenges (protocol 4.2 as amended): who takes it unless a
+    // dispute led by an earlier commit is found faulty, and that lead's commit sequence number (0: nothing
+    // waits). Disputes of the slashed task led by a smaller sequence number, and commits made before it,
+    // are still judged; `releaseLeadShare` pays the share once none is left.
+    address waitingLead;
+    uint64 waitingLeadSeq;
 }
 
 /// @notice One batch of a task.

@@ -370,7 +370,8 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
     h = history
     task = h.get(f"/api/tasks/{h.slashed}")
     assert task["status"] == "slashed"
-    assert task["slashed"] == {"batch": B - 1, "by": address(WATCHER), "dispute": h.dispute}
+    assert task["slashed"] == {"batch": B - 1, "by": address(WATCHER), "dispute": h.dispute, "lead": address(WATCHER),
+                               "lead_paid": True}  # fmt: skip
     intervals = {iv["k"]: iv for iv in h.get(f"/api/tasks/{h.slashed}/intervals")["items"]}
     assert intervals[CHALLENGED]["status"] == "faulty" and intervals[CHALLENGED]["disputes"] == [h.dispute]
     assert intervals[CHALLENGED]["watcher"] == {

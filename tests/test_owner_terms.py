@@ -2,13 +2,15 @@
 
 A declaration below the boundary's own slowest calibration replay would have panelists miss their
 reveals, and one above the committee's cap is refused on-chain; both are refused before any
-transaction, with the numbers in the message.
+transaction, with the numbers in the message. A hostile owner who skips that check reaches the chain (the
+contract knows no boundary): every node that fetches the task then refuses it.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from ovig_node.nodes.fetching import TaskRefused, check_declared_replay
 from ovig_node.nodes.owner import PostingError, Terms, declared_replay_seconds
 
 TERMS = Terms(reward=1, provider_bond=1, challenger_bond=1, opening_window=1, challenge_window=1, reveal_window=1,
@@ -39,3 +41,15 @@ def test_a_declaration_nodes_or_the_contract_would_refuse_is_refused_before_post
     terms = Terms(**{**TERMS.__dict__, "replay_seconds": declared})
     with pytest.raises(PostingError, match=message.replace("(", r"\(").replace(")", r"\)")):
         declared_replay_seconds(terms, slowest, cap)
+
+
+@pytest.mark.parametrize(("declared", "slowest"), [(1, 1.5), (14, 14.01)])
+def test_a_node_refuses_a_task_declaring_replays_faster_than_its_boundary_measured(
+    declared: int, slowest: float
+) -> None:
+    with pytest.raises(TaskRefused, match=rf"task 7: it declares replays of {declared}s, but its boundary's slowest"):
+        check_declared_replay(7, declared, slowest)
+
+
+def test_a_node_accepts_a_declaration_that_covers_its_boundary() -> None:
+    check_declared_replay(7, 15, 15.0)  # no exception: equal is enough

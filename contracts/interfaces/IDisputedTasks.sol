@@ -7,18 +7,12 @@ import {Settlement} from "../Types.sol";
 /// @notice What an adjudicator needs from the task contract whose disputes it decides.
 interface IDisputedTasks {
     /// @notice Whether the dispute no longer matters: its task ended (slashed by another dispute or an
-    /// unopened batch) while it was open. A moot dispute is settled with both sides refunded and its
-    /// panel released without penalty.
+    /// unopened batch) while it was open, and its lead did not commit before the slash's waiting lead (such
+    /// a dispute is still judged: it may take the lead's share). A moot dispute is settled with both sides
+    /// refunded and its panel released without penalty.
     /// @param dispute The adjudicator's dispute id.
-    /// @return True if the dispute's task is no longer in progress.
+    /// @return True if the dispute can no longer change who is paid.
     function isMoot(uint256 dispute) external view returns (bool);
-
-    /// @notice Block of `account`'s first challenge commit on `task` (0: none): an auditor who committed
-    /// before a round was armed is not eligible for it.
-    /// @param task The task id.
-    /// @param account The account.
-    /// @return The block number, or 0.
-    function firstCommitBlock(uint256 task, address account) external view returns (uint256);
 
     /// @notice Whether `account` has a stake in how the task's disputes end: its owner, its provider, or a
     /// challenger whose first commit on it came at or before `blockNumber`. Never on a panel armed then.

@@ -158,6 +158,12 @@ class Slash(BaseModel):
     batch: int
     by: Address
     dispute: int | None = Field(description="the dispute that found the interval faulty (None: unopened batch)")
+    lead: Address | None = Field(
+        description="who takes the lead's share: the earliest lead found faulty so far (None: unopened batch)"
+    )
+    lead_paid: bool = Field(
+        description="false while the lead's share waits for the task's challenges made before that lead's commit"
+    )
 
 
 class TaskDetail(TaskSummary):

@@ -53,6 +53,8 @@ class Projection:
             "TaskAbandoned": lambda e, a: self._task(a["task"], e, status="abandoned"),
             "TaskUndecided": lambda e, a: self._task(a["task"], e, status="undecided"),
             "TaskStalledAt": lambda e, a: self._task(a["task"], e, stalled_at=a["k"]),
+            "LeadShareWaiting": lambda e, a: self._task(a["task"], e, lead=a["lead"], lead_paid=0),
+            "LeadShareReleased": lambda e, a: self._task(a["task"], e, lead=a["lead"], lead_paid=1),
             "Credited": self._credited,
             "Withdrawn": self._withdrawn,
         }
@@ -181,9 +183,10 @@ class Projection:
         self._task(a["task"], e)
 
     def _task_slashed(self, e: Event, a: Args) -> None:
-        self._task(
-            a["task"], e, status="slashed", slashed_batch=a["j"], slashed_by=a["by"], slashed_dispute=a["dispute"]
-        )
+        # Paid at once unless LeadShareWaiting follows in the same transaction (it then overwrites this).
+        lead = a["by"] if a["dispute"] else None
+        self._task(a["task"], e, status="slashed", slashed_batch=a["j"], slashed_by=a["by"],
+                   slashed_dispute=a["dispute"], lead=lead, lead_paid=1)  # fmt: skip
 
     # --- challenges and disputes ---------------------------------------------------------------
 

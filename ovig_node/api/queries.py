@@ -88,7 +88,13 @@ def get_task(db: sqlite3.Connection, task: int) -> m.TaskDetail | None:
     terms = json.loads(row["terms"])
     windows = terms["windows"]
     slashed = (
-        m.Slash(batch=row["slashed_batch"], by=row["slashed_by"], dispute=row["slashed_dispute"] or None)
+        m.Slash(
+            batch=row["slashed_batch"],
+            by=row["slashed_by"],
+            dispute=row["slashed_dispute"] or None,
+            lead=row["lead"],
+            lead_paid=bool(row["lead_paid"]),
+        )
         if row["status"] == "slashed"
         else None
     )

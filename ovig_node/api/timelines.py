@@ -51,6 +51,8 @@ KINDS: dict[str, m.TimelineKind] = {
     "TaskAbandoned": K.ABANDONED,
     "TaskStalledAt": K.DISPUTE,
     "TaskUndecided": K.UNDECIDED,
+    "LeadShareWaiting": K.PAYOUT,
+    "LeadShareReleased": K.PAYOUT,
 }
 
 

@@ -90,12 +90,17 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
     if (boundary.workload, boundary.stride) != (spec.workload.name, spec.stride):
         raise TaskRefused(f"task {task}: its boundary was calibrated for {boundary.workload} at stride "
                           f"{boundary.stride}, not {spec.workload.name} at stride {spec.stride}")  # fmt: skip
-    # Protocol 4.2: a task declaring replays faster than its own boundary measured would have panelists
-    # miss their reveals (and an honest provider's disputes stall).
-    if t.terms.replaySeconds < boundary.replay_seconds_max:
-        raise TaskRefused(f"task {task}: it declares replays of {t.terms.replaySeconds}s, but its boundary's "
-                          f"slowest honest replay took {boundary.replay_seconds_max:.1f}s")  # fmt: skip
+    check_declared_replay(task, int(t.terms.replaySeconds), boundary.replay_seconds_max)
     return FetchedTask(task, prepared, boundary, t.terms)
+
+
+def check_declared_replay(task: int, declared: int, boundary_slowest: float) -> None:
+    """Refuse a task whose owner declares replays faster than its own boundary measured (protocol 4.2):
+    panelists would miss their reveals and an honest provider's disputes stall. The contract cannot check
+    this (it knows no boundary), so a hostile owner's declaration reaches every node."""
+    if declared < boundary_slowest:
+        raise TaskRefused(f"task {task}: it declares replays of {declared}s, but its boundary's "
+                          f"slowest honest replay took {boundary_slowest:.1f}s")  # fmt: skip
 
 
 def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLayout]:

@@ -1,7 +1,8 @@
 """Keeper duties (protocol 4.1, 4.2): the transitions anyone may call once they are due.
 
 Every node runs a Keeper between its own work, so no clock of the protocol depends on one party:
-``drawSeed``, ``slashUnopened``, ``finalize``, ``abandon``, ``expireChallenge``, ``claimBond``,
+``drawSeed``, ``slashUnopened``, ``finalize``, ``abandon``, ``settleUndecided``, ``expireChallenge``,
+``claimBond``, ``releaseLeadShare`` (a slash's lead share, once no earlier challenge can take it),
 ``drawPanel`` (a panel may take several calls), ``rearm`` (a draw that can no longer complete) and
 ``resolve``. What is due is read from the chain (views and the latest block), never from wall time.
 When another keeper acts first, the estimate reverts and nothing is sent.
@@ -18,8 +19,8 @@ from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 from ovig_node.protocol.panel import TRIES_PER_SEAT, panel_size
 
-DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "expireChallenge", "claimBond", "drawPanel", "rearm",
-          "resolve")  # fmt: skip
+DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "settleUndecided", "expireChallenge", "claimBond",
+          "releaseLeadShare", "drawPanel", "rearm", "resolve")  # fmt: skip
 BLOCKHASH_HORIZON = 256
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
 
@@ -68,13 +69,19 @@ class Keeper:
     def _task_duties(self, task: int, head: Any) -> list[str]:
         p, tasks = self.ctx.protocol, self.ctx.protocol.tasks
         t = p.task(task)
+        # slashUnopened, finalize, abandon and releaseLeadShare all wait until no challenge can still decide
+        # the task (or who is paid for it).
+        quiet = t.pendingCommits == 0 and t.openDisputes == 0
+        if t.waitingLeadSeq:
+            if not quiet:
+                return []
+            return self._act("releaseLeadShare", f"releaseLeadShare:{task}", tasks.functions.releaseLeadShare(task),
+                             f"task {task}: the lead's share of its slash paid out")  # fmt: skip
         if t.status not in LIVE:
             self._done.add(("task", task))
             return []
         done = []
         now, number = int(head["timestamp"]), int(head["number"])
-        # slashUnopened, finalize and abandon all wait until no challenge can still decide the task.
-        quiet = t.pendingCommits == 0 and t.openDisputes == 0
         for j in range(t.committedBatches):
             b = p.batch(task, j)
             if b.status == BatchStatus.COMMITTED and number > b.commitBlock + self._param("seedDelay"):
@@ -116,8 +123,7 @@ class Keeper:
             if c.status != CommitStatus.PENDING:
                 self._done.add(("commit", key))
                 continue
-            ended = self.ctx.protocol.task(task).status not in LIVE
-            if ended or int(head["timestamp"]) >= int(event.args["revealBy"]):
+            if _moot(self.ctx.protocol.task(task), c.seq) or int(head["timestamp"]) >= int(event.args["revealBy"]):
                 fn = tasks.functions.expireChallenge(task, challenger, raw)
                 done += self._act("expireChallenge", f"expire:{key}", fn,
                                   f"expired an unrevealed challenge of task {task}")  # fmt: skip
@@ -177,3 +183,9 @@ class Keeper:
                 "panelSize": p.committee.functions.PANEL_SIZE().call(),
             }
         return self._params[name]
+
+
+def _moot(task: Any, seq: int) -> bool:
+    """Whether a pending commit with sequence number ``seq`` can no longer change the task's outcome (so anyone
+    may expire it, refunded): the task ended, and it was not made before a slash's waiting lead's commit."""
+    return task.status not in LIVE and not (0 < seq < task.waitingLeadSeq)

@@ -47,6 +47,8 @@ def describe(event: Event, names: dict[str, str]) -> str | None:
         "Appealed": lambda: f"dispute {a['dispute']}: {who(a['appellant'])} appeals ({_eth(a['bond'])})",
         "DisputeResolved": lambda: f"dispute {a['dispute']} resolved: {Verdict(a['verdict']).name.upper()}",
         "TaskSlashed": lambda: f"task {a['task']} SLASHED",
+        "LeadShareWaiting": lambda: f"task {a['task']}: the lead's share waits for earlier challenges",
+        "LeadShareReleased": lambda: f"task {a['task']}: lead's share ({_eth(a['amount'])}) paid to {who(a['lead'])}",
         "TaskUndecided": lambda: f"task {a['task']} UNDECIDED: reward and bonds burned",
         "TaskFinalized": lambda: f"task {a['task']} finalized: {who(a['provider'])} is paid",
         "Withdrawn": lambda: f"{who(a['account'])} withdrew {_eth(a['amount'])} from {event.contract}",

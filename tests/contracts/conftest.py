@@ -23,6 +23,7 @@ from helpers import (
     deploy_pair,
     post_args,
     post_value,
+    settle,
     task_escrow,
     vote_commitment,
 )
@@ -268,12 +269,25 @@ def vote(committee: Any, chain: Any, accounts: Any) -> Callable[..., None]:
         for address, choice in votes.items():
             commitment = vote_commitment(dispute, d.round, choice or VALID, salt, address)
             committee.commitVote(dispute, commitment, sender=by_address[address])
-        commit_end = d.drawnAt + COMMITTEE["commitWindow"]
+        commit_end = d.drawnAt + committee.COMMIT_WINDOW()
         chain.pending_timestamp = commit_end
         for address, choice in votes.items():
             if choice:
                 committee.revealVote(dispute, choice, salt, sender=by_address[address])
-        chain.pending_timestamp = commit_end + COMMITTEE["revealWindow"]
+        chain.pending_timestamp = commit_end + committee.REVEAL_WINDOW()
+
+    return run
+
+
+@pytest.fixture
+def decide(committee: Any, draw_panel: Any, vote: Any, keeper: Any) -> Callable[[int, int], list[str]]:
+    """Every seated panelist votes ``verdict``; the dispute resolves (its appeal window waited out)."""
+
+    def run(dispute: int, verdict: int) -> list[str]:
+        panel = draw_panel(dispute)
+        vote(dispute, dict.fromkeys(panel, verdict))
+        settle(committee, dispute, keeper)
+        return panel
 
     return run
 

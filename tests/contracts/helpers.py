@@ -88,6 +88,8 @@ def task_escrow(task: Any) -> int:
         escrow += task.terms.reward + task.terms.ownerBond
     elif task.status in (ACCEPTED, COMMITTED):
         escrow += task.terms.reward + task.terms.ownerBond + task.terms.providerBond
+    if task.waitingLeadSeq:  # a slash's lead share waiting for earlier challenges (releaseLeadShare)
+        escrow += task.terms.providerBond * SHARES[0] // 10_000
     return escrow
 
 
@@ -127,6 +129,12 @@ def revert_data(signature: str, types: list[str], values: list[Any]) -> str:
     reverted deployment (no address to decode against), anything at all when given
     ``project.X.Error``: compare the raw data instead."""
     return "0x" + (keccak(text=signature)[:4] + encode(types, values)).hex()
+
+
+def reveal(tasks: Any, task: int, k: int, who: Any, reason: int = OUT_OF_BOUNDS, salt: bytes = b"\x07" * 32) -> int:
+    """Reveal `who`'s challenge of interval k; returns the dispute it opened or joined (0: refunded)."""
+    tx = tasks.revealChallenge(task, k, reason, salt, "bafyreport", sender=who)
+    return next(iter(tx.events.filter(tasks.ChallengeRevealed))).dispute
 
 
 def challenge_commitment(task: int, k: int, reason: int, salt: bytes, challenger: str) -> bytes:

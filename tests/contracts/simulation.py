@@ -14,8 +14,14 @@ Agents (each episode draws its mix from the seed):
   second) and appeal a wrong decision of their task; **cheating providers** fake one or more intervals (the
   simulation knows which: that is the ground truth; digests are made up, as in the other contract tests),
   may leave a batch unopened, stop committing, challenge their own faked interval (reason 1 or 2, early, late
-  or right after the watcher's commit, revealing at once, at the last second or never), and run a
-  **sock-puppet keeper** that tries ``slashUnopened`` and ``abandon`` ahead of every reveal;
+  or right after the watcher's commit, revealing at once, at the last second or never; a **decoy** challenges
+  one faked interval only, so its dispute may end before the watcher's), and run a **sock-puppet keeper**
+  that tries ``slashUnopened`` and ``abandon`` ahead of every reveal;
+- **owners** post with owner bonds at the minimum or above and declare ``replaySeconds`` of 1 s (false: below
+  any honest replay), 600 s or the committee's cap. On chain the declaration moves nothing (the committee's
+  windows cover ``maxReplaySeconds`` whatever a task declares), so every property must hold whatever it is;
+  its off-chain effect, nodes refusing a task that declares less than they measure, is tested in
+  ``tests/test_owner_terms.py`` and ``tests/test_hostile_inputs.py``;
 - the **honest watcher** commits a challenge of every faked, opened interval while its window is open (now,
   at some moment, or at its last second), reveals within its reveal window (promptly or at the last second),
   joins disputes others opened, challenges again in a window reopened by a no-decision, and appeals a decided
@@ -43,15 +49,19 @@ After every episode (each message names the episode's seed), ``check`` asserts:
   free);
 - soundness: a task with a faked, opened interval that the honest watcher challenged in time (its reveal
   joined a dispute, or was refunded because the task had ended) ends ``Slashed``, and no such task with the
-  watcher about is ever ``Finalized``; the watcher is credited the lead's share (to the wei) of the dispute
-  that slashed it when its commit is the earliest revealed commit of that interval;
+  watcher about is ever ``Finalized``; the slashing dispute's lead is the earliest commit revealed into
+  its interval's disputes; the lead's share (to the wei) goes to the earliest commit revealed into a dispute
+  of the task found faulty, whichever dispute ended first (protocol 4.3 as amended: docs/dispute-game.md),
+  so the watcher is paid it unless such a commit came before the watcher's, and a dispute of the watcher's
+  led by an earlier commit is never mooted by a later lead's slash;
 - completeness: the provider of a task whose intervals are all sound (honest providers, the flooder) is
   credited reward + bond + its share of sound-settled challenger bonds, to the wei, and every challenge of
   it cost its challenger at least the panel's share of its bond (what came back to it, read from the
   ``Credited`` of a claim or a refunded expiry, is at most the bond less that share);
 - fixity: every ``PanelDrawn`` panel equals ``ovig_node.protocol.panel.draw_panel`` over the committee's
-  history as of the round's arm block (``slotCountAt``, ``occupantAt``, ``standingAt``, the task contract's
-  ``firstCommitBlock``: no commit at or before a; the task's owner and provider; earlier seats) and the seed
+  history as of the round's arm block (``slotCountAt``, ``occupantAt``, ``standingAt``; the first
+  ``ChallengeCommitted`` of each account on the task in the episode's book: no commit at or before a; the
+  task's owner and provider; earlier seats) and the seed
   from the arm block + seed delay's hash; the committee's ``isEligible`` agrees with that history for every occupant;
 - no ETH stuck: once the agents stop (at the natural end, or at a random cut-off in some episodes), only
   calls anyone may make (keeper transitions, and auditors leaving) end every task, commit and dispute;
@@ -86,6 +96,7 @@ from helpers import (
     COMMITTEE,
     FAULTY,
     MIN_BONDS,
+    MOOT,
     OUT_OF_BOUNDS,
     SEED_DELAY,
     SHARES,
@@ -163,8 +174,14 @@ class Interface:
 
     @staticmethod
     def ended_task_calls(task_id: int, task: Any) -> list[tuple[str, tuple[Any, ...]]]:
-        """Timeouts that may end a task nobody else moves: a stalled one ends Undecided."""
-        return [("settleUndecided", (task_id,))] if task.stalled and task.status in (ACCEPTED, COMMITTED_TASK) else []
+        """Timeouts that may end a task nobody else moves: a stalled one ends Undecided; a slash's waiting lead
+        share is paid once no challenge of the task is left."""
+        quiet = task.pendingCommits == 0 and task.openDisputes == 0
+        if task.stalled and task.status in (ACCEPTED, COMMITTED_TASK):
+            return [("settleUndecided", (task_id,))]
+        if task.waitingLeadSeq and quiet:
+            return [("releaseLeadShare", (task_id,))]
+        return []
 
 
 # --- plans: what the seed decided ---------------------------------------------------------------------------
@@ -492,7 +509,7 @@ class World:
                 handler(event)
 
     ENDINGS = frozenset({"TaskFinalized", "TaskSlashed", "TaskAbandoned", "TaskCancelled", "DisputeResolved",
-                         "ChallengeExpired", "ChallengeRevealed"})  # fmt: skip
+                         "ChallengeExpired", "ChallengeRevealed", "LeadShareReleased"})  # fmt: skip
 
     def ledger(self, e: Event) -> None:
         who = "tasks" if e.address == self.tasks.address else "committee"
@@ -568,7 +585,8 @@ class World:
         intervals = {key: iv for _, ivs in self.ended.values() for key, iv in ivs.items()}
         intervals |= got.get("intervals", {})
         for i, task in got.get("tasks", {}).items():
-            if task.status in Interface.TERMINAL and i not in self.ended:  # its batches never change again
+            # Its batches and intervals never change again (once no earlier challenge can still be judged).
+            if task.status in Interface.TERMINAL and not task.waitingLeadSeq and i not in self.ended:
                 mine = {key: b for key, b in batches.items() if key[0] == i}
                 self.ended[i] = (mine, {key: iv for key, iv in intervals.items() if key[0] == i})
         records = {**{d: rec for d, (rec, _) in self.resolved.items()}, **got.get("records", {})}
@@ -659,6 +677,11 @@ class World:
     def active(self, task: int) -> bool:
         return self.snap.tasks[task].status in (ACCEPTED, COMMITTED_TASK)
 
+    def live(self, task: int, seq: int) -> bool:
+        """Whether a challenge whose (lead) commit has sequence number ``seq`` can still change who is paid: its
+        task is active, or slashed with the lead's share waiting for commits made before ``seq``."""
+        return self.active(task) or 0 < seq < self.snap.tasks[task].waitingLeadSeq
+
     def draw_moment(self, start: int, end: int, last: float = 0.15, now: float = 0.3) -> tuple[int, int]:
         """A moment to act before ``end``: at once, at random until RESERVE before it, or at its last second
         ``end - 1``; returns (moment, priority)."""
@@ -728,10 +751,13 @@ class World:
         info = Reads()
         for who in people:
             info.view("standing", who, self.committee, "standingAt", who, as_of)
-            info.view("first", who, self.tasks, "firstCommitBlock", x.task, who)
             info.view("contract", who, self.committee, "isEligible", d, who)
         info.view("task", None, self.tasks, "getTask", x.task)
         got = info.run(self.rpc)
+        first_commits: dict[str, int] = {}  # each challenger's first commit on the task, from the book
+        for c in self.events:
+            if c.name == "ChallengeCommitted" and c.args.task == x.task:
+                first_commits.setdefault(str(c.args.challenger), c.block)
         earlier = set(seats[: len(seats) - len(e.args.panel)])
         task = got["task"][None]
         excluded = {task.owner, task.provider}  # never on a panel of the task's disputes
@@ -741,7 +767,7 @@ class World:
 
         def eligible_apart_from_seats(who: str) -> bool:
             stake, registered, leaving = got["standing"][who]
-            first_commit = got["first"][who]
+            first_commit = first_commits.get(who, 0)
             return (
                 who not in excluded
                 and registered != 0
@@ -993,7 +1019,7 @@ class Watcher(Agent):
             self.w.late(self.w.plans[info.task], "watcher's reveal")
             return
         # Once the task has ended anyone may expire the commit (refunded) before the watcher reveals: a race.
-        races = () if self.w.active(info.task) else ("UnknownCommitment",)
+        races = () if self.w.live(info.task, info.seq) else ("UnknownCommitment",)
         if self.w.send(info.challenger, self.w.tasks, "revealChallenge", info.task, info.k, info.reason, info.salt,
                        "bafyreport", honest="watcher", races=races).ok:  # fmt: skip
             self.w.watcher_revealed.add((info.task, info.k))
@@ -1183,7 +1209,7 @@ class Keeper(Agent):
     EDGE_EVENTS = ("TaskAccepted", "BatchCommitted", "SeedDrawn", "BatchOpened", "ChallengeCommitted",
                    "ChallengeRevealed", "DisputeOpened", "PanelDrawn", "RoundDecided", "RoundFailed", "Appealed",
                    "PanelRearmed", "DisputeSettled", "IntervalWindowReopened", "TaskSlashed", "ChallengeExpired",
-                   "TaskFinalized")  # fmt: skip
+                   "TaskFinalized", "LeadShareWaiting")  # fmt: skip
 
     def __init__(self, world: World, me: str, honest: bool) -> None:
         super().__init__(world)
@@ -1225,6 +1251,8 @@ class Keeper(Agent):
                     calls.append((self.now, w.tasks, "claimBond", (a.task, who, commitment)))
         elif e.name == "TaskSlashed":
             calls.append((self.now, w.tasks, "withdraw", ()))
+        elif e.name == "LeadShareWaiting":
+            calls.append((self.now, w.tasks, "releaseLeadShare", (a.task,)))
         if self.honest:
             for edge in {self.now, *(edge for edge, *_ in calls)}:
                 self.plan_pass(edge + w.rng.randint(1, 20))
@@ -1271,22 +1299,23 @@ def due(w: World, me: str) -> int:
         c = w.snap.commits.get((who, commitment))
         if c is None:
             continue
-        ended = not w.active(info.task)
-        if c.status == C_PENDING and (w.next_time >= info.reveal_by or ended):
+        moot = not w.live(info.task, c.seq)
+        if c.status == C_PENDING and (w.next_time >= info.reveal_by or moot):
             call(w.tasks, "expireChallenge", info.task, who, commitment)
         elif c.status == C_JOINED and w.snap.records[c.dispute].verdict not in (0, VALID):
             call(w.tasks, "claimBond", info.task, who, commitment)
     for d in sorted(w.snap.disputes):
         x = w.snap.disputes[d]
-        ended = not w.active(x.task)
-        if x.status == AWAITING_PANEL and not ended:
+        rec = w.snap.records[d]
+        moot = not w.live(x.task, w.snap.intervals[(x.task, rec.k)].leadSeq)
+        if x.status == AWAITING_PANEL and not moot:
             w.ensure_block_after(x.armBlock + SEED_DELAY)
             for _ in range(8):  # a round of 15 takes up to four calls of 64 tries
                 if not call(w.committee, "drawPanel", d) or w.snap.disputes[d].status != AWAITING_PANEL:
                     break
             if w.snap.disputes[d].status == AWAITING_PANEL:
                 call(w.committee, "rearm", d)
-        elif x.status in (AWAITING_PANEL, VOTING, APPEALABLE) and ended:
+        elif x.status in (AWAITING_PANEL, VOTING, APPEALABLE) and moot:
             call(w.committee, "resolve", d)  # moot: resolves at once
         elif (x.status == VOTING and w.next_time >= x.drawnAt + VOTING_SECONDS) or (
             x.status == APPEALABLE and w.next_time >= x.decidedAt + COMMITTEE["appealWindow"]
@@ -1390,10 +1419,10 @@ class Episode:
         return self.finished()
 
     def finished(self) -> bool:
-        """Every task ended, no commit pending, no dispute open."""
+        """Every task ended (no lead's share waiting), no commit pending, no dispute open."""
         s = self.w.snap
         return (
-            all(t.status in Interface.TERMINAL for t in s.tasks.values())
+            all(t.status in Interface.TERMINAL and not t.waitingLeadSeq for t in s.tasks.values())
             and all(c.status != C_PENDING for c in s.commits.values())
             and all(x.status == 3 for x in s.disputes.values())
         )
@@ -1518,8 +1547,10 @@ class Episode:
             if a.exitRequestedAt and a.registeredBlock and self.withdrawn:
                 w.fail(f"no ETH stuck: auditor {who} asked to exit and could not")
 
-    def events(self, name: str, **match: Any) -> list[Event]:
-        return [e for e in self.w.events if e.name == name and all(getattr(e.args, k) == v for k, v in match.items())]
+    def events(self, name: str, before: int | None = None, **match: Any) -> list[Event]:
+        """The book's ``name`` events whose arguments match (among its first ``before`` events, if given)."""
+        book = self.w.events if before is None else self.w.events[:before]
+        return [e for e in book if e.name == name and all(getattr(e.args, k) == v for k, v in match.items())]
 
     def credited(self, contract: Abi, who: str, source: int) -> int:
         return sum(
@@ -1549,50 +1580,64 @@ class Episode:
             )
             return
         slash = self.events("TaskSlashed", task=plan.id)[0]
-        self.check_lead_owed(plan, slash)
         if slash.args.dispute == 0:
             w.stats["soundness: slashed by an unopened batch"] += 1
             return
-        d = slash.args.dispute
-        k = s.records[d].k
-        first = self.earliest_revealed(plan.id, k)
-        if slash.args.by != first:
-            w.fail(f"lead: task {plan.id} k={k}: {slash.args.by} led, the earliest revealed commit is {first}'s")
-        if first == w.cast.watcher:
-            share = plan.provider_bond * FAULTY_LEAD_BPS // BPS
-            lead_credits = [e.args.amount for e in self.events("Credited", account=w.cast.watcher, source=plan.id)]
-            if share not in lead_credits:
-                w.fail(
-                    f"soundness: the watcher led task {plan.id}'s dispute {d} and was not credited the lead's {share}"
-                )
-            w.stats["soundness: watcher led"] += 1
-        else:
-            w.stats["soundness: an earlier commit led"] += 1
+        k = s.records[slash.args.dispute].k
+        if slash.args.by != self.earliest_revealed(plan.id, k):
+            w.fail(f"lead: task {plan.id} k={k}: {slash.args.by} led, the earliest revealed commit of k is another's")
+        self.check_lead_paid(plan)
 
-    def earliest_revealed(self, task: int, k: int) -> str | None:
-        """Who made the commit of k with the smallest sequence number revealed into a dispute of k."""
-        joined = [e for e in self.events("ChallengeRevealed", task=task, k=k) if e.args.dispute != 0]
+    def earliest_revealed(self, task: int, k: int, before: int | None = None) -> str | None:
+        """Who made the commit of k with the smallest sequence number revealed into a dispute of k (among the
+        first ``before`` events of the book, if given)."""
+        joined = [e for e in self.events("ChallengeRevealed", task=task, k=k, before=before) if e.args.dispute != 0]
         if not joined:
             return None
-        first = min(joined, key=lambda e: self.w.commits[(e.args.challenger, e.args.commitment)].seq)
+        first = min(joined, key=lambda e: self.seq(e))
         return str(first.args.challenger)
 
-    def check_lead_owed(self, plan: TaskPlan, slash: Event) -> None:
-        """Protocol 4.3 read literally: the watcher is paid the lead's share if, for some faked interval it
-        challenged in time, no commit of that interval with a smaller sequence number was revealed. A task
-        slashed through another faulty interval (the provider's decoy) pays it nothing: counted here, pinned by
-        test_the_earliest_challenger_of_a_faulty_interval_is_paid_the_lead_share_whichever_dispute_slashes
-        (xfail)."""
+    def seq(self, revealed: Event) -> int:
+        return self.w.commits[(revealed.args.challenger, revealed.args.commitment)].seq
+
+    def check_lead_paid(self, plan: TaskPlan) -> None:
+        """Protocol 4.3 (soundness, as amended): the lead's share goes to the earliest commit revealed into a
+        dispute of the task found faulty, whichever of those disputes slashed it; so the honest watcher is paid
+        unless a commit with a smaller sequence number was revealed into a dispute found faulty."""
         w = self.w
-        owed = sorted(k for (task, k) in w.watcher_revealed
-                      if task == plan.id and self.earliest_revealed(plan.id, k) == w.cast.watcher)  # fmt: skip
+        leads: list[tuple[int, str]] = []  # (sequence number, challenger) of each faulty dispute's lead
+        for i, e in enumerate(w.events):
+            if e.name == "DisputeSettled" and e.args.task == plan.id and e.args.verdict == FAULTY:
+                joined = [r for r in self.events("ChallengeRevealed", task=plan.id, k=e.args.k, before=i)
+                          if r.args.dispute != 0]  # fmt: skip
+                first = min(joined, key=self.seq)
+                leads.append((self.seq(first), str(first.args.challenger)))
         share = plan.provider_bond * FAULTY_LEAD_BPS // BPS
-        paid = share in [e.args.amount for e in self.events("Credited", account=w.cast.watcher, source=plan.id)]
-        if owed and not paid:
-            lead = w.name_of(slash.args.by)
-            how = "an unopened batch" if slash.args.dispute == 0 else f"dispute {slash.args.dispute} led by {lead}"
-            w.stats["KNOWN VIOLATION: the earliest challenger of a faulty interval got no lead's share"] += 1
-            w.notes.append(f"seed {w.seed}: task {plan.id}: the watcher led faulty {owed}; slashed through {how}")
+        owed = min(leads)[1]
+        paid_to = [str(e.args.lead) for e in self.events("LeadShareReleased", task=plan.id)]
+        if not self.events("LeadShareWaiting", task=plan.id):
+            paid_to = [str(self.events("TaskSlashed", task=plan.id)[0].args.by)]
+        if paid_to != [owed] or share not in [e.args.amount for e in self.events("Credited", account=owed,
+                                                                                  source=plan.id)]:  # fmt: skip
+            w.fail(f"lead: task {plan.id}'s lead share went to {paid_to}, the earliest lead found faulty is {owed}")
+        watcher = [seq for seq, who in leads if who == w.cast.watcher]
+        if watcher and min(watcher) == min(leads)[0]:
+            w.stats["soundness: the watcher was paid the lead's share"] += 1
+        elif earlier := [e for e in self.events("ChallengeRevealed", task=plan.id)
+                         if e.args.challenger == w.cast.watcher and e.args.dispute != 0
+                         and self.seq(e) < min(leads)[0]]:  # fmt: skip
+            # Its dispute was not found faulty: a wrong verdict that stood, or no decision, before the slash. It
+            # must never have been mooted by a later lead's slash (the decoy).
+            verdicts = {x.args.dispute: x.args.verdict for x in self.events("DisputeSettled", task=plan.id)}
+            ends = sorted({verdicts.get(e.args.dispute) for e in earlier}, key=str)
+            if MOOT in ends:
+                w.fail(f"soundness: task {plan.id}: the watcher's earlier dispute was mooted by a later lead's slash")
+            w.stats[f"soundness: the watcher's earlier dispute ended {ends}"] += 1
+        else:
+            who = w.name_of(owed)
+            w.stats[f"soundness: an earlier commit on a fault led ({who})"] += 1
+        if len(leads) > 1:
+            w.stats["soundness: a lead's share waited for an earlier dispute found faulty"] += 1
 
     def count_moot_refunds(self, plan: TaskPlan) -> None:
         """Challenges of a cheater's sound intervals come back when another interval slashes the task (their

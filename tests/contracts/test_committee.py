@@ -431,7 +431,8 @@ def test_an_auditor_cannot_challenge_a_task_it_may_judge(
     with ape.reverts(tasks.PanelistCannotChallenge, task=task, account=seated.address):
         commit_challenge(tasks, task, k1, seated)
     commit_challenge(tasks, task, k1, outsider)
-    assert tasks.firstCommitBlock(task, outsider) == chain.blocks.height
+    assert tasks.isInterested(task, outsider, chain.blocks.height)
+    assert not tasks.isInterested(task, outsider, chain.blocks.height - 1)
     vote(dispute, dict.fromkeys(panel, VALID))
     settle(committee, dispute, keeper)
     commit_challenge(tasks, task, k1, seated)

@@ -30,29 +30,12 @@ from helpers import (
     Evidence,
     challenge_commitment,
     commit_challenge,
+    reveal,
     settle,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 REWARD, BOND, CBOND = DEFAULTS["reward"], DEFAULTS["providerBond"], DEFAULTS["challengerBond"]
-
-
-def reveal(tasks: Any, task: int, k: int, who: Any, reason: int = OUT_OF_BOUNDS, salt: bytes = b"\x07" * 32) -> int:
-    tx = tasks.revealChallenge(task, k, reason, salt, "bafyreport", sender=who)
-    return next(iter(tx.events.filter(tasks.ChallengeRevealed))).dispute
-
-
-@pytest.fixture
-def decide(committee: Any, draw_panel: Any, vote: Any, keeper: Any) -> Callable[[int, int], list[str]]:
-    """Every seated panelist votes ``verdict``; the dispute resolves."""
-
-    def run(dispute: int, verdict: int) -> list[str]:
-        panel = draw_panel(dispute)
-        vote(dispute, dict.fromkeys(panel, verdict))
-        settle(committee, dispute, keeper)
-        return panel
-
-    return run
 
 
 def test_a_self_challenge_as_unavailable_cannot_shield_a_faulty_interval(
@@ -102,8 +85,13 @@ def test_a_copier_who_reveals_first_never_leads_and_a_copied_commitment_blocks_n
     assert reveal(tasks, task, 5, watcher) == dispute
     assert tasks.getOpenedInterval(task, 5).lead == watcher.address  # the earlier commit takes the lead back
     decide(dispute, FAULTY)
+    # The copier's copy of the watcher's bytes is still pending: made after the lead's commit, it is moot
+    # (expired and refunded at once) and the lead's share waits for nothing else.
+    assert tasks.getTask(task).waitingLead == watcher.address
+    tasks.expireChallenge(task, copier.address, honest, sender=copier)
+    tasks.releaseLeadShare(task, sender=copier)
     assert tasks.credits(watcher) == LEAD
-    assert tasks.credits(copier) == 0  # its joined bond comes back with claimBond, nothing more
+    assert tasks.credits(copier) == CBOND  # the refunded copy; its joined bond comes back with claimBond
     assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
 
 

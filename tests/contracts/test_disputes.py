@@ -551,8 +551,15 @@ def test_a_dispute_of_a_task_slashed_by_another_is_moot(
     assert tasks.getTask(task).status == SLASHED
     assert tasks.isMoot(dispute)
     assert tasks.getTask(task).openDisputes == 1
+    # Its lead committed after the slashing dispute's lead: it cannot take the lead's share, which waits
+    # only until it is resolved.
+    with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
+        tasks.releaseLeadShare(task, sender=keeper)
     settle(committee, dispute, keeper)  # still awaiting its panel: ends moot at once
     assert tasks.getTask(task).openDisputes == 0
+    tasks.releaseLeadShare(task, sender=keeper)
+    with ape.reverts(tasks.NoLeadShareWaiting, task=task):
+        tasks.releaseLeadShare(task, sender=keeper)
     assert committee.getDispute(dispute).verdict == tasks.getDispute(dispute).verdict == MOOT
     tasks.claimBond(task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address),
                     sender=keeper)  # fmt: skip

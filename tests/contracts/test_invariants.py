@@ -829,7 +829,7 @@ class Walk:
     def anything_live(self) -> bool:
         s = self.snap
         return (
-            any(t.status in LIVE for t in s.tasks.values())
+            any(t.status in LIVE or t.waitingLeadSeq for t in s.tasks.values())
             or any(c.status == PENDING_COMMIT for c in s.commits.values())
             or bool(self.claimable())
             or any(d.status in OPEN for d in s.disputes.values())
@@ -846,6 +846,8 @@ class Walk:
                 self.send(anyone, self.tasks, "abandon", i)
             if t.status in (ACCEPTED, COMMITTED) and t.stalled:
                 self.send(anyone, self.tasks, "settleUndecided", i)
+            if t.waitingLeadSeq:
+                self.send(anyone, self.tasks, "releaseLeadShare", i)
         for (i, j), b in s.batches.items():
             if b.status == B_COMMITTED:
                 self.send(anyone, self.tasks, "drawSeed", i, j)

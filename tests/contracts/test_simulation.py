@@ -25,19 +25,11 @@ import pytest
 from helpers import (
     AUDITOR_STAKE,
     COMMITTEE,
-    DEFAULTS,
-    FAULTY,
     KEEPER_BPS,
-    LEAD,
     MAX_NO_DECISIONS,
     MIN_BONDS,
-    OUT_OF_BOUNDS,
     SEED_DELAY,
     SHARES,
-    SLASHED,
-    UNAVAILABLE,
-    commit_challenge,
-    settle,
 )
 from rawchain import Reads, Rpc, deploy, transact
 from simulation import HONEST_AUDITORS, MAX_SYBILS, Base, Cast, run_episode, timeline
@@ -151,44 +143,3 @@ def test_a_seed_replays_its_episode(base: Base) -> None:
             assert base.rpc("evm_revert", snapshot)
     assert any(name == "PanelDrawn" for name, _, _ in digests[0])
     assert digests[0] == digests[1]
-
-
-# --- a property the simulation found beaten ---------------------------------------------------------------
-
-
-@pytest.mark.usefixtures("balance_invariant")
-@pytest.mark.xfail(
-    strict=True,
-    reason="protocol 4.3 (soundness) pays the honest watcher the lead's share unless a commit of ITS interval with a "
-    "smaller sequence number was revealed; a provider who faked two intervals self-challenges the other one first, "
-    "its dispute slashes the task, and the watcher's dispute of the first one turns moot: no lead's share at all",
-)
-def test_the_earliest_challenger_of_a_faulty_interval_is_paid_the_lead_share_whichever_dispute_slashes(
-    tasks: Any, committee: Any, all_sampled: tuple[int, Any], provider: Any, watcher: Any, keeper: Any,
-    panel_of_three: list[Any], draw_panel: Any, vote: Any,
-) -> None:  # fmt: skip
-    """Found by the simulation (a cheater with two faked intervals self-challenging one of them early). Intervals 2
-    and 5 are both faulty; the watcher's commit of 5 is the earliest commit of 5 ever revealed."""
-    task, _ = all_sampled
-    decoy = commit_challenge(tasks, task, 2, provider, UNAVAILABLE, salt=b"\x01" * 32)  # the provider's, first
-    of_5 = commit_challenge(tasks, task, 5, watcher, salt=b"\x02" * 32)  # the watcher's: earliest of k = 5
-    of_2 = commit_challenge(tasks, task, 2, watcher, salt=b"\x03" * 32)  # later than the provider's of k = 2
-    first = tasks.revealChallenge(task, 2, UNAVAILABLE, b"\x01" * 32, "r", sender=provider)
-    decoy_dispute = next(iter(first.events.filter(tasks.ChallengeRevealed))).dispute
-    second = tasks.revealChallenge(task, 5, OUT_OF_BOUNDS, b"\x02" * 32, "r", sender=watcher)
-    watcher_dispute = next(iter(second.events.filter(tasks.ChallengeRevealed))).dispute
-    tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, b"\x03" * 32, "r", sender=watcher)  # joins the provider's
-    assert tasks.getOpenedInterval(task, 2).lead == provider.address
-    assert tasks.getOpenedInterval(task, 5).lead == watcher.address
-    assert (tasks.getDispute(decoy_dispute).k, tasks.getDispute(watcher_dispute).k) == (2, 5)
-    panel = draw_panel(decoy_dispute)
-    vote(decoy_dispute, dict.fromkeys(panel, FAULTY))
-    settle(committee, decoy_dispute, keeper)  # the provider's dispute ends first: slashed through interval 2
-    assert tasks.getTask(task).status == SLASHED
-    committee.resolve(watcher_dispute, sender=keeper)  # moot now
-    for commitment in (of_5, of_2):
-        tasks.claimBond(task, watcher.address, commitment, sender=keeper)
-    assert tasks.credits(provider) == LEAD  # a fifth of its own bond comes back to it (its bond of 2 is claimable)
-    assert tasks.getCommit(provider.address, decoy).status == 2  # Joined: claimable like any moot or faulty bond
-    # The watcher challenged faulty interval 5 first and in time: protocol 4.3 owes it the lead's share.
-    assert tasks.credits(watcher) == LEAD + 2 * DEFAULTS["challengerBond"]

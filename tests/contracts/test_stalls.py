@@ -28,13 +28,13 @@ from helpers import (
     MAX_NO_DECISIONS,
     MIN_BONDS,
     NO_DECISION,
-    OUT_OF_BOUNDS,
     SEED_DELAY,
     SLASHED,
     VALID,
     commit_challenge,
     deploy_pair,
     post_args,
+    reveal,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
@@ -88,11 +88,6 @@ def stall(tasks: Any, watcher: Any, split: Any) -> Callable[[int, int], Any]:
         return tx
 
     return run
-
-
-def reveal(tasks: Any, task: int, k: int, who: Any, salt: bytes = b"\x07" * 32) -> int:
-    tx = tasks.revealChallenge(task, k, OUT_OF_BOUNDS, salt, "bafyreport", sender=who)
-    return next(iter(tx.events.filter(tasks.ChallengeRevealed))).dispute
 
 
 # --- posting -------------------------------------------------------------------------------------

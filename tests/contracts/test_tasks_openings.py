@@ -66,9 +66,6 @@ def test_draw_seed_samples_from_the_seed_block(
     assert b.status == B_DRAWN and bytes(b.seed) == seed
     assert b.sampledBitmap == sum(1 << p for p in positions) and b.sampleCount == len(positions)
     assert b.windowEnd == chain.blocks[tx.block_number].timestamp + OPENING_WINDOW
-    assert [tasks.isSampled(task, k) for k in committed.batch_intervals(j)] == [
-        k in expected for k in committed.batch_intervals(j)
-    ]
     (event,) = tx.events.filter(tasks.SeedDrawn)
     assert (event.task, event.j, bytes(event.seed), event.sampledBitmap, event.openingWindowEnd) == (
         task,
@@ -129,7 +126,6 @@ def test_draw_seed_after_256_blocks_samples_everything(
     b = tasks.getBatch(task, 1)
     assert bytes(b.seed) == ZERO and b.sampledBitmap == 0b1111 and b.sampleCount == 4
     assert list(tasks.sampledIntervals(task, 1)) == [4, 5, 6, 7]
-    assert all(tasks.isSampled(task, k) for k in range(4, 8))
     assert [bytes(e.seed) for e in tx.events.filter(tasks.SeedDrawn)] == [ZERO]
     tasks.drawSeed(task, 2, sender=keeper)  # the last batch too: both of its intervals
     assert list(tasks.sampledIntervals(task, 2)) == [8, 9]
@@ -139,8 +135,8 @@ def test_draw_seed_after_256_blocks_samples_everything(
 
 def test_sampled_intervals_empty_until_drawn(tasks: Any, committed: Evidence) -> None:
     assert list(tasks.sampledIntervals(committed.task, 0)) == []
-    assert not any(tasks.isSampled(committed.task, k) for k in range(10))
-    assert list(tasks.sampledIntervals(99, 0)) == [] and not tasks.isSampled(99, 0)
+    assert tasks.getBatch(committed.task, 0).sampledBitmap == 0
+    assert list(tasks.sampledIntervals(99, 0)) == [] and tasks.getBatch(99, 0).sampledBitmap == 0
 
 
 # --- openBatch: honest ---------------------------------------------------------------------------

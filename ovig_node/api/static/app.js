@@ -127,7 +127,8 @@ async function taskPage(id) {
   const t = task.terms;
   const slashed = task.slashed
     ? `<section class="error">Slashed${task.slashed.dispute ? `: <a href="#/disputes/${task.slashed.dispute}">dispute ${task.slashed.dispute}</a> found an interval of batch ${task.slashed.batch} faulty`
-      : `: batch ${task.slashed.batch} was not opened in time`} (by ${who(task.slashed.by)})</section>`
+      : `: batch ${task.slashed.batch} was not opened in time`} (by ${who(task.slashed.by)})${
+      task.slashed.lead ? `; lead's share ${task.slashed.lead_paid ? "paid to" : "waits for earlier challenges, now"} ${who(task.slashed.lead)}` : ""}</section>`
     : "";
   const legend = STATUSES.map((s) => `<span title="${esc(MEANING[s])}"><i class="swatch s-${s}" data-legend="${s}"></i>${s}</span>`).join("");
   const disputeOf = {};
