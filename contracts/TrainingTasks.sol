@@ -735,7 +735,14 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
             _paySound(d.task, t, d.joined, s.majority);
         } else if (verdict == Verdict.NoDecision) {
             _chargeRounds(d, t, s.charged, s.charges);
-            if (active) _reopenWindow(d.task, t, iv, d.k, s.counted);
+            if (active) {
+                _reopenWindow(d.task, t, iv, d.k, s.counted);
+            } else {
+                // Judged after the slash (its lead committed earlier) and left undecided: no window can
+                // reopen, so its lead keeps its claim; otherwise flooding it into no decision would hand
+                // the share to the later lead that slashed.
+                _waitForEarlier(d.task, t, iv);
+            }
         }
         // Faulty, NoDecision and Moot: each joined bond is claimed back with claimBond (refundPerBond).
     }

@@ -5,6 +5,7 @@ pages name exists."""
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.util
 import re
 from pathlib import Path
@@ -84,6 +85,18 @@ def test_a_changed_result_changes_the_table() -> None:
     assert tables.render(block) != block and "| commitChallenge |" in tables.render(block)
     value = "the slowest p95: <!-- value:api_p95_verdict -->1 ms<!-- /value -->."
     assert "1 ms" not in tables.render(value) and tables.render(value).endswith("<!-- /value -->.")
+
+
+def test_a_whole_system_run_with_an_honest_failure_is_reported_as_failing() -> None:
+    tables = _tables()
+    result = copy.deepcopy(tables.load("e2e_vision_tiny.json"))
+    result["rows"][-1]["honest_replays_failed"] = 1
+    tables.load = lambda name: result  # the e2e renderers read only this result
+    rows = tables.e2e().splitlines()[2:]
+    assert rows and all("not a cost" in row for row in rows)
+    assert "**1 of" in rows[-1]
+    assert tables.e2e_verdict(short=False).startswith("**This run failed**")
+    assert "not yet a cost" in tables.e2e_verdict(short=True)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=IDS)

@@ -97,6 +97,7 @@ from helpers import (
     FAULTY,
     MIN_BONDS,
     MOOT,
+    NO_DECISION,
     OUT_OF_BOUNDS,
     SEED_DELAY,
     SHARES,
@@ -1496,6 +1497,10 @@ class Episode:
                     self.count_moot_refunds(plan)
                 else:
                     self.check_completeness(plan, s)
+        self.check_no_stall_pays(s)
+        w.stats["tasks whose owner declared a false replaySeconds (1 s)"] += sum(
+            p.replay_seconds == 1 for p in self.plans
+        )
         drawn = sum(e.name == "PanelDrawn" for e in w.events)
         if w.panels_checked != drawn:
             w.fail(f"fixity: {drawn} panels drawn, {w.panels_checked} checked")
@@ -1505,6 +1510,51 @@ class Episode:
         total = sum(eth.run(w.rpc)["eth"].values())
         if total != base.eth_total:
             w.fail(f"ETH not conserved: {total} != {base.eth_total}")
+
+    def check_no_stall_pays(self, s: Snap) -> None:
+        """Protocol 4.3, no stall pays: nobody ends an Undecided task with more than it put in; no honest
+        auditor (it reveals the truth in every round it sits) is penalized in a dispute that ended with no
+        decision; a no-decision counts toward a stall only when most of its last round's seated panel revealed."""
+        w = self.w
+        for plan in self.plans:
+            if s.tasks[plan.id].status != UNDECIDED:
+                continue
+            w.stats["no stall pays: tasks ended Undecided"] += 1
+            bonds: Counter[str] = Counter()
+            for e in self.events("ChallengeCommitted", task=plan.id):
+                bonds[str(e.args.challenger)] += plan.challenger_bond
+            put_in = Counter({plan.owner: plan.reward + plan.owner_bond}) + Counter({plan.provider: plan.provider_bond})
+            for who in {*put_in, *bonds, *(str(e.args.account) for e in self.events("Credited", source=plan.id))}:
+                got = self.credited(w.tasks, who, plan.id)
+                if got > put_in[who] + bonds[who]:
+                    w.fail(f"no stall pays: {w.name_of(who)} got {got} from Undecided task {plan.id}, "
+                           f"put in {put_in[who] + bonds[who]}")  # fmt: skip
+        resolved = {e.args.dispute: e for e in self.events("DisputeResolved")}
+        honest = set(w.cast.honest_auditors)
+        for e in self.events("Penalized"):
+            end, who, d = resolved.get(e.args.dispute), e.args.panelist, e.args.dispute
+            if end is None or end.args.verdict != NO_DECISION or who not in honest:
+                continue
+            sat = {(x.args.round, id(x)) for x in self.events("PanelDrawn", dispute=d) if who in x.args.panel}
+            revealed = {x.args.round for x in self.events("VoteRevealed", dispute=d, panelist=who)}
+            if all(round_ in revealed for round_, _ in sat):  # it revealed in every round it sat (agents ran)
+                w.fail(f"no stall pays: honest {w.name_of(who)} revealed in every round of dispute {d} it sat and "
+                       "was penalized; the dispute ended with no decision")  # fmt: skip
+            else:
+                w.stats["no stall pays: silent honest auditors penalized (agents stopped)"] += 1
+        counted: dict[tuple[int, int], int] = {}
+        for i, e in enumerate(w.events):
+            if e.name != "IntervalWindowReopened" or e.args.noDecisions <= counted.get((e.args.task, e.args.k), 0):
+                continue
+            counted[(e.args.task, e.args.k)] = e.args.noDecisions
+            settled = self.events("DisputeSettled", before=i, task=e.args.task, k=e.args.k)[-1]
+            d = settled.args.dispute
+            drawn = max(j for j, x in enumerate(w.events[:i]) if x.name == "PanelDrawn" and x.args.dispute == d)
+            panel = w.events[drawn].args.panel  # the round's last draw (a silent one is drawn again)
+            revealed = sum(x.name == "VoteRevealed" and x.args.dispute == d for x in w.events[drawn:i])
+            w.stats["no stall pays: counted no-decisions"] += 1
+            if 2 * revealed <= len(panel):
+                w.fail(f"no stall pays: dispute {d}'s no-decision counted with {revealed} of {len(panel)} revealed")
 
     def check_end_state(self, s: Snap) -> None:
         """No ETH stuck: everything ended, every credit withdrawn, each contract holds its burned (plus the
@@ -1602,12 +1652,17 @@ class Episode:
 
     def check_lead_paid(self, plan: TaskPlan) -> None:
         """Protocol 4.3 (soundness, as amended): the lead's share goes to the earliest commit revealed into a
-        dispute of the task found faulty, whichever of those disputes slashed it; so the honest watcher is paid
-        unless a commit with a smaller sequence number was revealed into a dispute found faulty."""
+        dispute of the task found faulty (or judged after the slash and left undecided), whichever of those
+        disputes slashed it; so the honest watcher is paid unless a commit with a smaller sequence number was
+        revealed into such a dispute."""
         w = self.w
-        leads: list[tuple[int, str]] = []  # (sequence number, challenger) of each faulty dispute's lead
+        leads: list[tuple[int, str]] = []  # (sequence number, challenger) of each claimant's lead
+        slashed_at = next(i for i, e in enumerate(w.events) if e.name == "TaskSlashed" and e.args.task == plan.id)
         for i, e in enumerate(w.events):
-            if e.name == "DisputeSettled" and e.args.task == plan.id and e.args.verdict == FAULTY:
+            if e.name != "DisputeSettled" or e.args.task != plan.id:
+                continue
+            # Found faulty, or judged after the slash and left undecided (no window can reopen then).
+            if e.args.verdict == FAULTY or (e.args.verdict == NO_DECISION and i > slashed_at):
                 joined = [r for r in self.events("ChallengeRevealed", task=plan.id, k=e.args.k, before=i)
                           if r.args.dispute != 0]  # fmt: skip
                 first = min(joined, key=self.seq)

@@ -26,6 +26,7 @@ from helpers import (
     FAULTY,
     LEAD,
     MOOT,
+    NO_DECISION,
     OUT_OF_BOUNDS,
     OWNER_BOND,
     OWNER_SHARE,
@@ -158,3 +159,24 @@ def test_a_provider_who_commits_first_on_a_fault_is_paid_the_lead_share(
     tasks.releaseLeadShare(task, sender=keeper)
     tasks.claimBond(task, provider.address, decoy, sender=keeper)
     assert tasks.credits(provider) == LEAD + CBOND
+
+
+def test_an_earlier_dispute_left_undecided_after_the_slash_keeps_its_lead_s_claim(
+    tasks: Any, committee: Any, two_faked: int, provider: Any, watcher: Any, keeper: Any, chain: Any,
+    panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
+) -> None:  # fmt: skip
+    """Found by an attacker's review: the decoy's provider starves the watcher's earlier dispute (no panel
+    ever seats, as a flood or silence could make it) until it ends with no decision. No window can reopen on a
+    slashed task, so that no-decision must not hand the share to the later lead."""
+    task = two_faked
+    commit_challenge(tasks, task, 5, watcher)
+    commit_challenge(tasks, task, 2, provider, UNAVAILABLE, salt=b"\x01" * 32)
+    first = reveal(tasks, task, 2, provider, UNAVAILABLE, salt=b"\x01" * 32)
+    starved = reveal(tasks, task, 5, watcher)
+    decide(first, FAULTY)
+    chain.pending_timestamp = committee.getDispute(starved).roundStartedAt + committee.STARVATION_TIMEOUT()
+    committee.rearm(starved, sender=provider)  # nobody drew its panel: the round fails, the dispute ends
+    assert tasks.getDispute(starved).verdict == NO_DECISION
+    assert tasks.getTask(task).waitingLead == watcher.address
+    tasks.releaseLeadShare(task, sender=provider)
+    assert tasks.credits(watcher) == LEAD and tasks.credits(provider) == 0
