@@ -1,20 +1,26 @@
-"""A provider whose evidence would crash a replay that loads it unchecked (a plugin attack: the node tests
-load it in a trainer process as ``hostile_attack:dropped_moment``)."""
+"""Providers whose evidence is hostile (plugin attacks: the node tests load them in a trainer process as
+``hostile_attack:dropped_moment`` and ``hostile_attack:hostile_files``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from ovig_node.attacks.base import Attack
 
+# What hostile_files publishes in place of E_k, by k: a CID nobody serves, the file padded past the size
+# the spec's evidence can have, the file cut in half (its bytes no longer hash to the committed digest).
+FILE_KINDS = {1: "missing", 2: "oversized", 3: "corrupt"}
+
 
 @dataclass(frozen=True)
 class DroppedMoment(Attack):
     """Each E_k of its intervals lacks one parameter's second Adam moment, so a replay starting from it
-    has no ``exp_avg_sq`` to load; its own training puts the moment back before the next step."""
+    has no ``exp_avg_sq`` to load; its own training puts the moment back before the next step (whose hooks
+    run only in its intervals: they run from one interval to the task's end)."""
 
     parameter: str = "fc1.bias"
 
@@ -30,5 +36,27 @@ class DroppedMoment(Attack):
         return lr
 
 
+@dataclass(frozen=True)
+class HostileFiles(DroppedMoment):
+    """Drops a moment from E_k of its intervals (wrong structure) and, whatever its intervals, publishes
+    FILE_KINDS' hostile files in place of E_1, E_2 and E_3; every other file is its own."""
+
+    def publish(self, k: int, evidence: Path, scratch: Path) -> Path | None:
+        kind = FILE_KINDS.get(k)
+        if kind is None:
+            return evidence
+        if kind == "missing":
+            return None
+        data = evidence.read_bytes()
+        scratch.mkdir(parents=True, exist_ok=True)
+        out = scratch / f"E_{k}.{kind}"
+        out.write_bytes(data + bytes(len(data) + 1) if kind == "oversized" else data[: len(data) // 2])
+        return out
+
+
 def dropped_moment(*, intervals: frozenset[int]) -> Attack:
     return DroppedMoment(intervals=intervals)
+
+
+def hostile_files(*, intervals: frozenset[int]) -> Attack:
+    return HostileFiles(intervals=intervals)

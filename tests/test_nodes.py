@@ -31,7 +31,6 @@ from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.owner import Terms, post_task
-from ovig_node.nodes.watcher import WatcherNode
 from ovig_node.training.execution import get_profile
 from ovig_node.training.taskfiles import attach_boundary, prepare_task
 from ovig_node.verify.boundary import calibrate, spread_positions
@@ -276,38 +275,53 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
 # --- a hostile provider beside an honest one ----------------------------------------------------
 
 
-def test_a_watcher_judges_an_honest_task_beside_one_whose_evidence_is_hostile(system: System) -> None:
-    """One provider's evidence lacks an optimizer tensor from interval 1 on (a replay that loaded it
-    unchecked raised); the watcher judges its sampled intervals faulty (wrong_structure) and challenges,
-    and in the same passes judges every sampled interval of an honest task valid."""
+def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_task_finalizes(system: System) -> None:
+    """Issue 16's hostile-provider suite. Every interval of the hostile task is sampled; its provider's opening
+    lists, for E_1, E_2 and E_3, a CID nobody serves, a file padded past what the spec's evidence can be and
+    one cut in half (``hostile_attack.FILE_KINDS``), and its E_5 to E_9 each lack an optimizer tensor (a
+    replay that loaded one unchecked raised). The watcher judges each hostile interval faulty with the
+    reason its files earn (the end file is fetched first, so interval 4 fails on its corrupt start E_3) and
+    challenges; the auditors' panels find the task's intervals faulty and it is slashed.
+    Meanwhile the same watcher judges every sampled interval of an honest task valid and that task
+    finalizes."""
     owner = system.node("owner", 0)
-    hostile = post_task(owner, system.spec, system.boundary, terms(challenge_window=120, reveal_window=31))
-    honest = post_task(owner, system.spec, system.boundary, terms(challenge_window=120, reveal_window=32))
-    cheat = ("--attack", "hostile_attack:dropped_moment", "--attack-intervals", ",".join(map(str, range(1, 10))))
-    trainers = [
-        system.start("trainer", 1, "--task", str(hostile), *cheat),
-        system.start("trainer", 9, "--task", str(honest)),
-    ]
-    only = frozenset({hostile, honest})
-    watcher = WatcherNode(system.node("watcher", 3), profile_name=WATCHER_PROFILES, only_tasks=only)
-
-    def judged() -> dict[str, Any] | None:
-        watcher.step()
-        verdicts = watcher.state.get("judged", {})
-        keys = {f"{task}:{k}" for task in (hostile, honest) for k in sampled(owner, task)}
-        complete = all(len(events(owner, "BatchOpened", task=t)) == 2 for t in (hostile, honest))
-        return verdicts if complete and keys <= set(verdicts) else None
-
+    all_sampled = prepare_task("vision", system.folder / "all-sampled", tiny=True, **{**SPEC, "sample_bps": 10_000})
+    attach_boundary(all_sampled.spec_path, system.boundary)
+    auditors = {i: system.start("auditor", i) for i in (4, 5, 6)}
+    watcher = system.start("watcher", 3)
+    trainers: list[subprocess.Popen[bytes]] = []
     try:
-        verdicts = wait_for(judged, timeout=400, what="every sampled interval of both tasks judged")
+        wait_for(lambda: all(owner.protocol.view(owner.protocol.committee, "getAuditor",
+                                                 devnet_account(i).address).stake for i in (4, 5, 6)),
+                 timeout=120, what="auditors to register")  # fmt: skip
+        hostile = post_task(owner, all_sampled.spec_path, system.boundary, terms(challenge_window=150))
+        honest = post_task(owner, system.spec, system.boundary, terms(challenge_window=150, reveal_window=31))
+        attack = ("--attack", "hostile_attack:hostile_files", "--attack-intervals", "5,6,7,8,9")
+        trainers = [
+            system.start("trainer", 1, "--task", str(hostile), *attack),
+            system.start("trainer", 9, "--task", str(honest)),
+        ]
+        ended = {hostile: TaskStatus.SLASHED, honest: TaskStatus.FINALIZED}
+        wait_for(lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()), timeout=600,
+                 what="the hostile task slashed and the honest one finalized")  # fmt: skip
     finally:
-        stop(*trainers)
-    mine = {key: (v["verdict"], v["reason"]) for key, v in verdicts.items()}
-    assert {v for key, v in mine.items() if key.startswith(f"{honest}:")} == {("valid", "within_bounds")}
-    bad = {v for key, v in mine.items() if key.startswith(f"{hostile}:") and not key.endswith(":0")}
-    assert bad == {("faulty", "wrong_structure")}  # interval 0 is honest: its start is the initial checkpoint
-    assert any(key.startswith(f"{hostile}:") for key in watcher.state.get("challenges", {}))
-    assert events(owner, "ChallengeCommitted", task=hostile) and not events(owner, "ChallengeCommitted", task=honest)
+        stop(*auditors.values(), watcher, *trainers)
+    judged = system.state("watcher", 3)["judged"]
+    verdicts = {int(key.split(":")[1]): (v["verdict"], v["reason"]) for key, v in judged.items()
+                if key.split(":")[0] == str(hostile)}  # fmt: skip
+    valid = ("valid", "within_bounds")
+    assert verdicts == {
+        0: valid, 1: ("faulty", "missing"), 2: ("faulty", "oversized"), 3: ("faulty", "corrupt"),
+        4: ("faulty", "corrupt"), **dict.fromkeys(range(5, 10), ("faulty", "wrong_structure")),
+    }  # fmt: skip
+    honest_keys = {f"{honest}:{k}" for k in sampled(owner, honest)}
+    assert {(judged[key]["verdict"], judged[key]["reason"]) for key in honest_keys} == {valid}
+    revealed = {e.args["k"] for e in events(owner, "ChallengeRevealed", task=hostile)}
+    assert revealed and revealed <= set(range(1, 10))  # the watcher challenged only what it judged faulty
+    assert not events(owner, "ChallengeCommitted", task=honest)
+    [slash] = events(owner, "TaskSlashed", task=hostile)
+    assert slash.args["by"] == devnet_account(3).address
+    assert owner.protocol.dispute(slash.args["dispute"]).verdict == Verdict.FAULTY
 
 
 def test_an_unreachable_rpc_is_one_clear_line(tmp_path: Path) -> None:

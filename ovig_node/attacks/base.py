@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -99,6 +100,12 @@ class Attack:
 
     def after_optimizer(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
         """Change the optimizer state (moments, step counters) after the optimizer step."""
+
+    def publish(self, k: int, evidence: Path, scratch: Path) -> Path | None:
+        """The file the provider pins and lists for E_k in its opening manifest: ``evidence`` itself (what an
+        honest provider does), another file it writes under ``scratch``, or None to list a CID it never serves.
+        Its committed digest stays E_k's either way: only what a verifier downloads changes."""
+        return evidence
 
 
 def load_attack(target: str, *, intervals: frozenset[int], **params: Any) -> Attack:

@@ -31,6 +31,11 @@ from ovig_node.storage.ipfs import IpfsClient
 # second rejects too, as in the evaluation that measured the false-positive rate (a replay that took
 # the other side of a rounding tie is not fraud).
 REPLAY_PROFILES = "reference,threads2"
+# Seconds a node's IPFS client searches peers for a block: on the devnet, whose one IPFS node has a block or
+# nobody has, a missing one must not eat into vote windows of half a minute; on a public network blocks may
+# take a while to find.
+DEVNET_FETCH_TIMEOUT = 5.0
+PUBLIC_FETCH_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -118,7 +123,8 @@ def open_node(role: str, home: Path, connection: Connection, *, console: Console
         client, protocol.contracts, home / "events.sqlite", start_block=start, confirmations=confirmations
     )
     say = Timeline(role, console or Console(highlight=False))
-    return NodeContext(role, client, protocol, IpfsClient(ipfs_url), scanner, home, say)
+    fetch_timeout = DEVNET_FETCH_TIMEOUT if connection.use_devnet else PUBLIC_FETCH_TIMEOUT
+    return NodeContext(role, client, protocol, IpfsClient(ipfs_url, fetch_timeout=fetch_timeout), scanner, home, say)
 
 
 def _deployment_block(deployments: Path | None, name: str) -> int:

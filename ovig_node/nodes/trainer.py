@@ -31,6 +31,7 @@ from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
+from ovig_node.storage.unixfs import cid_of_bytes
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.verify.report import verify_interval
@@ -217,10 +218,18 @@ class TrainerNode:
         for k in sorted(needed):
             digest = self._digest(k).hex()
             if digest not in cids:
-                cids[digest] = self.ctx.ipfs.add_file(evidence_path(self.folder, k)).cid
+                cids[digest] = self._publish(k, digest)
                 self.state.set("cids", cids)
             files[digest] = cids[digest]
         return files
+
+    def _publish(self, k: int, digest: str) -> str:
+        """Pin E_k (or what an attack publishes in its place) and return the CID the manifest lists."""
+        path = evidence_path(self.folder, k)
+        published = path if self.attack is None else self.attack.publish(k, path, self.folder / "published")
+        if published is None:  # a CID of content this node never adds: nobody can fetch it
+            return str(cid_of_bytes(f"withheld E_{k} {digest}".encode()))
+        return self.ctx.ipfs.add_file(published).cid
 
     def _opening(self, k: int) -> tuple[Any, ...]:
         layout = self._task_files().prepared.spec.layout
