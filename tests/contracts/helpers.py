@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from eth_abi import encode
 from eth_utils import keccak
 
@@ -117,6 +118,27 @@ def deploy_pair(project: Any, owner: Any, **committee: int) -> tuple[Any, Any]:
     )
     assert tasks.address == tasks_at
     return court, tasks
+
+
+def module_pair(doc: str, **committee: int) -> tuple[Any, Any, Any]:
+    """Module-scoped fixtures (deployed_pair, committee, tasks) overriding the suite's session pair with one
+    whose committee takes ``committee`` overrides; a module assigns them to those three names."""
+
+    @pytest.fixture(scope="module")
+    def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
+        return deploy_pair(project, owner, **committee)
+
+    deployed_pair.__doc__ = doc
+
+    @pytest.fixture(scope="module", name="committee")
+    def committee_fixture(deployed_pair: tuple[Any, Any]) -> Any:
+        return deployed_pair[0]
+
+    @pytest.fixture(scope="module", name="tasks")
+    def tasks_fixture(deployed_pair: tuple[Any, Any]) -> Any:
+        return deployed_pair[1]
+
+    return deployed_pair, committee_fixture, tasks_fixture
 
 
 def leaf(task: int, k: int, end_step: int, digest: bytes) -> bytes:

@@ -37,7 +37,7 @@ from helpers import (
     Evidence,
     challenge_commitment,
     commit_challenge,
-    deploy_pair,
+    module_pair,
     reveal,
     settle,
 )
@@ -48,21 +48,11 @@ REWARD, CBOND = DEFAULTS["reward"], DEFAULTS["challengerBond"]
 LONG_REVEAL = (3600, 7200, 3600)
 
 
-@pytest.fixture(scope="module")
-def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
-    """The suite's pair with a quick committee: a round takes five minutes of votes and one of appeal (its
-    commit window must still cover L replays of the longest declared replay time)."""
-    return deploy_pair(project, owner, maxReplaySeconds=45, commitWindow=180, revealWindow=120, appealWindow=60)
-
-
-@pytest.fixture(scope="module")
-def committee(deployed_pair: tuple[Any, Any]) -> Any:
-    return deployed_pair[0]
-
-
-@pytest.fixture(scope="module")
-def tasks(deployed_pair: tuple[Any, Any]) -> Any:
-    return deployed_pair[1]
+# The suite's pair with a quick committee: a round takes five minutes of votes and one of appeal (its commit
+# window must still cover L replays of the longest declared replay time).
+deployed_pair, committee, tasks = module_pair(
+    "a quick committee", maxReplaySeconds=45, commitWindow=180, revealWindow=120, appealWindow=60
+)
 
 
 @pytest.fixture

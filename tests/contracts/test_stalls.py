@@ -32,7 +32,7 @@ from helpers import (
     SLASHED,
     VALID,
     commit_challenge,
-    deploy_pair,
+    module_pair,
     post_args,
     reveal,
 )
@@ -46,20 +46,8 @@ PANEL_BPS, PENALTY = COMMITTEE["panelBps"], COMMITTEE["penalty"]
 SMALL = {"totalSteps": 400, "intervalsPerBatch": 4, "sampleBps": 10_000}
 
 
-@pytest.fixture(scope="module")
-def deployed_pair(project: Any, owner: Any) -> tuple[Any, Any]:
-    """The suite's pair, but a committee of one round: a split panel ends the dispute."""
-    return deploy_pair(project, owner, maxRounds=1)
-
-
-@pytest.fixture(scope="module")
-def committee(deployed_pair: tuple[Any, Any]) -> Any:
-    return deployed_pair[0]
-
-
-@pytest.fixture(scope="module")
-def tasks(deployed_pair: tuple[Any, Any]) -> Any:
-    return deployed_pair[1]
+# The suite's pair, but a committee of one round: a split panel ends the dispute.
+deployed_pair, committee, tasks = module_pair("a committee of one round", maxRounds=1)
 
 
 @pytest.fixture
