@@ -3,8 +3,13 @@
 Different accelerators sum floating-point numbers in different orders, so honest replays drift.
 On a CPU we reproduce that drift with knobs that change reduction order or precision without changing
 the mathematics: intra-op threads, splitting a batch into micro-batches whose gradients are summed,
-and the dtype in which those gradients are accumulated. The same profile twice is bit-identical; two
-profiles differ in the last bits. A profile's name is recorded in every report.
+and the dtype in which those gradients are accumulated. Those only split the same kernels' work
+differently; accelerators also differ in *which kernels* compute a step, so two more knobs swap
+kernels: convolutions (and some matmuls) by PyTorch's native code instead of oneDNN (as cuDNN picks
+another algorithm per GPU), and attention by the plain math path instead of the fused flash kernel (as
+fused attention exists on some accelerators and not others).
+The same profile twice is bit-identical; two profiles differ in the last bits. A profile's name is
+recorded in every report.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class ExecutionProfile:
     accumulate: str = "float32"  # dtype of the gradient sum across micro-batches: float32 or float64
     device: str = "cpu"  # "cpu" or "cuda"; random draws stay on the CPU so every device sees the same
     tf32: bool = False  # on CUDA: let float32 matmuls and convolutions use TF32 (10-bit mantissa)
+    onednn: bool = True  # convolutions (and some matmuls) by oneDNN's kernels; False: PyTorch's native ones
+    fused_attention: bool = True  # scaled dot-product attention by the fused flash kernel; False: plain math
 
     def __post_init__(self) -> None:
         if self.threads < 1 or self.micro_batches < 1:
@@ -45,6 +52,9 @@ class ExecutionProfile:
         torch.use_deterministic_algorithms(True)
         torch.backends.cuda.matmul.allow_tf32 = self.tf32
         torch.backends.cudnn.allow_tf32 = self.tf32
+        # Set every time, not only when off: one process may run several profiles in turn (tests, calibration).
+        torch.backends.mkldnn.enabled = self.onednn
+        torch.backends.cuda.enable_flash_sdp(self.fused_attention)  # the flag the CPU's dispatch reads too
 
     def describe(self) -> dict[str, object]:
         return asdict(self)
@@ -61,6 +71,9 @@ PROFILES: dict[str, ExecutionProfile] = {
         ExecutionProfile("micro8", micro_batches=8),
         ExecutionProfile("micro4-fp64acc", micro_batches=4, accumulate="float64"),
         ExecutionProfile("threads2-micro2", threads=2, micro_batches=2),
+        # Other kernels, not another split of the same ones (see the module's docstring).
+        ExecutionProfile("native-conv", onednn=False),
+        ExecutionProfile("math-attention", fused_attention=False),
         ExecutionProfile("cuda", device="cuda"),
         ExecutionProfile("cuda-tf32", device="cuda", tf32=True),
     )
