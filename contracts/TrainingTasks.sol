@@ -96,7 +96,8 @@ import {
 /// smallest sequence number leads, so a copier who learns k from a reveal in the mempool never leads.
 /// A sound verdict is final; a commit made before it pays as its challengers did. A faulty one slashes;
 /// while challenges of the task made before the slashing lead's commit are still undecided, the lead's
-/// share waits for them (the earliest lead found faulty takes it) and they are judged as if it were live.
+/// share waits for them (the earliest lead found faulty, or left undecided after the slash, takes it) and
+/// they are judged as if the task were live.
 /// Joined bonds are pulled back with `claimBond` (no loop over challengers at settlement).
 /// An interval whose disputes reach MAX_NO_DECISIONS counted no-decisions stalls its task, which can then
 /// only end Undecided (reward and both bonds burned: nobody profits from a stall) or Slashed.
@@ -284,13 +285,14 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
 
     /// @notice A slash's lead share waits: challenges made before `lead`'s commit are still undecided.
     /// @param task The task id.
-    /// @param lead Who takes the share unless a dispute led by an earlier commit is found faulty.
+    /// @param lead Who takes the share unless a dispute led by an earlier commit is found faulty (or, after
+    /// the slash, left undecided).
     /// @param seq The sequence number of `lead`'s commit.
     event LeadShareWaiting(uint256 indexed task, address indexed lead, uint64 seq);
 
     /// @notice The lead's share of a slash is paid (credited to `lead`).
     /// @param task The task id.
-    /// @param lead The earliest lead among the task's disputes found faulty.
+    /// @param lead The earliest lead among the task's disputes found faulty (or left undecided after the slash).
     /// @param amount The share, in wei.
     event LeadShareReleased(uint256 indexed task, address indexed lead, uint256 amount);
 
@@ -952,7 +954,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         _payPanel(d.task, toPanel, majority);
     }
 
-    /// @dev The lead's share of the task's slash goes to `iv`'s lead unless an earlier challenge is found faulty.
+    /// @dev The lead's share of the task's slash goes to `iv`'s lead unless an earlier challenge takes it.
     function _waitForEarlier(uint256 task, Task storage t, OpenedInterval storage iv) internal {
         t.waitingLead = iv.lead;
         t.waitingLeadSeq = iv.leadSeq;
