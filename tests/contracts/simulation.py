@@ -111,6 +111,7 @@ from helpers import (
 )
 from rawchain import Abi, Event, Reads, Rpc, Sent, transact
 
+from ovig_node.protocol.intervals import Layout
 from ovig_node.protocol.panel import draw_panel, panel_seed, panel_size
 
 DAY = 24 * 3600
@@ -230,11 +231,11 @@ class TaskPlan:
 
     @property
     def intervals(self) -> int:
-        return -(-self.total_steps // self.stride)
+        return Layout(self.total_steps, self.stride, self.per_batch).intervals
 
     @property
     def batches(self) -> int:
-        return -(-self.intervals // self.per_batch)
+        return Layout(self.total_steps, self.stride, self.per_batch).batches
 
 
 @dataclass
@@ -407,7 +408,6 @@ class World:
         self.disputes: dict[int, tuple[int, int]] = {}  # dispute -> (task, k), from DisputeOpened
         self.credits: dict[tuple[str, str], int] = Counter()  # (contract, account) -> unpaid credit
         self.failures: list[str] = []
-        self.notes: list[str] = []  # known violations, reported without failing the episode
         self.stats: Counter[str] = Counter()
         self.panels_checked = 0
         self.stopped = False
@@ -1634,18 +1634,16 @@ class Episode:
             w.stats["soundness: slashed by an unopened batch"] += 1
             return
         k = s.records[slash.args.dispute].k
-        if slash.args.by != self.earliest_revealed(plan.id, k):
+        first = self.earliest_reveal(plan.id, k)
+        if first is None or slash.args.by != first.args.challenger:
             w.fail(f"lead: task {plan.id} k={k}: {slash.args.by} led, the earliest revealed commit of k is another's")
         self.check_lead_paid(plan)
 
-    def earliest_revealed(self, task: int, k: int, before: int | None = None) -> str | None:
-        """Who made the commit of k with the smallest sequence number revealed into a dispute of k (among the
-        first ``before`` events of the book, if given)."""
+    def earliest_reveal(self, task: int, k: int, before: int | None = None) -> Event | None:
+        """The reveal into a dispute of k whose commit has the smallest sequence number (among the first
+        ``before`` events of the book, if given)."""
         joined = [e for e in self.events("ChallengeRevealed", task=task, k=k, before=before) if e.args.dispute != 0]
-        if not joined:
-            return None
-        first = min(joined, key=lambda e: self.seq(e))
-        return str(first.args.challenger)
+        return min(joined, key=self.seq) if joined else None
 
     def seq(self, revealed: Event) -> int:
         return self.w.commits[(revealed.args.challenger, revealed.args.commitment)].seq
@@ -1663,9 +1661,8 @@ class Episode:
                 continue
             # Found faulty, or judged after the slash and left undecided (no window can reopen then).
             if e.args.verdict == FAULTY or (e.args.verdict == NO_DECISION and i > slashed_at):
-                joined = [r for r in self.events("ChallengeRevealed", task=plan.id, k=e.args.k, before=i)
-                          if r.args.dispute != 0]  # fmt: skip
-                first = min(joined, key=self.seq)
+                first = self.earliest_reveal(plan.id, e.args.k, before=i)
+                assert first is not None, "a dispute settles only with a joined reveal"
                 leads.append((self.seq(first), str(first.args.challenger)))
         share = plan.provider_bond * FAULTY_LEAD_BPS // BPS
         owed = min(leads)[1]
