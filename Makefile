@@ -9,6 +9,9 @@ SOLC_VERSION := $(shell sed -n 's/.*"solc": "\([0-9.]*\)".*/\1/p' package.json)
 STAMP_PY := $(VENV)/.installed
 STAMP_NPM := node_modules/.installed
 STAMP_TOOLS := .tools/.installed
+# Two workers, one test file per work unit (a file's module fixtures are built once), in the order the tests
+# conftest sets (the long node tests first) rather than xdist's largest-file-first.
+PYTEST_PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 
 # Our tools first: the wasm solc for Ape, native anvil, Node 22 and the venv's commands.
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
@@ -55,7 +58,7 @@ demo: setup
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/pytest --durations=20
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) --durations=20
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

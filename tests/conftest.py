@@ -22,6 +22,23 @@ os.environ["PATH"] = os.pathsep.join([*map(str, _TOOL_DIRS), os.environ.get("PAT
 from ovig_node.storage.ipfs import IpfsClient  # noqa: E402
 from support import IpfsNode  # noqa: E402
 
+# Files that take minutes, mostly waiting on real windows of real nodes: run first, so that under `make test`'s
+# two workers (pytest-xdist, one file per work unit) everything else runs beside them instead of after.
+START_FIRST = (
+    "test_nodes.py",
+    "contracts/test_simulation.py",
+    "test_attacks_workloads.py",
+    "contracts/test_committee.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.path.as_posix()
+        return next((i for i, name in enumerate(START_FIRST) if path.endswith(f"tests/{name}")), len(START_FIRST))
+
+    items.sort(key=rank)  # stable: every file keeps its tests' order
+
 
 @pytest.fixture
 def spawn_ipfs(tmp_path: Path) -> Iterator[Callable[..., IpfsNode]]:
