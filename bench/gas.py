@@ -14,6 +14,9 @@ the issue's targets:
 - drawPanel at most 1,000,000 gas for a first-round panel with 256 auditors registered;
 - finalize O(1) in the number of batches.
 
+Also the drand backend: DrandBeacon.submitRound verifying drand quicknet's round 1000 (real BLS
+on the EIP-2537 precompiles; deploy/drand.json), and the same round submitted again.
+
 Prints two tables and writes bench/results/gas.json.
 
     .venv/bin/python bench/gas.py
@@ -44,7 +47,7 @@ from ovig_node.chain.rpc import connect
 from ovig_node.devnet import tools
 from ovig_node.devnet.manager import anvil_health
 from ovig_node.devnet.processes import free_port, start_process, terminate
-from ovig_node.protocol import merkle
+from ovig_node.protocol import drand, merkle
 from ovig_node.protocol.intervals import Layout
 
 REPO = Path(__file__).resolve().parent.parent
@@ -386,6 +389,22 @@ def targets(gas: dict[str, int], commits: list[dict[str, Any]], opens: list[dict
 # --- running --------------------------------------------------------------------------------------
 
 
+def drand_cost(bench: Bench) -> None:
+    """A round's verification on DrandBeacon deployed for quicknet, then the same round again."""
+    quicknet = drand.known_networks(REPO / "deploy" / "drand.json")["quicknet"]
+    artifact = artifacts.load("DrandBeacon")
+    factory = bench.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
+    network = quicknet.network
+    key = drand.g2_for_contract(network.public_key)
+    deploy_tx = factory.constructor(key, network.genesis, network.period).transact({"from": bench.accounts[OWNER]})
+    address = bench.w3.eth.wait_for_transaction_receipt(deploy_tx)["contractAddress"]
+    beacon = bench.w3.eth.contract(address=address, abi=artifact.abi).functions
+    signature, round_ = drand.g1_for_contract(quicknet.known_signature), quicknet.known_round
+    bench.send(beacon.submitRound(round_, signature), KEEPER, label="DrandBeacon.submitRound (verifies a round)")
+    assert beacon.randomnessOf(round_).call() == quicknet.known_randomness, "drand's published randomness"
+    bench.send(beacon.submitRound(round_, signature), KEEPER, label="DrandBeacon.submitRound (a round already there)")
+
+
 def deploy(w3: Web3, folder: Path) -> tuple[Contract, Contract]:
     """The production plan (deploy/plan.py) on this chain; the pair as web3 contracts."""
     deployer = Deployer.open(w3, devnet_account(0), folder / "deployments.json")
@@ -410,6 +429,8 @@ def measure(url: str, folder: Path, console: Console) -> dict[str, Any]:
         finals = finalize_cost(bench)
     with console.status(f"drawPanel with {REGISTRY} auditors ..."):
         panel = panel_cost(bench)
+    with console.status("DrandBeacon ..."):
+        drand_cost(bench)
     return {
         "calls": bench.gas,
         "commit_batch": commits,

@@ -574,6 +574,7 @@ TABLES: dict[str, Callable[[], str]] = {
 }
 VALUES: dict[str, Callable[[], str]] = {
     "gas_missed": gas_missed,
+    "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
     "closest_fixed": closest_fixed,
     "maxpool_rate": lambda: maxpool_share(per=False),
     "maxpool_per": lambda: maxpool_share(per=True),

@@ -398,6 +398,23 @@ error CannotRearm(uint256 dispute);
 /// @param account The auditor.
 error PanelistCannotChallenge(uint256 task, address account);
 
+// --- randomness (the drand backend) ----------------------------------------------------------
+
+/// @notice DrandBeacon's constructor: the public key is not a 256-byte G2 point other than infinity, or
+/// the period or genesis time is zero.
+error InvalidBeaconParameters();
+
+/// @notice submitRound: a signature must be a 128-byte (uncompressed, EIP-2537) G1 point.
+/// @param length The length given.
+error MalformedBeaconSignature(uint256 length);
+
+/// @notice submitRound: drand's rounds start at 1.
+error NoRoundZero();
+
+/// @notice submitRound: the signature is not the beacon's signature of this round.
+/// @param round The round.
+error InvalidBeaconSignature(uint64 round);
+
 // --- money -------------------------------------------------------------------------------------
 
 /// @notice The caller has no credit to withdraw.

@@ -45,7 +45,7 @@ def cli() -> None:
 
 @cli.group()
 def devnet() -> None:
-    """The embedded devnet: a local anvil chain and an IPFS node."""
+    """The embedded devnet: a local anvil chain, an IPFS node and a drand beacon."""
 
 
 def _devnet(data_dir: Path | None, **ports: int | float | None) -> Devnet:
@@ -63,6 +63,7 @@ def port_options(command: Callable[..., None]) -> Callable[..., None]:
             click.option("--rpc-port", type=int, default=None, help="anvil JSON-RPC port [8545]."),
             click.option("--ipfs-port", "ipfs_api_port", type=int, default=None, help="IPFS API port [5001]."),
             click.option("--swarm-port", "ipfs_swarm_port", type=int, default=None, help="IPFS libp2p port [any]."),
+            click.option("--beacon-port", type=int, default=None, help="drand beacon HTTP port [any]."),
             click.option(
                 "--block-time",
                 type=float,
@@ -87,6 +88,7 @@ def devnet_up(data_dir: Path | None, **options: int | float | None) -> None:
     console.print(f"devnet {verb} in {info.data_dir}")
     console.print(f"  chain   {info.rpc_url}  (chain id {info.chain_id})")
     console.print(f"  ipfs    {info.ipfs_api_url}  peer {info.ipfs_peer}")
+    console.print(f"  beacon  {info.beacon_url}  (drand, round 1 at {info.beacon_genesis})")
     console.print(f"  config  {net.info_path}")
 
 

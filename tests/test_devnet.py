@@ -8,12 +8,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psutil
 import pytest
 from web3 import Web3
 
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.rpc import connect, send
+from ovig_node.protocol.drand import SCHEME
 from support import free_port, run_ovig
 
 
@@ -26,10 +28,12 @@ def devnet_env(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 
 def our_processes(data_dir: Path) -> list[psutil.Process]:
+    """Processes that name the data dir or run in it (the beacon's command line names neither)."""
     found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
+    for proc in psutil.process_iter(["cmdline", "status", "cwd"]):
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if str(data_dir) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+        ours = str(data_dir) in cmdline or proc.info["cwd"] == str(data_dir.resolve())
+        if ours and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
 
@@ -51,8 +55,11 @@ def test_up_twice_status_down_leaves_no_process(devnet_env: dict[str, str]) -> N
     assert info["ipfs_api_url"] == f"http://127.0.0.1:{ipfs}"
     assert info["accounts"][0]["address"] == "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"
     assert len(info["accounts"]) == 10
+    assert (info["beacon_period"], abs(info["beacon_genesis"] - time.time()) < 120) == (3, True)
     pids = json.loads((data_dir / "processes.json").read_text())
-    assert sorted(pids) == ["anvil", "ipfs"]
+    assert sorted(pids) == ["anvil", "beacon", "ipfs"]
+    beacon = httpx.get(f"{info['beacon_url']}/info").json()
+    assert (beacon["genesis_time"], beacon["period"], beacon["schemeID"]) == (info["beacon_genesis"], 3, SCHEME)
 
     code, out, _ = up(devnet_env, rpc, ipfs)
     assert code == 0
@@ -61,18 +68,18 @@ def test_up_twice_status_down_leaves_no_process(devnet_env: dict[str, str]) -> N
 
     status = run_ovig("devnet", "status", env=devnet_env)
     assert status.returncode == 0
-    assert status.stdout.count("healthy") == 2
+    assert status.stdout.count("healthy") == 3
     assert (data_dir / "logs" / "anvil.log").stat().st_size > 0
     assert (data_dir / "logs" / "ipfs.log").stat().st_size > 0
 
     down = run_ovig("devnet", "down", env=devnet_env)
     assert down.returncode == 0
-    assert down.stdout.strip() == "stopped ipfs, anvil"
+    assert down.stdout.strip() == "stopped ipfs, beacon, anvil"
     assert our_processes(data_dir) == []
     assert not any(psutil.pid_exists(p["pid"]) and psutil.Process(p["pid"]).status() != "zombie" for p in pids.values())
     stopped = run_ovig("devnet", "status", env=devnet_env)
     assert stopped.returncode == 1
-    assert stopped.stdout.count("stopped") == 2
+    assert stopped.stdout.count("stopped") == 3
     assert run_ovig("devnet", "down", env=devnet_env).stdout.strip() == "devnet is not running"
 
 
@@ -83,9 +90,14 @@ def test_chain_state_survives_down_and_up(devnet_env: dict[str, str]) -> None:
     recipient = Web3.to_checksum_address("0x" + "ab" * 20)
     receipt = send(w3, devnet_account(0), {"to": recipient, "value": 123_456_789})
     block = receipt["blockNumber"]
+    genesis = json.loads((Path(devnet_env["OVIG_DEVNET_DIR"]) / "devnet.json").read_text())["beacon_genesis"]
     assert run_ovig("devnet", "down", env=devnet_env).returncode == 0
+    time.sleep(1.1)  # a genesis taken afresh would now differ
 
     assert up(devnet_env, rpc, ipfs)[0] == 0
+    info = json.loads((Path(devnet_env["OVIG_DEVNET_DIR"]) / "devnet.json").read_text())
+    assert info["beacon_genesis"] == genesis  # contracts deployed for the beacon outlive restarts
+    assert httpx.get(f"{info['beacon_url']}/info").json()["genesis_time"] == genesis
     w3 = connect(f"http://127.0.0.1:{rpc}", expected_chain_id=31337)
     assert w3.eth.get_balance(recipient) == 123_456_789
     assert w3.eth.block_number >= block

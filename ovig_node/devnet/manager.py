@@ -1,8 +1,9 @@
-"""Start, stop and check the embedded devnet: one anvil and one IPFS node in a data directory.
+"""Start, stop and check the embedded devnet: one anvil, one IPFS node and one drand beacon in a data
+directory.
 
 Layout of the data directory::
 
-    devnet.json        what clients need: RPC and IPFS URLs, chain id, test accounts, contracts
+    devnet.json        what clients need: RPC, IPFS and beacon URLs, chain id, test accounts, contracts
     processes.json     the processes *we* started: pid, start time, argv, log (for `down`)
     anvil/state.json   chain state, dumped on exit and every few seconds, reloaded on start
     ipfs/              the IPFS node's blockstore, datastore (pins) and identity
@@ -17,6 +18,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -29,7 +32,7 @@ from pydantic import BaseModel
 from ovig_node.chain.accounts import DEVNET_ACCOUNTS, DEVNET_MNEMONIC, devnet_account
 from ovig_node.devnet import tools
 from ovig_node.devnet.errors import DevnetNotRunning, PortTaken
-from ovig_node.devnet.processes import ProcessRecord, owns, port_free, start_process, terminate
+from ovig_node.devnet.processes import ProcessRecord, free_port, owns, port_free, start_process, terminate
 from ovig_node.files import write_atomic
 
 DEVNET_CHAIN_ID = 31337
@@ -47,6 +50,8 @@ class DevnetConfig:
     rpc_port: int = 8545
     ipfs_api_port: int = 5001
     ipfs_swarm_port: int = 0  # 0: any free port; devnet.json records the address
+    beacon_port: int = 0  # the drand beacon's HTTP port; 0: any free port, devnet.json records the URL
+    beacon_period: int = 3  # seconds between the beacon's rounds, as drand's quicknet
     chain_id: int = DEVNET_CHAIN_ID
     # Seconds between blocks when nothing happens (transactions are still mined at once), so time-based
     # windows and seed blocks arrive on an idle devnet; 0 or None: a block only per transaction.
@@ -74,6 +79,11 @@ class DevnetInfo(BaseModel):
     accounts: list[DevnetAccount]
     contracts: dict[str, str] = {}  # name -> address, kept in step with deployments_file
     deployments_file: str | None = None
+    # The drand beacon (ovig_node.devnet.beacon): its URL, and round 1's Unix time, fixed when the devnet
+    # is first started (the chain state, and a DrandBeacon deployed on it, outlive restarts).
+    beacon_url: str | None = None
+    beacon_genesis: int | None = None
+    beacon_period: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +132,7 @@ class Devnet:
     # --- public --------------------------------------------------------------------------------
 
     def up(self) -> UpResult:
-        """Start anvil and the IPFS node unless they already run; write devnet.json."""
+        """Start anvil, the IPFS node and the beacon unless they already run; write devnet.json."""
         with self._locked():
             records = self._read_records()
             if records and all(owns(r) for r in records.values()) and self.info_path.exists():
@@ -136,7 +146,12 @@ class Devnet:
                 self._write_records(started)
                 started["ipfs"] = self._start("ipfs", self._ipfs_argv(), lambda: ipfs_health(self._ipfs_url())[0])
                 self._write_records(started)
-                info = self._write_info()
+                beacon_url = f"http://{self.config.host}:{self.config.beacon_port or free_port(self.config.host)}"
+                genesis = self._beacon_genesis()
+                beacon = self._beacon_argv(beacon_url, genesis)
+                started["beacon"] = self._start("beacon", beacon, lambda: beacon_health(beacon_url)[0])
+                self._write_records(started)
+                info = self._write_info(beacon_url, genesis)
             except BaseException:
                 self._stop(started)
                 raise
@@ -175,6 +190,7 @@ class Devnet:
         urls = {
             "anvil": (info.rpc_url if info else self._rpc_url(), anvil_health),
             "ipfs": (info.ipfs_api_url if info else self._ipfs_url(), ipfs_health),
+            "beacon": ((info.beacon_url or "") if info else "", beacon_health),
         }
         rows = []
         for name, (url, check) in urls.items():
@@ -226,6 +242,18 @@ class Devnet:
         c = self.config
         return tools.ipfsd_argv(self.ipfs_repo, host=c.host, api_port=c.ipfs_api_port, swarm_port=c.ipfs_swarm_port)
 
+    def _beacon_argv(self, url: str, genesis: int) -> list[str]:
+        port = url.rsplit(":", 1)[1]
+        return [sys.executable, "-m", "ovig_node.devnet.beacon", "--host", self.config.host, "--port", port,
+                "--genesis", str(genesis), "--period", str(self.config.beacon_period)]  # fmt: skip
+
+    def _beacon_genesis(self) -> int:
+        """Round 1's time: kept from the devnet's first start, since contracts on its chain may rely on it."""
+        previous = DevnetInfo.model_validate_json(self.info_path.read_text()) if self.info_path.exists() else None
+        if previous and previous.beacon_genesis:
+            return previous.beacon_genesis
+        return int(time.time())
+
     def _start(self, name: str, argv: list[str], ready: Callable[[], bool]) -> ProcessRecord:
         return start_process(
             name,
@@ -258,11 +286,12 @@ class Devnet:
             (c.rpc_port, "anvil RPC", "--rpc-port"),
             (c.ipfs_api_port, "IPFS API", "--ipfs-port"),
             (c.ipfs_swarm_port, "IPFS swarm", "--swarm-port"),
+            (c.beacon_port, "drand beacon", "--beacon-port"),
         ):
             if port and not port_free(c.host, port):
                 raise PortTaken(port, service, option)
 
-    def _write_info(self) -> DevnetInfo:
+    def _write_info(self, beacon_url: str, beacon_genesis: int) -> DevnetInfo:
         peer = httpx.post(f"{self._ipfs_url()}/api/v0/id", timeout=5.0).json()
         previous = DevnetInfo.model_validate_json(self.info_path.read_text()) if self.info_path.exists() else None
         accounts = [devnet_account(i) for i in range(DEVNET_ACCOUNTS)]
@@ -279,6 +308,9 @@ class Devnet:
             # The chain state survives a restart, so do the addresses deployed on it.
             contracts=previous.contracts if previous else {},
             deployments_file=previous.deployments_file if previous else None,
+            beacon_url=beacon_url,
+            beacon_genesis=beacon_genesis,
+            beacon_period=self.config.beacon_period,
         )
         write_atomic(self.info_path, info.model_dump_json(indent=2))
         return info
@@ -323,6 +355,15 @@ def ipfs_health(url: str) -> tuple[bool, str]:
     except (httpx.HTTPError, KeyError, ValueError) as exc:
         return False, f"API {url} does not answer ({type(exc).__name__})"
     return True, f"{url} peer {peer}"
+
+
+def beacon_health(url: str) -> tuple[bool, str]:
+    try:
+        latest = httpx.get(f"{url}/public/latest", timeout=2.0)
+        detail = f"round {latest.json()['round']}" if latest.status_code == 200 else "before round 1"
+    except (httpx.HTTPError, KeyError, ValueError) as exc:
+        return False, f"{url or 'beacon'} does not answer ({type(exc).__name__})"
+    return True, f"{url} {detail}"
 
 
 def _rpc(url: str, method: str, params: list[Any] | None = None) -> Any:
