@@ -100,6 +100,27 @@ def strength(value: float | None) -> str:
     return "none" if value is None else f"{value:g}"
 
 
+# --- the test suite's time ----------------------------------------------------------------------------------
+
+
+def test_minutes(label: str) -> str:
+    """pytest's session time of a run bench/test_time.py recorded."""
+    run = load("test_time.json")["runs"][label]
+    clean = not (run["counts"].get("failed") or run["counts"].get("error"))
+    return f"{run['session_seconds'] / 60:.1f} minutes" + ("" if clean else " (a run with failures)")
+
+
+def test_time() -> str:
+    """Per-file seconds of each recorded run, the slowest files first (bench/results/test_time.json)."""
+    runs = load("test_time.json")["runs"]
+    labels = list(runs)
+    files = sorted({f for r in runs.values() for f in r["file_seconds"]}, key=lambda f: -max(
+        r["file_seconds"].get(f, 0) for r in runs.values()))  # fmt: skip
+    rows = [["pytest session", *(f"{runs[label]['session_seconds']:.0f}" for label in labels)]]
+    rows += [[f"`{f}`", *(f"{runs[label]['file_seconds'].get(f, 0):.0f}" for label in labels)] for f in files[:12]]
+    return table(["seconds", *labels], rows, align="l" + "r" * len(labels))
+
+
 # --- the dispute game: gas and committee odds ------------------------------------------------------------
 
 
@@ -556,6 +577,7 @@ def api_p95_verdict() -> str:
 
 
 TABLES: dict[str, Callable[[], str]] = {
+    "test_time": test_time,
     "gas": gas,
     "committee": committee,
     "eval_targets": eval_targets,
@@ -573,6 +595,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "api_load": api_load,
 }
 VALUES: dict[str, Callable[[], str]] = {
+    "test_time_before": lambda: test_minutes("one-process"),
+    "test_time_after": lambda: test_minutes("two-workers"),
     "gas_missed": gas_missed,
     "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
     "closest_fixed": closest_fixed,

@@ -2,7 +2,13 @@
 pragma solidity 0.8.28;
 
 import {BLS12381} from "./libraries/BLS12381.sol";
-import {InvalidBeaconParameters, InvalidBeaconSignature, MalformedBeaconSignature, NoRoundZero} from "./Errors.sol";
+import {
+    InvalidBeaconParameters,
+    InvalidBeaconSignature,
+    MalformedBeaconSignature,
+    NoRoundZero,
+    RoundOutOfRange
+} from "./Errors.sol";
 
 /// @title DrandBeacon
 /// @notice The drand randomness backend (protocol section 3): a round's value is on-chain once anyone
@@ -50,10 +56,19 @@ contract DrandBeacon {
         if (publicKey.length != BLS12381.G2_BYTES || genesis == 0 || period == 0) revert InvalidBeaconParameters();
         if (keccak256(publicKey) == keccak256(new bytes(BLS12381.G2_BYTES))) revert InvalidBeaconParameters();
         // A pairing with the G1 point at infinity is 1 for every valid G2 point; the precompile refuses a
-        // key off the curve or outside the subgroup, and a chain without EIP-2537 answers nothing.
+        // key off the curve or outside the subgroup, and a chain without EIP-2537 answers nothing. The
+        // pairing with G1's generator is not 1 for a key other than infinity: a precompile that answers
+        // 1 to everything (a stub) would accept any signature, and is refused here.
         if (!BLS12381.pairingCheck(abi.encodePacked(new bytes(BLS12381.G1_BYTES), publicKey))) {
             revert InvalidBeaconParameters();
         }
+        bytes memory generator = abi.encodePacked(
+            BLS12381.G1_X_HI,
+            BLS12381.G1_X_LO,
+            BLS12381.G1_Y_HI,
+            BLS12381.G1_Y_LO
+        );
+        if (BLS12381.pairingCheck(abi.encodePacked(generator, publicKey))) revert InvalidBeaconParameters();
         bytes32[8] memory words = abi.decode(publicKey, (bytes32[8]));
         (PK_0, PK_1, PK_2, PK_3) = (words[0], words[1], words[2], words[3]);
         (PK_4, PK_5, PK_6, PK_7) = (words[4], words[5], words[6], words[7]);
@@ -86,11 +101,15 @@ contract DrandBeacon {
     }
 
     /// @notice The first round published at or after `timestamp`.
+    /// @dev A round is published at its time: a consumer that needs a round nobody has seen when it
+    /// acts asks for one at least a period (plus the chain's clock drift) after its own timestamp.
     /// @param timestamp A Unix time.
     /// @return The round (1 for any time up to genesis).
     function roundAt(uint256 timestamp) public view returns (uint64) {
         if (timestamp <= GENESIS) return 1;
-        return uint64((timestamp - GENESIS + PERIOD - 1) / PERIOD + 1);
+        uint256 round = (timestamp - GENESIS + PERIOD - 1) / PERIOD + 1;
+        if (round > type(uint64).max) revert RoundOutOfRange(timestamp);
+        return uint64(round);
     }
 
     /// @notice When round `round` is published.

@@ -411,6 +411,10 @@ error MalformedBeaconSignature(uint256 length);
 /// @notice submitRound: drand's rounds start at 1.
 error NoRoundZero();
 
+/// @notice roundAt: the time's round does not fit in 64 bits.
+/// @param timestamp The time given.
+error RoundOutOfRange(uint256 timestamp);
+
 /// @notice submitRound: the signature is not the beacon's signature of this round.
 /// @param round The round.
 error InvalidBeaconSignature(uint64 round);

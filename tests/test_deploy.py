@@ -36,7 +36,7 @@ def env_of(net: Devnet) -> dict[str, str]:
 
 def test_artifacts_are_up_to_date_with_sources() -> None:
     assert artifacts.stale_sources(tools.repo_root()) == [], "run `ovig compile` and commit the artifacts"
-    assert artifacts.names() == ["AuditCommittee", "ProtocolMirror", "TrainingTasks"]
+    assert artifacts.names() == ["AuditCommittee", "DrandBeacon", "ProtocolMirror", "TrainingTasks"]
 
 
 def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:

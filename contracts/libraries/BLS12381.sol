@@ -12,9 +12,14 @@ pragma solidity 0.8.28;
 /// points outside the prime-order subgroup, so every point here is checked by the chain itself.
 library BLS12381 {
     /// @notice An EIP-2537 precompile failed: a malformed point (off the curve, outside the subgroup,
-    /// a coordinate not below the modulus) or a chain without the precompiles.
+    /// a coordinate not below the modulus), a chain without the precompiles, or a call that ran out of gas
+    /// (a caller that forwards too little gas sees this error too).
     /// @param precompile Its address.
     error BlsPrecompileFailed(address precompile);
+
+    /// @notice expand_message_xmd: RFC 9380 hashes a domain tag longer than 255 bytes first; not supported.
+    /// @param length The tag's length.
+    error DstTooLong(uint256 length);
 
     uint256 internal constant G1_BYTES = 128;
     uint256 internal constant G2_BYTES = 256;
@@ -30,6 +35,12 @@ library BLS12381 {
     // (p - 1) / 2: a y above it is the "larger" root, the sign bit of the compressed encoding.
     uint256 private constant HALF_HI = 0x0d0088f51cbff34d258dd3db21a5d66b;
     uint256 private constant HALF_LO = 0xb23ba5c279c2895fb39869507b587b120f55ffff58a9ffffdcff7fffffffd555;
+
+    // G1's generator.
+    bytes32 internal constant G1_X_HI = 0x0000000000000000000000000000000017f1d3a73197d7942695638c4fa9ac0f;
+    bytes32 internal constant G1_X_LO = 0xc3688c4f9774b905a14e3a3f171bac586c55e83ff97a1aeffb3af00adb22c6bb;
+    bytes32 internal constant G1_Y_HI = 0x0000000000000000000000000000000008b3f481e3aaa0f1a09e30ed741d8ae4;
+    bytes32 internal constant G1_Y_LO = 0xfcf5e095d5d00af600db18cb2c04b3edd03cc744a2888ae40caa232946c5e7e1;
 
     // -G2, the negated generator of G2: e(sig, -G2) * e(H(m), pk) == 1 is e(sig, G2) == e(H(m), pk).
     bytes32 private constant NEG_G2_0 = 0x00000000000000000000000000000000024aa2b2f08f0a91260805272dc51051;
@@ -94,6 +105,7 @@ library BLS12381 {
     /// @param dst The domain separation tag (at most 255 bytes).
     /// @return b The 128 uniform bytes as four words b_1 .. b_4.
     function expandMessageXmd(bytes memory message, bytes memory dst) internal pure returns (bytes32[4] memory b) {
+        if (dst.length > 255) revert DstTooLong(dst.length);
         bytes memory dstPrime = abi.encodePacked(dst, uint8(dst.length));
         // Z_pad (one SHA-256 block of zeros) || msg || I2OSP(128, 2) || I2OSP(0, 1) || DST_prime
         bytes32 b0 = sha256(abi.encodePacked(new bytes(64), message, uint16(128), uint8(0), dstPrime));

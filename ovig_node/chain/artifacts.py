@@ -74,7 +74,9 @@ def export_manifest(manifest: dict[str, Any], repo: Path, directory: Path = ARTI
         # contracts/test/ holds test doubles: only deployable contracts of our own ship.
         if not source.startswith("contracts/") or ".cache" in source or source.startswith("contracts/test/"):
             continue
-        if not ctype.get("abi") or bytecode == "0x":
+        # An internal library's ABI lists at most its custom errors: nothing to deploy or call.
+        callable_ = any(item.get("type") != "error" for item in ctype.get("abi") or [])
+        if not callable_ or bytecode == "0x":
             continue
         artifact = Artifact(
             name=name,

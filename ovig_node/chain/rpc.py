@@ -8,7 +8,7 @@ import requests
 from eth_account.signers.local import LocalAccount
 from web3 import Web3
 from web3.exceptions import Web3Exception
-from web3.types import TxParams, TxReceipt
+from web3.types import RPCEndpoint, TxParams, TxReceipt
 
 from ovig_node.chain.errors import ChainError, RpcUnavailable
 
@@ -17,7 +17,11 @@ GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate
 
 def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = None) -> Web3:
     """A Web3 on ``url`` that has answered once; refuses a chain with another id than expected."""
-    w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": timeout}))
+    # web3's validation asks the endpoint for its chain id before every eth_call: cached, that halves the
+    # requests of a node's idle pass (about half its CPU). Nothing else is cached; the id is checked below.
+    provider = Web3.HTTPProvider(url, request_kwargs={"timeout": timeout}, cache_allowed_requests=True,
+                                 cacheable_requests={RPCEndpoint("eth_chainId")})  # fmt: skip
+    w3 = Web3(provider)
     try:
         chain_id = w3.eth.chain_id
     except (requests.RequestException, OSError, Web3Exception) as exc:

@@ -77,6 +77,8 @@ def make_handler(network: Network) -> type[BaseHTTPRequestHandler]:
     route = re.compile(rf"^(?:/{info['hash']})?/(info|public/latest|public/(\d{{1,18}}))/?$")
 
     class Handler(BaseHTTPRequestHandler):
+        timeout = 10  # seconds a client may take to send its request: a stalled one frees its thread
+
         def do_GET(self) -> None:
             match = route.match(self.path)
             if match is None:
@@ -110,6 +112,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--genesis", type=int, required=True, help="Unix time of round 1")
     parser.add_argument("--period", type=int, default=3, help="seconds between rounds [3, as quicknet]")
     args = parser.parse_args(argv)
+    if args.period < 1 or args.genesis < 1:
+        parser.error("--period and --genesis must be at least 1")
     network = devnet_network(args.genesis, args.period)
     server = ThreadingHTTPServer((args.host, args.port), make_handler(network))
     print(f"drand devnet beacon on http://{args.host}:{args.port}, genesis {args.genesis}, period {args.period}")

@@ -30,7 +30,7 @@ class Keeper:
     ctx: NodeContext
     duties: frozenset[str] = frozenset(DUTIES)
     only_tasks: frozenset[int] | None = None  # None: every task on the contract
-    # ("task", id), ("dispute", id) or ("commit", commitment hex) that need no more duties.
+    # ("task", id), ("dispute", id), ("batch", "task:j") or ("commit", commitment hex) that need no more duties.
     _done: set[tuple[str, int | str]] = field(default_factory=set)
     _params: dict[str, int] = field(default_factory=dict)
 
@@ -83,8 +83,12 @@ class Keeper:
         done = []
         now, number = int(head["timestamp"]), int(head["number"])
         for j in range(t.committedBatches):
+            if ("batch", f"{task}:{j}") in self._done:
+                continue
             b = p.batch(task, j)
-            if b.status == BatchStatus.COMMITTED and number > b.commitBlock + self._param("seedDelay"):
+            if b.status == BatchStatus.OPENED:  # a batch never leaves Opened: no duty of it is left
+                self._done.add(("batch", f"{task}:{j}"))
+            elif b.status == BatchStatus.COMMITTED and number > b.commitBlock + self._param("seedDelay"):
                 done += self._act("drawSeed", f"drawSeed:{task}:{j}", tasks.functions.drawSeed(task, j),
                                   f"drew the sample of task {task} batch {j}")  # fmt: skip
             elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet:

@@ -46,8 +46,7 @@ class Network:
 
     def round_time(self, round_: int) -> int:
         """When round ``round_`` is published."""
-        if round_ < 1:
-            raise DrandError("drand's rounds start at 1")
+        check_round(round_)
         return self.genesis + (round_ - 1) * self.period
 
 
@@ -84,8 +83,15 @@ def known_networks(path: Path) -> dict[str, KnownNetwork]:
     return networks
 
 
+def check_round(round_: int) -> None:
+    """Raise :class:`DrandError` unless ``round_`` is a round number drand and ``DrandBeacon`` can have."""
+    if not 1 <= round_ < 2**64:
+        raise DrandError(f"round {round_} is not in 1 .. 2^64 - 1 (drand's rounds start at 1)")
+
+
 def message(round_: int) -> bytes:
     """What round ``round_``'s signature signs: ``sha256`` of the round as 8 big-endian bytes."""
+    check_round(round_)
     return hashlib.sha256(round_.to_bytes(8, "big")).digest()
 
 
@@ -137,8 +143,6 @@ def g2_for_contract(public_key: bytes) -> bytes:
 
 def verify(public_key: bytes, round_: int, signature: bytes) -> None:
     """Raise :class:`DrandError` unless ``signature`` is round ``round_``'s under ``public_key``."""
-    if round_ < 1:
-        raise DrandError("drand's rounds start at 1")
     hashed = hash_to_G1(message(round_), DST, hashlib.sha256)
     if pairing(G2, _g1_point(signature)) != pairing(_g2_point(public_key), hashed):
         raise DrandError(f"not the signature of round {round_} under this key")

@@ -12,7 +12,8 @@ from typing import Any
 import ape
 import pytest
 from helpers import revert_data
-from py_ecc.optimized_bls12_381 import FQ, b, curve_order, is_inf, multiply, normalize
+from py_ecc.bls.hash_to_curve import map_to_curve_G2
+from py_ecc.optimized_bls12_381 import FQ, FQ2, b, curve_order, is_inf, multiply, normalize
 from py_ecc.optimized_bls12_381 import add as g1_add
 
 from ovig_node.devnet.beacon import DEVNET_BEACON_SECRET, devnet_network
@@ -125,5 +126,17 @@ def test_the_constructor_refuses_a_key_that_is_not_a_g2_point(project: Any, owne
         with ape.reverts(invalid):
             owner.deploy(project.DrandBeacon, key, genesis, period)
     off_curve = key[:255] + bytes([key[255] ^ 1])
-    with ape.reverts(revert_data("BlsPrecompileFailed(address)", ["address"], [PAIRING])):
-        owner.deploy(project.DrandBeacon, off_curve, QUICKNET.genesis, QUICKNET.period)
+    # On the curve but outside G2's prime-order subgroup: SWU's image before its cofactor is cleared.
+    x, y = normalize(map_to_curve_G2(FQ2([5, 7])))
+    assert not is_inf(multiply((x, y, FQ2.one()), curve_order))
+    off_subgroup = b"".join(int(c).to_bytes(64, "big") for c in (*x.coeffs, *y.coeffs))
+    for bad in (off_curve, off_subgroup):
+        with ape.reverts(revert_data("BlsPrecompileFailed(address)", ["address"], [PAIRING])):
+            owner.deploy(project.DrandBeacon, bad, QUICKNET.genesis, QUICKNET.period)
+
+
+def test_the_round_clock_refuses_a_round_past_64_bits(quicknet: Any) -> None:
+    last = QUICKNET.genesis + (2**64 - 2) * QUICKNET.period  # round 2^64 - 1
+    assert quicknet.roundAt(last) == 2**64 - 1
+    with ape.reverts(quicknet.RoundOutOfRange, timestamp=last + 1):
+        quicknet.roundAt(last + 1)
