@@ -34,12 +34,18 @@ $(STAMP_NPM): package.json package-lock.json
 	touch $@
 
 # solc-v<version> where py-solc-x / ape-solidity look (SOLCX_BINARY_PATH), and the native anvil
-# binary on PATH (the npm wrapper would put a node process between us and anvil's pid).
-$(STAMP_TOOLS): $(STAMP_NPM) tools/solc/solc tools/solc/solc.cjs package.json
+# binary on PATH (the npm wrapper would put a node process between us and anvil's pid; `exec` keeps it).
+# Every anvil we or Ape start runs with --max-persisted-states 0: by default anvil moves the states that
+# leave its in-memory window to ~/.foundry/anvil/tmp and never deletes them, about 2 GB per test session
+# (CI ran out of disk). Nothing here reads state older than that window.
+$(STAMP_TOOLS): $(STAMP_NPM) tools/solc/solc tools/solc/solc.cjs package.json Makefile
 	mkdir -p .tools/solcx .tools/bin
 	ln -sfn ../../tools/solc/solc .tools/solcx/solc-v$(SOLC_VERSION)
 	.tools/solcx/solc-v$(SOLC_VERSION) --version | grep -q "Version: $(SOLC_VERSION)+"
-	ln -sfn "$$(ls -d $(CURDIR)/node_modules/@foundry-rs/anvil-*/bin/anvil | head -n 1)" .tools/bin/anvil
+	rm -f .tools/bin/anvil
+	printf '#!/bin/sh\nexec "%s" --max-persisted-states 0 "$$@"\n' \
+	  "$$(ls -d $(CURDIR)/node_modules/@foundry-rs/anvil-*/bin/anvil | head -n 1)" > .tools/bin/anvil
+	chmod +x .tools/bin/anvil
 	.tools/bin/anvil --version >/dev/null
 	touch $@
 

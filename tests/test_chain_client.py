@@ -240,3 +240,14 @@ def test_scanner_drops_events_of_reorged_blocks(w3: Web3, tasks: Any, tmp_path: 
     fresh = events.poll()
     assert [(e.name, e.args["owner"]) for e in fresh] == [("TaskPosted", other.address)]
     assert [(e.name, e.args["terms"]["reward"]) for e in events.events()] == [("TaskPosted", 5)]
+
+
+def test_anvil_keeps_no_old_states_on_disk(w3: Web3) -> None:
+    """Our anvil (``.tools/bin/anvil``, which Ape runs too) drops the states that leave its in-memory window.
+    Plain anvil moves them to ~/.foundry/anvil/tmp and never deletes them: 316 MB for 2,048 empty blocks,
+    some 2 GB per test session, which once filled CI's disk."""
+    cache = Path.home() / ".foundry" / "anvil" / "tmp"
+    before = set(cache.iterdir()) if cache.exists() else set()
+    w3.provider.make_request("anvil_mine", [hex(2048)])  # type: ignore[arg-type]
+    after = set(cache.iterdir()) if cache.exists() else set()
+    assert after - before == set()
