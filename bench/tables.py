@@ -114,8 +114,8 @@ def test_time() -> str:
     """Per-file seconds of each recorded run, the slowest files first (bench/results/test_time.json)."""
     runs = load("test_time.json")["runs"]
     labels = list(runs)
-    files = sorted({f for r in runs.values() for f in r["file_seconds"]}, key=lambda f: -max(
-        r["file_seconds"].get(f, 0) for r in runs.values()))  # fmt: skip
+    files = sorted({f for r in runs.values() for f in r["file_seconds"]}, key=lambda f: (-max(
+        r["file_seconds"].get(f, 0) for r in runs.values()), f))  # fmt: skip
     rows = [["pytest session", *(f"{runs[label]['session_seconds']:.0f}" for label in labels)]]
     rows += [[f"`{f}`", *(f"{runs[label]['file_seconds'].get(f, 0):.0f}" for label in labels)] for f in files[:12]]
     return table(["seconds", *labels], rows, align="l" + "r" * len(labels))

@@ -132,8 +132,10 @@ def auditor() -> None:
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @click.option("--appeal-budget", default="0", show_default=True,
               help="Largest appeal bond (ETH) to put up against a round its own replay contradicts.")  # fmt: skip
+@click.option("--poll", "poll_seconds", type=click.FloatRange(0.1, 600), default=1.0, show_default=True,
+              help="Seconds between passes: each reads its panels and keeper duties from the chain.")  # fmt: skip
 @connection_options
-def auditor_run(profile: str, seconds: float | None, appeal_budget: str, **options: Any) -> None:
+def auditor_run(profile: str, seconds: float | None, appeal_budget: str, poll_seconds: float, **options: Any) -> None:
     """Register (if needed) and serve on panels until interrupted."""
     import time
 
@@ -141,7 +143,8 @@ def auditor_run(profile: str, seconds: float | None, appeal_budget: str, **optio
     from ovig_node.nodes.keeper import Keeper
 
     ctx = _open("auditor", options)
-    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx), appeal_budget=_eth(appeal_budget))
+    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx), appeal_budget=_eth(appeal_budget),
+                       poll_seconds=poll_seconds)  # fmt: skip
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 
