@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ovig_node.devnet.beacon import DEVNET_BEACON_SECRET, chain_info, devnet_network, latest_round, make_handler
+from ovig_node.devnet.beacon import DEVNET_BEACON_SECRET, chain_info, devnet_network, make_handler
 from ovig_node.protocol import drand
 
 QUICKNET = drand.known_networks(Path(__file__).resolve().parents[1] / "deploy" / "drand.json")["quicknet"]
@@ -48,7 +48,7 @@ def test_round_clock() -> None:
     network = drand.Network(public_key=QUICKNET_KEY, genesis=1000, period=3)
     assert [network.round_at(t) for t in (0, 1000, 1001, 1003, 1004)] == [1, 1, 2, 2, 3]
     assert [network.round_time(r) for r in (1, 2, 3)] == [1000, 1003, 1006]
-    assert [latest_round(network, t) for t in (999.9, 1000, 1002.9, 1003)] == [0, 1, 1, 2]
+    assert [network.latest_round(t) for t in (999.9, 1000, 1002.9, 1003)] == [0, 1, 1, 2]
 
 
 @pytest.fixture

@@ -11,7 +11,8 @@ Served, with or without the ``/{chain hash}`` prefix drand's relays also accept:
 Round r is published at ``genesis + (r - 1) * period``, by the wall clock. A signature is a pure function
 of the key and the round, so the beacon keeps no state and a restart serves the same rounds.
 
-Run: ``python -m ovig_node.devnet.beacon --port 8090 --genesis 1700000000 --period 3``.
+Run: ``python -m ovig_node.devnet.beacon --port 8090 --genesis 1700000000 --period 3`` (``ovig devnet up``
+does).
 """
 
 from __future__ import annotations
@@ -65,13 +66,6 @@ def beacon_round(round_: int) -> dict[str, Any]:
     return {"round": round_, "randomness": randomness(signature).hex(), "signature": signature.hex()}
 
 
-def latest_round(network: Network, now: float) -> int:
-    """The last round published by ``now`` (0 before genesis)."""
-    if now < network.genesis:
-        return 0
-    return int(now - network.genesis) // network.period + 1
-
-
 def make_handler(network: Network) -> type[BaseHTTPRequestHandler]:
     info = chain_info(network)
     route = re.compile(rf"^(?:/{info['hash']})?/(info|public/latest|public/(\d{{1,18}}))/?$")
@@ -85,7 +79,7 @@ def make_handler(network: Network) -> type[BaseHTTPRequestHandler]:
                 return self._send(404, {"error": "not found"})
             if match.group(1) == "info":
                 return self._send(200, info)
-            latest = latest_round(network, time.time())
+            latest = network.latest_round(time.time())
             wanted = latest if match.group(2) is None else int(match.group(2))
             if wanted < 1 or wanted > latest:
                 return self._send(404, {"error": f"round {wanted} is not published (latest: {latest})"})
@@ -110,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--genesis", type=int, required=True, help="Unix time of round 1")
-    parser.add_argument("--period", type=int, default=3, help="seconds between rounds [3, as quicknet]")
+    parser.add_argument("--period", type=int, required=True, help="seconds between rounds")
     args = parser.parse_args(argv)
     if args.period < 1 or args.genesis < 1:
         parser.error("--period and --genesis must be at least 1")

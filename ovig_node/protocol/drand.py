@@ -13,6 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from py_ecc.bls.hash_to_curve import hash_to_G1
 from py_ecc.bls.point_compression import compress_G1, compress_G2, decompress_G1, decompress_G2
@@ -24,6 +25,7 @@ DST = b"BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_"
 SCHEME = "bls-unchained-g1-rfc9380"
 G1_COMPRESSED = 48
 G2_COMPRESSED = 96
+Point = TypeVar("Point", Optimized_Point3D[FQ], Optimized_Point3D[FQ2])
 
 
 class DrandError(ValueError):
@@ -43,6 +45,12 @@ class Network:
         if timestamp <= self.genesis:
             return 1
         return (timestamp - self.genesis + self.period - 1) // self.period + 1
+
+    def latest_round(self, now: float) -> int:
+        """The last round published by ``now`` (0 before genesis)."""
+        if now < self.genesis:
+            return 0
+        return int(now - self.genesis) // self.period + 1
 
     def round_time(self, round_: int) -> int:
         """When round ``round_`` is published."""
@@ -111,9 +119,7 @@ def _g1_point(signature: bytes) -> Optimized_Point3D[FQ]:
         point = decompress_G1(G1Compressed(int.from_bytes(signature, "big")))
     except ValueError as e:  # py_ecc's refusals: bad flags, x off the curve, x not below p
         raise DrandError(f"not a G1 point: {e}") from None
-    if is_inf(point) or not is_inf(multiply(point, curve_order)):
-        raise DrandError("not a point of the G1 subgroup")
-    return point
+    return _in_subgroup(point, "G1")
 
 
 def _g2_point(public_key: bytes) -> Optimized_Point3D[FQ2]:
@@ -124,8 +130,13 @@ def _g2_point(public_key: bytes) -> Optimized_Point3D[FQ2]:
         point = decompress_G2((G2Compressed(z1), G2Compressed(z2)))
     except ValueError as e:
         raise DrandError(f"not a G2 point: {e}") from None
+    return _in_subgroup(point, "G2")
+
+
+def _in_subgroup(point: Point, group: str) -> Point:
+    """``point`` unless it is infinity or outside the prime-order subgroup (what EIP-2537's pairing refuses)."""
     if is_inf(point) or not is_inf(multiply(point, curve_order)):
-        raise DrandError("not a point of the G2 subgroup")
+        raise DrandError(f"not a point of the {group} subgroup")
     return point
 
 
