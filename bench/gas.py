@@ -1,12 +1,13 @@
 """Benchmark: gas of every external call of TrainingTasks and AuditCommittee, on a fresh anvil.
 
 Deploys the pair with the production plan (deploy/plan.py, from the compiled artifacts in
-ovig_node/chain/artifacts), then runs real tasks with real Merkle trees and proofs built by
-ovig_node.protocol: the whole lifecycle, a dispute decided each way (by a round-0 panel of 3), and
-every way out. Measures the gas used (receipt gasUsed: what the sender pays for, intrinsic 21,000
-and calldata included) of each call; commitBatch gas per interval for m = 1, 10, 100, 256; openBatch
-gas per sampled interval at m = 100 for growing samples; finalize for 1 batch against many. Checks
-the issue's targets:
+ovig_node/chain/artifacts) and its drand backend (DrandBeacon, for a beacon with the devnet's published
+key: every sample and panel waits for a drand round verified on-chain, as in production), then runs real
+tasks with real Merkle trees and proofs built by ovig_node.protocol: the whole lifecycle, a dispute
+decided each way (by a round-0 panel of 3), and every way out. Measures the gas used (receipt gasUsed:
+what the sender pays for, intrinsic 21,000 and calldata included) of each call; commitBatch gas per
+interval for m = 1, 10, 100, 256; openBatch gas per sampled interval at m = 100 for growing samples;
+finalize for 1 batch against many. Checks the issue's targets:
 
 - commitBatch gas independent of m, and under 1,000 gas per interval at m = 100;
 - openBatch at most 30,000 gas per sampled interval (m = 100, half the batch sampled);
@@ -42,13 +43,15 @@ from web3.contract import Contract
 
 from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import DEVNET_MNEMONIC, devnet_account
-from ovig_node.chain.deploy import Deployer, run_plan
+from ovig_node.chain.deploy import Deployer, RandomnessChoice, run_plan
 from ovig_node.chain.rpc import connect
 from ovig_node.devnet import tools
+from ovig_node.devnet.beacon import DEVNET_BEACON_SECRET, devnet_network
 from ovig_node.devnet.manager import anvil_health
 from ovig_node.devnet.processes import free_port, start_process, terminate
 from ovig_node.protocol import drand, merkle
 from ovig_node.protocol.intervals import Layout
+from ovig_node.protocol.sampling import sampled_intervals
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "gas.json"
@@ -62,6 +65,7 @@ LATER = " (a later task)"  # label suffix of a challenge made once the contracts
 OUT_OF_BOUNDS, VALID, FAULTY = 1, 1, 2
 VOTING = 2  # DisputeStatus.Voting
 DISPUTE_STATUS, DISPUTE_ROUND, DISPUTE_ARMED_AT = 2, 5, 7  # positions in AuditCommittee's Dispute struct
+BATCH_SAMPLED, BATCH_TARGET = 2, 4  # positions in TrainingTasks' Batch struct
 COMMIT_MS = (1, 10, 100, 256)  # intervals per batch for the commitment cost
 OPEN_SAMPLE_BPS = (100, 1000, 2500, 5000)  # m = 100: 1, 10, 25 and 50 sampled intervals
 FINALIZE_BATCHES = (1, 64)
@@ -121,11 +125,12 @@ class Evidence:
 class Bench:
     """The deployed pair on a private anvil, and helpers to drive tasks and disputes through it."""
 
-    def __init__(self, w3: Web3, tasks: Contract, committee: Contract) -> None:
-        self.w3, self.tasks, self.committee = w3, tasks, committee
+    def __init__(self, w3: Web3, tasks: Contract, committee: Contract, network: drand.Network) -> None:
+        self.w3, self.tasks, self.committee, self.network = w3, tasks, committee, network
         self.accounts = w3.eth.accounts
         self.gas: dict[str, int] = {}
-        self.seed_delay = tasks.functions.SEED_DELAY().call()
+        beacon = tasks.functions.RANDOMNESS().call()
+        self.beacon = w3.eth.contract(address=beacon, abi=artifacts.load("DrandBeacon").abi)
 
     # --- chain ------------------------------------------------------------------------------------
 
@@ -148,6 +153,16 @@ class Bench:
     def mine(self, blocks: int) -> None:
         self.w3.provider.make_request("anvil_mine", [hex(blocks)])  # type: ignore[arg-type]
 
+    def reach(self, round_: int, *, labels: bool = False) -> None:
+        """Wait (in chain time) for drand round ``round_`` and submit it, signed with the devnet beacon's key."""
+        due = self.network.round_time(round_)
+        if self.now() < due:
+            self.warp(due - self.now())
+        if self.beacon.functions.randomnessOf(round_).call() == bytes(32):
+            signature = drand.g1_for_contract(drand.sign(DEVNET_BEACON_SECRET, round_))
+            label = "DrandBeacon.submitRound (a target round)" if labels else None
+            self.send(self.beacon.functions.submitRound(round_, signature), KEEPER, label=label)
+
     # --- tasks ------------------------------------------------------------------------------------
 
     def post(self, shape: Shape, *, label: str | None = None) -> Evidence:
@@ -168,10 +183,14 @@ class Bench:
         return int(self.send(fn, PROVIDER, label=label)["gasUsed"])
 
     def draw(self, ev: Evidence, j: int, *, label: str | None = None) -> list[int]:
-        """Mine past the batch's seed block, draw its sample; the sampled intervals in draw order."""
-        self.mine(self.seed_delay + 1)
+        """Reach the batch's drand round, draw its sample; the sampled intervals, ascending."""
+        self.reach(self.tasks.functions.getBatch(ev.task, j).call()[BATCH_TARGET], labels=label is not None)
         self.send(self.tasks.functions.drawSeed(ev.task, j), KEEPER, label=label)
-        return list(self.tasks.functions.sampledIntervals(ev.task, j).call())
+        return self.sampled(ev, j)
+
+    def sampled(self, ev: Evidence, j: int) -> list[int]:
+        bitmap = self.tasks.functions.getBatch(ev.task, j).call()[BATCH_SAMPLED]
+        return sampled_intervals(bitmap, j, ev.layout.intervals_per_batch)
 
     def open(self, ev: Evidence, j: int, sampled: list[int], *, label: str | None = None) -> int:
         openings = [ev.opening(k) for k in sampled]
@@ -213,7 +232,7 @@ class Bench:
 
     def decide(self, dispute: int, vote: int, *, label: str, labels: bool = False) -> None:
         """Draw the panel, have every panelist commit and reveal ``vote``, resolve (gas under ``label``)."""
-        self.mine(self.seed_delay + 1)
+        self.reach(self.committee.functions.panelTarget(dispute).call())
         self.send(self.committee.functions.drawPanel(dispute), KEEPER, label="drawPanel" if labels else None)
         panel = self.committee.functions.panelOf(dispute).call()
         round_ = self.committee.functions.getDispute(dispute).call()[DISPUTE_ROUND]
@@ -252,7 +271,7 @@ def every_call(bench: Bench) -> None:
     bench.register_auditors()
     # Lifecycle: a dispute found valid, a commit left to expire, then finalize.
     ev = bench.run_to_opened(shape, labels=True)
-    dispute = bench.challenge(ev, t.sampledIntervals(ev.task, 0).call()[0], labels=True)
+    dispute = bench.challenge(ev, bench.sampled(ev, 0)[0], labels=True)
     commitment = bench.commit_challenge(ev, 0, WATCHER2, keccak(text="never revealed"))
     bench.warp(WINDOWS[2])
     bench.send(t.expireChallenge(ev.task, bench.accounts[WATCHER2], commitment), KEEPER, label="expireChallenge")
@@ -262,12 +281,12 @@ def every_call(bench: Bench) -> None:
     # A dispute found faulty: the task is slashed. The first challenge of this task, but not of the contracts:
     # their counters (commits, disputes) are no longer zero, as on any chain after its first dispute.
     ev = bench.run_to_opened(shape)
-    dispute = bench.challenge(ev, t.sampledIntervals(ev.task, 1).call()[0], labels=True, tag=LATER)
+    dispute = bench.challenge(ev, bench.sampled(ev, 1)[0], labels=True, tag=LATER)
     bench.decide(dispute, FAULTY, label="resolve (faulty)")
     # A faulty verdict while a dispute led by an earlier commit is still open: the slash's lead share waits
     # for that dispute, which is judged on (found faulty too, it takes the share), then is released.
     ev = bench.run_to_opened(shape)
-    first, second = t.sampledIntervals(ev.task, 1).call()[:2]
+    first, second = bench.sampled(ev, 1)[:2]
     earlier = bench.challenge(ev, first)
     later = bench.challenge(ev, second)
     bench.decide(later, FAULTY, label="resolve (faulty, lead's share waiting)")
@@ -339,7 +358,7 @@ def panel_cost(bench: Bench) -> dict[str, int]:
     bench.mine(c.WARMUP_BLOCKS().call())
     ev = bench.run_to_opened(Shape(total_steps=10, stride=10, per_batch=1, sample_bps=10000))
     dispute = bench.challenge(ev, 0)
-    bench.mine(bench.seed_delay + 1)
+    bench.reach(c.panelTarget(dispute).call())
     receipt = bench.send(c.drawPanel(dispute), KEEPER)
     assert c.getDispute(dispute).call()[DISPUTE_STATUS] == VOTING, "a first-round panel of 3 takes one call"
     return {"auditors": int(c.auditorCount().call()), "gas": int(receipt["gasUsed"])}
@@ -396,7 +415,10 @@ def drand_cost(bench: Bench) -> None:
     factory = bench.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
     network = quicknet.network
     key = drand.g2_for_contract(network.public_key)
-    deploy_tx = factory.constructor(key, network.genesis, network.period).transact({"from": bench.accounts[OWNER]})
+    delay = network.period
+    deploy_tx = factory.constructor(key, network.genesis, network.period, delay).transact(
+        {"from": bench.accounts[OWNER]}
+    )
     address = bench.w3.eth.wait_for_transaction_receipt(deploy_tx)["contractAddress"]
     beacon = bench.w3.eth.contract(address=address, abi=artifact.abi).functions
     signature, round_ = drand.g1_for_contract(quicknet.known_signature), quicknet.known_round
@@ -405,9 +427,10 @@ def drand_cost(bench: Bench) -> None:
     bench.send(beacon.submitRound(round_, signature), KEEPER, label="DrandBeacon.submitRound (a round already there)")
 
 
-def deploy(w3: Web3, folder: Path) -> tuple[Contract, Contract]:
-    """The production plan (deploy/plan.py) on this chain; the pair as web3 contracts."""
-    deployer = Deployer.open(w3, devnet_account(0), folder / "deployments.json")
+def deploy(w3: Web3, folder: Path, network: drand.Network) -> tuple[Contract, Contract]:
+    """The production plan (deploy/plan.py) on this chain, drand backend for ``network``; the pair."""
+    choice = RandomnessChoice("drand", network)  # the plan's delay for a chain other than the devnet
+    deployer = Deployer.open(w3, devnet_account(0), folder / "deployments.json", choice)
     addresses = run_plan(REPO / "deploy" / "plan.py", deployer).addresses()
     return tuple(  # type: ignore[return-value]
         w3.eth.contract(address=addresses[name], abi=artifacts.load(name).abi)
@@ -417,8 +440,9 @@ def deploy(w3: Web3, folder: Path) -> tuple[Contract, Contract]:
 
 def measure(url: str, folder: Path, console: Console) -> dict[str, Any]:
     w3 = connect(url)
-    tasks, committee = deploy(w3, folder)
-    bench = Bench(w3, tasks, committee)
+    network = devnet_network(int(w3.eth.get_block("latest")["timestamp"]), period=3)
+    tasks, committee = deploy(w3, folder, network)
+    bench = Bench(w3, tasks, committee, network)
     with console.status("every call ..."):
         every_call(bench)
     with console.status("commitBatch by m ..."):

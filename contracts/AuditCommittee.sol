@@ -5,8 +5,8 @@ import {Checkpoints} from "@openzeppelin/contracts/utils/structs/Checkpoints.sol
 
 import {IAdjudicator} from "./interfaces/IAdjudicator.sol";
 import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
+import {IRandomness} from "./interfaces/IRandomness.sol";
 import {PanelDraw} from "./libraries/PanelDraw.sol";
-import {BlockhashRandomness} from "./utils/BlockhashRandomness.sol";
 import {PullPayments} from "./utils/PullPayments.sol";
 import {Appeal, Auditor, Ballot, Dispute, DisputeStatus, Reason, Settlement, Verdict} from "./Types.sol";
 import {
@@ -47,8 +47,6 @@ struct CommitteeParams {
     uint8 overlap;
     // Blocks an auditor must have been registered before a round's arm block to be eligible for it.
     uint64 warmupBlocks;
-    // Blocks between a round's arm block a and its seed block a + seedDelay (>= 1).
-    uint64 seedDelay;
     // Seconds between requestExit and exit; longer than maxDrawDelay, so nobody eligible for an armed
     // round leaves before it is drawn.
     uint64 cooldown;
@@ -77,17 +75,18 @@ struct CommitteeParams {
 /// @notice A staked committee of auditors that decides disputes of TrainingTasks (protocol 4.2, v2).
 /// A round is armed at a block a; its panel is a function of the committee's history as of a (slot
 /// occupants, registrations, exit requests and stakes, kept as OpenZeppelin checkpoints) and of the
-/// randomness for block a + SEED_DELAY alone, so nothing done after a (exits, registrations, other
+/// value of the randomness target named when it was armed alone, so nothing done after a (exits, registrations, other
 /// disputes) steers it. Seats held elsewhere do not matter for eligibility. A strict majority of the
 /// seated panel decides a round; otherwise the next, larger round is armed. Penalties are settled
 /// against the dispute's final outcome when it resolves.
 /// @dev States of a dispute: AwaitingPanel -(drawPanel, one or more calls)-> Voting -(resolve)->
 /// Resolved, or back to AwaitingPanel for the next round; AwaitingPanel -(rearm)-> AwaitingPanel when
-/// the draw expired, its seed block's hash is gone, or its tries seated too few, until
+/// the draw expired, its target's value is gone, or its tries seated too few, until
 /// starvationTimeout. A moot dispute (its task ended) resolves at any time, without penalties.
-/// Clocks: seed blocks in blocks, every window in seconds. Money invariant (protocol 4.3): balance ==
+/// Clocks: the randomness target in the backend's units (blocks or drand rounds), every window in
+/// seconds. Money invariant (protocol 4.3): balance ==
 /// totalStake + heldAppealBonds + credits + burned.
-contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
+contract AuditCommittee is IAdjudicator, PullPayments {
     using Checkpoints for Checkpoints.Trace160;
     using Checkpoints for Checkpoints.Trace208;
 
@@ -117,8 +116,9 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     uint256 public immutable AUDITOR_STAKE;
     /// @notice Blocks of registration needed before a round's arm block to be eligible for it.
     uint256 public immutable WARMUP_BLOCKS;
-    /// @notice Blocks between a round's arm block and its seed block.
-    uint256 public immutable SEED_DELAY;
+    /// @notice The randomness backend: a round armed in block a at time t draws its panel from the value
+    /// of `RANDOMNESS.targetOf(a, t)`.
+    IRandomness public immutable RANDOMNESS;
     /// @notice Seconds between requestExit and exit.
     uint64 public immutable COOLDOWN;
     /// @notice Seconds to commit a vote, from the panel's completion.
@@ -180,11 +180,11 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     /// @param revealEnd When the reveal window closes.
     event PanelDrawn(uint256 indexed dispute, uint256 round, address[] panel, uint64 commitEnd, uint64 revealEnd);
 
-    /// @notice The round was armed anew at `armBlock`: its draw expired, its seed block's hash was gone,
+    /// @notice The round was armed anew at `armBlock`: its draw expired, its target's value was gone,
     /// its tries seated too few, or its last round ended undecided with most of its panel silent.
     /// @param dispute The dispute id.
     /// @param round The round.
-    /// @param armBlock The new arm block (its seed block is armBlock + SEED_DELAY).
+    /// @param armBlock The new arm block (`panelTarget` names the new target).
     /// @param seated Auditors the abandoned draw had seated.
     event PanelRearmed(uint256 indexed dispute, uint256 round, uint256 armBlock, uint256 seated);
 
@@ -264,11 +264,11 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
 
     /// @param tasks The task contract (deploy this committee first, at the task contract's predicted
     /// address; the task contract checks the wiring when it is built).
+    /// @param randomness RANDOMNESS, the backend the task contract samples batches from too.
     /// @param p The committee's parameters.
-    constructor(IDisputedTasks tasks, CommitteeParams memory p) {
+    constructor(IDisputedTasks tasks, IRandomness randomness, CommitteeParams memory p) {
         if (p.penalty == 0) revert InvalidParameter("penalty", p.penalty);
         if (p.overlap == 0 || p.overlap > MAX_OVERLAP) revert InvalidParameter("overlap", p.overlap);
-        if (p.seedDelay == 0) revert InvalidParameter("seedDelay", p.seedDelay);
         if (p.panelSize < MIN_PANEL || p.panelSize % 2 == 0) revert InvalidParameter("panelSize", p.panelSize);
         if (p.maxRounds == 0 || p.maxRounds > MAX_ROUNDS_LIMIT) revert InvalidParameter("maxRounds", p.maxRounds);
         // INVARIANT: every round can be seated from a full registry with appeals still possible (protocol
@@ -296,7 +296,7 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
         OVERLAP = p.overlap;
         AUDITOR_STAKE = p.penalty * p.overlap;
         WARMUP_BLOCKS = p.warmupBlocks;
-        SEED_DELAY = p.seedDelay;
+        RANDOMNESS = randomness;
         COOLDOWN = p.cooldown;
         COMMIT_WINDOW = p.commitWindow;
         REVEAL_WINDOW = p.revealWindow;
@@ -383,16 +383,16 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     /// @notice Draw the current round's panel, TRIES_PER_CALL tries at a time (call again until the
     /// dispute is Voting): try t seats the occupant, as of the arm block, of slot
     /// `keccak256(abi.encode(seed, t)) % slots` if it was eligible then and is not seated yet. Allowed
-    /// from the seed block's mining until MAX_DRAW_DELAY after the arm; past it, or once every try is
+    /// from the target's readiness (`panelTarget`) until MAX_DRAW_DELAY after the arm; past it, or once every try is
     /// made with too few seated, the round must be re-armed.
     /// @param dispute The dispute id.
     /// @return complete Whether the panel is now complete.
     function drawPanel(uint256 dispute) external returns (bool complete) {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
-        uint256 target = d.armBlock + SEED_DELAY;
-        // INVARIANT: the seed block is mined after the round was armed, so nobody knew the seed at a.
-        if (!_randomnessReady(target)) revert PanelNotReady(dispute, target + 1);
-        bytes32 value = _randomness(target);
+        uint64 target = panelTarget(dispute);
+        // INVARIANT: the target's value was unknown to everyone when the round was armed.
+        (bool ready, bytes32 value) = RANDOMNESS.valueOf(target);
+        if (!ready) revert PanelNotReady(dispute, target);
         uint256 want = panelSizeOf(d.round);
         if (value == bytes32(0) || !_before(d.armedAt + MAX_DRAW_DELAY) || d.tries >= PanelDraw.TRIES_PER_SEAT * want) {
             revert DrawExpired(dispute);
@@ -405,14 +405,14 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     }
 
     /// @notice Arm the current round anew at this block, when its draw cannot complete: past
-    /// MAX_DRAW_DELAY, its seed block's hash gone, or every try made with too few seated. Past
+    /// MAX_DRAW_DELAY, its target's value gone, or every try made with too few seated. Past
     /// STARVATION_TIMEOUT from the round's first arm, the dispute resolves instead, as if the round had
     /// ended undecided.
     /// @param dispute The dispute id.
     function rearm(uint256 dispute) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
-        uint256 target = d.armBlock + SEED_DELAY;
-        bool hashGone = _randomnessGone(target);
+        (bool ready, bytes32 value) = RANDOMNESS.valueOf(panelTarget(dispute));
+        bool hashGone = ready && value == bytes32(0);
         bool triesSpent = d.tries >= PanelDraw.TRIES_PER_SEAT * panelSizeOf(d.round);
         if (!hashGone && !triesSpent && _before(d.armedAt + MAX_DRAW_DELAY)) revert CannotRearm(dispute);
         uint256 seated = _unseatDraw(dispute, d);
@@ -561,6 +561,14 @@ contract AuditCommittee is IAdjudicator, PullPayments, BlockhashRandomness {
     function isOpen(uint256 dispute) external view returns (bool) {
         DisputeStatus status = _disputes[dispute].status;
         return status != DisputeStatus.None && status != DisputeStatus.Resolved;
+    }
+
+    /// @notice The randomness target the current round's panel is drawn from.
+    /// @param dispute The dispute id.
+    /// @return The target (a block or a drand round), fixed when the round was (last) armed.
+    function panelTarget(uint256 dispute) public view returns (uint64) {
+        Dispute storage d = _disputes[dispute];
+        return RANDOMNESS.targetOf(d.armBlock, d.armedAt);
     }
 
     /// @notice A dispute (status None: no such id).

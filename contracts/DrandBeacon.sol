@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.28;
 
+import {IRandomness} from "./interfaces/IRandomness.sol";
 import {BLS12381} from "./libraries/BLS12381.sol";
 import {
     InvalidBeaconParameters,
@@ -20,7 +21,10 @@ import {
 /// is `sha256` of the signature's 48-byte compressed encoding, the value drand's HTTP API publishes.
 /// Submitters pass the signature uncompressed (EIP-2537's 128 bytes): the chain checks it is a point
 /// of the subgroup and the contract compresses it, so each round has exactly one value.
-contract DrandBeacon {
+/// As a randomness backend, an action at time t is randomised by the first round published at or after
+/// t + DELAY: DELAY covers how far a block's timestamp may lag the moment its builder has seen drand's
+/// latest round (a slot on Ethereum; a rollup's sequencer drift), so nobody acting knows the target.
+contract DrandBeacon is IRandomness {
     /// @notice The hash-to-curve domain tag of drand's G1 scheme.
     bytes public constant DST = "BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_";
 
@@ -28,6 +32,8 @@ contract DrandBeacon {
     uint64 public immutable GENESIS;
     /// @notice Seconds between rounds.
     uint64 public immutable PERIOD;
+    /// @notice Seconds between an action's block timestamp and the earliest time of its target round.
+    uint64 public immutable DELAY;
 
     // The network's public key, EIP-2537's 256-byte G2 encoding, in eight immutable words (reading
     // them costs no storage access).
@@ -52,8 +58,11 @@ contract DrandBeacon {
     /// publishes it compressed: `ovig_node.protocol.drand` decompresses it).
     /// @param genesis Unix time of round 1.
     /// @param period Seconds between rounds.
-    constructor(bytes memory publicKey, uint64 genesis, uint64 period) {
-        if (publicKey.length != BLS12381.G2_BYTES || genesis == 0 || period == 0) revert InvalidBeaconParameters();
+    /// @param delay DELAY, at least 1 second.
+    constructor(bytes memory publicKey, uint64 genesis, uint64 period, uint64 delay) {
+        if (publicKey.length != BLS12381.G2_BYTES || genesis == 0 || period == 0 || delay == 0) {
+            revert InvalidBeaconParameters();
+        }
         if (keccak256(publicKey) == keccak256(new bytes(BLS12381.G2_BYTES))) revert InvalidBeaconParameters();
         // A pairing with the G1 point at infinity is 1 for every valid G2 point; the precompile refuses a
         // key off the curve or outside the subgroup, and a chain without EIP-2537 answers nothing. The
@@ -74,6 +83,7 @@ contract DrandBeacon {
         (PK_4, PK_5, PK_6, PK_7) = (words[4], words[5], words[6], words[7]);
         GENESIS = genesis;
         PERIOD = period;
+        DELAY = delay;
     }
 
     /// @notice Verify round `round`'s signature and record its value. Anyone may call; a round already
@@ -91,6 +101,17 @@ contract DrandBeacon {
         randomness = sha256(BLS12381.compressG1(signature));
         _randomness[round] = randomness;
         emit RoundVerified(round, randomness, msg.sender);
+    }
+
+    /// @inheritdoc IRandomness
+    function targetOf(uint256, uint256 timestamp) external view returns (uint64) {
+        return roundAt(timestamp + DELAY);
+    }
+
+    /// @inheritdoc IRandomness
+    function valueOf(uint64 target) external view returns (bool ready, bytes32 value) {
+        value = _randomness[target];
+        return (value != bytes32(0), value);
     }
 
     /// @notice A recorded round's value.

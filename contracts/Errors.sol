@@ -54,7 +54,7 @@ error InvalidReplaySeconds(uint64 replaySeconds, uint64 max);
 /// @param bps The value given.
 error InvalidBps(uint256 bps);
 
-/// @notice Constructor: SEED_DELAY must be at least 1 block.
+/// @notice BlockhashRandomness's constructor: DELAY must be at least 1 block.
 error ZeroSeedDelay();
 
 /// @notice Constructor: a triple of payout shares must sum to 10000 bps.
@@ -119,11 +119,13 @@ error DeadlinePassed(uint256 task, uint64 deadline);
 /// @param deadline When it will.
 error DeadlineNotReached(uint256 task, uint64 deadline);
 
-/// @notice The batch's seed block is not mined yet: drawSeed needs `block.number >= readyAt`.
+/// @notice The batch's randomness target is not ready yet (its block not mined, its drand round not
+/// submitted).
 /// @param task The task id.
 /// @param j The batch index.
-/// @param readyAt First block number at which drawSeed is allowed.
-error SeedNotReady(uint256 task, uint256 j, uint256 readyAt);
+/// @param target The randomness target whose value the draw waits for (a block must be mined, a drand
+/// round submitted).
+error SeedNotReady(uint256 task, uint256 j, uint256 target);
 
 /// @notice The batch's opening window has closed.
 /// @param task The task id.
@@ -284,10 +286,11 @@ error UnknownDispute(uint256 dispute);
 /// @param status Its current status.
 error WrongDisputeStatus(uint256 dispute, DisputeStatus status);
 
-/// @notice The panel's seed block is not mined yet: drawPanel needs `block.number >= readyAt`.
+/// @notice The panel's randomness target is not ready yet (its block not mined, its drand round not
+/// submitted).
 /// @param dispute The dispute id.
-/// @param readyAt First block number at which drawPanel is allowed.
-error PanelNotReady(uint256 dispute, uint256 readyAt);
+/// @param target The target.
+error PanelNotReady(uint256 dispute, uint256 target);
 
 /// @notice The caller is not on the dispute's current panel.
 /// @param dispute The dispute id.
@@ -368,7 +371,7 @@ error StakeTooLow(uint256 required, uint256 sent);
 /// @param stake The stake it would reach.
 error StakeTooLarge(uint256 stake);
 
-/// @notice The round's draw cannot go on: MAX_DRAW_DELAY passed, its seed block's hash is gone, or every
+/// @notice The round's draw cannot go on: MAX_DRAW_DELAY passed, its target's value is gone, or every
 /// try was made; `rearm` it.
 /// @param dispute The dispute id.
 error DrawExpired(uint256 dispute);
@@ -398,10 +401,15 @@ error CannotRearm(uint256 dispute);
 /// @param account The auditor.
 error PanelistCannotChallenge(uint256 task, address account);
 
-// --- randomness (the drand backend) ----------------------------------------------------------
+// --- randomness backends ---------------------------------------------------------------------
+
+/// @notice BlockhashRandomness's constructor: block hashes are grindable by block builders, so this
+/// backend is refused on any chain but the devnet's unless the deployer says otherwise.
+/// @param chainId The chain's id.
+error BlockhashOffDevnet(uint256 chainId);
 
 /// @notice DrandBeacon's constructor: the public key is not a 256-byte G2 point other than infinity, or
-/// the period or genesis time is zero.
+/// the period, genesis time or delay is zero.
 error InvalidBeaconParameters();
 
 /// @notice submitRound: a signature must be a 128-byte (uncompressed, EIP-2537) G1 point.

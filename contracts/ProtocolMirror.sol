@@ -45,13 +45,14 @@ contract ProtocolMirror {
         return OrderedMerkle.verify(proof, root, leafHash, index, leafCount);
     }
 
-    /// @notice The seed of batch `j` of `task` from the hash of its seed block (protocol section 3).
-    /// @param blockHash `blockhash(h + SEED_DELAY)`, h being the block of the batch's commit.
+    /// @notice The seed of batch `j` of `task` from its randomness target's value (protocol section 3).
+    /// @param value The value of the target named at the batch's commit (a block hash or a drand round's
+    /// randomness).
     /// @param task The on-chain task id.
     /// @param j The batch index.
-    /// @return `keccak256(abi.encode(blockHash, task, j))`.
-    function seedOf(bytes32 blockHash, uint256 task, uint256 j) external pure returns (bytes32) {
-        return keccak256(abi.encode(blockHash, task, j));
+    /// @return `keccak256(abi.encode(value, task, j))`.
+    function seedOf(bytes32 value, uint256 task, uint256 j) external pure returns (bytes32) {
+        return keccak256(abi.encode(value, task, j));
     }
 
     /// @notice Sample size of a batch: `max(1, ceil(n * sampleBps / 10000))`.

@@ -3,11 +3,11 @@ pragma solidity 0.8.28;
 
 import {IAdjudicator} from "./interfaces/IAdjudicator.sol";
 import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
+import {IRandomness} from "./interfaces/IRandomness.sol";
 
 import {LeafHash} from "./libraries/LeafHash.sol";
 import {OrderedMerkle} from "./libraries/OrderedMerkle.sol";
 import {Sampling} from "./libraries/Sampling.sol";
-import {BlockhashRandomness} from "./utils/BlockhashRandomness.sol";
 import {PullPayments} from "./utils/PullPayments.sol";
 import {
     Batch,
@@ -79,7 +79,6 @@ import {
     WrongBond,
     WrongStep,
     WrongTaskStatus,
-    ZeroSeedDelay,
     ZeroStride,
     ZeroTotalSteps
 } from "./Errors.sol";
@@ -87,7 +86,7 @@ import {
 /// @title TrainingTasks
 /// @notice Escrow and commitments of outsourced training tasks (protocol sections 3, 4.1 and 4.2): an
 /// owner posts a task with its reward, a provider bonds and commits its evidence batch by batch as
-/// ordered Merkle roots, block-hash randomness samples each batch, the provider opens the sample with
+/// ordered Merkle roots, the randomness backend samples each batch, the provider opens the sample with
 /// proofs checked here, watchers challenge opened intervals (commit-reveal, with a bond) before an
 /// adjudicator, and the task finalizes (provider paid) or is slashed, abandoned or cancelled (owner
 /// refunded). Every payout is a credit its owner pulls with `withdraw`.
@@ -101,12 +100,12 @@ import {
 /// Joined bonds are pulled back with `claimBond` (no loop over challengers at settlement).
 /// An interval whose disputes reach MAX_NO_DECISIONS counted no-decisions stalls its task, which can then
 /// only end Undecided (reward and both bonds burned: nobody profits from a stall) or Slashed.
-/// @dev Randomness comes from the backend's `_randomness` (BlockhashRandomness: devnets only).
+/// @dev Randomness comes from RANDOMNESS (DrandBeacon; BlockhashRandomness on devnets).
 /// Money invariant (protocol 4.3): this contract's balance equals the rewards, owner bonds and provider
 /// bonds of tasks that are Posted, Accepted or Committed, plus every task's `heldBonds` (wei of challenger
 /// bonds: pending commits and joined bonds not claimed yet), plus the lead's share of a Slashed task whose
 /// `waitingLeadSeq` is set, plus unpaid credits, plus `burned`.
-contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
+contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @notice Basis points of a whole.
     uint256 public constant BPS = 10_000;
     /// @notice Largest batch: sampled positions fit one 256-bit bitmap.
@@ -120,8 +119,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// bits, and a task's held bonds (up to 2^32 commits) fit their uint128 counter.
     uint256 public constant MAX_CHALLENGER_BOND = type(uint80).max;
 
-    /// @notice Blocks between a batch's commit block h and its seed block h + SEED_DELAY (>= 1).
-    uint256 public immutable SEED_DELAY;
+    /// @notice The randomness backend: a batch's sample is drawn from the value of the target it names at
+    /// the batch's commit.
+    IRandomness public immutable RANDOMNESS;
     /// @notice Share of the provider bond paid to whoever slashes an unopened batch, in bps.
     uint256 public immutable KEEPER_BPS;
     /// @notice The court that decides disputes and calls `settleDispute`.
@@ -181,7 +181,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// @notice Batch `j`'s sample was drawn; its opening window runs until `openingWindowEnd`.
     /// @param task The task id.
     /// @param j The batch index.
-    /// @param seed The seed drawn from (zero: the seed block was gone and every interval is sampled).
+    /// @param seed The seed drawn from (zero: the target's value was gone and every interval is sampled).
     /// @param sampledBitmap Bit i set: position i (interval j*m + i) is sampled.
     /// @param openingWindowEnd When the opening window closes.
     event SeedDrawn(
@@ -311,7 +311,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// @param caller Who called settleUndecided.
     event TaskUndecided(uint256 indexed task, address indexed caller);
 
-    /// @param seedDelay SEED_DELAY, at least 1 block.
+    /// @param randomness RANDOMNESS, the backend the adjudicator draws panels from too.
     /// @param keeperBps KEEPER_BPS, at most 10000.
     /// @param shares Payout shares of section 4.2; each triple sums to 10000.
     /// @param minBonds The smallest provider, challenger and owner bonds a task may carry (protocol 4.2).
@@ -319,14 +319,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
     /// @param adjudicator The dispute court; it must already name this contract as its task contract
     /// (deploy it first, at this contract's predicted address).
     constructor(
-        uint256 seedDelay,
+        IRandomness randomness,
         uint256 keeperBps,
         Shares memory shares,
         MinBonds memory minBonds,
         uint8 maxNoDecisions,
         IAdjudicator adjudicator
     ) {
-        if (seedDelay == 0) revert ZeroSeedDelay();
         if (maxNoDecisions == 0) revert InvalidParameter("maxNoDecisions", maxNoDecisions);
         if (keeperBps > BPS) revert InvalidBps(keeperBps);
         _checkWhole(uint256(shares.faultyLeadBps) + shares.faultyPanelBps + shares.faultyOwnerBps);
@@ -334,7 +333,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         // INVARIANT: the court and this contract are wired to each other, and to nothing else.
         address itsTasks = adjudicator.taskContract();
         if (itsTasks != address(this)) revert AdjudicatorMismatch(address(adjudicator), itsTasks);
-        SEED_DELAY = seedDelay;
+        RANDOMNESS = randomness;
         KEEPER_BPS = keeperBps;
         ADJUDICATOR = adjudicator;
         MIN_PROVIDER_BOND = minBonds.provider;
@@ -435,7 +434,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         if (!_before(t.terms.deadline)) revert DeadlinePassed(task, t.terms.deadline);
         Batch storage b = _batches[task][j];
         b.root = root;
-        b.commitBlock = uint64(block.number);
+        // INVARIANT: the sample's target is fixed now, and its value is unknown to everyone now.
+        b.seedTarget = RANDOMNESS.targetOf(block.number, block.timestamp);
         b.status = BatchStatus.Committed;
         t.committedBatches = uint64(j + 1);
         if (j + 1 == t.batchCount) t.status = TaskStatus.Committed;
@@ -470,18 +470,16 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
 
     // --- anyone --------------------------------------------------------------------------------
 
-    /// @notice Draw batch `j`'s sample from the hash of block h + SEED_DELAY (h: the commit block);
-    /// if that hash is gone (more than 256 blocks), every interval of the batch is sampled.
+    /// @notice Draw batch `j`'s sample from the value of its randomness target (fixed at its commit); if
+    /// that value is gone (a block hash more than 256 blocks old), every interval of the batch is sampled.
     /// Starts the batch's opening window.
     /// @param task The task id.
     /// @param j The batch index.
     function drawSeed(uint256 task, uint256 j) external {
         Task storage t = _requireActive(task);
         Batch storage b = _requireBatchStatus(task, j, BatchStatus.Committed);
-        uint256 target = b.commitBlock + SEED_DELAY;
-        // INVARIANT: the seed block is mined after the commit, so its hash was unknown at commit time.
-        if (!_randomnessReady(target)) revert SeedNotReady(task, j, target + 1);
-        bytes32 randomness = _randomness(target);
+        (bool ready, bytes32 randomness) = RANDOMNESS.valueOf(b.seedTarget);
+        if (!ready) revert SeedNotReady(task, j, b.seedTarget);
         uint256 n = _batchSize(t, j);
         uint256[] memory positions;
         if (randomness == bytes32(0)) {
@@ -818,25 +816,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments, BlockhashRandomness {
         Batch storage b = _batches[task][k / m];
         if (b.status != BatchStatus.Opened) return 0;
         return _windowEnd(b, _opened[task][k]);
-    }
-
-    /// @notice Sampled intervals of batch `j`, in draw order (empty until drawn).
-    /// @dev The bitmap does not keep the order, so the draw is recomputed from the stored seed.
-    /// @param task The task id.
-    /// @param j The batch index.
-    /// @return intervals Interval indices `j * m + position`.
-    function sampledIntervals(uint256 task, uint256 j) external view returns (uint256[] memory intervals) {
-        Task storage t = _tasks[task];
-        Batch storage b = _batches[task][j];
-        if (b.status < BatchStatus.Drawn) return intervals;
-        uint256 n = _batchSize(t, j);
-        intervals = b.seed == bytes32(0)
-            ? Sampling.all(n)
-            : Sampling.draw(b.seed, n, t.terms.sampleBps, j + 1 == t.batchCount);
-        uint256 first = j * t.terms.intervalsPerBatch;
-        for (uint256 i = 0; i < intervals.length; ++i) {
-            intervals[i] += first;
-        }
     }
 
     // --- internal ------------------------------------------------------------------------------

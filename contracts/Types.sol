@@ -28,7 +28,7 @@ enum TaskStatus {
 enum BatchStatus {
     // Not committed yet.
     None,
-    // Root committed; its seed block is not drawn yet.
+    // Root committed; its sample is not drawn yet.
     Committed,
     // Sample drawn; the provider must open it within the opening window.
     Drawn,
@@ -141,8 +141,8 @@ struct Batch {
     uint256 sampledBitmap;
     // Bit i set: position i is opened (openings may span several openBatch calls).
     uint256 openedBitmap;
-    // Block of commitBatch (h); the seed block is h + SEED_DELAY.
-    uint64 commitBlock;
+    // The randomness target named at commitBatch (a block or a drand round): the sample's seed is its value.
+    uint64 seedTarget;
     // Opening window end (drawn batches) or challenge window end (opened batches).
     uint64 windowEnd;
     // When the batch was opened: its challenge window runs from here to windowEnd.
@@ -332,7 +332,7 @@ struct Dispute {
     // The current round (0-based); round r seats panelSize * 2^r + 2^r - 1 auditors.
     uint8 round;
     // a: the block the current round was armed at; its history "as of a" is the state after a - 1, its
-    // seed is the backend's value for block a + SEED_DELAY.
+    // seed is the value of the randomness target for (a, armedAt).
     uint48 armBlock;
     // When the current round was (last) armed: the draw must complete within maxDrawDelay of it.
     uint40 armedAt;

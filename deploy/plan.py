@@ -1,16 +1,26 @@
 """What `ovig deploy` deploys, in order (run by ovig_node.chain.deploy.run_plan).
 
 Each `deployer.deploy(Name, *constructor_args)` deploys the compiled artifact `Name`, or reuses the
-copy already recorded for this chain if its code and arguments are unchanged. TrainingTasks and
-AuditCommittee name each other immutably: the committee is deployed first, at the address the task
-contract will get, and the task contract's constructor checks the wiring.
+copy already recorded for this chain if its code and arguments are unchanged. The randomness backend
+comes first (`deployer.randomness` says which: DrandBeacon for drand's network, or BlockhashRandomness on
+a devnet); TrainingTasks and AuditCommittee both read it. They name each other immutably: the committee
+is deployed first, at the address the task contract will get, and the task contract's constructor checks
+the wiring.
 """
 
 from __future__ import annotations
 
-from ovig_node.chain.deploy import Deployer
+from web3.contract import Contract
 
-SEED_DELAY = 2  # blocks
+from ovig_node.chain.deploy import Deployer
+from ovig_node.chain.errors import DeploymentError
+from ovig_node.protocol.drand import g2_for_contract
+
+SEED_DELAY = 2  # blocks, BlockhashRandomness: neither an action's block nor the next decides its draw
+# Seconds from an action's block timestamp to the earliest time of its drand round. It must exceed how far
+# a block's timestamp can lag the moment its builder has seen drand's latest round: on Ethereum a slot
+# (12 s), so 30 s with a margin; a rollup whose sequencer may stamp blocks further in the past needs more.
+DRAND_DELAY = 30
 KEEPER_BPS = 1_000  # basis points of the provider bond
 
 # Payout shares of protocol 4.2, in bps, the recommended split: (faulty: lead challenger, panel, owner
@@ -31,14 +41,13 @@ MAX_NO_DECISIONS = 3
 
 HOUR = 3600
 DEVNET_CHAIN_ID = 31337
-# CommitteeParams: penalty, overlap L (the stake is L x penalty), warmupBlocks, seedDelay, cooldown,
+# CommitteeParams: penalty, overlap L (the stake is L x penalty), warmupBlocks, cooldown,
 # commitWindow, revealWindow, appealWindow, maxDrawDelay, starvationTimeout, maxReplaySeconds, panelSize,
 # maxRounds, panelBps.
 COMMITTEE = (
     ETHER // 8,  # penalty per seat: lost for voting against the final outcome or not revealing
     8,  # L: overlapping seats an auditor answers for; its stake is 8 x 0.125 = 1 ETH
     10,  # warm-up blocks: an auditor cannot register after seeing a challenge and be drawn for it
-    SEED_DELAY,
     7 * 24 * HOUR,  # exit cooldown: longer than maxDrawDelay
     6 * HOUR,  # vote commit window: L replays of maxReplaySeconds
     2 * HOUR,  # vote reveal window
@@ -50,12 +59,12 @@ COMMITTEE = (
     5,  # rounds: with 20% sybils the fifth round's chance of a sybil majority is below 1e-6
     1_000,  # panel bps: of a losing or stalled appeal's bond, to the deciding round's majority
 )
+MAX_DRAW_DELAY_FIELD = 7  # CommitteeParams' maxDrawDelay, in the order above
 # The embedded devnet (one block a second) runs whole disputes in a minute, for the demo.
 DEVNET_COMMITTEE = (
     ETHER // 10,
     2,  # L: a stake of 0.2 ETH
     2,  # warm-up blocks
-    SEED_DELAY,
     60,  # exit cooldown
     30,  # vote commit window
     20,  # vote reveal window
@@ -70,26 +79,55 @@ DEVNET_COMMITTEE = (
 
 
 def plan(deployer: Deployer) -> None:
+    randomness = _randomness(deployer).address  # first: a refused backend refuses before anything is sent
     # The protocol's pure functions on-chain: off-chain code checks its leaves and proofs against it.
     deployer.deploy("ProtocolMirror")
-    # SEED_DELAY: the seed block is 2 blocks after a batch commit, so neither the commit's block nor
-    # the next decides the sample. KEEPER_BPS: 10% of the provider bond pays whoever slashes a batch
-    # left unopened.
+    # KEEPER_BPS: 10% of the provider bond pays whoever slashes a batch left unopened.
     committee_params = DEVNET_COMMITTEE if deployer.w3.eth.chain_id == DEVNET_CHAIN_ID else COMMITTEE
     tasks_at = deployer.recorded_address("TrainingTasks")
     committee_at = deployer.recorded_address("AuditCommittee")
     pair_unchanged = (
         tasks_at is not None
         and committee_at is not None
-        and deployer.unchanged("AuditCommittee", tasks_at, committee_params)
+        and deployer.unchanged("AuditCommittee", tasks_at, randomness, committee_params)
         and deployer.unchanged(
-            "TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee_at
+            "TrainingTasks", randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee_at
         )
     )
     if not pair_unchanged:
         tasks_at = deployer.next_address(offset=1)  # the transaction after the committee's
-    committee = deployer.deploy("AuditCommittee", tasks_at, committee_params)
+    committee = deployer.deploy("AuditCommittee", tasks_at, randomness, committee_params)
     tasks = deployer.deploy(
-        "TrainingTasks", SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
+        "TrainingTasks", randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
     )
     assert tasks.address == tasks_at, "the task contract landed away from its committee's address"
+
+
+def _randomness(deployer: Deployer) -> Contract:
+    """The randomness backend. Block hashes can be ground by whoever builds the block: refused on any chain
+    but the devnet's unless the deployer allowed them (the contract refuses too)."""
+    choice = deployer.randomness
+    if choice.kind == "blockhash":
+        chain_id = deployer.w3.eth.chain_id
+        if chain_id != DEVNET_CHAIN_ID and not choice.allow_any_chain:
+            raise DeploymentError(
+                f"block-hash randomness can be ground by block builders: refused on chain {chain_id}. Deploy "
+                "drand (the default), or pass --allow-blockhash for a test network"
+            )
+        return deployer.deploy("BlockhashRandomness", SEED_DELAY, choice.allow_any_chain)
+    network = choice.network
+    assert network is not None, "a drand backend needs its network"
+    devnet = deployer.w3.eth.chain_id == DEVNET_CHAIN_ID
+    delay = choice.delay or (network.period if devnet else DRAND_DELAY)
+    if not devnet and delay < DRAND_DELAY:
+        raise DeploymentError(
+            f"a drand delay of {delay} s: a builder may know the target round; use at least {DRAND_DELAY} s"
+        )
+    # A panel must be drawable: its round comes at most DELAY + PERIOD after the arm, within maxDrawDelay.
+    max_draw_delay = (DEVNET_COMMITTEE if devnet else COMMITTEE)[MAX_DRAW_DELAY_FIELD]
+    if delay + network.period >= max_draw_delay:
+        raise DeploymentError(
+            f"a drand delay of {delay} s leaves no time to draw a panel within maxDrawDelay "
+            f"({max_draw_delay} s): raise maxDrawDelay in the plan, or lower the delay"
+        )
+    return deployer.deploy("DrandBeacon", g2_for_contract(network.public_key), network.genesis, network.period, delay)

@@ -139,6 +139,14 @@ def compile_cmd() -> None:
 @click.option("--deployments", type=click.Path(dir_okay=False, path_type=Path), help="Deployments file to update.")
 @click.option("--plan", type=click.Path(dir_okay=False, path_type=Path), help="Deploy plan [deploy/plan.py].")
 @click.option("--no-compile", is_flag=True, help="Use the shipped artifacts even if sources changed.")
+@click.option(
+    "--randomness",
+    type=click.Choice(["drand", "blockhash"]),
+    help="Randomness backend [drand: the devnet's beacon on the devnet, --drand-network elsewhere].",
+)
+@click.option("--drand-network", default="quicknet", show_default=True, help="A network of deploy/drand.json.")
+@click.option("--drand-delay", type=click.IntRange(min=1), help="Seconds from an action to its drand round.")
+@click.option("--allow-blockhash", is_flag=True, help="Allow block-hash randomness off the devnet (test networks).")
 def deploy_cmd(
     data_dir: Path | None,
     use_devnet: bool,
@@ -149,6 +157,10 @@ def deploy_cmd(
     deployments: Path | None,
     plan: Path | None,
     no_compile: bool,
+    randomness: str | None,
+    drand_network: str,
+    drand_delay: int | None,
+    allow_blockhash: bool,
 ) -> None:
     """Compile if needed, deploy the plan's contracts, and record them in a deployments file."""
     from ovig_node.nodes.deploying import DeployTarget, deploy
@@ -165,6 +177,10 @@ def deploy_cmd(
         deployments=deployments,
         plan=plan,
         compile=not no_compile,
+        randomness=randomness,
+        drand_network=drand_network,
+        drand_delay=drand_delay,
+        allow_blockhash=allow_blockhash,
     )
     outcome = deploy(target)
     for line in outcome.log:

@@ -39,6 +39,13 @@ def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--password-file", type=click.Path(dir_okay=False, path_type=Path)),
         click.option("--password-env", metavar="VAR"),
         click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Node state folder."),
+        click.option(
+            "--beacon",
+            "beacon_urls",
+            multiple=True,
+            metavar="URL",
+            help="drand HTTP relay, repeatable (not the devnet) [the network's relays in deploy/drand.json].",
+        ),
     ]
     for option in reversed(options):
         command = option(command)

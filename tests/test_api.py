@@ -37,6 +37,7 @@ from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.contracts import Protocol, TaskStatus
 from ovig_node.chain.journal import TxJournal
+from ovig_node.chain.randomness import BeaconRelays, for_contract
 from ovig_node.chain.rpc import connect
 from ovig_node.devnet.processes import free_port
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
@@ -112,6 +113,7 @@ class Chain:
     w3: Web3
     protocol: Protocol
     folder: Path
+    beacon: BeaconRelays
     clients: dict[int, ChainClient] = field(default_factory=dict)
     sent: int = 0
 
@@ -131,6 +133,18 @@ class Chain:
 
     def now(self) -> int:
         return int(self.w3.eth.get_block("latest")["timestamp"])
+
+    def reach(self, target: int) -> None:
+        """Make drand round ``target`` ready as a keeper does: once chain time reaches it (the devnet beacon
+        keeps the chain's clock), fetch it from the devnet beacon and submit it."""
+        source = self.protocol.randomness
+        assert source.network is not None, "the devnet deploys the drand backend"
+        if source.value(target)[0]:
+            return
+        if self.now() < source.network.round_time(target):
+            self.skip(source.network.round_time(target) - self.now())
+        [signature] = self.beacon.signatures(target)
+        self.send(WATCHER, source.contract.functions.submitRound(target, for_contract(signature)))
 
 
 def trees(task: int) -> list[MerkleTree]:
@@ -203,13 +217,13 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
         chain.send(provider, tasks.acceptTask(task), value=PROVIDER_BOND)
         for j, tree in enumerate(trees(task)):
             chain.send(provider, tasks.commitBatch(task, j, tree.root, f"QmManifest{task}x{j}"))
-    chain.mine(3)  # past the seed block (SEED_DELAY = 2)
     sampled: dict[int, list[int]] = {}
     opening_cids = {}
     for task, provider in providers.items():
         for j in range(B):
+            chain.reach(chain.protocol.batch(task, j).seedTarget)
             chain.send(WATCHER, tasks.drawSeed(task, j))
-            ks = [int(k) for k in tasks.sampledIntervals(task, j).call()]
+            ks = chain.protocol.sampled(task, j)
             sampled.setdefault(task, []).extend(sorted(ks))
             opening_cids[(task, j)] = f"QmOpening{task}x{j}"
             chain.send(provider, tasks.openBatch(task, j, opening_cids[(task, j)], [opening(task, k) for k in ks]))
@@ -228,7 +242,7 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
     dispute = int(revealed["args"]["dispute"])
 
     # The panel (all three auditors) votes faulty; windows are skipped with anvil's clock.
-    chain.mine(3)
+    chain.reach(committee.panelTarget(dispute).call())
     chain.send(WATCHER, committee.drawPanel(dispute))
     for auditor in AUDITORS:
         vote_hash = keccak(
@@ -276,7 +290,8 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     with deployed_devnet(folder) as net:
         info = net.info()
         w3 = connect(info.rpc_url)
-        chain = Chain(w3, Protocol.at(w3, info.contracts), folder / "journals")
+        assert info.beacon_url is not None
+        chain = Chain(w3, Protocol.at(w3, info.contracts), folder / "journals", BeaconRelays((info.beacon_url,)))
         chain.folder.mkdir()
         built = build_history(chain, info.ipfs_api_url)
         write_watcher_state(folder / "watcher", built["honest"], built["slashed"], built["sampled"])
@@ -343,7 +358,7 @@ def test_honest_task_has_its_batches_samples_openings_and_payout(history: Histor
         assert batch["root"] == "0x" + tree.root.hex()
         assert batch["manifest_cid"] == f"QmManifest{h.honest}x{j}"
         assert batch["opening_cid"] == h.opening_cids[(h.honest, j)]
-        assert batch["sampled"] == sorted(views.tasks.functions.sampledIntervals(h.honest, j).call())
+        assert batch["sampled"] == views.sampled(h.honest, j)
         assert batch["challenge_window_end"] == views.batch(h.honest, j).windowEnd
     # Half of each batch; the last batch's draw always includes the deliverable.
     assert [len(b["sampled"]) for b in task["batches"]] == [M // 2] * B and K - 1 in task["batches"][-1]["sampled"]

@@ -25,7 +25,7 @@ from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet import tools
 from ovig_node.devnet.processes import free_port
 
-COMMITTEE = (10**17, 4, 5, 2, 7200, 3600, 1800, 1800, 3600, 7200, 900, 3, 3, 1000)  # CommitteeParams, in order
+COMMITTEE = (10**17, 4, 5, 7200, 3600, 1800, 1800, 3600, 7200, 900, 3, 3, 1000)  # CommitteeParams, in order
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 MIN_BONDS = (10**17, 10**16, 0)  # provider, challenger, owner (none: these tests are not about bonds)
 WINDOWS = (3600, 7200, 600)
@@ -61,14 +61,16 @@ def tasks(w3: Web3) -> Any:
     """The contract pair, deployed as deploy/plan.py wires it."""
     deployer = devnet_account(9)
     nonce = w3.eth.get_transaction_count(deployer.address)
-    committee_art, tasks_art = artifacts.load("AuditCommittee"), artifacts.load("TrainingTasks")
+    blockhash, committee_art, tasks_art = (artifacts.load(name) for name in ("BlockhashRandomness", "AuditCommittee",
+                                                                             "TrainingTasks"))  # fmt: skip
+    build = w3.eth.contract(abi=blockhash.abi, bytecode=blockhash.bytecode)
+    randomness = send(w3, deployer, {"data": build.constructor(2, False).data_in_transaction})["contractAddress"]
     build = w3.eth.contract(abi=committee_art.abi, bytecode=committee_art.bytecode)
-    code = build.constructor(create_address(deployer.address, nonce + 1), COMMITTEE).data_in_transaction
+    code = build.constructor(create_address(deployer.address, nonce + 2), randomness, COMMITTEE).data_in_transaction
     committee = send(w3, deployer, {"data": code})["contractAddress"]
     build = w3.eth.contract(abi=tasks_art.abi, bytecode=tasks_art.bytecode)
-    receipt = send(
-        w3, deployer, {"data": build.constructor(2, 1000, SHARES, MIN_BONDS, 2, committee).data_in_transaction}
-    )
+    code = build.constructor(randomness, 1000, SHARES, MIN_BONDS, 2, committee).data_in_transaction
+    receipt = send(w3, deployer, {"data": code})
     return w3.eth.contract(address=receipt["contractAddress"], abi=tasks_art.abi)
 
 

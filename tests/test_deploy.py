@@ -9,12 +9,17 @@ from pathlib import Path
 import pytest
 from eth_abi import encode
 from eth_utils import keccak
+from web3.exceptions import ContractCustomError
 
 from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account, write_keystore
-from ovig_node.chain.rpc import connect
+from ovig_node.chain.randomness import Randomness
+from ovig_node.chain.rpc import connect, send
 from ovig_node.devnet import tools
-from ovig_node.devnet.manager import Devnet, DevnetConfig, DevnetInfo
+from ovig_node.devnet.beacon import devnet_network
+from ovig_node.devnet.manager import Devnet, DevnetConfig, DevnetInfo, anvil_health
+from ovig_node.devnet.processes import start_process, terminate
+from ovig_node.protocol import drand
 from support import free_port, run_ovig
 
 
@@ -36,7 +41,8 @@ def env_of(net: Devnet) -> dict[str, str]:
 
 def test_artifacts_are_up_to_date_with_sources() -> None:
     assert artifacts.stale_sources(tools.repo_root()) == [], "run `ovig compile` and commit the artifacts"
-    assert artifacts.names() == ["AuditCommittee", "DrandBeacon", "ProtocolMirror", "TrainingTasks"]
+    deployable = ["AuditCommittee", "BlockhashRandomness", "DrandBeacon", "ProtocolMirror", "TrainingTasks"]
+    assert artifacts.names() == deployable
 
 
 def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
@@ -48,7 +54,9 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     address = record["contracts"]["ProtocolMirror"]["address"]
     tasks_address = record["contracts"]["TrainingTasks"]["address"]
     committee_address = record["contracts"]["AuditCommittee"]["address"]
+    beacon_address = record["contracts"]["DrandBeacon"]["address"]
     assert info.contracts == {
+        "DrandBeacon": beacon_address,
         "ProtocolMirror": address,
         "TrainingTasks": tasks_address,
         "AuditCommittee": committee_address,
@@ -62,6 +70,7 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     again = run_ovig("deploy", "--devnet", env=env_of(devnet))
     assert again.returncode == 0, again.stderr
     assert f"ProtocolMirror: reused at {address}" in again.stdout
+    assert f"DrandBeacon: reused at {beacon_address}" in again.stdout
     assert f"TrainingTasks: reused at {tasks_address}" in again.stdout
     assert f"AuditCommittee: reused at {committee_address}" in again.stdout
     assert w3.eth.get_transaction_count(devnet_account(0).address) == sent  # no transaction sent
@@ -74,11 +83,17 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     assert [mirror.functions.depth(n).call() for n in (1, 2, 3, 4, 5, 256)] == [0, 1, 2, 2, 3, 8]
     # TrainingTasks got the plan's constructor arguments.
     tasks = w3.eth.contract(address=tasks_address, abi=artifacts.load("TrainingTasks").abi)
-    assert (tasks.functions.SEED_DELAY().call(), tasks.functions.KEEPER_BPS().call()) == (2, 1000)
-    # The two are wired to each other.
+    assert tasks.functions.KEEPER_BPS().call() == 1000
+    # The two are wired to each other, and to the drand backend of the devnet's beacon (DELAY: one period).
     committee = w3.eth.contract(address=committee_address, abi=artifacts.load("AuditCommittee").abi)
     assert tasks.functions.ADJUDICATOR().call() == committee_address
     assert committee.functions.TASKS().call() == tasks_address
+    assert tasks.functions.RANDOMNESS().call() == committee.functions.RANDOMNESS().call() == beacon_address
+    beacon = w3.eth.contract(address=beacon_address, abi=artifacts.load("DrandBeacon").abi).functions
+    network = devnet_network(info.beacon_genesis or 0, info.beacon_period or 0)
+    assert beacon.publicKey().call() == drand.g2_for_contract(network.public_key)
+    assert (beacon.GENESIS().call(), beacon.PERIOD().call(), beacon.DELAY().call()) == (network.genesis, 3, 3)
+    assert Randomness.at(w3, beacon_address).network == network
 
 
 def test_deploy_rewires_the_pair_when_the_task_contract_is_gone(devnet: Devnet, tmp_path: Path) -> None:
@@ -162,3 +177,43 @@ def test_deploy_errors_are_one_line(devnet: Devnet, tmp_path: Path) -> None:
 
     both = run_ovig("deploy", "--devnet", "--rpc", "http://x")
     assert both.returncode == 2
+
+
+@pytest.fixture(scope="module")
+def public_chain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An anvil posing as a public chain (chain id 5, not the devnet's)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("chain5") / "anvil.log"
+    argv = [str(tools.anvil()), "--port", str(port), "--chain-id", "5", "--silent"]
+    proc = start_process("anvil", argv, log=log, ready=lambda: anvil_health(url)[0], timeout=60)
+    yield url
+    terminate(proc)
+
+
+def test_block_hash_randomness_is_refused_off_the_devnet_unless_allowed(public_chain: str, tmp_path: Path) -> None:
+    account = devnet_account(4)
+    keystore = write_keystore(account, tmp_path / "key.json", "pw")
+    password = tmp_path / "password"
+    password.write_text("pw\n")
+    deployments = tmp_path / "5.json"
+    args = ["deploy", "--rpc", public_chain, "--keystore", str(keystore), "--password-file", str(password),
+            "--deployments", str(deployments), "--randomness", "blockhash"]  # fmt: skip
+    w3 = connect(public_chain)
+    refused = run_ovig(*args)
+    assert refused.returncode != 0
+    assert "block-hash randomness can be ground by block builders: refused on chain 5" in refused.stderr
+    assert w3.eth.get_transaction_count(account.address) == 0  # refused before anything was sent
+    # The contract refuses too, whoever deploys it and however.
+    build = artifacts.load("BlockhashRandomness")
+    factory = w3.eth.contract(abi=build.abi, bytecode=build.bytecode)
+    with pytest.raises(ContractCustomError) as raised:
+        send(w3, account, {"data": factory.constructor(2, False).data_in_transaction})
+    assert raised.value.data == "0x" + (keccak(text="BlockhashOffDevnet(uint256)")[:4] + encode(["uint256"], [5])).hex()
+    allowed = run_ovig(*args, "--allow-blockhash")
+    assert allowed.returncode == 0, allowed.stderr
+    record = json.loads(deployments.read_text())["contracts"]
+    randomness = w3.eth.contract(address=record["BlockhashRandomness"]["address"], abi=build.abi).functions
+    assert randomness.DELAY().call() == 2
+    tasks = w3.eth.contract(address=record["TrainingTasks"]["address"], abi=artifacts.load("TrainingTasks").abi)
+    assert tasks.functions.RANDOMNESS().call() == record["BlockhashRandomness"]["address"]

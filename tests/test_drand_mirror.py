@@ -3,15 +3,17 @@ devnet beacon serves drand's HTTP API with rounds that verify, and nothing from 
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
+from ovig_node.chain.randomness import BeaconRelays
 from ovig_node.devnet.beacon import DEVNET_BEACON_SECRET, chain_info, devnet_network, make_handler
 from ovig_node.protocol import drand
 
@@ -79,3 +81,45 @@ def test_the_devnet_beacon_serves_drands_api_with_rounds_that_verify(beacon_url:
     assert future.status_code == 404 and "not published" in future.json()["error"]
     assert httpx.get(f"{url}/public/0").status_code == 404
     assert httpx.get(f"{url}/public/abc").status_code == 404
+
+
+class _Hostile(BaseHTTPRequestHandler):
+    """Relays that answer badly: by path, junk JSON, a null round, another round, a huge body, a trickle."""
+
+    def do_GET(self) -> None:
+        kind = self.path.split("/")[1]
+        if kind == "trickle":
+            self.send_response(200)
+            self.end_headers()
+            for _ in range(40):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.1)
+            return
+        bodies = {
+            "junk": b"not json",
+            "null": json.dumps({"round": None, "signature": "00"}).encode(),
+            "other": json.dumps({"round": 999, "signature": "ab" * 48}).encode(),
+            "huge": b"{" + b" " * (1 << 20) + b"}",
+        }
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(bodies.get(kind, b"{}"))
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_hostile_relays_cost_a_bounded_time_and_never_raise(beacon_url: tuple[str, drand.Network]) -> None:
+    url, network = beacon_url
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hostile = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        kinds = ("junk", "null", "other", "huge", "down")
+        relays = BeaconRelays((*(f"{hostile}/{kind}" for kind in kinds), "http://127.0.0.1:1", url))
+        assert list(relays.signatures(1)) == [drand.sign(DEVNET_BEACON_SECRET, 1)]  # only the genuine relay's
+        assert list(BeaconRelays((f"{hostile}/trickle", url), budget=1.0).signatures(1)) == []  # out of time
+        assert list(BeaconRelays((url,)).signatures(network.latest_round(time.time()) + 100)) == []  # not yet
+    finally:
+        server.shutdown()

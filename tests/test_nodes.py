@@ -124,8 +124,7 @@ def events(ctx: NodeContext, name: str, **match: Any) -> list[Any]:
 
 def sampled(ctx: NodeContext, task: int) -> set[int]:
     """The intervals sampled in every opened batch of ``task``."""
-    sample = ctx.protocol.tasks.functions.sampledIntervals
-    return {int(k) for e in events(ctx, "BatchOpened", task=task) for k in sample(task, e.args["j"]).call()}
+    return {k for e in events(ctx, "BatchOpened", task=task) for k in ctx.protocol.sampled(task, int(e.args["j"]))}
 
 
 def report(ctx: NodeContext, cid: str) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from web3.contract import Contract
 
 from ovig_node.chain import artifacts
 from ovig_node.chain.errors import ChainError
+from ovig_node.chain.randomness import Randomness
+from ovig_node.protocol.sampling import sampled_intervals
 
 
 class TaskStatus(IntEnum):
@@ -71,11 +73,12 @@ class CommitStatus(IntEnum):
 
 @dataclass(frozen=True)
 class Protocol:
-    """TrainingTasks and AuditCommittee at their deployed addresses."""
+    """TrainingTasks and AuditCommittee at their deployed addresses, and the randomness backend they share."""
 
     w3: Web3
     tasks: Contract
     committee: Contract
+    randomness: Randomness
 
     @classmethod
     def at(cls, w3: Web3, addresses: dict[str, str]) -> Protocol:
@@ -89,7 +92,13 @@ class Protocol:
         for name, contract in bound.items():
             if not w3.eth.get_code(contract.address):
                 raise ChainError(f"no {name} code at {contract.address}: is this the chain it was deployed to?")
-        return cls(w3, bound["TrainingTasks"], bound["AuditCommittee"])
+        tasks, committee = bound["TrainingTasks"], bound["AuditCommittee"]
+        source = tasks.functions.RANDOMNESS().call()
+        if committee.functions.RANDOMNESS().call() != source:
+            raise ChainError(
+                "TrainingTasks and AuditCommittee read different randomness backends: not an OVIG deployment"
+            )
+        return cls(w3, tasks, committee, Randomness.at(w3, source))
 
     @property
     def contracts(self) -> dict[str, Contract]:
@@ -110,6 +119,11 @@ class Protocol:
 
     def dispute(self, dispute: int) -> Any:
         return self.view(self.committee, "getDispute", dispute)
+
+    def sampled(self, task: int, j: int) -> list[int]:
+        """Intervals of batch ``j``'s sample, ascending (empty until it is drawn)."""
+        m = self.task(task).terms.intervalsPerBatch
+        return sampled_intervals(self.batch(task, j).sampledBitmap, j, m)
 
 
 def _named(abi: dict[str, Any], value: Any) -> Any:

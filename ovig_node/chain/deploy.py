@@ -15,7 +15,7 @@ import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import rlp
 from eth_account.signers.local import LocalAccount
@@ -28,6 +28,18 @@ from ovig_node.chain import artifacts
 from ovig_node.chain.errors import DeploymentError
 from ovig_node.chain.rpc import send
 from ovig_node.files import write_atomic
+from ovig_node.protocol.drand import Network
+
+
+@dataclass(frozen=True)
+class RandomnessChoice:
+    """The randomness backend a plan deploys (protocol section 3): drand, verified on-chain against
+    ``network``'s key, or block hashes (devnets; another chain only with ``allow_any_chain``)."""
+
+    kind: Literal["drand", "blockhash"]
+    network: Network | None = None  # drand: the network whose rounds DrandBeacon verifies
+    delay: int | None = None  # drand: seconds from an action to its target round; None: the plan's default
+    allow_any_chain: bool = False  # blockhash: deploy off the devnet anyway (a test network)
 
 
 class DeployedContract(BaseModel):
@@ -72,15 +84,16 @@ class Deployer:
     account: LocalAccount
     path: Path
     deployments: Deployments
+    randomness: RandomnessChoice
     artifacts_dir: Path = artifacts.ARTIFACTS_DIR
     log: list[str] = field(default_factory=list)  # one line per contract: deployed or reused
 
     @classmethod
-    def open(cls, w3: Web3, account: LocalAccount, path: Path) -> Deployer:
+    def open(cls, w3: Web3, account: LocalAccount, path: Path, randomness: RandomnessChoice) -> Deployer:
         genesis = w3.eth.get_block(0)["hash"]
         assert genesis is not None
         deployments = Deployments.load_or_new(path, chain_id=w3.eth.chain_id, genesis_hash=genesis.to_0x_hex())
-        return cls(w3=w3, account=account, path=path, deployments=deployments)
+        return cls(w3=w3, account=account, path=path, deployments=deployments, randomness=randomness)
 
     def deploy(self, name: str, *args: Any, value: int = 0) -> Contract:
         """Deploy ``name`` with constructor ``args``, or reuse the recorded one if it is identical."""

@@ -8,11 +8,13 @@ Served, with or without the ``/{chain hash}`` prefix drand's relays also accept:
     GET /public/latest    {"round", "randomness", "signature"}
     GET /public/{round}   the same for a round already published; 404 for a future one
 
-Round r is published at ``genesis + (r - 1) * period``, by the wall clock. A signature is a pure function
-of the key and the round, so the beacon keeps no state and a restart serves the same rounds.
+Round r is published at ``genesis + (r - 1) * period``, by the devnet's clock: the wall clock, or the
+chain's latest block time when that is ahead (tests move a devnet's time forward; the contracts name
+rounds by block time, so a beacon on the wall clock would leave them waiting). A signature is a pure
+function of the key and the round, so the beacon keeps no state and a restart serves the same rounds.
 
-Run: ``python -m ovig_node.devnet.beacon --port 8090 --genesis 1700000000 --period 3`` (``ovig devnet up``
-does).
+Run: ``python -m ovig_node.devnet.beacon --port 8090 --genesis 1700000000 --period 3 --rpc URL``
+(``ovig devnet up`` does).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import hashlib
 import json
 import re
 import time
+import urllib.request
+from collections.abc import Callable
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -66,7 +70,26 @@ def beacon_round(round_: int) -> dict[str, Any]:
     return {"round": round_, "randomness": randomness(signature).hex(), "signature": signature.hex()}
 
 
-def make_handler(network: Network) -> type[BaseHTTPRequestHandler]:
+def devnet_clock(rpc_url: str | None) -> Callable[[], float]:
+    """The beacon's clock: the later of the wall clock and the chain's latest block time."""
+
+    def now() -> float:
+        wall = time.time()
+        if rpc_url is None:
+            return wall
+        request = {"jsonrpc": "2.0", "id": 1, "method": "eth_getBlockByNumber", "params": ["latest", False]}
+        try:
+            call = urllib.request.Request(rpc_url, json.dumps(request).encode(), {"Content-Type": "application/json"})
+            with urllib.request.urlopen(call, timeout=2) as response:
+                block_time = int(json.loads(response.read())["result"]["timestamp"], 16)
+        except (OSError, ValueError, KeyError, TypeError):
+            return wall  # the chain is down or restarting: the wall clock never runs ahead of it
+        return max(wall, block_time)
+
+    return now
+
+
+def make_handler(network: Network, clock: Callable[[], float] = time.time) -> type[BaseHTTPRequestHandler]:
     info = chain_info(network)
     route = re.compile(rf"^(?:/{info['hash']})?/(info|public/latest|public/(\d{{1,18}}))/?$")
 
@@ -79,7 +102,7 @@ def make_handler(network: Network) -> type[BaseHTTPRequestHandler]:
                 return self._send(404, {"error": "not found"})
             if match.group(1) == "info":
                 return self._send(200, info)
-            latest = network.latest_round(time.time())
+            latest = network.latest_round(clock())
             wanted = latest if match.group(2) is None else int(match.group(2))
             if wanted < 1 or wanted > latest:
                 return self._send(404, {"error": f"round {wanted} is not published (latest: {latest})"})
@@ -105,11 +128,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--genesis", type=int, required=True, help="Unix time of round 1")
     parser.add_argument("--period", type=int, required=True, help="seconds between rounds")
+    parser.add_argument("--rpc", help="the devnet chain's RPC URL: its block time moves the clock forward")
     args = parser.parse_args(argv)
     if args.period < 1 or args.genesis < 1:
         parser.error("--period and --genesis must be at least 1")
     network = devnet_network(args.genesis, args.period)
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(network))
+    server = ThreadingHTTPServer((args.host, args.port), make_handler(network, devnet_clock(args.rpc)))
     print(f"drand devnet beacon on http://{args.host}:{args.port}, genesis {args.genesis}, period {args.period}")
     server.serve_forever()
 

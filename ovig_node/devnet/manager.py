@@ -245,7 +245,8 @@ class Devnet:
     def _beacon_argv(self, url: str, genesis: int) -> list[str]:
         port = url.rsplit(":", 1)[1]
         return [sys.executable, "-m", "ovig_node.devnet.beacon", "--host", self.config.host, "--port", port,
-                "--genesis", str(genesis), "--period", str(self.config.beacon_period)]  # fmt: skip
+                "--genesis", str(genesis), "--period", str(self.config.beacon_period),
+                "--rpc", self._rpc_url()]  # fmt: skip
 
     def _beacon_genesis(self) -> int:
         """Round 1's time: kept from the devnet's first start, since contracts on its chain may rely on it."""

@@ -21,10 +21,13 @@ from ovig_node.chain.client import ChainClient
 from ovig_node.chain.contracts import Protocol, deployed_addresses
 from ovig_node.chain.errors import ChainError, KeystoreError
 from ovig_node.chain.journal import TxJournal
+from ovig_node.chain.randomness import BeaconRelays
 from ovig_node.chain.rpc import connect
 from ovig_node.chain.scanner import EventScanner
-from ovig_node.devnet.errors import DevnetNotRunning
+from ovig_node.devnet import tools
+from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir
+from ovig_node.protocol.drand import known_networks
 from ovig_node.storage.ipfs import IpfsClient
 
 # Watchers and auditors replay under the first profile; a rejection stands only if a replay under the
@@ -36,6 +39,7 @@ REPLAY_PROFILES = "reference,threads2"
 # take a while to find.
 DEVNET_FETCH_TIMEOUT = 5.0
 PUBLIC_FETCH_TIMEOUT = 60.0
+DEVNET_CHAIN_ID = 31337
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class Connection:
     keystore: Path | None = None
     password_file: Path | None = None
     password_env: str | None = None
+    beacon_urls: tuple[str, ...] = ()  # drand relays (not the devnet: its own beacon); default: deploy/drand.json's
 
 
 @dataclass
@@ -74,6 +79,7 @@ class NodeContext:
     scanner: EventScanner
     home: Path
     say: Timeline
+    beacon: BeaconRelays = field(default_factory=lambda: BeaconRelays(()))  # where keepers fetch drand rounds
 
     @property
     def address(self) -> str:
@@ -101,6 +107,7 @@ def open_node(role: str, home: Path, connection: Connection, *, console: Console
             raise DevnetNotRunning(str(net.data_dir))
         info = net.info()
         rpc_url, ipfs_url, addresses = info.rpc_url, info.ipfs_api_url, info.contracts
+        beacon_urls: tuple[str, ...] = (info.beacon_url,) if info.beacon_url else ()
         if connection.account_index is None:
             raise KeystoreError("-", "on the devnet, choose a test account with --account N")
         account = devnet_account(connection.account_index)
@@ -111,6 +118,7 @@ def open_node(role: str, home: Path, connection: Connection, *, console: Console
         rpc_url, ipfs_url = connection.rpc_url, connection.ipfs_url
         deployments = connection.deployments
         addresses = deployed_addresses(deployments)
+        beacon_urls = connection.beacon_urls
         password = read_password(password_file=connection.password_file, env_var=connection.password_env)
         account = load_keystore(connection.keystore, password)
     w3 = connect(rpc_url)
@@ -124,7 +132,30 @@ def open_node(role: str, home: Path, connection: Connection, *, console: Console
     )
     say = Timeline(role, console or Console(highlight=False))
     fetch_timeout = DEVNET_FETCH_TIMEOUT if connection.use_devnet else PUBLIC_FETCH_TIMEOUT
-    return NodeContext(role, client, protocol, IpfsClient(ipfs_url, fetch_timeout=fetch_timeout), scanner, home, say)
+    ipfs = IpfsClient(ipfs_url, fetch_timeout=fetch_timeout)
+    beacon = BeaconRelays(beacon_urls or _known_relays(protocol))
+    if protocol.randomness.network is not None and not beacon.urls:
+        say("no drand relay known for this deployment's beacon: this node submits no rounds (pass --beacon URL)",
+            style="yellow")  # fmt: skip
+    if protocol.randomness.network is None and w3.eth.chain_id != DEVNET_CHAIN_ID:
+        say("this deployment draws from block hashes, which block builders can grind: fit for test networks only",
+            style="yellow")  # fmt: skip
+    return NodeContext(role, client, protocol, ipfs, scanner, home, say, beacon)
+
+
+def _known_relays(protocol: Protocol) -> tuple[str, ...]:
+    """The relays deploy/drand.json lists for the drand network the contracts verify (none if unknown)."""
+    network = protocol.randomness.network
+    if network is None:
+        return ()
+    try:
+        path = tools.repo_root() / "deploy" / "drand.json"
+    except ToolMissing:
+        return ()
+    for known in known_networks(path).values() if path.is_file() else ():
+        if known.network == network:
+            return tuple(known.relays)
+    return ()
 
 
 def _deployment_block(deployments: Path | None, name: str) -> int:

@@ -37,6 +37,7 @@ from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.owner import Terms, post_task
 from ovig_node.nodes.timeline import describe
+from ovig_node.protocol.sampling import batch_seed
 from ovig_node.training.execution import get_profile
 from ovig_node.training.taskfiles import attach_boundary, open_task, prepare_task
 from ovig_node.verify.boundary import BoundaryError, calibrate, load_boundary, spread_positions
@@ -98,6 +99,9 @@ class DemoResult:
     deliverable: int = 0  # the interval provider B cheated in
     sampled: dict[int, list[int]] = field(default_factory=dict)  # task -> its sampled intervals
     replays: list[Replay] = field(default_factory=list)  # the watcher's, of both tasks' sampled intervals
+    # Every draw (a batch's sample, a dispute's panel) -> the randomness it was drawn from, and whether the
+    # chain's seed is that value's.
+    draws: dict[str, tuple[str, bool]] = field(default_factory=dict)
 
 
 def run_demo(
@@ -141,6 +145,7 @@ def run_demo(
         result = DemoResult(honest, cheated, {}, {}, 0.0, logs, deliverable=deliverable)
         _follow(owner, result, console, deadline=started + timeout)
         _collect_replays(owner, folder / "nodes" / f"watcher-{WATCHER}", result)
+        _collect_draws(owner, result)
     finally:
         for process in processes:
             process.terminate()
@@ -151,6 +156,8 @@ def run_demo(
     console.rule("5. summary: honest drift and payouts")
     console.print(_replays_table(result))
     console.print(_summary(result))
+    rounds = ", ".join(f"{what} from {source}" for what, (source, _) in result.draws.items())
+    console.print(f"draws, each from a round of the devnet's drand beacon BLS-verified on-chain: {rounds}")
     result.seconds = time.monotonic() - started
     _check(result)
     if serve:
@@ -273,11 +280,10 @@ def _credited(owner: NodeContext, tasks: tuple[int, int]) -> dict[int, dict[str,
 def _collect_replays(owner: NodeContext, watcher_home: Path, result: DemoResult) -> None:
     """The watcher's verdict on every sampled interval of both tasks, from its state and pinned reports."""
     judged = NodeState(watcher_home / "watcher.json").get("judged", {})
-    tasks = owner.protocol.tasks.functions
     owner.scanner.poll()
     for task in (result.honest, result.cheated):
         opened = owner.scanner.events("BatchOpened", task=task)
-        result.sampled[task] = sorted(int(k) for e in opened for k in tasks.sampledIntervals(task, e.args["j"]).call())
+        result.sampled[task] = sorted(k for e in opened for k in owner.protocol.sampled(task, int(e.args["j"])))
         for k in result.sampled[task]:
             if (entry := judged.get(f"{task}:{k}")) is None:
                 continue
@@ -303,10 +309,31 @@ def expected_credits() -> tuple[dict[str, int], dict[str, int]]:
     return {"provider A": reward + bond, "owner": TERMS.owner_bond}, cheated
 
 
+def _collect_draws(owner: NodeContext, result: DemoResult) -> None:
+    """Where every sample and panel came from: the drand round each draw named, and whether its seed on
+    chain is the seed of that round's verified value."""
+    p = owner.protocol
+    for task in (result.honest, result.cheated):
+        for j in range(p.task(task).batchCount):
+            b = p.batch(task, j)
+            ready, value = p.randomness.value(b.seedTarget)
+            ok = p.randomness.network is not None and ready and bytes(b.seed) == batch_seed(value, task, j)
+            result.draws[f"task {task} batch {j}"] = (p.randomness.describe(b.seedTarget), ok)
+    for event in owner.scanner.events("PanelDrawn"):
+        dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
+        if p.dispute(dispute).round != round_:
+            continue  # the chain names the current round's target only
+        target = p.committee.functions.panelTarget(dispute).call()
+        ok = p.randomness.network is not None and p.randomness.value(target)[0]
+        result.draws[f"dispute {dispute} round {round_}"] = (p.randomness.describe(target), ok)
+
+
 def _check(result: DemoResult) -> None:
     """The demo checks its own outcome, to the wei: it is also a test (CI runs it)."""
     honest, cheated = expected_credits()
     problems = []
+    if not result.draws or not all(ok for _, ok in result.draws.values()):
+        problems.append(f"not every draw came from a verified drand round: {result.draws}")
     if result.status != {result.honest: TaskStatus.FINALIZED, result.cheated: TaskStatus.SLASHED}:
         problems.append(f"outcomes {result.status}")
     if result.credited.get(result.honest) != honest:

@@ -13,12 +13,14 @@ from pathlib import Path
 from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account, load_keystore, read_password
 from ovig_node.chain.compile import compile_contracts
-from ovig_node.chain.deploy import Deployer, Deployments, run_plan
-from ovig_node.chain.errors import KeystoreError
+from ovig_node.chain.deploy import Deployer, Deployments, RandomnessChoice, run_plan
+from ovig_node.chain.errors import DeploymentError, KeystoreError
 from ovig_node.chain.rpc import connect
 from ovig_node.devnet import tools
+from ovig_node.devnet.beacon import devnet_network
 from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir
+from ovig_node.protocol.drand import Network, known_networks
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,11 @@ class DeployTarget:
     deployments: Path | None = None  # None: <devnet>/deployments.json or deployments/<chain id>.json
     plan: Path | None = None  # None: deploy/plan.py of the repository
     compile: bool = True  # recompile when the sources differ from the shipped artifacts
+    # The randomness backend: "drand" or "blockhash"; None: drand (on the devnet, its own beacon's).
+    randomness: str | None = None
+    drand_network: str = "quicknet"  # a network of deploy/drand.json (not on the devnet)
+    drand_delay: int | None = None  # seconds from an action to its target round; None: the plan's default
+    allow_blockhash: bool = False  # deploy block-hash randomness on a chain other than the devnet
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,11 @@ def deploy(target: DeployTarget) -> DeployOutcome:
         if not net.is_running():
             raise DevnetNotRunning(str(net.data_dir))
         info = net.info()
+        beacon = (
+            devnet_network(info.beacon_genesis, info.beacon_period)
+            if info.beacon_genesis and info.beacon_period
+            else None
+        )
         w3 = connect(info.rpc_url, expected_chain_id=info.chain_id)
         account = devnet_account(0)
         path = target.deployments or net.data_dir / "deployments.json"
@@ -60,12 +72,34 @@ def deploy(target: DeployTarget) -> DeployOutcome:
         account = load_keystore(target.keystore, password)
         w3 = connect(target.rpc_url)
         path = target.deployments or Path("deployments") / f"{w3.eth.chain_id}.json"
+        beacon = None
 
-    deployer = Deployer.open(w3, account, path)
+    deployer = Deployer.open(w3, account, path, _randomness(target, beacon))
     deployments = run_plan(target.plan or tools.repo_root() / "deploy" / "plan.py", deployer)
     if target.use_devnet:
         net.update_info(contracts=deployments.addresses(), deployments_file=str(path.resolve()))
     return DeployOutcome(path=path, deployments=deployments, log=deployer.log, compiled=compiled)
+
+
+def _randomness(target: DeployTarget, devnet_beacon: Network | None) -> RandomnessChoice:
+    """The backend to deploy: block hashes if asked for; drand otherwise, for the devnet's own beacon on
+    the devnet and for a network of deploy/drand.json elsewhere."""
+    if target.randomness not in (None, "drand", "blockhash"):
+        raise DeploymentError(f"unknown randomness backend {target.randomness!r}: choose drand or blockhash")
+    if target.randomness == "blockhash":
+        return RandomnessChoice("blockhash", allow_any_chain=target.allow_blockhash)
+    if target.use_devnet:
+        if devnet_beacon is None:
+            raise DeploymentError(
+                "this devnet runs no drand beacon: restart it (`ovig devnet up`), or deploy with --randomness blockhash"
+            )
+        return RandomnessChoice("drand", devnet_beacon, target.drand_delay)
+    networks = known_networks(tools.repo_root() / "deploy" / "drand.json")
+    if target.drand_network not in networks:
+        raise DeploymentError(
+            f"no drand network {target.drand_network!r} in deploy/drand.json (known: {', '.join(networks)})"
+        )
+    return RandomnessChoice("drand", networks[target.drand_network].network, target.drand_delay)
 
 
 def _compile_if_stale() -> list[str]:

@@ -4,8 +4,10 @@ Every node runs a Keeper between its own work, so no clock of the protocol depen
 ``drawSeed``, ``slashUnopened``, ``finalize``, ``abandon``, ``settleUndecided``, ``expireChallenge``,
 ``claimBond``, ``releaseLeadShare`` (a slash's lead share, once no earlier challenge can take it),
 ``drawPanel`` (a panel may take several calls), ``rearm`` (a draw that can no longer complete) and
-``resolve``. What is due is read from the chain (views and the latest block), never from wall time.
-When another keeper acts first, the estimate reverts and nothing is sent.
+``resolve``; and ``submitRound``: a draw whose drand round is not on-chain yet waits for someone to submit
+its signature, fetched from the node's beacon relays and verified by the contract. What is due is read
+from the chain (views and the latest block), never from wall time. When another keeper acts first, the
+estimate reverts and nothing is sent.
 """
 
 from __future__ import annotations
@@ -15,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, TaskStatus, Verdict
+from ovig_node.chain.randomness import for_contract
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 from ovig_node.protocol.panel import TRIES_PER_SEAT, panel_size
 
-DUTIES = ("drawSeed", "slashUnopened", "finalize", "abandon", "settleUndecided", "expireChallenge", "claimBond",
-          "releaseLeadShare", "drawPanel", "rearm", "resolve")  # fmt: skip
-BLOCKHASH_HORIZON = 256
+DUTIES = ("submitRound", "drawSeed", "slashUnopened", "finalize", "abandon", "settleUndecided", "expireChallenge",
+          "claimBond", "releaseLeadShare", "drawPanel", "rearm", "resolve")  # fmt: skip
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
 
 
@@ -81,16 +83,19 @@ class Keeper:
             self._done.add(("task", task))
             return []
         done = []
-        now, number = int(head["timestamp"]), int(head["number"])
+        now = int(head["timestamp"])
         for j in range(t.committedBatches):
             if ("batch", f"{task}:{j}") in self._done:
                 continue
             b = p.batch(task, j)
             if b.status == BatchStatus.OPENED:  # a batch never leaves Opened: no duty of it is left
                 self._done.add(("batch", f"{task}:{j}"))
-            elif b.status == BatchStatus.COMMITTED and number > b.commitBlock + self._param("seedDelay"):
+            elif b.status == BatchStatus.COMMITTED:
+                if not self._target_ready(b.seedTarget, now):
+                    continue
                 done += self._act("drawSeed", f"drawSeed:{task}:{j}", tasks.functions.drawSeed(task, j),
-                                  f"drew the sample of task {task} batch {j}")  # fmt: skip
+                                  f"drew the sample of task {task} batch {j} from "
+                                  f"{p.randomness.describe(b.seedTarget)}")  # fmt: skip
             elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet:
                 done += self._act("slashUnopened", f"slashUnopened:{task}:{j}", tasks.functions.slashUnopened(task, j),
                                   f"slashed task {task}: batch {j} was not opened in time")  # fmt: skip
@@ -139,18 +144,23 @@ class Keeper:
         if d.status == DisputeStatus.RESOLVED:
             self._done.add(("dispute", dispute))
             return []
-        now, number = int(head["timestamp"]), int(head["number"])
+        now = int(head["timestamp"])
         moot = p.tasks.functions.isMoot(dispute).call()
         if moot:
             return self._act("resolve", f"resolve:{dispute}:moot", committee.functions.resolve(dispute),
                              f"dispute {dispute} is moot: ended")  # fmt: skip
-        target = d.armBlock + self._param("panelSeedDelay")
-        if d.status == DisputeStatus.AWAITING_PANEL and number > target:
+        if d.status == DisputeStatus.AWAITING_PANEL:
+            expired = now >= d.armedAt + self._param("maxDrawDelay")
+            target = committee.functions.panelTarget(dispute).call()
+            if not expired and not self._target_ready(target, now):
+                return []
             tries_left = d.tries < TRIES_PER_SEAT * panel_size(self._param("panelSize"), d.round)
-            if tries_left and now < d.armedAt + self._param("maxDrawDelay") and number <= target + BLOCKHASH_HORIZON:
+            gone = not expired and p.randomness.value(target) == (True, bytes(32))
+            if tries_left and not expired and not gone:
                 return self._act("drawPanel", f"drawPanel:{dispute}:{d.round}:{d.armBlock}:{d.tries}",
                                  committee.functions.drawPanel(dispute),
-                                 f"drew the panel of dispute {dispute} (round {d.round})")  # fmt: skip
+                                 f"drew the panel of dispute {dispute} (round {d.round}) from "
+                                 f"{p.randomness.describe(target)}")  # fmt: skip
             return self._act("rearm", f"rearm:{dispute}:{d.round}:{d.armBlock}", committee.functions.rearm(dispute),
                              f"re-armed the draw of dispute {dispute} (round {d.round})")  # fmt: skip
         if d.status == DisputeStatus.APPEALABLE and now >= d.decidedAt + self._param("appealWindow"):
@@ -161,6 +171,26 @@ class Keeper:
             return self._act("resolve", f"resolve:{dispute}:{d.round}", committee.functions.resolve(dispute),
                              f"resolved round {d.round} of dispute {dispute}")  # fmt: skip
         return []
+
+    # --- randomness ----------------------------------------------------------------------------
+
+    def _target_ready(self, target: int, now: int) -> bool:
+        """Whether ``target``'s value is on-chain; a drand round published by ``now`` (chain time) is
+        submitted first, from the first relay whose signature the contract accepts."""
+        source = self.ctx.protocol.randomness
+        if source.value(target)[0]:
+            return True
+        if source.network is None or now < source.network.round_time(target) or "submitRound" not in self.duties:
+            return False  # a block mines by itself; a round nobody has published yet cannot be fetched
+        for signature in self.ctx.beacon.signatures(target):
+            encoded = for_contract(signature)
+            if encoded is None:
+                continue
+            fn = source.contract.functions.submitRound(target, encoded)
+            key = f"submitRound:{source.contract.address}:{target}"
+            if self._act("submitRound", key, fn, f"submitted drand round {target} (verified)"):
+                return True
+        return source.value(target)[0]  # another keeper may have submitted it meanwhile
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -178,8 +208,6 @@ class Keeper:
         if not self._params:
             p = self.ctx.protocol
             self._params = {
-                "seedDelay": p.tasks.functions.SEED_DELAY().call(),
-                "panelSeedDelay": p.committee.functions.SEED_DELAY().call(),
                 "commitWindow": p.committee.functions.COMMIT_WINDOW().call(),
                 "revealWindow": p.committee.functions.REVEAL_WINDOW().call(),
                 "maxDrawDelay": p.committee.functions.MAX_DRAW_DELAY().call(),

@@ -122,7 +122,7 @@ def task_status(ctx: NodeContext, task: int) -> TaskReport:
         opened = ctx.scanner.events("BatchOpened", task=task, j=j)
         batches.append({
             "j": j, "status": BatchStatus(b.status).name.lower(),
-            "sampled": list(p.tasks.functions.sampledIntervals(task, j).call()),
+            "sampled": p.sampled(task, j),
             "opening": opened[-1].args["openingCID"] if opened else "",
             "window_end": b.windowEnd,
         })  # fmt: skip

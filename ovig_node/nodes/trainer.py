@@ -199,7 +199,7 @@ class TrainerNode:
         for j in range(t.committedBatches):
             if self.ctx.protocol.batch(self.task, j).status != BatchStatus.DRAWN:
                 continue
-            sampled = tasks.functions.sampledIntervals(self.task, j).call()
+            sampled = self.ctx.protocol.sampled(self.task, j)
             files = self._pin_files(sampled)
             manifest = {"version": 1, "task": self.task, "batch": j, "files": files}
             cid = self.ctx.ipfs.add_bytes(json.dumps(manifest, sort_keys=True).encode(), name="opening.json").cid
@@ -255,10 +255,9 @@ class TrainerNode:
         """Retention (protocol 2.4) once the task has ended: keep the sampled intervals' start and end
         evidence and the deliverable; drop the rest."""
         layout = self._task_files().prepared.spec.layout
-        tasks = self.ctx.protocol.tasks.functions
         keep = {layout.intervals - 1}
         for j in range(layout.batches):
-            for k in tasks.sampledIntervals(self.task, j).call():
+            for k in self.ctx.protocol.sampled(self.task, j):
                 keep |= {k, k - 1}
         for k in range(layout.intervals):
             path = evidence_path(self.folder, k)

@@ -91,7 +91,7 @@ class WatcherNode:
         if not live[task]:
             return []
         due = []
-        for k in self.ctx.protocol.tasks.functions.sampledIntervals(task, j).call():
+        for k in self.ctx.protocol.sampled(task, j):
             if f"{task}:{k}" in judged or not self.isolation.ready(_key(task, int(k))):
                 continue  # judged before (no need to read its on-chain state again), or waiting out a backoff
             iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)

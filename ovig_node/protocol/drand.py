@@ -152,6 +152,16 @@ def g2_for_contract(public_key: bytes) -> bytes:
     return b"".join(_fp(int(c)) for c in (*x.coeffs, *y.coeffs))
 
 
+def g2_from_contract(public_key: bytes) -> bytes:
+    """An EIP-2537 256-byte G2 public key (as ``DrandBeacon.publicKey`` returns it), compressed as drand
+    publishes it."""
+    if len(public_key) != 256:
+        raise DrandError(f"an EIP-2537 G2 point is 256 bytes, not {len(public_key)}")
+    c = [int.from_bytes(public_key[i : i + 64], "big") for i in range(0, 256, 64)]
+    z1, z2 = compress_G2((FQ2(c[0:2]), FQ2(c[2:4]), FQ2.one()))
+    return z1.to_bytes(48, "big") + z2.to_bytes(48, "big")
+
+
 def verify(public_key: bytes, round_: int, signature: bytes) -> None:
     """Raise :class:`DrandError` unless ``signature`` is round ``round_``'s under ``public_key``."""
     hashed = hash_to_G1(message(round_), DST, hashlib.sha256)

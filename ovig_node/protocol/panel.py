@@ -2,7 +2,8 @@
 
 A round armed at block a is drawn from the committee's history *as of a* (the state after block a - 1)
 and the seed ``keccak256(abi.encode(value, dispute, round))``, where ``value`` is the randomness
-backend's value for block ``a + SEED_DELAY``. Try t = 0, 1, ..., 16 * P_r - 1 lands on slot
+backend's value of the target it named when armed (``panelTarget``: a drand round, or on devnets the
+block ``a + DELAY``). Try t = 0, 1, ..., 16 * P_r - 1 lands on slot
 ``uint256(keccak256(abi.encode(seed, t))) % slots``; its occupant is seated if it was eligible then and
 is not seated yet; the draw stops at ``P_r = panelSize * 2^r + 2^r - 1`` seated. Fewer seated after
 every try: the round cannot seat and is re-armed.

@@ -16,13 +16,13 @@ from helpers import (
     COMMITTEE,
     DEFAULTS,
     OUT_OF_BOUNDS,
-    SEED_DELAY,
     VALID,
     Evidence,
     challenge_commitment,
     deploy_pair,
     post_args,
     post_value,
+    sampled_intervals,
     settle,
     task_escrow,
     vote_commitment,
@@ -151,15 +151,25 @@ def commit(tasks: Any, provider: Any) -> Callable[..., None]:
 
 
 @pytest.fixture
-def draw(tasks: Any, chain: Any, keeper: Any) -> Callable[[int, int], list[int]]:
-    """Mine past batch j's seed block, draw its sample, return the sampled intervals in draw order."""
+def reach(chain: Any) -> Callable[[int], None]:
+    """Make the randomness target ready for the next transaction: with the suite's BlockhashRandomness, mine
+    past its block (a module on DrandBeacon overrides this fixture)."""
+
+    def run(target: int) -> None:
+        if chain.blocks.height + 1 < target + 1:
+            chain.mine(target - chain.blocks.height)
+
+    return run
+
+
+@pytest.fixture
+def draw(tasks: Any, keeper: Any, reach: Callable[[int], None]) -> Callable[[int, int], list[int]]:
+    """Reach batch j's randomness target, draw its sample, return the sampled intervals, ascending."""
 
     def run(task: int, j: int) -> list[int]:
-        ready = tasks.getBatch(task, j).commitBlock + SEED_DELAY + 1
-        if chain.blocks.height + 1 < ready:
-            chain.mine(ready - chain.blocks.height - 1)
+        reach(tasks.getBatch(task, j).seedTarget)
         tasks.drawSeed(task, j, sender=keeper)
-        return list(tasks.sampledIntervals(task, j))
+        return sampled_intervals(tasks, task, j)
 
     return run
 
@@ -169,7 +179,7 @@ def open_batch(tasks: Any, provider: Any) -> Callable[..., Any]:
     """Open batch j with honest openings of its sampled intervals."""
 
     def run(ev: Evidence, j: int) -> Any:
-        openings = [ev.opening(k) for k in tasks.sampledIntervals(ev.task, j)]
+        openings = [ev.opening(k) for k in sampled_intervals(tasks, ev.task, j)]
         return tasks.openBatch(ev.task, j, f"bafyopening{j}", openings, sender=provider)
 
     return run
@@ -242,14 +252,12 @@ def challenge(tasks: Any) -> Callable[..., int]:
 
 
 @pytest.fixture
-def draw_panel(committee: Any, chain: Any, keeper: Any) -> Callable[[int], list[str]]:
-    """Mine past the dispute's seed block, draw its panel (as many calls as it takes), return the
+def draw_panel(committee: Any, keeper: Any, reach: Callable[[int], None]) -> Callable[[int], list[str]]:
+    """Reach the dispute's randomness target, draw its panel (as many calls as it takes), return the
     panelists."""
 
     def run(dispute: int) -> list[str]:
-        ready = committee.getDispute(dispute).armBlock + COMMITTEE["seedDelay"] + 1
-        if chain.blocks.height + 1 < ready:
-            chain.mine(ready - chain.blocks.height - 1)
+        reach(committee.panelTarget(dispute))
         while committee.getDispute(dispute).status == AWAITING_PANEL:
             committee.drawPanel(dispute, sender=keeper)
         return list(committee.panelOf(dispute))

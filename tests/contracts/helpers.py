@@ -18,8 +18,10 @@ from ovig_node.chain.deploy import create_address
 
 ZERO = b"\x00" * 32
 
+# The randomness backend of these tests: BlockhashRandomness (fast: a target is a block), DELAY blocks after
+# the action (tests/contracts/test_drand_draws.py runs the draws on DrandBeacon).
+SEED_DELAY = 2  # blocks between a batch commit (or a round's arm) and its seed block
 # Constructor parameters of TrainingTasks in these tests.
-SEED_DELAY = 2  # blocks between a batch commit and its seed block
 KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened batch
 # Payout shares (protocol 4.2, the recommended split): faulty: lead challenger, panel, owner of the
 # provider bond; sound: provider, panel, burned of every joined challenger bond.
@@ -32,7 +34,6 @@ COMMITTEE: dict[str, int] = {
     "penalty": 10**17,
     "overlap": 4,  # L: the stake to register and be eligible is L x penalty
     "warmupBlocks": 5,
-    "seedDelay": SEED_DELAY,
     "cooldown": 7 * 24 * 3600,
     "commitWindow": 3600,
     "revealWindow": 1800,
@@ -108,16 +109,25 @@ def post_value(terms: dict[str, Any]) -> int:
     return int(terms["reward"]) + int(terms["ownerBond"])
 
 
-def deploy_pair(project: Any, owner: Any, **committee: int) -> tuple[Any, Any]:
+def deploy_pair(project: Any, owner: Any, randomness: Any = None, **committee: int) -> tuple[Any, Any]:
     """AuditCommittee (COMMITTEE overridden by keyword), then TrainingTasks at the address the committee was
-    built to answer to."""
+    built to answer to; both read ``randomness`` (default: a new BlockhashRandomness of SEED_DELAY blocks)."""
+    if randomness is None:
+        randomness = owner.deploy(project.BlockhashRandomness, SEED_DELAY, False)
     tasks_at = create_address(owner.address, owner.nonce + 1)
-    court = owner.deploy(project.AuditCommittee, tasks_at, tuple({**COMMITTEE, **committee}.values()))
+    court = owner.deploy(project.AuditCommittee, tasks_at, randomness, tuple({**COMMITTEE, **committee}.values()))
     tasks = owner.deploy(
-        project.TrainingTasks, SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, court.address
+        project.TrainingTasks, randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, court.address
     )
     assert tasks.address == tasks_at
     return court, tasks
+
+
+def sampled_intervals(tasks: Any, task: int, j: int) -> list[int]:
+    """Batch j's sampled intervals, ascending, from its sampledBitmap (bit i: interval j * m + i)."""
+    m = tasks.getTask(task).terms.intervalsPerBatch
+    bitmap = int(tasks.getBatch(task, j).sampledBitmap)
+    return [j * m + i for i in range(256) if bitmap >> i & 1]
 
 
 def module_pair(doc: str, **committee: int) -> tuple[Any, Any, Any]:

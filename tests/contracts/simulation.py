@@ -61,8 +61,9 @@ After every episode (each message names the episode's seed), ``check`` asserts:
 - fixity: every ``PanelDrawn`` panel equals ``ovig_node.protocol.panel.draw_panel`` over the committee's
   history as of the round's arm block (``slotCountAt``, ``occupantAt``, ``standingAt``; the first
   ``ChallengeCommitted`` of each account on the task in the episode's book: no commit at or before a; the
-  task's owner and provider; earlier seats) and the seed
-  from the arm block + seed delay's hash; the committee's ``isEligible`` agrees with that history for every occupant;
+  task's owner and provider; earlier seats) and the seed from the hash of the round's randomness target,
+  the arm block + SEED_DELAY (BlockhashRandomness; the committee's ``panelTarget`` names that block); the
+  committee's ``isEligible`` agrees with that history for every occupant;
 - no ETH stuck: once the agents stop (at the natural end, or at a random cut-off in some episodes), only
   calls anyone may make (keeper transitions, and auditors leaving) end every task, commit and dispute;
   everyone withdraws; each contract is left holding its ``burned`` (plus the stakes of auditors that stay).
@@ -739,11 +740,15 @@ class World:
         x, seats = got["dispute"][None], got["seats"][None]
         a = x.armBlock
         as_of = a - 1
-        head, slots = self.rpc.batch([
-            ("eth_getBlockByNumber", [hex(a + COMMITTEE["seedDelay"]), False]),
+        target = a + SEED_DELAY  # BlockhashRandomness: the round's seed is the hash of block a + DELAY
+        head, slots, named = self.rpc.batch([
+            ("eth_getBlockByNumber", [hex(target), False]),
             self.committee.call("slotCountAt", as_of),
+            self.committee.call("panelTarget", d),
         ])  # fmt: skip
         n = self.committee.result("slotCountAt", slots)
+        if (got_target := self.committee.result("panelTarget", named)) != target:
+            self.fail(f"fixity: dispute {d} round {round_}'s panel target is {got_target}, not {a} + {SEED_DELAY}")
         occ = Reads()
         for slot in range(n):
             occ.view("occupants", slot, self.committee, "occupantAt", slot, as_of)
@@ -885,7 +890,7 @@ class Provider(Agent):
         b = self.w.snap.batches[(self.plan.id, j)]
         if b.status != B_COMMITTED or not self.w.active(self.plan.id):
             return
-        self.w.ensure_block_after(b.commitBlock + SEED_DELAY)
+        self.w.ensure_block_after(b.seedTarget)
         # A keeper may draw it in between: a race the protocol allows.
         self.w.send(self.plan.provider, self.w.tasks, "drawSeed", self.plan.id, j, honest=self.honest,
                     races=("WrongBatchStatus",))  # fmt: skip
@@ -1290,7 +1295,7 @@ def due(w: World, me: str) -> int:
         for j in range(w.plans[i].batches):
             b = s.batches[(i, j)]
             if b.status == B_COMMITTED and w.active(i):
-                w.ensure_block_after(b.commitBlock + SEED_DELAY)
+                w.ensure_block_after(b.seedTarget)
                 call(w.tasks, "drawSeed", i, j)
             elif b.status == B_DRAWN and w.next_time >= b.windowEnd and w.active(i) and quiet(i):
                 call(w.tasks, "slashUnopened", i, j)
@@ -1310,7 +1315,7 @@ def due(w: World, me: str) -> int:
         rec = w.snap.records[d]
         moot = not w.live(x.task, w.snap.intervals[(x.task, rec.k)].leadSeq)
         if x.status == AWAITING_PANEL and not moot:
-            w.ensure_block_after(x.armBlock + SEED_DELAY)
+            w.ensure_block_after(x.armBlock + SEED_DELAY)  # the panel's target (BlockhashRandomness)
             for _ in range(8):  # a round of 15 takes up to four calls of 64 tries
                 if not call(w.committee, "drawPanel", d) or w.snap.disputes[d].status != AWAITING_PANEL:
                     break

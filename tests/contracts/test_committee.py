@@ -22,6 +22,7 @@ from helpers import (
     OUT_OF_BOUNDS,
     OWNER_BOND,
     RESOLVED,
+    SEED_DELAY,
     SLASHED,
     TRIES_PER_CALL,
     TRIES_PER_SEAT,
@@ -34,6 +35,7 @@ from helpers import (
     panel_draw,
     panel_seed,
     revert_data,
+    sampled_intervals,
     settle,
     vote_commitment,
 )
@@ -41,7 +43,7 @@ from helpers import (
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 
 STAKE, PENALTY, OVERLAP = AUDITOR_STAKE, COMMITTEE["penalty"], COMMITTEE["overlap"]
-WARMUP, SEED_DELAY, COOLDOWN = COMMITTEE["warmupBlocks"], COMMITTEE["seedDelay"], COMMITTEE["cooldown"]
+WARMUP, COOLDOWN = COMMITTEE["warmupBlocks"], COMMITTEE["cooldown"]
 COMMIT_WINDOW, REVEAL_WINDOW = COMMITTEE["commitWindow"], COMMITTEE["revealWindow"]
 MAX_DRAW_DELAY, STARVATION = COMMITTEE["maxDrawDelay"], COMMITTEE["starvationTimeout"]
 APPEAL_WINDOW = COMMITTEE["appealWindow"]
@@ -71,10 +73,11 @@ def addresses(accounts: list[Any]) -> list[str]:
 def expected_panel(committee: Any, chain: Any, dispute: int, eligible: list[str]) -> list[str]:
     """The panel the current round must seat, computed off-chain: the slot occupants as of its arm block a
     (the state after block a - 1) read from the committee's history, `eligible` given by the test, the
-    seed from the hash of block a + SEED_DELAY."""
+    seed from the hash of block a + SEED_DELAY (the block-hash backend's target)."""
     d = committee.getDispute(dispute)
     as_of = d.armBlock - 1
     occupants = [committee.occupantAt(s, as_of) for s in range(committee.slotCountAt(as_of))]
+    assert committee.panelTarget(dispute) == d.armBlock + SEED_DELAY
     seed = panel_seed(bytes(chain.blocks[d.armBlock + SEED_DELAY].hash), dispute, d.round)
     return panel_draw(seed, [None if o == ZERO_ADDRESS else o for o in occupants], set(eligible),
                       committee.panelSizeOf(d.round))  # fmt: skip
@@ -82,7 +85,7 @@ def expected_panel(committee: Any, chain: Any, dispute: int, eligible: list[str]
 
 def mine_to_seed(committee: Any, chain: Any, dispute: int) -> None:
     """Mine until the next block may draw the dispute's panel."""
-    ready = committee.getDispute(dispute).armBlock + SEED_DELAY + 1
+    ready = committee.panelTarget(dispute) + 1
     if chain.blocks.height + 1 < ready:
         chain.mine(ready - chain.blocks.height - 1)
 
@@ -129,7 +132,7 @@ def dispute_of(tasks: Any, opened_task: Any, challenge: Any, watcher: Any) -> Ca
 
     def make(*, reason: int = OUT_OF_BOUNDS, **overrides: Any) -> tuple[int, int, int]:
         task, _ = opened_task(**{**SMALL, **overrides})
-        k = tasks.sampledIntervals(task, 0)[0]
+        k = sampled_intervals(tasks, task, 0)[0]
         return task, k, challenge(task, k, watcher, reason)
 
     return make
@@ -154,7 +157,7 @@ def drawn(
 
 
 # CommitteeParams fields (COMMITTEE's order) as the committee's immutables.
-IMMUTABLES = ("PENALTY", "OVERLAP", "WARMUP_BLOCKS", "SEED_DELAY", "COOLDOWN", "COMMIT_WINDOW", "REVEAL_WINDOW",
+IMMUTABLES = ("PENALTY", "OVERLAP", "WARMUP_BLOCKS", "COOLDOWN", "COMMIT_WINDOW", "REVEAL_WINDOW",
               "APPEAL_WINDOW", "MAX_DRAW_DELAY", "STARVATION_TIMEOUT", "MAX_REPLAY_SECONDS", "PANEL_SIZE", "MAX_ROUNDS",
               "PANEL_BPS")  # fmt: skip
 
@@ -163,6 +166,7 @@ def test_constructor_sets_parameters(committee: Any, tasks: Any) -> None:
     assert [getattr(committee, name)() for name in IMMUTABLES] == list(COMMITTEE.values())
     assert committee.AUDITOR_STAKE() == OVERLAP * PENALTY == STAKE
     assert committee.TASKS() == committee.taskContract() == tasks.address
+    assert committee.RANDOMNESS() == tasks.RANDOMNESS()
     assert (committee.disputeCount(), committee.auditorCount(), committee.totalStake()) == (0, 0, 0)
     assert [committee.panelSizeOf(r) for r in range(4)] == [3, 7, 15, 31]
 
@@ -173,7 +177,6 @@ def test_constructor_sets_parameters(committee: Any, tasks: Any) -> None:
         ("penalty", 0, {}),
         ("overlap", 0, {}),
         ("overlap", 9, {}),
-        ("seedDelay", 0, {}),
         ("panelSize", 2, {}),
         ("panelSize", 4, {}),
         ("maxRounds", 0, {}),
@@ -194,12 +197,12 @@ def test_constructor_invalid_parameter_reverts(
     project: Any, owner: Any, tasks: Any, name: str, value: int, overrides: dict[str, int]
 ) -> None:
     with ape.reverts(invalid_parameter(name, value)):
-        owner.deploy(project.AuditCommittee, tasks.address, params(**{name: value, **overrides}))
+        owner.deploy(project.AuditCommittee, tasks.address, tasks.RANDOMNESS(), params(**{name: value, **overrides}))
 
 
 def test_constructor_accepts_the_limits(project: Any, owner: Any, tasks: Any) -> None:
     limits = params(overlap=8, maxRounds=5, commitWindow=8 * 900, cooldown=3601, starvationTimeout=3600)
-    c = owner.deploy(project.AuditCommittee, tasks.address, limits)
+    c = owner.deploy(project.AuditCommittee, tasks.address, tasks.RANDOMNESS(), limits)
     assert (c.OVERLAP(), c.MAX_ROUNDS(), c.AUDITOR_STAKE()) == (8, 5, 8 * PENALTY)
 
 
@@ -314,8 +317,9 @@ def test_draw_panel_before_its_seed_block_reverts(
     register(auditors[:3])
     _, _, dispute = dispute_of()
     arm = committee.getDispute(dispute).armBlock
+    assert committee.panelTarget(dispute) == arm + SEED_DELAY
     while chain.blocks.height + 1 <= arm + SEED_DELAY:
-        with ape.reverts(committee.PanelNotReady, dispute=dispute, readyAt=arm + SEED_DELAY + 1):
+        with ape.reverts(committee.PanelNotReady, dispute=dispute, target=arm + SEED_DELAY):
             committee.drawPanel(dispute, sender=keeper)
     tx = committee.drawPanel(dispute, sender=keeper)
     assert tx.block_number == arm + SEED_DELAY + 1 and committee.getDispute(dispute).status == VOTING
@@ -376,7 +380,7 @@ def test_panel_never_seats_the_provider_owner_a_challenger_or_the_unwarmed(
     register(auditors[:4])
     committee.requestExit(sender=auditors[3])
     task, _ = opened_task(**SMALL)
-    k0, k1 = tasks.sampledIntervals(task, 0)[:2]
+    k0, k1 = sampled_intervals(tasks, task, 0)[:2]
     commit_challenge(tasks, task, k1, auditors[2])  # before any dispute of the task: allowed
     committee.register(sender=auditors[4], value=STAKE)  # too late: not warmed up at the arm
     dispute = challenge(task, k0, watcher)
@@ -403,7 +407,7 @@ def test_seats_held_elsewhere_do_not_matter(
     with junk disputes just before a real one: three auditors sit on two disputes at once."""
     register(auditors[:3])
     task, _ = opened_task(**SMALL)
-    k0, k1 = tasks.sampledIntervals(task, 0)[:2]
+    k0, k1 = sampled_intervals(tasks, task, 0)[:2]
     junk = challenge(task, k0, watcher)
     assert sorted(draw_panel(junk)) == sorted(addresses(auditors[:3]))
     real = challenge(task, k1, watcher2)
@@ -420,7 +424,7 @@ def test_an_auditor_cannot_challenge_a_task_it_may_judge(
     ones may not until the dispute resolves; the others may."""
     register(auditors[:4])
     task, _ = opened_task(**SMALL, windows=(3600, 4 * 24 * 3600, 600))  # open through the appeal window
-    k0, k1 = tasks.sampledIntervals(task, 0)[:2]
+    k0, k1 = sampled_intervals(tasks, task, 0)[:2]
     dispute = challenge(task, k0, watcher)
     for a in auditors[:4]:
         with ape.reverts(tasks.PanelistCannotChallenge, task=task, account=a.address):
@@ -445,7 +449,7 @@ def test_an_auditor_who_asks_to_exit_after_the_arm_still_cannot_challenge_the_ta
     to commit then, it could be seated on a dispute it joins as a challenger."""
     register(auditors[:4])
     task, _ = opened_task(**SMALL)
-    k0, k1 = tasks.sampledIntervals(task, 0)[:2]
+    k0, k1 = sampled_intervals(tasks, task, 0)[:2]
     dispute = challenge(task, k0, watcher)
     committee.requestExit(sender=auditors[3])
     assert committee.isEligible(dispute, auditors[3])
@@ -809,8 +813,8 @@ def test_no_shows_beyond_l_overlapping_seats_are_excused(
     register(auditors[:3])
     task_a, _ = opened_task(**SMALL)
     task_b, _ = opened_task(**SMALL)
-    disputes = [challenge(task_a, k, watcher) for k in tasks.sampledIntervals(task_a, 0)]
-    disputes.append(challenge(task_b, tasks.sampledIntervals(task_b, 0)[0], watcher))
+    disputes = [challenge(task_a, k, watcher) for k in sampled_intervals(tasks, task_a, 0)]
+    disputes.append(challenge(task_b, sampled_intervals(tasks, task_b, 0)[0], watcher))
     for dispute in disputes:
         draw_panel(dispute)
     silent = auditors[2].address
@@ -839,7 +843,7 @@ def test_moot_disputes_resolve_at_once_without_penalty(
     its panel) are then moot."""
     register(auditors[:4])
     task, _ = opened_task(**SMALL)
-    k1, k2, k3, _ = tasks.sampledIntervals(task, 0)
+    k1, k2, k3, _ = sampled_intervals(tasks, task, 0)
     upheld, voting = challenge(task, k1, watcher), challenge(task, k2, watcher2)
     first = draw_panel(upheld)
     second = draw_panel(voting)

@@ -33,6 +33,7 @@ from helpers import (
     challenge_commitment,
     commit_challenge,
     opened_digests,
+    sampled_intervals,
     settle,
 )
 
@@ -222,7 +223,7 @@ def test_reveal_of_an_unsampled_interval_reverts(
     tasks: Any, opened_task: Callable[..., tuple[int, Evidence]], watcher: Any
 ) -> None:
     task, ev = opened_task()
-    sampled = {k for j in range(ev.batches) for k in tasks.sampledIntervals(task, j)}
+    sampled = {k for j in range(ev.batches) for k in sampled_intervals(tasks, task, j)}
     unsampled = next(k for k in range(ev.intervals) if k not in sampled)
     commitment = commit_challenge(tasks, task, unsampled, watcher)
     before = snap(tasks, task, commitment, watcher)

@@ -1,6 +1,7 @@
 """DrandBeacon: drand's quicknet round 1000 verifies on-chain to drand's published randomness; a
 signature of another round, under another key, malformed, or malleated by a torsion point is refused;
-the devnet beacon's signatures take the same path; the contract's round clock is the mirror's.
+the devnet beacon's signatures take the same path; the contract's round clock is the mirror's; as a
+randomness backend it names the first round DELAY seconds after an action, ready once submitted.
 
 Real BLS verification on anvil's EIP-2537 precompiles (Ape's anvil runs the prague hardfork)."""
 
@@ -25,10 +26,12 @@ QUICKNET = QUICKNET_ENTRY.network
 ROUND_1000 = QUICKNET_ENTRY.known_signature
 RANDOMNESS_1000 = QUICKNET_ENTRY.known_randomness
 PAIRING = "0x000000000000000000000000000000000000000F"
+DELAY = 30  # seconds from an action to its target round (deploy/plan.py's for public chains)
 
 
 def deploy(project: Any, owner: Any, network: drand.Network) -> Any:
-    return owner.deploy(project.DrandBeacon, drand.g2_for_contract(network.public_key), network.genesis, network.period)
+    key = drand.g2_for_contract(network.public_key)
+    return owner.deploy(project.DrandBeacon, key, network.genesis, network.period, DELAY)
 
 
 @pytest.fixture(scope="module")
@@ -121,10 +124,10 @@ def test_the_constructor_refuses_a_key_that_is_not_a_g2_point(project: Any, owne
     invalid = revert_data("InvalidBeaconParameters()", [], [])
     for bad in (key[:255], bytes(256)):
         with ape.reverts(invalid):
-            owner.deploy(project.DrandBeacon, bad, QUICKNET.genesis, QUICKNET.period)
-    for genesis, period in ((0, 3), (QUICKNET.genesis, 0)):
+            owner.deploy(project.DrandBeacon, bad, QUICKNET.genesis, QUICKNET.period, DELAY)
+    for genesis, period, delay in ((0, 3, DELAY), (QUICKNET.genesis, 0, DELAY), (QUICKNET.genesis, 3, 0)):
         with ape.reverts(invalid):
-            owner.deploy(project.DrandBeacon, key, genesis, period)
+            owner.deploy(project.DrandBeacon, key, genesis, period, delay)
     off_curve = key[:255] + bytes([key[255] ^ 1])
     # On the curve but outside G2's prime-order subgroup: SWU's image before its cofactor is cleared.
     x, y = normalize(map_to_curve_G2(FQ2([5, 7])))
@@ -132,7 +135,20 @@ def test_the_constructor_refuses_a_key_that_is_not_a_g2_point(project: Any, owne
     off_subgroup = b"".join(int(c).to_bytes(64, "big") for c in (*x.coeffs, *y.coeffs))
     for bad in (off_curve, off_subgroup):
         with ape.reverts(revert_data("BlsPrecompileFailed(address)", ["address"], [PAIRING])):
-            owner.deploy(project.DrandBeacon, bad, QUICKNET.genesis, QUICKNET.period)
+            owner.deploy(project.DrandBeacon, bad, QUICKNET.genesis, QUICKNET.period, DELAY)
+
+
+def test_as_a_backend_it_targets_the_first_round_delay_after_an_action(quicknet: Any, keeper: Any) -> None:
+    assert quicknet.DELAY() == DELAY
+    for t in (QUICKNET.genesis - DELAY, QUICKNET.genesis, QUICKNET.genesis + 1, QUICKNET.genesis + 2998):
+        target = quicknet.targetOf(123, t)  # the block number plays no part
+        assert target == QUICKNET.round_at(t + DELAY) == quicknet.roundAt(t + DELAY)
+        assert QUICKNET.round_time(target) >= t + DELAY > QUICKNET.round_time(target) - QUICKNET.period or target == 1
+    assert quicknet.targetOf(0, QUICKNET.genesis + 2967) == 1000
+    assert quicknet.valueOf(1000) == (False, b"\x00" * 32)
+    quicknet.submitRound(1000, drand.g1_for_contract(ROUND_1000), sender=keeper)
+    assert quicknet.valueOf(1000) == (True, RANDOMNESS_1000)
+    assert quicknet.valueOf(1001) == (False, b"\x00" * 32)
 
 
 def test_the_round_clock_refuses_a_round_past_64_bits(quicknet: Any) -> None:

@@ -65,6 +65,8 @@ from helpers import (
 )
 from rawchain import Abi, Reads, Rpc, transact
 
+from ovig_node.protocol.sampling import sampled_intervals
+
 SEEDS = (20240611, 7)
 STEPS_PER_WALK = 500
 PENDING_COMMIT, JOINED_COMMIT = 1, 2  # CommitStatus.Pending, CommitStatus.Joined
@@ -467,9 +469,7 @@ class Walk:
         task, j = key
         t, b, ev = self.snap.tasks[task], self.snap.batches[key], self.evidence[task]
         m = t.terms.intervalsPerBatch
-        sampled = self.tasks.result(
-            "sampledIntervals", self.rpc.batch([self.tasks.call("sampledIntervals", task, j)])[0]
-        )
+        sampled = sampled_intervals(b.sampledBitmap, j, m)
         todo = [k for k in sampled if not b.openedBitmap >> (k - j * m) & 1]
         openings = [ev.opening(k) for k in todo]
         # Honest openings of a batch committed with a junk root cannot verify.

@@ -42,12 +42,13 @@ EPISODES = int(os.environ.get("OVIG_SIM_EPISODES", "40"))
 FIRST_SEED = int(os.environ.get("OVIG_SIM_SEED", "1"))
 GENESIS = 1_700_000_000
 ACCOUNTS = 100
-REPLAYED_SEED = 38  # an episode with disputes and appeals
+REPLAYED_SEED = 21  # an episode with disputes and appeals (12 panels, 8 appeals on this base state)
 
 
 @pytest.fixture(scope="module")
 def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Base]:
-    """A private anvil with both contracts deployed and 50 honest and 7 sybil auditors warmed up."""
+    """A private anvil with both contracts (and their BlockhashRandomness) deployed and 50 honest and 7 sybil
+    auditors warmed up."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # Free gas (no base fee, no gas price): the ETH of all accounts and both contracts is conserved.
@@ -74,10 +75,15 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
             abi = contract_type.model_dump(mode="json", by_alias=True)["abi"]
             return abi, contract_type.deployment_bytecode.bytecode
 
+        # The randomness backend both contracts read: block hashes, SEED_DELAY blocks after the action (its
+        # constructor refuses any chain but the devnet's, anvil's default).
+        assert int(rpc("eth_chainId"), 16) == 31337
+        randomness = deploy(rpc, deployer, *artifact("BlockhashRandomness"), SEED_DELAY, False)
         nonce = int(rpc("eth_getTransactionCount", deployer, "latest"), 16)
         tasks_at = create_address(deployer, nonce + 1)
-        committee = deploy(rpc, deployer, *artifact("AuditCommittee"), tasks_at, tuple(COMMITTEE.values()))
-        tasks = deploy(rpc, deployer, *artifact("TrainingTasks"), SEED_DELAY, KEEPER_BPS, SHARES, MIN_BONDS,
+        committee = deploy(rpc, deployer, *artifact("AuditCommittee"), tasks_at, randomness.address,
+                           tuple(COMMITTEE.values()))  # fmt: skip
+        tasks = deploy(rpc, deployer, *artifact("TrainingTasks"), randomness.address, KEEPER_BPS, SHARES, MIN_BONDS,
                        MAX_NO_DECISIONS, committee.address)  # fmt: skip
         assert tasks.address == tasks_at.lower()
         cast = Cast.of(accounts)
@@ -138,4 +144,5 @@ def test_a_seed_replays_its_episode(base: Base) -> None:
         finally:
             assert base.rpc("evm_revert", snapshot)
     assert any(name == "PanelDrawn" for name, _, _ in digests[0])
+    assert any(name == "Appealed" for name, _, _ in digests[0])
     assert digests[0] == digests[1]

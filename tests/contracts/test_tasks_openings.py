@@ -26,6 +26,7 @@ from helpers import (
     leaf,
     opened_digests,
     sample,
+    sampled_intervals,
     seed_of,
 )
 
@@ -54,14 +55,14 @@ def test_draw_seed_samples_from_the_seed_block(
     tasks: Any, committed: Evidence, keeper: Any, chain: Any, j: int
 ) -> None:
     task = committed.task
-    h = tasks.getBatch(task, j).commitBlock
+    target = tasks.getBatch(task, j).seedTarget
     chain.mine(SEED_DELAY)
     tx = tasks.drawSeed(task, j, sender=keeper)
-    seed = seed_of(bytes(chain.blocks[h + SEED_DELAY].hash), task, j)
+    seed = seed_of(bytes(chain.blocks[target].hash), task, j)
     n = len(committed.batch_intervals(j))
     positions = sample(seed, n, DEFAULTS["sampleBps"], is_last=j == committed.batches - 1)
     expected = [j * committed.per_batch + p for p in positions]
-    assert list(tasks.sampledIntervals(task, j)) == expected
+    assert sampled_intervals(tasks, task, j) == sorted(expected)
     b = tasks.getBatch(task, j)
     assert b.status == B_DRAWN and bytes(b.seed) == seed
     assert b.sampledBitmap == sum(1 << p for p in positions) and b.sampleCount == len(positions)
@@ -80,11 +81,12 @@ def test_draw_seed_samples_from_the_seed_block(
 
 def test_draw_seed_before_seed_block_reverts(tasks: Any, committed: Evidence, keeper: Any, chain: Any) -> None:
     task = committed.task
-    h = tasks.getBatch(task, 2).commitBlock
-    assert chain.blocks.height == h
+    target = tasks.getBatch(task, 2).seedTarget
+    h = chain.blocks.height  # the commit's block: its target is SEED_DELAY blocks later
+    assert target == h + SEED_DELAY
     chain.mine(SEED_DELAY - 1)  # the next block is the seed block itself
     before = snap(tasks, task, 2)
-    with ape.reverts(tasks.SeedNotReady, task=task, j=2, readyAt=h + SEED_DELAY + 1):
+    with ape.reverts(tasks.SeedNotReady, task=task, j=2, target=target):
         tasks.drawSeed(task, 2, sender=keeper)
     assert snap(tasks, task, 2) == before
     if chain.blocks.height < h + SEED_DELAY:
@@ -125,18 +127,17 @@ def test_draw_seed_after_256_blocks_samples_everything(
     tx = tasks.drawSeed(task, 1, sender=keeper)
     b = tasks.getBatch(task, 1)
     assert bytes(b.seed) == ZERO and b.sampledBitmap == 0b1111 and b.sampleCount == 4
-    assert list(tasks.sampledIntervals(task, 1)) == [4, 5, 6, 7]
+    assert sampled_intervals(tasks, task, 1) == [4, 5, 6, 7]
     assert [bytes(e.seed) for e in tx.events.filter(tasks.SeedDrawn)] == [ZERO]
     tasks.drawSeed(task, 2, sender=keeper)  # the last batch too: both of its intervals
-    assert list(tasks.sampledIntervals(task, 2)) == [8, 9]
+    assert sampled_intervals(tasks, task, 2) == [8, 9]
     open_batch(committed, 1)
     assert tasks.getBatch(task, 1).status == B_OPENED
 
 
-def test_sampled_intervals_empty_until_drawn(tasks: Any, committed: Evidence) -> None:
-    assert list(tasks.sampledIntervals(committed.task, 0)) == []
+def test_sample_empty_until_drawn(tasks: Any, committed: Evidence) -> None:
     assert tasks.getBatch(committed.task, 0).sampledBitmap == 0
-    assert list(tasks.sampledIntervals(99, 0)) == [] and tasks.getBatch(99, 0).sampledBitmap == 0
+    assert tasks.getBatch(99, 0).sampledBitmap == 0
 
 
 # --- openBatch: honest ---------------------------------------------------------------------------

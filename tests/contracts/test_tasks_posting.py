@@ -36,8 +36,9 @@ def state(tasks: Any, task: int) -> tuple:
 # --- deployment ----------------------------------------------------------------------------------
 
 
-def test_constructor_sets_parameters(tasks: Any, committee: Any) -> None:
-    assert tasks.SEED_DELAY() == SEED_DELAY
+def test_constructor_sets_parameters(tasks: Any, committee: Any, project: Any) -> None:
+    randomness = project.BlockhashRandomness.at(tasks.RANDOMNESS())
+    assert committee.RANDOMNESS() == randomness.address and randomness.DELAY() == SEED_DELAY
     assert tasks.KEEPER_BPS() == KEEPER_BPS
     assert tasks.ADJUDICATOR() == committee.address
     assert committee.TASKS() == tasks.address
@@ -45,23 +46,28 @@ def test_constructor_sets_parameters(tasks: Any, committee: Any) -> None:
     assert tasks.burned() == 0
 
 
-def test_constructor_rejects_zero_seed_delay_bps_above_whole_and_zero_max_no_decisions(
-    project: Any, owner: Any, committee: Any
-) -> None:
+def test_blockhash_randomness_rejects_a_zero_delay(project: Any, owner: Any) -> None:
     with ape.reverts(revert_data("ZeroSeedDelay()", [], [])):
-        owner.deploy(project.TrainingTasks, 0, 1000, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee)
+        owner.deploy(project.BlockhashRandomness, 0, False)
+
+
+def test_constructor_rejects_bps_above_whole_and_zero_max_no_decisions(
+    project: Any, owner: Any, committee: Any, tasks: Any
+) -> None:
+    randomness = tasks.RANDOMNESS()
     with ape.reverts(revert_data("InvalidBps(uint256)", ["uint256"], [10001])):
-        owner.deploy(project.TrainingTasks, 1, 10001, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee)
+        owner.deploy(project.TrainingTasks, randomness, 10001, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee)
     zero = revert_data("InvalidParameter(string,uint256)", ["string", "uint256"], ["maxNoDecisions", 0])
     with ape.reverts(zero):
-        owner.deploy(project.TrainingTasks, 1, 1000, SHARES, MIN_BONDS, 0, committee)
+        owner.deploy(project.TrainingTasks, randomness, 1000, SHARES, MIN_BONDS, 0, committee)
 
 
-def test_constructor_rejects_shares_that_are_not_whole(project: Any, owner: Any, committee: Any) -> None:
+def test_constructor_rejects_shares_that_are_not_whole(project: Any, owner: Any, committee: Any, tasks: Any) -> None:
+    r = tasks.RANDOMNESS()
     with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [9999])):
-        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 3999, 5000, 1000, 4000), MIN_BONDS, 2, committee)
+        owner.deploy(project.TrainingTasks, r, 1000, (5000, 1000, 3999, 5000, 1000, 4000), MIN_BONDS, 2, committee)
     with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [10001])):
-        owner.deploy(project.TrainingTasks, 1, 1000, (5000, 1000, 4000, 5000, 1001, 4000), MIN_BONDS, 2, committee)
+        owner.deploy(project.TrainingTasks, r, 1000, (5000, 1000, 4000, 5000, 1001, 4000), MIN_BONDS, 2, committee)
 
 
 def test_constructor_rejects_a_committee_wired_to_another_task_contract(
@@ -70,7 +76,7 @@ def test_constructor_rejects_a_committee_wired_to_another_task_contract(
     mismatch = revert_data("AdjudicatorMismatch(address,address)", ["address", "address"],
                            [committee.address, tasks.address])  # fmt: skip
     with ape.reverts(mismatch):
-        owner.deploy(project.TrainingTasks, 1, 1000, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee)
+        owner.deploy(project.TrainingTasks, tasks.RANDOMNESS(), 1000, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee)
 
 
 # --- postTask ------------------------------------------------------------------------------------
@@ -277,7 +283,7 @@ def test_commit_batches_in_order_then_committed(
         tx = tasks.commitBatch(accepted_task, j, ev.tree(j).root, f"bafym{j}", sender=provider)
         b = tasks.getBatch(accepted_task, j)
         assert b.status == B_COMMITTED and bytes(b.root) == ev.tree(j).root
-        assert b.commitBlock == tx.block_number
+        assert b.seedTarget == tx.block_number + SEED_DELAY  # the backend's target for the commit's block
         (event,) = tx.events.filter(tasks.BatchCommitted)
         assert (event.task, event.j, bytes(event.root), event.manifestCID) == (
             accepted_task,
