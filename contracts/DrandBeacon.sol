@@ -27,6 +27,11 @@ import {
 contract DrandBeacon is IRandomness {
     /// @notice The hash-to-curve domain tag of drand's G1 scheme.
     bytes public constant DST = "BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_";
+    /// @notice How long after its time a target round nobody submitted stays awaited. Past it the target
+    /// is gone, as a block hash after 256 blocks: a batch then samples every interval, a panel re-arms.
+    /// So neither a halted drand nor a round nobody bothers to submit locks a task; and a gone target
+    /// hurts only a cheating provider, who could have submitted the round itself.
+    uint256 public constant TARGET_LIFETIME = 1 days;
 
     /// @notice Unix time of round 1.
     uint64 public immutable GENESIS;
@@ -109,9 +114,13 @@ contract DrandBeacon is IRandomness {
     }
 
     /// @inheritdoc IRandomness
+    /// @dev Ready once submitted; also ready, and gone (zero), TARGET_LIFETIME after the round's time if
+    /// nobody submitted it.
     function valueOf(uint64 target) external view returns (bool ready, bytes32 value) {
         value = _randomness[target];
-        return (value != bytes32(0), value);
+        if (value != bytes32(0)) return (true, value);
+        if (target == 0) return (false, value);
+        return (block.timestamp >= GENESIS + uint256(target - 1) * PERIOD + TARGET_LIFETIME, value);
     }
 
     /// @notice A recorded round's value.

@@ -18,6 +18,6 @@ interface IRandomness {
     /// @param target A target from `targetOf`.
     /// @return ready Whether the target has come (its block is mined, its round submitted).
     /// @return value Its value; zero before it is ready, and zero once it is gone (a block hash older
-    /// than 256 blocks; a drand round never goes).
+    /// than 256 blocks; a drand round nobody submitted within a day of its time).
     function valueOf(uint64 target) external view returns (bool ready, bytes32 value);
 }

@@ -145,10 +145,32 @@ def test_as_a_backend_it_targets_the_first_round_delay_after_an_action(quicknet:
         assert target == QUICKNET.round_at(t + DELAY) == quicknet.roundAt(t + DELAY)
         assert QUICKNET.round_time(target) >= t + DELAY > QUICKNET.round_time(target) - QUICKNET.period or target == 1
     assert quicknet.targetOf(0, QUICKNET.genesis + 2967) == 1000
-    assert quicknet.valueOf(1000) == (False, b"\x00" * 32)
+    assert quicknet.valueOf(1000) == (True, b"\x00" * 32)  # a 2023 round nobody submitted here: gone
     quicknet.submitRound(1000, drand.g1_for_contract(ROUND_1000), sender=keeper)
     assert quicknet.valueOf(1000) == (True, RANDOMNESS_1000)
-    assert quicknet.valueOf(1001) == (False, b"\x00" * 32)
+    assert quicknet.valueOf(2**63) == (False, b"\x00" * 32)  # a round far in the future
+
+
+def test_a_round_nobody_submits_is_gone_a_day_after_its_time(project: Any, owner: Any, chain: Any) -> None:
+    network = devnet_network(genesis=chain.pending_timestamp - 3_000)
+    beacon = deploy(project, owner, network)
+    lifetime = beacon.TARGET_LIFETIME()
+    assert lifetime == 24 * 3600
+    late, kept = network.latest_round(chain.pending_timestamp), 5
+    beacon.submitRound(kept, drand.g1_for_contract(drand.sign(DEVNET_BEACON_SECRET, kept)), sender=owner)
+    chain.pending_timestamp = network.round_time(late) + lifetime - 1
+    chain.mine()
+    assert beacon.valueOf(late) == (False, b"\x00" * 32)  # still awaited
+    chain.pending_timestamp = network.round_time(late) + lifetime
+    chain.mine()
+    assert beacon.valueOf(late) == (True, b"\x00" * 32)  # gone: the consumers' fallback
+    assert beacon.valueOf(late + 1)[0] is False
+    value = drand.randomness(drand.sign(DEVNET_BEACON_SECRET, kept))
+    assert beacon.valueOf(kept) == (True, value)  # a submitted round never goes
+    # Submitted late, a round is a round again: whoever cares submits before anyone draws.
+    beacon.submitRound(late, drand.g1_for_contract(drand.sign(DEVNET_BEACON_SECRET, late)), sender=owner)
+    assert beacon.valueOf(late)[1] != b"\x00" * 32
+    assert beacon.valueOf(0) == (False, b"\x00" * 32)
 
 
 def test_the_round_clock_refuses_a_round_past_64_bits(quicknet: Any) -> None:

@@ -73,7 +73,7 @@ def test_a_batch_samples_from_the_first_round_delay_after_its_commit(
     target = tasks.getBatch(accepted_task, 0).seedTarget
     assert target == network.round_at(tx.timestamp + DELAY)
     assert network.round_time(target) >= tx.timestamp + DELAY  # published after the commit: nobody knew it
-    # Not submitted: no draw, even long after the round's time.
+    # Not submitted: no draw, even ten minutes after the round's time.
     chain.pending_timestamp = network.round_time(target) + 600
     with ape.reverts(tasks.SeedNotReady, task=accepted_task, j=0, target=target):
         tasks.drawSeed(accepted_task, 0, sender=keeper)
@@ -156,3 +156,21 @@ def test_a_draw_past_its_delay_re_arms_to_a_later_round(
     tx = committee.rearm(dispute, sender=keeper)
     second = committee.panelTarget(dispute)
     assert second == network.round_at(tx.timestamp + DELAY) > first
+
+
+def test_a_round_nobody_submits_for_a_day_samples_every_interval(
+    tasks: Any, beacon: Any, network: drand.Network, provider: Any, keeper: Any, accepted_task: int,
+    evidence: Any, chain: Any,
+) -> None:  # fmt: skip
+    """A halted drand (or nobody submitting) never locks a task: a day after its time the target is gone and
+    the batch samples everything, which only a cheating provider minds (it could have submitted the round)."""
+    ev = evidence(accepted_task)
+    tasks.commitBatch(accepted_task, 0, ev.tree(0).root, "bafym0", sender=provider)
+    target = tasks.getBatch(accepted_task, 0).seedTarget
+    chain.pending_timestamp = network.round_time(target) + beacon.TARGET_LIFETIME() - 1
+    with ape.reverts(tasks.SeedNotReady, task=accepted_task, j=0, target=target):
+        tasks.drawSeed(accepted_task, 0, sender=keeper)
+    chain.pending_timestamp = network.round_time(target) + beacon.TARGET_LIFETIME()
+    tasks.drawSeed(accepted_task, 0, sender=keeper)
+    b = tasks.getBatch(accepted_task, 0)
+    assert bytes(b.seed) == b"\x00" * 32 and b.sampledBitmap == (1 << DEFAULTS["intervalsPerBatch"]) - 1
