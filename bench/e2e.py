@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gas import ACCOUNTS, BENCH_CHAIN_ID, Bench, Shape, deploy  # bench/ is not a package
+from gas import ACCOUNTS, BENCH_CHAIN_ID, Shape, open_bench  # bench/ is not a package
 
 from ovig_node.chain.accounts import DEVNET_MNEMONIC
 from ovig_node.chain.rpc import connect
@@ -72,8 +72,8 @@ def sampled_intervals(prepared: PreparedTask, sample_bps: int, rng: random.Rando
 def task_gas(url: str, folder: Path, shape: Shape) -> int:
     """Gas of one whole honest task, every transaction of it, on a fresh deployment."""
     w3 = connect(url)
-    tasks, committee = deploy(w3, folder)
-    bench = Bench(w3, tasks, committee)
+    bench = open_bench(w3, folder)
+    tasks = bench.tasks
     first = w3.eth.block_number + 1
     ev = bench.run_to_opened(shape)
     bench.finalize(ev)

@@ -438,11 +438,17 @@ def deploy(w3: Web3, folder: Path, network: drand.Network) -> tuple[Contract, Co
     )
 
 
-def measure(url: str, folder: Path, console: Console) -> dict[str, Any]:
-    w3 = connect(url)
+def open_bench(w3: Web3, folder: Path) -> Bench:
+    """The production plan deployed on this chain, drawing from a beacon with the devnet's published key
+    whose round 1 is now."""
     network = devnet_network(int(w3.eth.get_block("latest")["timestamp"]), period=3)
     tasks, committee = deploy(w3, folder, network)
-    bench = Bench(w3, tasks, committee, network)
+    return Bench(w3, tasks, committee, network)
+
+
+def measure(url: str, folder: Path, console: Console) -> dict[str, Any]:
+    w3 = connect(url)
+    bench = open_bench(w3, folder)
     with console.status("every call ..."):
         every_call(bench)
     with console.status("commitBatch by m ..."):
