@@ -156,8 +156,11 @@ def run_demo(
     console.rule("5. summary: honest drift and payouts")
     console.print(_replays_table(result))
     console.print(_summary(result))
-    rounds = ", ".join(f"{what} from {source}" for what, (source, _) in result.draws.items())
-    console.print(f"draws, each from a round of the devnet's drand beacon BLS-verified on-chain: {rounds}")
+    by_source: dict[str, list[str]] = {}
+    for what, (source, _) in result.draws.items():
+        by_source.setdefault(source, []).append(what)
+    rounds = "; ".join(f"{source}: {', '.join(whats)}" for source, whats in by_source.items())
+    console.print(f"every draw came from a round of the devnet's drand beacon, verified on-chain ({rounds})")
     result.seconds = time.monotonic() - started
     _check(result)
     if serve:
