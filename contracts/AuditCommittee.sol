@@ -412,9 +412,9 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     function rearm(uint256 dispute) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
         (bool ready, bytes32 value) = RANDOMNESS.valueOf(panelTarget(dispute));
-        bool hashGone = ready && value == bytes32(0);
+        bool gone = ready && value == bytes32(0);
         bool triesSpent = d.tries >= PanelDraw.TRIES_PER_SEAT * panelSizeOf(d.round);
-        if (!hashGone && !triesSpent && _before(d.armedAt + MAX_DRAW_DELAY)) revert CannotRearm(dispute);
+        if (!gone && !triesSpent && _before(d.armedAt + MAX_DRAW_DELAY)) revert CannotRearm(dispute);
         uint256 seated = _unseatDraw(dispute, d);
         _undrawnRounds[d.task] -= 1;
         if (!_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
