@@ -47,10 +47,6 @@ class Randomness:
             return cls(blockhash, None)
         return cls(beacon, Network(public_key=g2_from_contract(bytes(key)), genesis=genesis, period=period))
 
-    @property
-    def kind(self) -> str:
-        return "blockhash" if self.network is None else "drand"
-
     def value(self, target: int) -> tuple[bool, bytes]:
         """(ready, value) of ``target``, as the contracts read it."""
         ready, value = self.contract.functions.valueOf(target).call()

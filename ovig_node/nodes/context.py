@@ -26,7 +26,7 @@ from ovig_node.chain.rpc import connect
 from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet import tools
 from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
-from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir
+from ovig_node.devnet.manager import DEVNET_CHAIN_ID, Devnet, DevnetConfig, default_data_dir
 from ovig_node.protocol.drand import known_networks
 from ovig_node.storage.ipfs import IpfsClient
 
@@ -39,7 +39,6 @@ REPLAY_PROFILES = "reference,threads2"
 # take a while to find.
 DEVNET_FETCH_TIMEOUT = 5.0
 PUBLIC_FETCH_TIMEOUT = 60.0
-DEVNET_CHAIN_ID = 31337
 
 
 @dataclass(frozen=True)

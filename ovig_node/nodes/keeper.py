@@ -91,7 +91,7 @@ class Keeper:
             if b.status == BatchStatus.OPENED:  # a batch never leaves Opened: no duty of it is left
                 self._done.add(("batch", f"{task}:{j}"))
             elif b.status == BatchStatus.COMMITTED:
-                if not self._target_ready(b.seedTarget, now):
+                if not self._target_value(b.seedTarget, now)[0]:
                     continue
                 done += self._act("drawSeed", f"drawSeed:{task}:{j}", tasks.functions.drawSeed(task, j),
                                   f"drew the sample of task {task} batch {j} from "
@@ -152,10 +152,11 @@ class Keeper:
         if d.status == DisputeStatus.AWAITING_PANEL:
             expired = now >= d.armedAt + self._param("maxDrawDelay")
             target = committee.functions.panelTarget(dispute).call()
-            if not expired and not self._target_ready(target, now):
+            ready, value = (False, bytes(32)) if expired else self._target_value(target, now)
+            if not expired and not ready:
                 return []
             tries_left = d.tries < TRIES_PER_SEAT * panel_size(self._param("panelSize"), d.round)
-            gone = not expired and p.randomness.value(target) == (True, bytes(32))
+            gone = value == bytes(32)  # ready with no value: the target is gone, the round re-arms
             if tries_left and not expired and not gone:
                 return self._act("drawPanel", f"drawPanel:{dispute}:{d.round}:{d.armBlock}:{d.tries}",
                                  committee.functions.drawPanel(dispute),
@@ -174,14 +175,15 @@ class Keeper:
 
     # --- randomness ----------------------------------------------------------------------------
 
-    def _target_ready(self, target: int, now: int) -> bool:
-        """Whether ``target``'s value is on-chain; a drand round published by ``now`` (chain time) is
-        submitted first, from the first relay whose signature the contract accepts."""
+    def _target_value(self, target: int, now: int) -> tuple[bool, bytes]:
+        """``target``'s (ready, value) on-chain; a drand round published by ``now`` (chain time) is submitted
+        first, from the first relay whose signature the contract accepts."""
         source = self.ctx.protocol.randomness
-        if source.value(target)[0]:
-            return True
+        ready, value = source.value(target)
+        if ready:
+            return ready, value
         if source.network is None or now < source.network.round_time(target) or "submitRound" not in self.duties:
-            return False  # a block mines by itself; a round nobody has published yet cannot be fetched
+            return ready, value  # a block mines by itself; a round nobody has published yet cannot be fetched
         for signature in self.ctx.beacon.signatures(target):
             encoded = for_contract(signature)
             if encoded is None:
@@ -189,8 +191,8 @@ class Keeper:
             fn = source.contract.functions.submitRound(target, encoded)
             key = f"submitRound:{source.contract.address}:{target}"
             if self._act("submitRound", key, fn, f"submitted drand round {target} (verified)"):
-                return True
-        return source.value(target)[0]  # another keeper may have submitted it meanwhile
+                break
+        return source.value(target)  # submitted now, or by another keeper meanwhile
 
     # --- helpers -------------------------------------------------------------------------------
 
