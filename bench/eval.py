@@ -1,11 +1,13 @@
 """Evaluation of the boundary against every attack, per workload and stride (`ovig eval` for each).
 
-    .venv/bin/python bench/eval.py [--workloads vision,diffusion,language] [--full-language]
+    .venv/bin/python bench/eval.py [--workloads vision,diffusion,language] [--main | --families | --floor]
+    .venv/bin/python bench/eval.py --full-language
 
 Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false-positive sample:
 12 intervals spread over the run calibrate, and every other one is an honest held-out interval
 (108 at s = 1 and 10, 32 at s = 100), judged on replays under profiles calibration never used.
 Writes bench/results/eval_<workload>_tiny/{eval.json, eval.md, margin_vs_stride.png, honest_vs_stride.png}.
+``--main`` runs only these main evaluations (the README's columns), not the runs behind the choices below.
 
 Language tiny warms its learning rate up over 500 steps, and its boundary comes from every other interval
 of a separate honest run (seed 2), so that the warm-up's drift is in it at every stride; every interval
@@ -29,6 +31,18 @@ with max-pooling (``--config pool=max``, to bench/results/eval_vision_tiny_maxpo
 s = 10 with the boundary calibrated on every interval of a separate honest run of seed 2, judging all 120
 intervals of the evaluated run (to bench/results/eval_vision_tiny_maxpool_s10_separate_calibration/).
 
+``--families`` runs the leave-one-family-out evaluation instead (``ovig eval --leave-one-family-out``:
+honest runs only; each family of execution profiles held out of calibration in turn and judged under),
+with each workload's main layout, to bench/results/families_<workload>_tiny/{families.json, families.md};
+two processes at a time: vision and diffusion in one after the other, language's beside them (only at
+s = 10, on 100 intervals: its steps cost ten times the others', and every interval is replayed under every
+profile, which at s = 1 and 100 with the main layouts would take hours more).
+
+``--floor`` measures what the rounding floor costs in sensitivity: the row-tamper and targeted-gradient
+sweeps at s = 1, 10, 100 (language: 1 and 10) with the floor and without it (``--floor-ulps 0``), on a
+smaller layout (24 intervals, 12 at s = 100, 6 calibrated), to bench/results/floor_<workload>_tiny{,_none}/.
+Language's run with the floor judges every non-adaptive attack too: its main evaluation takes hours.
+
 ``--full-language`` evaluates the full language config (MiniLM-L6, batch 16 x 64 tokens) at s = 1 and
 10 with as many intervals as about half an hour of these two CPU cores allows, and the attacks that
 need no long sweep; the same command runs unchanged on a GPU with more intervals. Writes
@@ -38,6 +52,7 @@ bench/results/eval_language_full/.
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +100,33 @@ GROUPS = {
     ],
 }  # fmt: skip
 ALL_STRIDES = [([*TINY, "--strides", "1,10,100"], "")]
+MAIN = ("", "_s100")  # the main evaluation's processes (--main): each workload's first, and language's s = 100
+# Leave one family out, on each workload's main layout (language: its separate calibration runs).
+# Two lanes side by side, each a list of (output folder, workload, options) run one after the other.
+LOFO = "--leave-one-family-out"
+FAMILIES = [
+    [("families_vision_tiny", "vision", [LOFO, *TINY, "--strides", "1,10,100"]),
+     ("families_diffusion_tiny", "diffusion", [LOFO, *TINY, "--strides", "1,10,100"])],
+    # language only at s = 10, on 100 intervals calibrated from 20 of a separate run (seed 2): its steps cost ten
+    # times the others', and every interval is replayed under every profile
+    [("families_language_tiny", "language",
+      [LOFO, "--tiny", "--strides", "10", "--intervals", "100", *SEPARATE, "20"])],
+]  # fmt: skip
+# What the rounding floor costs in sensitivity: the swept attacks' frontiers with the floor and without it
+# (--floor-ulps 0), on a small layout (the attacked interval is one whose honest evidence passes).
+NO_FLOOR = ["--floor-ulps", "0"]
+SWEEP = ["--tiny", "--strides", "1,10,100", "--intervals", "1:24,10:24,100:12", "--calibration-positions", "6",
+         "--attacks", "row_tamper,targeted_gradient", "--no-other-hardware"]  # fmt: skip
+# Language at s = 1 and 10 only (at s = 100 its calibration alone would take half an hour); with the floor it runs
+# every non-adaptive attack too: its main evaluation (hours) was not re-run with the floor.
+SWEEP_LANGUAGE = [*SWEEP[:2], "1,10", *SWEEP[3:]]
+EVERY_ATTACK_LANGUAGE = [*SWEEP_LANGUAGE[:-3], "--attacks", f"{NO_SWEEP},targeted_gradient", "--no-other-hardware"]
+FLOOR = [
+    [("floor_vision_tiny", "vision", SWEEP), ("floor_vision_tiny_none", "vision", [*SWEEP, *NO_FLOOR]),
+     ("floor_diffusion_tiny", "diffusion", SWEEP), ("floor_diffusion_tiny_none", "diffusion", [*SWEEP, *NO_FLOOR])],
+    [("floor_language_tiny", "language", EVERY_ATTACK_LANGUAGE),
+     ("floor_language_tiny_none", "language", [*SWEEP_LANGUAGE, *NO_FLOOR])],
+]  # fmt: skip
 FULL_LANGUAGE = ["--full", "--strides", "1,10", "--intervals", "1:40,10:16", "--calibration-positions", "4",
                  "--batch-size", "16", "--attacks", NO_SWEEP.replace("backdoor,", "")]  # fmt: skip
 
@@ -93,12 +135,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workloads", default="vision,diffusion,language")
     parser.add_argument("--full-language", action="store_true", help="the full language config instead")
+    parser.add_argument("--main", action="store_true", help="only the main evaluation (the README's columns)")
+    parser.add_argument("--families", action="store_true", help="leave one family out instead")
+    parser.add_argument("--floor", action="store_true", help="the swept attacks with and without the floor instead")
     args = parser.parse_args()
     ovig = Path(sys.executable).parent / "ovig"
+    if args.families or args.floor:
+        wanted = args.workloads.split(",")
+        lanes = [[run for run in lane if run[1] in wanted] for lane in (FAMILIES if args.families else FLOOR)]
+        sys.exit(_run_lanes(ovig, lanes))
     if args.full_language:
         runs = [[("language", "full", FULL_LANGUAGE)]]
     else:
-        runs = [[(workload, f"tiny{suffix}", options) for options, suffix in GROUPS.get(workload, ALL_STRIDES)]
+        runs = [[(workload, f"tiny{suffix}", options) for options, suffix in GROUPS.get(workload, ALL_STRIDES)
+                 if not args.main or suffix in MAIN]
                 for workload in args.workloads.split(",")]  # fmt: skip
     for group in runs:  # workloads one after another, a workload's processes side by side
         processes = [subprocess.Popen([str(ovig), "eval", "--workload", workload, *options,
@@ -106,6 +156,15 @@ def main() -> None:
                      for workload, size, options in group]  # fmt: skip
         if any([process.wait() != 0 for process in processes]):  # a list: wait for every one
             sys.exit("an evaluation failed")
+
+
+def _run_lanes(ovig: Path, lanes: list[list[tuple[str, str, list[str]]]]) -> str | None:
+    """Run each lane's evaluations one after another, the lanes side by side; an error message or None."""
+    scripts = [" && ".join(shlex.join([str(ovig), "eval", "--workload", workload, *options,
+                                       "--out", str(RESULTS / out)]) for out, workload, options in lane)
+               for lane in lanes if lane]  # fmt: skip
+    processes = [subprocess.Popen(["bash", "-c", script]) for script in scripts]
+    return "an evaluation failed" if any([process.wait() != 0 for process in processes]) else None
 
 
 if __name__ == "__main__":

@@ -53,6 +53,15 @@ WARMUP = [("eval_language_tiny_s100_constant", 100), ("eval_language_tiny_s100_c
           ("eval_language_tiny_s100", 100), ("eval_language_tiny_constant", 10),
           ("eval_language_tiny_warmup500", 10), ("eval_language_tiny_s10_warmup500_separate_calibration", 10),
           ("eval_language_tiny_s10_first60", 10)]  # fmt: skip
+# Leave one family out (bench/eval.py --families): (workload, run, strides), and the families in table order.
+FAMILY_RUNS = [
+    ("vision", "families_vision_tiny", (1, 10, 100)),
+    ("diffusion", "families_diffusion_tiny", (1, 10, 100)),
+    ("language", "families_language_tiny", (10,)),  # s = 10 only: bench/eval.py says why
+]
+# Language's main evaluation predates the kernel profiles and the floor (it takes hours); its run with them:
+LANGUAGE_FLOOR = [("language", "floor_language_tiny", s) for s in (1, 10)]
+FAMILIES = ("threads", "micro-batch", "accumulation", "conv-kernels", "attention-kernels", "optimizer-kernels")
 SWEPT = ("row_tamper", "targeted_gradient")
 ADAPTIVE = "boundary_aware"  # the one attack the 0%-success target leaves out
 HELD_OUT_TARGET = {1: 100, 10: 100, 100: 30}  # honest held-out intervals the false-positive target asks for
@@ -293,6 +302,10 @@ def eval_targets() -> str:
         ["0% attack success for every non-adaptive attack, s = 1, 10, 100, three tiny workloads", caught_summary(TINY)],
         ["no false positive in 100+ honest held-out intervals at s = 1, 10 and 30+ at s = 100",
          f"**{'met' if fpr_met else 'missed'}**: {per_workload} (the CNN with max-pooling: {maxpool})"],
+        ["the same for language with the kernel profiles and the rounding floor (s = 1, 10; a smaller layout)",
+         caught_summary(LANGUAGE_FLOOR)],
+        ["no false positive at s = 10 on a family of execution profiles calibration never saw (leave one family out)",
+         families_target()],
         ["the full language config at s = 1 and 10", f"{caught_summary(FULL)}; false positives {full}"],
         ["the adaptive attacker: where it passes, what it gains",
          f"passes {sum(r['passed'] for r in adaptive)} of {sum(r['judged'] for r in adaptive)} intervals it "
@@ -303,6 +316,88 @@ def eval_targets() -> str:
          f"s = 10, {share['1']:.1%} at s = 1"],
     ]  # fmt: skip
     return table(["target", "measured"], rows)
+
+
+def family_rows() -> list[tuple[str, str, int, dict[str, Any]]]:
+    """(workload, run, stride, {family: its row}) of every leave-one-family-out result, in table order."""
+    return [(workload, run, stride, load(f"{run}/families.json")["strides"][str(stride)]["families"])
+            for workload, run, strides in FAMILY_RUNS for stride in strides]  # fmt: skip
+
+
+def family_cell(row: dict[str, Any] | None, key: str = "false_positives") -> str:
+    if row is None:
+        return "-"
+    return "inert" if row["inert"] else f"{row[key]}/{row['intervals']}"
+
+
+def families() -> str:
+    """False positives per workload, stride and held-out family, beside the main evaluation's split."""
+    main = {(name, s): run for name, run, s in TINY}
+    rows = [[workload, str(stride), fp(main[workload, stride], stride),
+             *(family_cell(by_family.get(f)) for f in FAMILIES)]
+            for workload, _, stride, by_family in family_rows()]  # fmt: skip
+    head = ["workload", "s", "main evaluation", *(f"{f.replace('-', ' ')} held out" for f in FAMILIES)]
+    return table(head, rows, "llr" + "r" * len(FAMILIES))
+
+
+def main_calibration() -> str:
+    """Which profiles each main evaluation calibrated on, and whether its limits had the rounding floor."""
+    runs = list(dict.fromkeys(run for _, run, _ in TINY))
+    groups: dict[str, list[str]] = {}
+    for run in runs:
+        settings = evaluation(run)["settings"]
+        floor = settings.get("floor_ulps", 0.0)
+        how = ", ".join(settings["calibration_profiles"]) + (
+            f"; limits floored at {floor:g} ulps" if floor else "; no rounding floor (run before it existed)"
+        )
+        groups.setdefault(how, []).append(RUNS[run].split(",")[0])
+    return "; ".join(f"{' and '.join(dict.fromkeys(names))}: {how}" for how, names in groups.items())
+
+
+def families_target() -> str:
+    """The leave-one-family-out target at s = 10: every non-inert family's false positives per workload."""
+    at10 = [(workload, by_family) for workload, _, stride, by_family in family_rows() if stride == 10]
+    failed = [f"{workload} {family} {row['false_positives']}/{row['intervals']}" for workload, by_family in at10
+              for family, row in by_family.items() if row["false_positives"] and not row["inert"]]  # fmt: skip
+    judged = min(row["intervals"] for _, by_family in at10 for row in by_family.values())
+    if not failed and judged >= HELD_OUT_TARGET[10]:
+        return f"**met**: 0 in {judged}+ held-out intervals per workload and family"
+    return f"**missed** ({judged}+ held-out intervals per workload and family): " + ", ".join(failed)
+
+
+def floor_cost() -> str:
+    """The swept attacks' frontiers with the rounding floor and without it (bench/eval.py --floor)."""
+    rows = []
+    for workload in ("vision", "diffusion", "language"):
+        with_floor, without = f"floor_{workload}_tiny", f"floor_{workload}_tiny_none"
+        for stride in (1, 10, 100):
+            rows.append([workload, str(stride), *(frontier(run, attack, stride) for attack in SWEPT
+                                                  for run in (without, with_floor))])  # fmt: skip
+    head = ["workload", "s", "row_tamper delta: without the floor", "with it",
+            "targeted_gradient lam: without the floor", "with it"]  # fmt: skip
+    return table(head, rows, "llrrrr")
+
+
+def families_detail() -> str:
+    """Every held-out family: with and without the floor, the first replay alone, the closest call, what failed."""
+    rows = []
+    for workload, _, stride, by_family in family_rows():
+        for family in FAMILIES:
+            row = by_family.get(family)
+            if row is None:
+                continue
+            failing: dict[str, int] = {}
+            for judged in row["judged"]:
+                for statistic in [] if judged["valid"] else judged["failing"]:
+                    failing[statistic] = failing.get(statistic, 0) + 1
+            top = ", ".join(f"{k} ({n})" for k, n in sorted(failing.items(), key=lambda kv: -kv[1])[:3]) or "-"
+            closest_margin = "-" if row["closest_margin"] is None else times(row["closest_margin"])
+            rows.append([workload, str(stride), family, ", ".join(row["held_out"]), family_cell(row),
+                         family_cell(row, "false_positives_without_floor"),
+                         family_cell(row, "single_replay_rejections"), closest_margin, top])  # fmt: skip
+    head = ["workload", "s", "held out", "judged under", "false positives", "without the floor",
+            "first replay alone", "closest interval", "statistics that failed (intervals)"]  # fmt: skip
+    return table(head, rows, "lllllrrrl")
 
 
 def verdict_table(columns: list[tuple[str, str, int]]) -> str:
@@ -581,6 +676,9 @@ TABLES: dict[str, Callable[[], str]] = {
     "gas": gas,
     "committee": committee,
     "eval_targets": eval_targets,
+    "families": families,
+    "families_detail": families_detail,
+    "floor_cost": floor_cost,
     "eval_tiny": eval_tiny,
     "eval_full": eval_full,
     "eval_runs": eval_runs,
@@ -600,6 +698,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "gas_missed": gas_missed,
     "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
     "closest_fixed": closest_fixed,
+    "main_calibration": main_calibration,
     "maxpool_rate": lambda: maxpool_share(per=False),
     "maxpool_per": lambda: maxpool_share(per=True),
     "constant_interval_1": lambda: honest_margin("eval_language_tiny_s100_constant", 100, 1),

@@ -282,6 +282,14 @@ warmup_option = click.option(
     help="Warm the learning rate up linearly over this many steps (0: none) [default: the workload's recipe].",
 )
 
+floor_option = click.option(
+    "--floor-ulps",
+    type=click.FloatRange(min=0.0, max=64.0),  # the boundary's MAX_FLOOR_ULPS
+    default=4.0,  # the boundary's FLOOR_ULPS
+    show_default=True,
+    help="Rounding-scale floor: no limit below this many ulps of the claimed values at its percentile (0: none).",
+)
+
 
 @cli.group()
 def spec() -> None:
@@ -395,8 +403,9 @@ def _number_or_text(value: str) -> float | str:
 @click.option("--spec", "spec_paths", type=click.Path(dir_okay=False, path_type=Path), required=True, multiple=True,
               help="The task's spec. Repeat it to calibrate on several honest runs of one workload and stride "
               "(other seeds): the boundary keeps the largest drift of all.")  # fmt: skip
-@click.option("--profiles", default="micro2,micro4,micro4-fp64acc", show_default=True,
-              help="Execution profiles of the honest replays (at least 3).")  # fmt: skip
+@click.option("--profiles", default="micro2,micro4,micro4-fp64acc,native-conv,math-attention,fused-optimizer",
+              show_default=True, help="Execution profiles of the honest replays (at least 3): the default covers "
+              "every family but threads, which watchers confirm under.")  # fmt: skip
 @click.option("--claim-profile", default="reference", show_default=True, help="Profile of the honest claims.")
 @click.option("--intervals", type=int, default=4, show_default=True, help="How many intervals to calibrate on.")
 @click.option(
@@ -408,17 +417,18 @@ def _number_or_text(value: str) -> float | str:
 @click.option(
     "--rel-tail",
     type=float,
-    default=1e-3,
+    default=1e-5,
     show_default=True,
     help="Tail model of rel p100: bound >= median / (2 x this); 0 for the plain maximum.",
 )
 @click.option("--alpha", type=float, default=3.0, show_default=True, help="Margin over the largest drift.")
+@floor_option
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the first spec's claims (the others' go in run-2, run-3, ... inside it).")  # fmt: skip
 def calibrate_cmd(
     spec_paths: tuple[Path, ...], profiles: str, claim_profile: str, intervals: int, spread: bool, rel_tail: float,
-    alpha: float, out_path: Path, work_dir: Path | None,
+    alpha: float, floor_ulps: float, out_path: Path, work_dir: Path | None,
 ) -> None:  # fmt: skip
     """Measure honest drift across execution profiles and write the boundary profile JSON."""
     import tempfile
@@ -447,12 +457,14 @@ def calibrate_cmd(
             work_dir=claims,
             more_runs=[(run, claims / f"run-{i}") for i, run in enumerate(more, start=2)],
             rel_tail=rel_tail or None,
+            floor_ulps=floor_ulps,
             on_replay=lambda k, name: status.update(f"calibrating: replayed interval {k} under {name}"),
         )
     write_atomic(out_path, boundary.model_dump_json(indent=2))
     table = Table(
-        title=f"boundary of {', '.join(map(str, spec_paths))} (alpha {alpha:g}, {boundary.replays} replays of "
-        f"intervals {', '.join(map(str, boundary.positions))}" + (f" of {boundary.runs} runs)" if more else ")")
+        title=f"boundary of {', '.join(map(str, spec_paths))} (alpha {alpha:g}, floor {floor_ulps:g} ulps, "
+        f"{boundary.replays} replays of intervals {', '.join(map(str, boundary.positions))}"
+        + (f" of {boundary.runs} runs)" if more else ")")
     )
     table.add_column("signal")
     table.add_column("kind")
@@ -557,16 +569,21 @@ def verify_cmd(
     help="Also evaluate this outside attack (repeatable).",
 )
 @click.option("--alpha", type=float, default=3.0, show_default=True)
+@floor_option
 @click.option("--batch-size", type=int, default=32, show_default=True, help="Examples per step.")
 @click.option("--other-hardware/--no-other-hardware", default=True, show_default=True,
               help="Train the honest run again on another profile, the floor for the attacks' effects.")  # fmt: skip
+@click.option("--leave-one-family-out", "families", is_flag=True,
+              help="Instead: honest runs only; for each family of execution profiles (thread split, micro-batches, "
+              "accumulation, each kind of kernel), calibrate without it and judge under it. Writes families.json "
+              "and families.md.")  # fmt: skip
 @config_option
 @warmup_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
              calibrate_on: str | None, calibration_seeds: tuple[int, ...], only: str | None, extra: tuple[str, ...],
-             alpha: float, batch_size: int, other_hardware: bool, config: dict[str, Any], warmup_steps: int | None,
-             out_dir: Path) -> None:  # fmt: skip
+             alpha: float, floor_ulps: float, batch_size: int, other_hardware: bool, families: bool,
+             config: dict[str, Any], warmup_steps: int | None, out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
     import json
@@ -595,12 +612,15 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
                             calibration_at=calibration_at, calibration_seeds=calibration_seeds, config=config,
-                            warmup_steps=warmup_steps, attacks=attacks, alpha=alpha, batch_size=batch_size,
-                            other_hardware=other_hardware)  # fmt: skip
+                            warmup_steps=warmup_steps, attacks=attacks, alpha=alpha, floor_ulps=floor_ulps,
+                            batch_size=batch_size, other_hardware=other_hardware)  # fmt: skip
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if families:
+        _families(settings, out_dir)
+        return
     with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
         results = evaluate(settings, Path(tmp), log=log)
     summary = summarise(settings, results)
-    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "eval.json").write_text(json.dumps(summary, indent=2, default=float) + "\n")
     table = markdown(summary)
     (out_dir / "eval.md").write_text(table)
@@ -608,6 +628,22 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     plot_honest(summary, out_dir / "honest_vs_stride.png")
     console.print(table)
     console.print(f"written {out_dir}/eval.json, eval.md, margin_vs_stride.png, honest_vs_stride.png")
+
+
+def _families(settings: Any, out_dir: Path) -> None:
+    """``ovig eval --leave-one-family-out``: every family of execution profiles held out in turn."""
+    import json
+    import tempfile
+
+    from ovig_node.verify import families
+
+    with tempfile.TemporaryDirectory() as tmp, _progress(families.units(settings)) as log:
+        summary = families.evaluate_families(settings, Path(tmp), log=log)
+    (out_dir / "families.json").write_text(json.dumps(summary, indent=2, default=float) + "\n")
+    table = families.markdown(summary)
+    (out_dir / "families.md").write_text(table)
+    console.print(table)
+    console.print(f"written {out_dir}/families.json, families.md")
 
 
 def _positive_ints(text: str, option: str, *, minimum: int = 1) -> list[int]:

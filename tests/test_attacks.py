@@ -19,7 +19,7 @@ from ovig_node.training.optim import step_counters
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.evaluate import SUBSETS, judge_run
-from ovig_node.verify.stats import difference_profiles
+from ovig_node.verify.stats import difference_profiles, rounding_floor
 from verify_support import FAKED, HELD_OUT_PROFILES, faked
 
 
@@ -103,20 +103,28 @@ def test_boundary_aware_attacker_keeps_within_its_budget_and_is_caught_far_beyon
     within = faked(vision_task, vision_claims, tmp_path / "b0.5", "boundary_aware", boundary=str(boundary_file),
                    budget=0.5)  # fmt: skip
     claim = read_evidence(evidence_path(within, FAKED))
+
+    def limits(signal: str, values: dict[str, torch.Tensor]) -> dict[str, list[float]]:
+        """The judge's limits, raised to the rounding floor of ``values`` (the attacker reads both)."""
+        return vision_boundary.limits(signal, rounding_floor(values, vision_boundary.floor_ulps))
+
     moved = (claim.model["fc2.weight"] - honest.model["fc2.weight"]).abs().max().item()
-    assert 0 < moved <= 0.5 * vision_boundary.limit("weights", "abs", 4) * 1.01  # never past its own cap
+    assert 0 < moved <= 0.5 * limits("weights", honest.model)["abs"][4] * 1.01  # never past its own cap
     for signal, honest_part, claimed in (("weights", honest.model, claim.model), ("probe", honest.probe, claim.probe)):
         profiles = difference_profiles(honest_part, claimed, tuple(vision_boundary.percentiles))
+        cap = limits(signal, honest_part)
         for kind in ("abs", "rel"):
-            assert all(value <= 0.5 * vision_boundary.limit(signal, kind, i) for i, value in enumerate(profiles[kind]))
+            assert all(value <= 0.5 * limit for value, limit in zip(profiles[kind], cap[kind], strict=True))
     assert all(torch.equal(claim.optim[n], honest.optim[n]) for n in honest.optim)  # the state stays honest
-    # A hundred times alpha x bound: a step far above float32 rounding at these weights (the limit itself is a
+    # A hundred times the limit: a step far above float32 rounding at these weights (the limit itself is a
     # few ulps, so a budget of 3 moves a weight by whole ulps only, and whether that passes depends on the CPU),
-    # more than twice the limit past the honest claim, which any honest replay that passes sits within one
-    # limit of: no rounding can let it through.
+    # more than twice the limit (at the faked claim's own floor) past the honest claim, which any honest replay
+    # that passes sits within one limit of: no rounding can let it through.
     beyond = faked(vision_task, vision_claims, tmp_path / "b100", "boundary_aware", boundary=str(boundary_file),
                    budget=100.0)  # fmt: skip
-    pushed = read_evidence(evidence_path(beyond, FAKED)).model["fc2.weight"] - honest.model["fc2.weight"]
-    assert pushed.abs().max().item() > 2 * vision_boundary.limit("weights", "abs", 4)
+    pushed_claim = read_evidence(evidence_path(beyond, FAKED)).model
+    pushed = pushed_claim["fc2.weight"] - honest.model["fc2.weight"]
+    assert pushed.abs().max().item() > 2 * max(limits("weights", pushed_claim)["abs"][4],
+                                               limits("weights", honest.model)["abs"][4])  # fmt: skip
     verdict = judge_run(vision_task, beyond, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES).verdict
     assert verdict.reason == "out_of_bounds" and "weights" in verdict.failing

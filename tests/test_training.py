@@ -98,12 +98,14 @@ def test_same_profile_twice_is_bit_identical(
     assert train(run_of(task, tmp_path)).digests == reference[1]
 
 
-@pytest.mark.parametrize(("workload", "profile"), [("vision", "native-conv"), ("language", "math-attention")])
+@pytest.mark.parametrize(
+    ("workload", "profile"), [("vision", "native-conv"), ("language", "math-attention"), ("vision", "fused-optimizer")]
+)
 def test_a_kernel_profile_twice_is_bit_identical_and_leaves_the_next_profile_as_it_was(
     workload: str, profile: str, tmp_path: Path
 ) -> None:
-    """Profiles that swap kernels (oneDNN or native convolutions, fused or plain attention) set process-wide
-    switches: each is deterministic, and the reference run after it is the reference run before it."""
+    """Profiles that swap kernels (oneDNN or native convolutions, fused or plain attention, the fused optimizer) set
+    process-wide switches: each is deterministic, and the reference run after it is the reference run before it."""
     task = prepare_task(workload, tmp_path / "task", tiny=True, total_steps=6, stride=3)
     runs = [train(run_of(task, tmp_path / f"run{i}", name)).digests
             for i, name in enumerate(["reference", profile, profile, "reference"])]  # fmt: skip

@@ -289,7 +289,11 @@ class ReportRow(BaseModel):
     p: float = Field(description="percentile over every coordinate")
     value: float | None = Field(description="the replay's difference at p (None: not finite)")
     bound: float | None = Field(description="the boundary's honest drift at p")
-    limit: float | None = Field(description="alpha * bound: the value passes if <= limit")
+    floor: float | None = Field(
+        default=None,
+        description="the rounding-scale floor at p (None: not needed, every value of the signal within alpha * bound)",
+    )
+    limit: float | None = Field(description="max(alpha * bound, floor): the value passes if <= limit")
     ok: bool
 
 

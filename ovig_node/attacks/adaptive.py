@@ -6,9 +6,10 @@ attacker trains honestly, then moves the weights toward its objective by the lar
 pass: it spends the percentile budget greedily, giving the coordinates where the objective's gradient
 is largest the caps of the highest percentiles (at most 0.1% of coordinates may exceed the p99.9 limit,
 1% the p99 limit, ...), then shrinks the whole step until the differences it can predict (weights, and
-the probe gradient at the moved weights) stay within ``budget`` x alpha x bound. The optimizer state
-stays honest. The rest of the room (1 - budget, in size and in how many coordinates move) is left for
-the verifier's own honest drift, which the attacker cannot predict.
+the probe gradient at the moved weights) stay within ``budget`` x the limit (alpha x bound, or the
+boundary's rounding floor at the honest values, the claim it will publish, where that is higher). The
+optimizer state stays honest. The rest of the room (1 - budget, in size and in how many coordinates
+move) is left for the verifier's own honest drift, which the attacker cannot predict.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from torch import nn
 from ovig_node.attacks.base import Attack, AttackContext, AttackError
 from ovig_node.attacks.objectives import objective_gradient, target_batch, target_examples
 from ovig_node.training.workloads import step_batch
-from ovig_node.verify.stats import difference_profiles
+from ovig_node.verify.stats import difference_profiles, rounding_floor
 
 if TYPE_CHECKING:
     from ovig_node.verify.boundary import BoundaryProfile
@@ -67,18 +68,18 @@ class BoundaryAware(Attack):
         context = self.context
         honest = {name: t.detach().clone() for name, t in model.state_dict().items()}
         boundary: BoundaryProfile = self.memory["boundary"]
-        limits = {kind: [self.budget * boundary.limit("weights", kind, i) for i in range(len(boundary.percentiles))]
-                  for kind in ("abs", "rel")}  # fmt: skip
-        gradient = objective_gradient(context, model, self.memory["objective"])
-        push = _allocate(gradient, honest, boundary.percentiles, limits, share=min(1.0, self.budget))
         probe_batch = step_batch(context.workload, context.dataset, context.spec, step + 1)
         honest_probe = objective_gradient(context, model, probe_batch)
+        limits = {"weights": self._limits("weights", honest), "probe": self._limits("probe", honest_probe)}
+        caps = {kind: [self.budget * limit for limit in values] for kind, values in limits["weights"].items()}
+        gradient = objective_gradient(context, model, self.memory["objective"])
+        push = _allocate(gradient, honest, boundary.percentiles, caps, share=min(1.0, self.budget))
 
         def passes(scale: float) -> bool:
             moved = _moved(honest, push, scale)
             model.load_state_dict(moved)
             probe = objective_gradient(context, model, probe_batch)
-            return self._within("weights", honest, moved) and self._within("probe", honest_probe, probe)
+            return self._within(honest, moved, limits["weights"]) and self._within(honest_probe, probe, limits["probe"])
 
         low, high = 0.0, 1.0
         if passes(high):
@@ -90,11 +91,20 @@ class BoundaryAware(Attack):
         model.load_state_dict(_moved(honest, push, low))
         self.memory.setdefault("scales", {})[step // context.spec.layout.stride] = low
 
-    def _within(self, signal: str, honest: dict[str, torch.Tensor], claimed: dict[str, torch.Tensor]) -> bool:
+    def _limits(self, signal: str, honest: dict[str, torch.Tensor]) -> dict[str, list[float]]:
+        """The judge's limits on ``signal``, the rounding floor included, of the honest values: the claim
+        differs from them by less than a limit (the floor may halve where a percentile's magnitude sits
+        just above a power of two: the budget's spare room covers it)."""
+        boundary: BoundaryProfile = self.memory["boundary"]
+        return boundary.limits(signal, rounding_floor(honest, boundary.floor_ulps) if boundary.floor_ulps else None)
+
+    def _within(
+        self, honest: dict[str, torch.Tensor], claimed: dict[str, torch.Tensor], limits: dict[str, list[float]]
+    ) -> bool:
         boundary: BoundaryProfile = self.memory["boundary"]
         profiles = difference_profiles(honest, claimed, tuple(boundary.percentiles))
-        return all(value <= self.budget * boundary.limit(signal, kind, i)
-                   for kind in ("abs", "rel") for i, value in enumerate(profiles[kind]))  # fmt: skip
+        pairs = (pair for kind in ("abs", "rel") for pair in zip(profiles[kind], limits[kind], strict=True))
+        return all(value <= self.budget * limit for value, limit in pairs)
 
 
 def _allocate(

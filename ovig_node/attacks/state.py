@@ -10,11 +10,7 @@ from safetensors import safe_open
 from torch import nn
 
 from ovig_node.attacks.base import Attack, AttackContext, AttackError
-from ovig_node.training.optim import load_optimizer_state, optimizer_state
-
-
-def _is_counter(key: str) -> bool:
-    return key.rsplit("/", 1)[-1] == "step"
+from ovig_node.training.optim import is_step_counter, load_optimizer_state, optimizer_state
 
 
 @dataclass(frozen=True)
@@ -77,7 +73,7 @@ class InterpolatedEndpoint(Attack):
             t = self._fraction(layout.start_step(k), layout.end_step(k))
             model.load_state_dict(_towards(start_weights, self.memory["anchor"]["model"], t))
             optim = _towards(start_optim, self.memory["anchor"]["optim"], t)
-            counters = {key: torch.tensor(float(layout.end_step(k))) for key in optim if _is_counter(key)}
+            counters = {key: torch.tensor(float(layout.end_step(k))) for key in optim if is_step_counter(key)}
             load_optimizer_state(model, optimizer, optim | counters)
 
     def _fraction(self, start: int, end: int) -> float:
@@ -94,7 +90,7 @@ def _towards(start: dict[str, torch.Tensor], anchor: dict[str, torch.Tensor], t:
     from zeros (the fresh optimizer of interval 0); everything else stays as it starts."""
     out = dict(start)
     for name, target in anchor.items():
-        if not target.is_floating_point() or _is_counter(name):
+        if not target.is_floating_point() or is_step_counter(name):
             out.setdefault(name, target.clone())
             continue
         begin = start.get(name, torch.zeros_like(target)).to(target.dtype)

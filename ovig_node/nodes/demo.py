@@ -381,11 +381,11 @@ def _replays_table(result: DemoResult) -> Table:
     honest = [r for r in result.replays if r.honest]
     if drifted := [r.closest for r in honest if r.closest is not None]:
         ratio, where = max(drifted)
-        table.caption = (f"value / limit: the value nearest its limit alpha x bound over every signal, kind and "
-                         f"percentile; above 1 fails, and a value as large as calibration's largest reads 1 / alpha = "
-                         f"{1 / ALPHA:.2f}. {len(honest)} honest replays, {len(drifted)} of them off the claim by "
-                         f"rounding (the rest bit-identical); the closest came to {_ratio(ratio)} "
-                         f"({where}).")  # fmt: skip
+        table.caption = (f"value / limit: the value nearest its limit (alpha x bound, or the rounding floor) over "
+                         f"every signal, kind and percentile; above 1 fails, and a value as large as calibration's "
+                         f"largest reads 1 / alpha = {1 / ALPHA:.2f}. {len(honest)} honest replays, {len(drifted)} of "
+                         f"them off the claim by rounding (the rest bit-identical); the closest came to "
+                         f"{_ratio(ratio)} ({where}).")  # fmt: skip
     return table
 
 

@@ -6,10 +6,16 @@ the mathematics: intra-op threads, splitting a batch into micro-batches whose gr
 and the dtype in which those gradients are accumulated. Those only split the same kernels' work
 differently; accelerators also differ in *which kernels* compute a step, so two more knobs swap
 kernels: convolutions (and some matmuls) by PyTorch's native code instead of oneDNN (as cuDNN picks
-another algorithm per GPU), and attention by the plain math path instead of the fused flash kernel (as
-fused attention exists on some accelerators and not others).
+another algorithm per GPU), attention by the plain math path instead of the fused flash kernel (as
+fused attention exists on some accelerators and not others), and the optimizer's update by torch's
+fused kernel instead of one op per tensor (as fused optimizers such as apex's or torch's CUDA ones
+evaluate the same update in another order).
 The same profile twice is bit-identical; two profiles differ in the last bits. A profile's name is
 recorded in every report.
+
+Profiles fall into **families** by what they change (:attr:`ExecutionProfile.families`): a boundary
+calibrated without a family, judged under it, says what a provider on hardware unlike any calibrated
+one would see (``ovig eval --leave-one-family-out``).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ class ExecutionProfile:
     tf32: bool = False  # on CUDA: let float32 matmuls and convolutions use TF32 (10-bit mantissa)
     onednn: bool = True  # convolutions (and some matmuls) by oneDNN's kernels; False: PyTorch's native ones
     fused_attention: bool = True  # scaled dot-product attention by the fused flash kernel; False: plain math
+    fused_optimizer: bool = False  # the optimizer's update by torch's fused kernel; False: one op per tensor
 
     def __post_init__(self) -> None:
         if self.threads < 1 or self.micro_batches < 1:
@@ -59,6 +66,20 @@ class ExecutionProfile:
     def describe(self) -> dict[str, object]:
         return asdict(self)
 
+    @property
+    def families(self) -> frozenset[str]:
+        """What this profile changes from the reference execution, one family per knob."""
+        changed = {
+            "threads": self.threads != 1,
+            "micro-batch": self.micro_batches != 1,
+            "accumulation": self.accumulate != "float32",
+            "conv-kernels": not self.onednn,
+            "attention-kernels": not self.fused_attention,
+            "optimizer-kernels": self.fused_optimizer,
+            "device": self.device != "cpu" or self.tf32,
+        }
+        return frozenset(family for family, yes in changed.items() if yes)
+
 
 PROFILES: dict[str, ExecutionProfile] = {
     p.name: p
@@ -74,6 +95,7 @@ PROFILES: dict[str, ExecutionProfile] = {
         # Other kernels, not another split of the same ones (see the module's docstring).
         ExecutionProfile("native-conv", onednn=False),
         ExecutionProfile("math-attention", fused_attention=False),
+        ExecutionProfile("fused-optimizer", fused_optimizer=True),
         ExecutionProfile("cuda", device="cuda"),
         ExecutionProfile("cuda-tf32", device="cuda", tf32=True),
     )

@@ -89,7 +89,7 @@ def train(
     config = spec.workload.config
     dataset = Dataset.load(run.dataset_path)
     model = load_initial_model(workload, config, run.init_path).to(run.profile.device)
-    optimizer = build_optimizer(spec.optimizer, model)
+    optimizer = build_optimizer(spec.optimizer, model, fused=run.profile.fused_optimizer)
     if run.attack is not None:
         run.attack.setup(AttackContext(spec, workload, dataset))
 

@@ -17,21 +17,21 @@ from torch import nn
 from ovig_node.protocol.spec import OptimizerSpec
 
 
-def build_optimizer(spec: OptimizerSpec, model: nn.Module) -> torch.optim.Optimizer:
-    """The torch optimizer the spec names; single-tensor kernels (``foreach=False``) for every profile."""
+def build_optimizer(spec: OptimizerSpec, model: nn.Module, *, fused: bool = False) -> torch.optim.Optimizer:
+    """The torch optimizer the spec names: single-tensor kernels (``foreach=False``), or torch's fused
+    kernel (``fused``, an execution profile's choice: the same update evaluated in another order)."""
     params = list(model.parameters())
     lr = float(Decimal(spec.lr))
     decay = float(Decimal(spec.weight_decay))
+    kernel: dict[str, bool] = {"fused": True} if fused else {"foreach": False}
     if spec.name == "sgd":
-        return torch.optim.SGD(params, lr=lr, weight_decay=decay, foreach=False)
+        return torch.optim.SGD(params, lr=lr, weight_decay=decay, **kernel)
     if spec.name == "sgd_momentum":
         assert spec.momentum is not None
-        return torch.optim.SGD(params, lr=lr, momentum=float(Decimal(spec.momentum)), weight_decay=decay, foreach=False)
+        return torch.optim.SGD(params, lr=lr, momentum=float(Decimal(spec.momentum)), weight_decay=decay, **kernel)
     assert spec.beta1 is not None and spec.beta2 is not None and spec.eps is not None
     betas = (float(Decimal(spec.beta1)), float(Decimal(spec.beta2)))
-    return torch.optim.AdamW(
-        params, lr=lr, betas=betas, eps=float(Decimal(spec.eps)), weight_decay=decay, foreach=False
-    )
+    return torch.optim.AdamW(params, lr=lr, betas=betas, eps=float(Decimal(spec.eps)), weight_decay=decay, **kernel)
 
 
 def lr_at(spec: OptimizerSpec, step: int, total_steps: int) -> float:
@@ -81,6 +81,11 @@ def load_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer, ten
         optimizer.state[param][state] = value.clone() if state == "step" else value.to(param.device, copy=True)
 
 
+def is_step_counter(key: str) -> bool:
+    """Whether ``key`` of the optimizer-state section is a parameter's ``step`` counter (an exact integer)."""
+    return key.rsplit("/", 1)[-1] == "step"
+
+
 def step_counters(tensors: dict[str, torch.Tensor]) -> dict[str, int]:
     """Every ``step`` counter in saved optimizer state, by parameter (protocol: each must equal b_k)."""
-    return {key: int(value.item()) for key, value in tensors.items() if key.rsplit("/", 1)[-1] == "step"}
+    return {key: int(value.item()) for key, value in tensors.items() if is_step_counter(key)}

@@ -4,7 +4,9 @@ Structure first: the claimed end must have exactly the replay's tensor names, sh
 right metadata, and step counters equal to ``b_k``; the claimed start is checked the same way against
 the spec's layout before anything is loaded from it (:func:`start_problem`). Anything else is faulty
 with its reason. Then every signal, kind and percentile of the differences must be within
-``alpha * bound``. The report lists each value against its bound.
+``max(alpha * bound, floor)``, the floor being, below p99.9, the boundary's ``floor_ulps`` ulps of the
+claimed values at that percentile of their magnitude (:mod:`ovig_node.verify.boundary`). The report
+lists each value against its bound, floor and limit.
 
 A verdict has a ``reason`` from a short list a challenger and a panel can act on, and a ``cause``
 naming the exact check that failed:
@@ -21,14 +23,15 @@ naming the exact check that failed:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ovig_node.training.evidence import Evidence
+from ovig_node.training.optim import is_step_counter
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.layout import EvidenceLayout, non_finite
-from ovig_node.verify.stats import SECTION_OF, SIGNALS, difference_profiles
+from ovig_node.verify.stats import SECTION_OF, SIGNALS, difference_profiles, rounding_floor
 
 VALID = "valid"
 FAULTY = "faulty"
@@ -42,7 +45,8 @@ class Verdict:
     verdict: str  # "valid" or "faulty"
     reason: str  # see the module docstring: within_bounds, out_of_bounds, wrong_structure, missing, ...
     detail: str = ""
-    signals: dict[str, Any] = field(default_factory=dict)  # signal -> kind -> [{p, value, bound, limit, ok}]
+    # signal -> kind -> [{p, value, bound, floor, limit, ok}]; floor is None where the signal needed none
+    signals: dict[str, Any] = field(default_factory=dict)
     # log10 of the largest value / limit over rows with a positive limit and value (> 0: outside the
     # boundary by that factor); None when there is no such row. A row whose limit is 0 fails on any
     # positive value, but has no finite ratio, so it shows in ``signals`` and not here.
@@ -74,30 +78,58 @@ def judge(
 ) -> Verdict:
     """Compare a claimed endpoint with an honest replay of it, on ``signals`` (a subset only for
     ablations: the protocol judges all three). ``profiles_seen`` keeps each signal's percentile profiles
-    across calls on the same pair of endpoints, so ablations judge each signal's differences once."""
+    (and the claim's floor) across calls on the same pair of endpoints, so ablations judge each signal's
+    differences once."""
     if (problem := structure_problem(claimed_end, replayed_end, expected_metadata)) is not None:
         return structural(*problem)
+    seen = profiles_seen if profiles_seen is not None else {}
+    for signal in signals:
+        if signal not in seen:
+            section = SECTION_OF[signal]
+            seen[signal] = difference_profiles(getattr(replayed_end, section), getattr(claimed_end, section))
+
+    def floor(signal: str) -> dict[str, list[float]]:
+        if (key := f"{signal}/floor/{boundary.floor_ulps!r}") not in seen:
+            seen[key] = rounding_floor(getattr(claimed_end, SECTION_OF[signal]), boundary.floor_ulps)
+        return seen[key]
+
+    return within_bounds(boundary, seen, floor, signals)
+
+
+def within_bounds(
+    boundary: BoundaryProfile,
+    differences: Mapping[str, dict[str, list[float]]],
+    floor: Callable[[str], dict[str, list[float]]],
+    signals: Sequence[str] = SIGNALS,
+) -> Verdict:
+    """The verdict on a replay's percentile profiles (``differences``: signal -> kind -> values); ``floor``
+    gives the claim's rounding floor of a signal (:func:`stats.rounding_floor`), asked for only when a
+    value exceeds ``alpha * bound``: the floor only ever raises a limit, and costs a pass over the claim.
+    The verdict is the one every signal floored would get; a report's ``limit`` and the margin include
+    the floor only for the signals that needed it (elsewhere the limits are lower, the margin no smaller)."""
     rows: dict[str, Any] = {}
     worst: float | None = None
     ok_all = True
     for signal in signals:
-        section = SECTION_OF[signal]
-        seen = profiles_seen if profiles_seen is not None else {}
-        if signal not in seen:
-            seen[signal] = difference_profiles(getattr(replayed_end, section), getattr(claimed_end, section))
-        profiles = seen[signal]
+        profiles = differences[signal]
+        limits = boundary.limits(signal)
+        pairs = (pair for kind in limits for pair in zip(profiles[kind], limits[kind], strict=True))
+        steps = floor(signal) if boundary.floor_ulps > 0 and any(not v <= limit for v, limit in pairs) else None
+        if steps is not None:
+            limits = boundary.limits(signal, steps)
         rows[signal] = {}
         for kind in ("abs", "rel"):
             checked = []
             for i, p in enumerate(boundary.percentiles):
-                value, limit = profiles[kind][i], boundary.limit(signal, kind, i)
+                value, limit = profiles[kind][i], limits[kind][i]
                 ok = value <= limit
                 ok_all &= ok
                 if value > 0.0 and limit > 0.0:
                     ratio = math.log10(value / limit)
                     worst = ratio if worst is None else max(worst, ratio)
-                checked.append({"p": p, "value": value, "bound": getattr(boundary.signals[signal], kind)[i],
-                                "limit": limit, "ok": ok})  # fmt: skip
+                bound = getattr(boundary.signals[signal], kind)[i]
+                step = None if steps is None else steps[kind][i]
+                checked.append({"p": p, "value": value, "bound": bound, "floor": step, "limit": limit, "ok": ok})
             rows[signal][kind] = checked
     if ok_all:
         return Verdict(VALID, WITHIN_BOUNDS, signals=rows, margin=worst)
@@ -140,7 +172,7 @@ def _metadata_problem(evidence: Evidence, expected_metadata: dict[str, str]) -> 
     step = int(expected_metadata["step"])
     # Compared as floats: a hostile counter may be NaN, infinite or fractional, none of which int() takes.
     counters = {key: value.item() if value.numel() == 1 else math.nan
-                for key, value in evidence.optim.items() if key.rsplit("/", 1)[-1] == "step"}  # fmt: skip
+                for key, value in evidence.optim.items() if is_step_counter(key)}  # fmt: skip
     wrong = {key: value for key, value in counters.items() if value != step}
     if wrong:
         return "wrong_counter", f"step counters {wrong} differ from {step}"

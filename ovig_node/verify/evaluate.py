@@ -38,7 +38,7 @@ from ovig_node.training.evidence import read_evidence
 from ovig_node.training.execution import ExecutionProfile, get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, prepare_task
-from ovig_node.verify.boundary import BoundaryProfile, calibrate
+from ovig_node.verify.boundary import FLOOR_ULPS, BoundaryProfile, calibrate
 from ovig_node.verify.report import ALL, IntervalJudgement, replay_and_judge
 from ovig_node.verify.stats import flatten
 
@@ -108,9 +108,21 @@ class EvalSettings:
     # can then see as many intervals as the run it judges, rare honest branches with them, and more than
     # one run's gradient scale.
     calibration_seeds: tuple[int, ...] = ()
-    calibration_profiles: tuple[str, ...] = ("micro2", "micro3", "micro4", "micro8", "micro4-fp64acc")
+    # every family but threads, which the held-out profiles vary (and the kernel families only from results
+    # written after their profiles existed: older eval.json files name their own)
+    calibration_profiles: tuple[str, ...] = (
+        "micro2",
+        "micro3",
+        "micro4",
+        "micro8",
+        "micro4-fp64acc",
+        "native-conv",
+        "math-attention",
+        "fused-optimizer",
+    )
     held_out_profiles: tuple[str, ...] = ("threads2-micro2", "threads2")  # the second confirms a rejection
     alpha: float = 3.0
+    floor_ulps: float = FLOOR_ULPS  # the boundary's rounding-scale floor (0: none)
     attacks: tuple[AttackCase, ...] = DEFAULT_ATTACKS
     batch_size: int = 32
     adaptive_window: int = 12  # an every-interval attacker fakes the last this many intervals
@@ -147,6 +159,21 @@ class EvalSettings:
         n = self.intervals_at(stride)
         return list(range(max(0, n - self.adaptive_window), n)) if case.every_interval else [attacked]
 
+    def task(self, stride: int, folder: Path, seed: int) -> PreparedTask:
+        """The task evaluated at ``stride`` (``seed`` 1) or a separate calibration run of it, in ``folder``."""
+        n = self.intervals_at(stride)
+        return prepare_task(self.workload, folder, tiny=self.tiny, seed=seed, config=self.config,
+                            warmup_steps=self.warmup_steps, total_steps=stride * n, stride=stride,
+                            intervals_per_batch=n, batch_size=self.batch_size)  # fmt: skip
+
+    def calibration_runs(
+        self, stride: int, folder: Path, evaluated: tuple[PreparedTask, Path]
+    ) -> list[tuple[PreparedTask, Path]]:
+        """(task, claims folder) of each run the boundary is calibrated on: the separate seeds', else the
+        evaluated run itself."""
+        return [(self.task(stride, folder / f"calibration-task-{seed}", seed), folder / f"calibration-claims-{seed}")
+                for seed in self.calibration_seeds] or [evaluated]  # fmt: skip
+
     def layout(self, stride: int) -> dict[str, Any]:
         return {"intervals": self.intervals_at(stride), "positions": self.positions_at(stride),
                 "held_out": self.held_out_at(stride), "calibration_seeds": list(self.calibration_seeds)}  # fmt: skip
@@ -177,7 +204,7 @@ def units(settings: EvalSettings) -> int:
     return len(settings.strides) * (3 + len(settings.attacks))
 
 
-def _quiet(message: str, *, unit: bool = False) -> None:
+def quiet(message: str, *, unit: bool = False) -> None:
     pass
 
 
@@ -196,27 +223,16 @@ class _Stride:
 
     def __init__(self, settings: EvalSettings, stride: int, folder: Path, log: Log | None) -> None:
         self.settings, self.stride, self.folder = settings, stride, folder
-        self.log: Log = log or _quiet
+        self.log: Log = log or quiet
         self.intervals = settings.intervals_at(stride)
         self.positions, self.held_out = settings.positions_at(stride), settings.held_out_at(stride)
         self.attacked = settings.attacked_at(stride)  # until the honest verdicts are known
-        self.prepared = self._task(folder / "task", settings.seed)
+        self.prepared = settings.task(stride, folder / "task", settings.seed)
         self.claims = folder / "claims"
-        # (task, claims folder) of each run the boundary is calibrated on
-        self.calibration_runs = [
-            (self._task(folder / f"calibration-task-{seed}", seed), folder / f"calibration-claims-{seed}")
-            for seed in settings.calibration_seeds
-        ] or [(self.prepared, self.claims)]
+        self.calibration_runs = settings.calibration_runs(stride, folder, (self.prepared, self.claims))
         self.boundary_path = folder / "boundary.json"
         self.context = context_of(self.prepared)
         self.profiles = [get_profile(p) for p in settings.held_out_profiles]
-
-    def _task(self, folder: Path, seed: int) -> PreparedTask:
-        settings = self.settings
-        return prepare_task(settings.workload, folder, tiny=settings.tiny, seed=seed, config=settings.config,
-                            warmup_steps=settings.warmup_steps, total_steps=self.stride * self.intervals,
-                            stride=self.stride, intervals_per_batch=self.intervals,
-                            batch_size=settings.batch_size)  # fmt: skip
 
     def run(self) -> StrideResult:
         settings = self.settings
@@ -227,7 +243,8 @@ class _Stride:
         boundary = calibrate(
             first, claim_profile=get_profile("reference"),
             replay_profiles=[get_profile(p) for p in settings.calibration_profiles],
-            positions=self.positions, alpha=settings.alpha, work_dir=first_claims, more_runs=more,
+            positions=self.positions, alpha=settings.alpha, floor_ulps=settings.floor_ulps, work_dir=first_claims,
+            more_runs=more,
             on_replay=lambda k, p: self.log(f"s={self.stride}: calibrating, interval {k} under {p}"),
         )  # fmt: skip
         for _, claims in self.calibration_runs:

@@ -27,7 +27,7 @@ def replay_interval(
     workload = get_workload(spec.workload.name)
     dataset = Dataset.load(prepared.dataset_path)
     model = load_initial_model(workload, spec.workload.config, prepared.init_path).to(profile.device)
-    optimizer = build_optimizer(spec.optimizer, model)
+    optimizer = build_optimizer(spec.optimizer, model, fused=profile.fused_optimizer)
     if start is not None:
         model.load_state_dict(start.model)
         load_optimizer_state(model, optimizer, start.optim)

@@ -27,9 +27,11 @@ import numpy as np
 import torch
 from numba.typed import List
 
+from ovig_node.training.optim import is_step_counter
 from ovig_node.verify import kernels
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 100.0)
+FLOORED_BELOW = 99.9  # the rounding floor raises the limits of lower percentiles only (:func:`rounding_floor`)
 SIGNALS = ("weights", "optim", "probe")
 SECTION_OF = {"weights": "model", "optim": "optim", "probe": "probe"}
 REL_EPS = 1e-12
@@ -86,6 +88,31 @@ def difference_profiles(
     ranks = [_rank(p, n) for p in ps]
     with _KERNELS:
         return _bracketed(pairs, n, ranks) or _binned(pairs, n, ranks)
+
+
+def magnitude_percentiles(tensors: dict[str, torch.Tensor], ps: tuple[float, ...] = PERCENTILES) -> list[float]:
+    """Percentiles of ``|value|`` over every coordinate of a signal (the ``abs`` differences from zero)."""
+    return difference_profiles({name: torch.zeros_like(t) for name, t in tensors.items()}, tensors, ps)["abs"]
+
+
+def rounding_floor(
+    tensors: dict[str, torch.Tensor], ulps: float, ps: tuple[float, ...] = PERCENTILES
+) -> dict[str, list[float]]:
+    """``{"abs": [...], "rel": [...]}``: what ``ulps`` units in the last place of the signal's values at each
+    percentile of their magnitude are, as an absolute and as a relative difference; 0 at percentiles above
+    ``FLOORED_BELOW``. Nearest-rank percentiles commute with the non-decreasing ``ulp(|x|)``, so the abs
+    floor is also the percentile of every coordinate's own ``ulps`` ulps.
+
+    Two things stay out, because an attacker could use them: the top percentiles, which cap single
+    coordinates (their floor would be ulps of the *largest* values, far more than a small coordinate's
+    rounding), and the optimizer's step counters (exact integers the structure check pins, as large as
+    the step: in the magnitudes they would set the floor of the whole optimizer state)."""
+    dtype = np.float64 if _compute_dtype(tensors) == torch.float64 else np.float32
+    magnitudes = magnitude_percentiles({n: t for n, t in tensors.items() if not is_step_counter(n)}, ps)
+    steps = [
+        ulps * float(np.spacing(dtype(m))) if p < FLOORED_BELOW else 0.0 for m, p in zip(magnitudes, ps, strict=True)
+    ]
+    return {"abs": steps, "rel": [step / (m + REL_EPS) for step, m in zip(steps, magnitudes, strict=True)]}
 
 
 def warm_up() -> threading.Thread:

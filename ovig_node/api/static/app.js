@@ -193,7 +193,7 @@ function reportView(report) {
     ${report.detail ? `<p class="muted">${esc(report.detail)}</p>` : ""}
     <div class="key"><span><i style="border-color: var(--accent)"></i>replay difference</span>
       <span><i style="border-color: #94a3b8"></i>honest bound</span>
-      <span><i style="border-color: var(--s-faulty); border-top-style: dashed"></i>limit = alpha × bound</span></div>`;
+      <span><i style="border-color: var(--s-faulty); border-top-style: dashed"></i>limit = max(alpha × bound, floor)</span></div>`;
   const figures = [];
   for (const [signal, kinds] of Object.entries(report.signals || {})) {
     for (const [kind, rows] of Object.entries(kinds)) {
