@@ -417,7 +417,7 @@ def _number_or_text(value: str) -> float | str:
 @click.option(
     "--rel-tail",
     type=float,
-    default=1e-5,
+    default=1e-3,
     show_default=True,
     help="Tail model of rel p100: bound >= median / (2 x this); 0 for the plain maximum.",
 )
@@ -574,9 +574,9 @@ def verify_cmd(
 @click.option("--other-hardware/--no-other-hardware", default=True, show_default=True,
               help="Train the honest run again on another profile, the floor for the attacks' effects.")  # fmt: skip
 @click.option("--leave-one-family-out", "families", is_flag=True,
-              help="Instead: honest runs only; for each family of execution profiles (thread split, micro-batches, "
-              "accumulation, each kind of kernel), calibrate without it and judge under it. Writes families.json "
-              "and families.md.")  # fmt: skip
+              help="Instead: honest runs only (no attacks, no run on other hardware); for each family of execution "
+              "profiles (thread split, micro-batches, accumulation, each kind of kernel), calibrate without it and "
+              "judge under it. Writes families.json and families.md.")  # fmt: skip
 @config_option
 @warmup_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
