@@ -69,9 +69,8 @@ class BoundaryProfile(BaseModel):
     workload: str
     stride: int
     percentiles: list[float] = list(PERCENTILES)
-    alpha: float = Field(
-        gt=0, allow_inf_nan=False
-    )  # margin: an interval passes while every value <= max(alpha * bound, floor)
+    # margin: an interval passes while every value <= max(alpha * bound, floor); finite, or no limit is
+    alpha: float = Field(gt=0, allow_inf_nan=False)
     signals: dict[str, SignalBounds]  # weights, optim, probe
     claim_profile: str  # the profile the honest claims were trained with
     profiles: list[str]  # the profiles honest replays ran under
