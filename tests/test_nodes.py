@@ -180,7 +180,12 @@ def test_trainer_rides_out_an_ipfs_outage(system: System) -> None:
     try:
         wait_for(lambda: events(owner, "BatchCommitted", task=task), timeout=120, what="the first commit")
         assert system.net.stop_ipfs()
-        time.sleep(6)  # the trainer tries to pin its opening meanwhile, fails, and retries
+        # Its next pin (the opening of batch 0, or batch 1's manifest if the opening beat the outage) fails
+        # and is retried: wait for that rather than for a fixed time, which a fast opening could outrun.
+        wait_for(
+            lambda: "IpfsUnavailable" in system.log("trainer", 1), timeout=120, what="the trainer meeting the outage"
+        )
+        time.sleep(2)  # and a retry or two during it
         system.net.start_ipfs()
         wait_for(lambda: owner.protocol.task(task).status == TaskStatus.FINALIZED, timeout=120, what="finalize")
         assert trainer.wait(timeout=60) == 0

@@ -24,6 +24,7 @@ from torch import nn
 
 from ovig_node.attacks.base import Attack, AttackContext, AttackError
 from ovig_node.attacks.objectives import objective_gradient, target_batch, target_examples
+from ovig_node.training.evidence import load_model_tensors, model_tensors
 from ovig_node.training.workloads import step_batch
 from ovig_node.verify.stats import difference_profiles, rounding_floor
 
@@ -66,7 +67,7 @@ class BoundaryAware(Attack):
         if not self.last_step(step):
             return
         context = self.context
-        honest = {name: t.detach().clone() for name, t in model.state_dict().items()}
+        honest = {name: t.clone() for name, t in model_tensors(model, trainable_only=True).items()}
         boundary: BoundaryProfile = self.memory["boundary"]
         probe_batch = step_batch(context.workload, context.dataset, context.spec, step + 1)
         honest_probe = objective_gradient(context, model, probe_batch)
@@ -77,7 +78,7 @@ class BoundaryAware(Attack):
 
         def passes(scale: float) -> bool:
             moved = _moved(honest, push, scale)
-            model.load_state_dict(moved)
+            load_model_tensors(model, moved, trainable_only=True)
             probe = objective_gradient(context, model, probe_batch)
             return self._within(honest, moved, limits["weights"]) and self._within(honest_probe, probe, limits["probe"])
 
@@ -88,7 +89,7 @@ class BoundaryAware(Attack):
             for _ in range(SHRINK_STEPS):
                 middle = (low + high) / 2
                 low, high = (middle, high) if passes(middle) else (low, middle)
-        model.load_state_dict(_moved(honest, push, low))
+        load_model_tensors(model, _moved(honest, push, low), trainable_only=True)
         self.memory.setdefault("scales", {})[step // context.spec.layout.stride] = low
 
     def _limits(self, signal: str, honest: dict[str, torch.Tensor]) -> dict[str, list[float]]:

@@ -44,6 +44,7 @@ class AttackContext:
     spec: TaskSpec
     workload: Workload
     dataset: Dataset
+    init_path: Path  # the initial checkpoint: what evidence leaves out (frozen parameters) comes from it
 
 
 @dataclass(frozen=True)

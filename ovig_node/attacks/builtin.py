@@ -97,15 +97,33 @@ class RowTamper(Attack):
     """Add ``delta`` to one row of one weight matrix at the end of each attacked step: a change to a
     few coordinates that a comparison over a fixed sample of coordinates would likely miss."""
 
-    parameter: str | None = None  # None: the model's last weight matrix (its output layer)
+    parameter: str | None = None  # None: the model's last trainable weight matrix (its output layer, an adapter)
     row: int = 0
     delta: float = 1e-3
 
     def after_update(self, step: int, model: nn.Module) -> None:
         params = dict(model.named_parameters())
-        name = self.parameter or [n for n, p in params.items() if p.dim() == 2][-1]
+        name = self.parameter or [n for n, p in params.items() if p.dim() == 2 and p.requires_grad][-1]
         with torch.no_grad():
             params[name][self.row] += self.delta
+
+
+@dataclass(frozen=True)
+class BaseTamper(Attack):
+    """Move the frozen base under an adapter: add ``delta`` to every weight of one frozen matrix at the end
+    of each attacked step (a provider that also trains, or swaps, the base it claims to keep). Evidence
+    never holds frozen tensors, so the move shows only through what the adapter does on it."""
+
+    parameter: str | None = None  # None: the model's first frozen weight matrix that is not an embedding
+    delta: float = 1e-3
+
+    def after_update(self, step: int, model: nn.Module) -> None:
+        params = dict(model.named_parameters())
+        frozen = [n for n, p in params.items() if p.dim() == 2 and not p.requires_grad and "embed" not in n]
+        if not frozen and self.parameter is None:
+            raise AttackError("base_tamper: the model has no frozen weight matrix (no adapter)")
+        with torch.no_grad():
+            params[self.parameter or frozen[0]] += self.delta
 
 
 BUILTIN: dict[str, Callable[..., Attack]] = {
@@ -116,6 +134,7 @@ BUILTIN: dict[str, Callable[..., Attack]] = {
     "lr_tamper": LrTamper,
     "skip_steps": SkipSteps,
     "row_tamper": RowTamper,
+    "base_tamper": BaseTamper,
     "targeted_gradient": TargetedGradient,
     "backdoor": Backdoor,
     "optimizer_tamper": OptimizerTamper,

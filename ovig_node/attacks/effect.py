@@ -12,6 +12,8 @@ import torch
 from ovig_node.attacks.base import AttackContext
 from ovig_node.attacks.objectives import objective_loss, target_batch, target_examples
 from ovig_node.protocol.schedule import batch_indices
+from ovig_node.training.evidence import load_model_tensors
+from ovig_node.training.loop import load_initial_model
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.training.workloads import Dataset, get_workload
 
@@ -20,12 +22,12 @@ HELD_OUT = 200  # triggered inputs the backdoor's success is measured on
 
 def context_of(prepared: PreparedTask) -> AttackContext:
     workload = get_workload(prepared.spec.workload.name)
-    return AttackContext(prepared.spec, workload, Dataset.load(prepared.dataset_path))
+    return AttackContext(prepared.spec, workload, Dataset.load(prepared.dataset_path), prepared.init_path)
 
 
 def _model(context: AttackContext, weights: dict[str, torch.Tensor]) -> torch.nn.Module:
-    model = context.workload.build_model(context.spec.workload.config)
-    model.load_state_dict(weights)
+    model = load_initial_model(context.workload, context.spec.workload.config, context.init_path)
+    load_model_tensors(model, weights, trainable_only=True)
     return model.eval()
 
 

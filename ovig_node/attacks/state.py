@@ -10,6 +10,7 @@ from safetensors import safe_open
 from torch import nn
 
 from ovig_node.attacks.base import Attack, AttackContext, AttackError
+from ovig_node.training.evidence import load_model_tensors, model_tensors
 from ovig_node.training.optim import is_step_counter, load_optimizer_state, optimizer_state
 
 
@@ -66,12 +67,12 @@ class InterpolatedEndpoint(Attack):
         k = step // layout.stride
         starts = self.memory.setdefault("starts", {})
         if k not in starts:  # first step of the interval: nothing has been updated yet
-            weights = {name: t.detach().clone() for name, t in model.state_dict().items()}
+            weights = {name: t.clone() for name, t in model_tensors(model, trainable_only=True).items()}
             starts[k] = (weights, {name: t.clone() for name, t in optimizer_state(model, optimizer).items()})
         if self.last_step(step):
             start_weights, start_optim = starts[k]
             t = self._fraction(layout.start_step(k), layout.end_step(k))
-            model.load_state_dict(_towards(start_weights, self.memory["anchor"]["model"], t))
+            load_model_tensors(model, _towards(start_weights, self.memory["anchor"]["model"], t), trainable_only=True)
             optim = _towards(start_optim, self.memory["anchor"]["optim"], t)
             counters = {key: torch.tensor(float(layout.end_step(k))) for key in optim if is_step_counter(key)}
             load_optimizer_state(model, optimizer, optim | counters)

@@ -76,7 +76,7 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
         raise TaskRefused(f"task {task}: the spec names no boundary profile")
     for name, ref, cap in (
         ("dataset.safetensors", spec.dataset, MAX_DATASET_BYTES),
-        ("init.safetensors", spec.init, layout.file_bytes("model")),
+        ("init.safetensors", spec.init, layout.file_bytes("init")),
         ("boundary.json", spec.boundary, MAX_BOUNDARY_BYTES),
     ):
         if not (folder / name).is_file():
@@ -117,6 +117,9 @@ def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLay
     if layout.max_bytes > MAX_EVIDENCE_BYTES:
         raise TaskRefused(f"task {task}: its evidence would be {layout.max_bytes} bytes, over this node's "
                           f"{MAX_EVIDENCE_BYTES}")  # fmt: skip
+    if layout.file_bytes("init") > MAX_EVIDENCE_BYTES:  # a frozen base is in no evidence, but every replay loads it
+        raise TaskRefused(f"task {task}: its initial checkpoint would be {layout.file_bytes('init')} bytes, over "
+                          f"this node's {MAX_EVIDENCE_BYTES}")  # fmt: skip
     return spec, spec_hash, layout
 
 

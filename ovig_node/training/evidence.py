@@ -1,9 +1,11 @@
 """Endpoint evidence files (protocol section 2.3): one safetensors file per interval.
 
-``E_k`` holds ``model/<name>`` (every parameter and buffer), ``optim/<name>/<state>`` (every optimizer
-state tensor; scalars as 0-d tensors) and ``probe/<name>`` (the gradient at the endpoint weights on the
-batch of step ``b_k``), with metadata ``task``, ``spec``, ``interval``, ``step``. Its digest is the sha256
-of the file's bytes. Files are written atomically (temporary file, fsync, rename), so a file that
+``E_k`` holds ``model/<name>`` (every trainable parameter and every buffer, :func:`model_tensors`: frozen
+parameters, such as the base under a LoRA adapter, are the initial checkpoint's and never copied),
+``optim/<name>/<state>`` (every optimizer state tensor; scalars as 0-d tensors) and ``probe/<name>`` (the
+gradient at the endpoint weights on the batch of step ``b_k``), with metadata ``task``, ``spec``,
+``interval``, ``step``. Its digest is the sha256 of the file's bytes. Files are written atomically
+(temporary file, fsync, rename), so a file that
 exists is complete.
 
 Errors say which verdict reason they are (protocol section 5):
@@ -24,6 +26,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
+from torch import nn
 
 from ovig_node.errors import OvigError
 from ovig_node.files import write_atomic
@@ -83,6 +86,31 @@ class Evidence:
                 raise EvidenceMisnamed(f"{label} has a tensor outside model/, optim/, probe/: {key!r}")
             sections[section][name] = tensor
         return cls(model=sections["model"], optim=sections["optim"], probe=sections["probe"], metadata=metadata)
+
+
+def model_tensors(model: nn.Module, *, trainable_only: bool) -> dict[str, torch.Tensor]:
+    """The model's state as evidence or checkpoint tensors: every state-dict entry once (a tied weight,
+    such as an output layer sharing the embedding, under its first name only), and with
+    ``trainable_only`` no frozen parameter (evidence: the initial checkpoint holds those)."""
+    frozen = {id(p) for p in model.parameters() if not p.requires_grad}
+    seen: set[int] = set()
+    tensors = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if id(tensor) in seen or (trainable_only and id(tensor) in frozen):
+            continue
+        seen.add(id(tensor))
+        tensors[name] = tensor.detach()
+    return tensors
+
+
+def load_model_tensors(model: nn.Module, tensors: dict[str, torch.Tensor], *, trainable_only: bool) -> None:
+    """Load what :func:`model_tensors` gave (into a model that holds the initial checkpoint, for
+    ``trainable_only``); any other set of names is an error, never a partial load."""
+    expected = set(model_tensors(model, trainable_only=trainable_only))
+    if set(tensors) != expected:
+        missing, extra = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
+        raise EvidenceMisnamed(f"model tensors: missing {missing[:5]}, unexpected {extra[:5]}")
+    model.load_state_dict(tensors, strict=False)
 
 
 def evidence_metadata(task: int, spec_hash: bytes, k: int, end_step: int) -> dict[str, str]:

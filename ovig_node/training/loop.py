@@ -29,6 +29,8 @@ from ovig_node.training.evidence import (
     Evidence,
     EvidenceError,
     evidence_metadata,
+    load_model_tensors,
+    model_tensors,
     read_evidence,
     read_metadata,
     write_evidence,
@@ -91,7 +93,7 @@ def train(
     model = load_initial_model(workload, config, run.init_path).to(run.profile.device)
     optimizer = build_optimizer(spec.optimizer, model, fused=run.profile.fused_optimizer)
     if run.attack is not None:
-        run.attack.setup(AttackContext(spec, workload, dataset))
+        run.attack.setup(AttackContext(spec, workload, dataset, run.init_path))
 
     # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file)
     for partial in run.out_dir.glob("evidence/.E_*.tmp"):
@@ -99,7 +101,7 @@ def train(
     digests = completed_intervals(run) if evidence else []
     if digests:
         last = read_evidence(evidence_path(run.out_dir, len(digests) - 1), expected_sha256=digests[-1])
-        model.load_state_dict(last.model)
+        load_model_tensors(model, last.model, trainable_only=True)
         load_optimizer_state(model, optimizer, last.optim)
     resumed = len(digests)
     first_step = layout.end_step(resumed - 1) if resumed else 0
@@ -221,7 +223,7 @@ def endpoint_evidence(
     probe = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
     optimizer.zero_grad(set_to_none=True)
     return Evidence(
-        model=dict(model.state_dict()),
+        model=model_tensors(model, trainable_only=True),
         optim=optimizer_state(model, optimizer),
         probe=probe,
         metadata=evidence_metadata(task, spec_hash, k, end),
@@ -246,7 +248,7 @@ def load_initial_model(workload: Workload, config: dict[str, object], init_path:
     """The model of the spec's initial checkpoint (``model/<name>`` tensors, weights only)."""
     model = workload.build_model(config)
     tensors = load_file(str(init_path))
-    model.load_state_dict({name.removeprefix("model/"): t for name, t in tensors.items()})
+    load_model_tensors(model, {name.removeprefix("model/"): t for name, t in tensors.items()}, trainable_only=False)
     return model
 
 

@@ -19,7 +19,7 @@ from ovig_node.files import file_sha256, write_atomic
 from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.spec import TaskSpec, canonical_bytes, parse_spec
 from ovig_node.storage.unixfs import cid_of_bytes
-from ovig_node.training.evidence import safetensors_bytes, sha256_hex
+from ovig_node.training.evidence import model_tensors, safetensors_bytes, sha256_hex
 from ovig_node.training.workloads import get_workload
 
 
@@ -46,38 +46,40 @@ def prepare_task(
     stride: int = 10,
     intervals_per_batch: int = 8,
     sample_bps: int = 2500,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     optimizer: dict[str, Any] | None = None,
     config: dict[str, Any] | None = None,
     warmup_steps: int | None = None,
 ) -> PreparedTask:
     """Write ``dataset.safetensors``, ``init.safetensors`` and ``spec.json`` into ``out_dir``. ``config``
     changes keys of the workload's (tiny or full) config; ``optimizer`` replaces the workload's recipe,
-    and ``warmup_steps`` its learning-rate warm-up."""
+    and ``warmup_steps`` its learning-rate warm-up; ``batch_size`` defaults to the workload's."""
     workload = get_workload(workload_name)
     defaults = workload.config(tiny=tiny)
     if unknown := set(config or {}) - set(defaults):
         known = ", ".join(sorted(defaults))
         raise SpecError(f"{workload_name} config has no {', '.join(sorted(unknown))}; it has {known}")
     config = {**defaults, **(config or {})}
-    dataset_bytes = workload.build_dataset(config).to_bytes()
+    dataset = workload.build_dataset(config)
+    dataset_bytes = dataset.to_bytes()
     torch.manual_seed(seed % 2**63)
     try:
         model = workload.initial_model(config)
     except (ValueError, TypeError) as exc:
         raise SpecError(str(exc)) from None
-    init_bytes = safetensors_bytes({f"model/{name}": t.detach().contiguous() for name, t in model.state_dict().items()})
+    weights = model_tensors(model, trainable_only=False)
+    init_bytes = safetensors_bytes({f"model/{name}": t.contiguous() for name, t in weights.items()})
     document = {
         "version": 1,
-        "workload": {"name": workload_name, "config": config},
+        "workload": {"name": workload_name, "config": workload.published_config(config)},
         "init": {"cid": str(cid_of_bytes(init_bytes)), "sha256": sha256_hex(init_bytes)},
         "dataset": {
             "cid": str(cid_of_bytes(dataset_bytes)),
             "sha256": sha256_hex(dataset_bytes),
-            "examples": workload.build_dataset(config).examples,
+            "examples": dataset.examples,
         },
         "optimizer": _with_warmup(optimizer or workload.optimizer(tiny=tiny), warmup_steps),
-        "batch_size": batch_size,
+        "batch_size": batch_size or workload.batch_size(tiny=tiny),
         "total_steps": total_steps,
         "seed": seed,
         "stride": stride,

@@ -85,7 +85,18 @@ DEFAULT_ATTACKS = (
     *(AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": b, "objective": "backdoor"}, every_interval=True)
       for b in (0.5, 0.9)),
     AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": 0.9, "objective": "target"}, every_interval=True),
+    *(AttackCase("base_tamper", {"delta": d}, strength="delta") for d in (1e-7, 1e-6, 1e-5, 1e-4)),
 )  # fmt: skip
+# Attacks whose objective is a class (a trigger relabelled, a target class): nothing to aim at in a chat
+# model's data. Moving a frozen base needs one: only adapter tasks (llm) have it.
+LABELLED_ATTACKS = frozenset({"backdoor", "targeted_gradient", "boundary_aware"})
+ADAPTER_ATTACKS = frozenset({"base_tamper"})
+
+
+def attacks_for(workload: str) -> tuple[AttackCase, ...]:
+    """The default attacks that mean something for ``workload``."""
+    left_out = LABELLED_ATTACKS if workload == "llm" else ADAPTER_ATTACKS
+    return tuple(case for case in DEFAULT_ATTACKS if case.name not in left_out)
 
 
 @dataclass
@@ -123,10 +134,13 @@ class EvalSettings:
     held_out_profiles: tuple[str, ...] = ("threads2-micro2", "threads2")  # the second confirms a rejection
     alpha: float = 3.0
     floor_ulps: float = FLOOR_ULPS  # the boundary's rounding-scale floor (0: none)
-    attacks: tuple[AttackCase, ...] = DEFAULT_ATTACKS
-    batch_size: int = 32
+    attacks: tuple[AttackCase, ...] = ()  # empty: attacks_for(workload)
+    batch_size: int | None = None  # None: the workload's
     adaptive_window: int = 12  # an every-interval attacker fakes the last this many intervals
     other_hardware: bool = True  # train the honest run again on another profile (the floor for effects)
+
+    def __post_init__(self) -> None:
+        self.attacks = self.attacks or attacks_for(self.workload)
 
     def intervals_at(self, stride: int) -> int:
         return self.intervals_by_stride.get(stride, self.intervals)
@@ -303,7 +317,10 @@ class _Stride:
         return judge_run(self.prepared, run, k, boundary, profiles=self.profiles, subsets=SUBSETS)
 
     def _effect(self, weights: dict[str, Any], interval: int | None) -> dict[str, float | None]:
-        """Target loss and backdoor success; held out: the objective's examples and the interval's batches."""
+        """Target loss and backdoor success; held out: the objective's examples and the interval's batches.
+        None for a workload without classes (llm)."""
+        if "label" not in self.context.dataset.tensors:
+            return {"target_loss": None, "backdoor_success": None}
         layout = self.prepared.spec.layout
         trained = frozenset(target_examples(self.context, label=0, count=OBJECTIVE_EXAMPLES))
         if interval is not None:

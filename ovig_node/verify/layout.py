@@ -1,6 +1,6 @@
 """What an honest evidence file of a spec holds (protocol sections 2.3 and 5), known before any replay.
 
-Every name, shape and dtype of ``E_k`` follows from the spec alone: the model's state dict, the
+Every name, shape and dtype of ``E_k`` follows from the spec alone: the model's trainable state, the
 optimizer's state after at least one step, and a gradient per trainable parameter. The layout is
 derived by building the model on torch's ``meta`` device (no memory, no initialisation cost) and
 taking one optimizer step on it, so it is the state torch itself keeps, not a copy of its rules.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from ovig_node.protocol.spec import TaskSpec
-from ovig_node.training.evidence import SECTIONS, Evidence
+from ovig_node.training.evidence import SECTIONS, Evidence, model_tensors
 from ovig_node.training.optim import build_optimizer, optimizer_state
 from ovig_node.training.workloads import get_workload
 
@@ -37,7 +37,8 @@ Shape = tuple[int, ...]
 
 @dataclass(frozen=True)
 class EvidenceLayout:
-    # section -> tensor name -> (shape, dtype) of an honest E_k
+    # section -> tensor name -> (shape, dtype) of an honest E_k; and "init": the initial checkpoint's
+    # weights, frozen ones included (what evidence leaves out)
     sections: dict[str, dict[str, tuple[Shape, torch.dtype]]]
 
     def file_bytes(self, *sections: str) -> int:
@@ -86,7 +87,9 @@ def _layout(workload_json: str, optimizer_json: str) -> EvidenceLayout:
         param.grad = torch.zeros_like(param)
     optimizer.step()  # the state exists from the first step on, and E_k follows at least one
     probe = {name: p for name, p in model.named_parameters() if p.requires_grad}
-    tensors = {"model": dict(model.state_dict()), "optim": optimizer_state(model, optimizer), "probe": probe}
+    model_state = model_tensors(model, trainable_only=True)
+    tensors = {"model": model_state, "optim": optimizer_state(model, optimizer), "probe": probe,
+               "init": model_tensors(model, trainable_only=False)}  # fmt: skip
     return EvidenceLayout(
         {section: {name: (tuple(t.shape), t.dtype) for name, t in items.items()} for section, items in tensors.items()}
     )

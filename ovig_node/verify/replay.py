@@ -7,7 +7,7 @@ evidence, probe gradient included, exactly as the trainer does: it is the same s
 
 from __future__ import annotations
 
-from ovig_node.training.evidence import Evidence
+from ovig_node.training.evidence import Evidence, load_model_tensors
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import endpoint_evidence, load_initial_model, training_step
 from ovig_node.training.optim import build_optimizer, load_optimizer_state
@@ -29,7 +29,7 @@ def replay_interval(
     model = load_initial_model(workload, spec.workload.config, prepared.init_path).to(profile.device)
     optimizer = build_optimizer(spec.optimizer, model, fused=profile.fused_optimizer)
     if start is not None:
-        model.load_state_dict(start.model)
+        load_model_tensors(model, start.model, trainable_only=True)
         load_optimizer_state(model, optimizer, start.optim)
     for step in range(layout.start_step(k), layout.end_step(k)):
         training_step(model, optimizer, workload, dataset, spec, step, profile)

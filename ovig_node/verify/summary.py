@@ -183,6 +183,8 @@ def effect_markdown(summary: dict[str, Any]) -> str:
 
 
 def _delta(effect: dict[str, Any], base: dict[str, Any]) -> str:
+    if effect["target_loss"] is None:  # a workload without classes: no objective to measure
+        return f"n/a; n/a; {effect['moved']:.1e}"
     loss = f"{effect['target_loss'] - base['target_loss']:+.1e}"
     moved = f"{effect['moved']:.1e}"
     if effect["backdoor_success"] is None or math.isnan(effect["backdoor_success"]):  # NaN: older results

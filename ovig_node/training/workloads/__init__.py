@@ -5,9 +5,12 @@ from __future__ import annotations
 from ovig_node.training.workloads.base import Dataset, Workload, step_batch, step_seed
 from ovig_node.training.workloads.diffusion import DiffusionWorkload
 from ovig_node.training.workloads.language import LanguageWorkload
+from ovig_node.training.workloads.llm import LlmWorkload
 from ovig_node.training.workloads.vision import VisionWorkload
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (LanguageWorkload(), VisionWorkload(), DiffusionWorkload())}
+WORKLOADS: dict[str, Workload] = {
+    w.name: w for w in (LanguageWorkload(), VisionWorkload(), DiffusionWorkload(), LlmWorkload())
+}
 
 
 def get_workload(name: str) -> Workload:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file
 from torch import nn
 
@@ -34,9 +35,11 @@ def step_seed(seed: int, step: int) -> int:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Examples as tensors sharing their first dimension."""
+    """Examples as tensors sharing their first dimension, and text metadata the file carries (the llm
+    workload's tokenizer)."""
 
     tensors: dict[str, torch.Tensor]
+    metadata: dict[str, str] = field(default_factory=dict)
 
     @property
     def examples(self) -> int:
@@ -48,11 +51,14 @@ class Dataset:
 
     def to_bytes(self) -> bytes:
         """Deterministic safetensors bytes: the dataset file whose sha256 and CID go into the spec."""
-        return safetensors_bytes({name: t.contiguous() for name, t in self.tensors.items()})
+        tensors = {name: t.contiguous() for name, t in self.tensors.items()}
+        return safetensors_bytes(tensors, metadata=self.metadata or None)
 
     @classmethod
     def load(cls, path: Path) -> Dataset:
-        return cls(tensors=load_file(str(path)))
+        with safe_open(str(path), "pt") as stream:
+            metadata = dict(stream.metadata() or {})
+        return cls(tensors=load_file(str(path)), metadata=metadata)
 
 
 class Workload(ABC):
@@ -68,9 +74,18 @@ class Workload(ABC):
         """The spec's ``optimizer`` section a new task of this workload gets by default."""
         return dict(DEFAULT_OPTIMIZER)
 
+    def batch_size(self, *, tiny: bool) -> int:
+        """The spec's ``batch_size`` a new task of this workload gets by default."""
+        return 32
+
     @abstractmethod
     def build_dataset(self, config: dict[str, Any]) -> Dataset:
         """Materialise the dataset from packaged data (no download), deterministically."""
+
+    def published_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The config the spec holds, given the one the dataset and initial checkpoint were made from
+        (a workload that reads the owner's files names them here by content, not by path)."""
+        return config
 
     @abstractmethod
     def build_model(self, config: dict[str, Any]) -> nn.Module:

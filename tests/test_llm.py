@@ -1,0 +1,223 @@
+"""The llm workload: chat data (JSONL formats, bad lines, the assistant-token mask), adapter evidence (the
+frozen base never in evidence; a claim or start that carries it is faulty), the adapter's dropout drawn per
+example, a killed run resumed bit-identically, and a bring-your-own model folder and JSONL file through
+the CLI. Real tokenizer (SmolLM2-135M-Instruct's), real torch training of the tiny base; the attacks on
+the tiny llm task are in test_attacks_workloads.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from ovig_node.training.chat import ChatDataError, encode, read_jsonl
+from ovig_node.training.evidence import Evidence, read_evidence
+from ovig_node.training.execution import get_profile
+from ovig_node.training.loop import TrainRun, evidence_path, train
+from ovig_node.training.pretrained import ModelSourceError, default_model_folder, load_tokenizer
+from ovig_node.training.taskfiles import PreparedTask, open_task, prepare_task
+from ovig_node.training.workloads import get_workload
+from ovig_node.training.workloads.llm import ExampleDropout
+from ovig_node.verify.check import judge, start_problem
+from ovig_node.verify.layout import layout_of
+from ovig_node.verify.replay import replay_interval
+from support import run_ovig
+from verify_support import spread_boundary
+
+GOOD = [
+    {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
+                  {"role": "assistant", "content": "Hello!"}]},
+    {"prompt": "What is two plus two?", "response": "Four."},
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return load_tokenizer(default_model_folder())
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> PreparedTask:
+    return prepare_task("llm", tmp_path_factory.mktemp("llm-task"), tiny=True, total_steps=20, stride=5,
+                        intervals_per_batch=4)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def claims(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("llm-claims")
+    train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, out, get_profile("reference")))
+    return out
+
+
+def write_lines(path: Path, lines: list[Any]) -> Path:
+    path.write_text("\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n")
+    return path
+
+
+def test_both_jsonl_formats_read_as_conversations(tmp_path: Path) -> None:
+    conversations = read_jsonl(write_lines(tmp_path / "chat.jsonl", [*GOOD, ""]))  # a blank line is no example
+    assert conversations == [
+        GOOD[0]["messages"],
+        [{"role": "user", "content": "What is two plus two?"}, {"role": "assistant", "content": "Four."}],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"messages": [', "line 2: not JSON"),
+        ('["a", "b"]', "line 2: a line must be a JSON object"),
+        ({"text": "hello"}, "line 2: has keys ['text']; expected 'messages', or 'prompt' and 'response'"),
+        ({"messages": []}, "line 2: 'messages' must be a non-empty list"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, "line 2: message 0 has role 'robot'"),
+        ({"messages": [{"role": "user", "content": 3}]}, "line 2: message 0's content must be a string"),
+        ({"messages": [{"role": "user", "content": "only a question"}]}, "line 2: no assistant message"),
+        ({"prompt": "q", "response": None}, "line 2: 'prompt' and 'response' must be strings"),
+    ],
+)
+def test_a_bad_line_is_named(tmp_path: Path, line: Any, message: str) -> None:
+    path = write_lines(tmp_path / "chat.jsonl", [GOOD[1], line])
+    with pytest.raises(ChatDataError, match="^" + str(path) + " " + message.replace("[", r"\[").replace("(", r"\(")):
+        read_jsonl(path)
+
+
+def test_only_the_assistant_tokens_count(tokenizer: Any, tmp_path: Path) -> None:
+    conversations = read_jsonl(write_lines(tmp_path / "chat.jsonl", GOOD))
+    encoded = encode(tokenizer, conversations, max_tokens=64)
+    ids, mask = encoded.tensors["input_ids"], encoded.tensors["loss_mask"]
+    assert ids.shape == mask.shape == (2, 64) and encoded.dropped == 0
+    assert [tokenizer.decode(ids[i][mask[i].bool()]) for i in range(2)] == ["Hello!<|im_end|>\n", "Four.<|im_end|>\n"]
+    # padding is neither attended to nor counted
+    assert int(encoded.tensors["attention_mask"][0].sum()) < 64 and not bool(
+        (mask & ~encoded.tensors["attention_mask"].bool()).any()
+    )
+    # cut to fewer tokens than the second conversation's prompt (the template's default system prompt is
+    # long), it has nothing left to train on and is left out
+    cut = encode(tokenizer, conversations, max_tokens=20)
+    assert cut.dropped == 1 and torch.equal(cut.tensors["input_ids"][0], ids[0, :20])
+
+
+def test_dropout_masks_do_not_depend_on_how_the_batch_is_split() -> None:
+    dropout = ExampleDropout(0.5, index=3)
+    x = torch.ones(4, 6, 8)
+    dropout.seeds = torch.tensor([11, 12, 13, 14])
+    whole = dropout(x)
+    parts = []
+    for seeds, part in ((torch.tensor([11, 12, 13]), x[:3]), (torch.tensor([14]), x[3:])):
+        dropout.seeds = seeds
+        parts.append(dropout(part))
+    assert torch.equal(whole, torch.cat(parts))
+    assert 0 < int((whole == 0).sum()) < whole.numel()  # it does drop, and scales what it keeps
+    assert set(whole.unique().tolist()) == {0.0, 2.0}
+    dropout.seeds = None
+    assert torch.equal(dropout(x), x)  # no seeds (generation): nothing dropped
+
+
+def test_adapter_evidence_holds_the_adapter_only(task: PreparedTask, claims: Path) -> None:
+    evidence = read_evidence(evidence_path(claims, 1))
+    assert evidence.model and all(".lora_A." in n or ".lora_B." in n for n in evidence.model)
+    assert set(evidence.probe) == set(evidence.model)
+    base = load_file(str(task.init_path))
+    assert len(base) > 3 * len(evidence.model)  # the base's tensors stay in the initial checkpoint
+    layout = layout_of(task.spec)
+    assert layout.problem(evidence) is None
+    assert evidence_path(claims, 1).stat().st_size <= layout.max_bytes < task.init_path.stat().st_size // 10
+
+
+def test_evidence_carrying_the_base_is_faulty(task: PreparedTask, claims: Path) -> None:
+    start, end = (read_evidence(evidence_path(claims, k)) for k in (0, 1))
+    base = {name.removeprefix("model/"): t for name, t in load_file(str(task.init_path)).items()}
+    frozen = next(n for n in base if n.endswith("mlp.down_proj.weight"))
+    moved = base[frozen] + 1e-3
+    metadata = {**start.metadata}
+    hostile_start = Evidence({**start.model, frozen: moved}, start.optim, start.probe, metadata)
+    problem = start_problem(hostile_start, layout_of(task.spec), metadata)
+    assert problem is not None and (problem.reason, problem.cause) == ("wrong_structure", "wrong_names")
+    assert frozen in problem.detail
+    replayed = replay_interval(task, 1, start, profile=get_profile("reference"))
+    boundary = spread_boundary(task, claims)
+    assert judge(end, replayed, boundary, expected_metadata=end.metadata).valid
+    hostile_end = Evidence({**end.model, frozen: moved}, end.optim, end.probe, end.metadata)
+    verdict = judge(hostile_end, replayed, boundary, expected_metadata=end.metadata)
+    assert (verdict.verdict, verdict.reason, verdict.cause) == ("faulty", "wrong_structure", "wrong_names")
+
+
+def test_a_killed_run_resumes_bit_identically(task: PreparedTask, claims: Path, tmp_path: Path) -> None:
+    run = TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("reference"))
+    train(run, stop_at=8)  # killed inside interval 1: E_0 is on disk, steps 5..7 are lost
+    resumed = train(run)
+    assert resumed.resumed_intervals == 1
+    honest = [evidence_path(claims, k).read_bytes() for k in range(task.spec.layout.intervals)]
+    assert [evidence_path(tmp_path, k).read_bytes() for k in range(task.spec.layout.intervals)] == honest
+
+
+def test_bring_your_own_model_folder_and_jsonl(tmp_path: Path) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    folder = tmp_path / "my-llama"
+    tokenizer = load_tokenizer(default_model_folder())
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=True)  # fmt: skip
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    data = write_lines(tmp_path / "chats.jsonl", GOOD * 4)
+    lora = '{"rank": 2, "alpha": 4, "dropout": "0.1", "targets": ["q_proj"]}'
+    made = run_ovig("spec", "new", "--workload", "llm", "--model", str(folder), "--data", str(data), "--out",
+                    str(tmp_path / "task"), "--steps", "4", "--stride", "2", "--config", f"lora={lora}")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    task = open_task(tmp_path / "task" / "spec.json")
+    workload = task.spec.workload.config
+    assert workload["model"] == "my-llama" and workload["pretrained"] is True
+    assert workload["data"].startswith("chats.jsonl sha256:") and task.spec.dataset.examples == 8
+    assert json.loads(workload["architecture"])["hidden_size"] == 32 and task.spec.batch_size == 4
+    init = load_file(str(task.init_path))
+    mine = load_file(str(folder / "model.safetensors"))
+    assert torch.equal(init["model/base_model.model.model.layers.0.mlp.up_proj.weight"],
+                       mine["model.layers.0.mlp.up_proj.weight"])  # fmt: skip
+    trained = run_ovig("train", "--spec", str(tmp_path / "task" / "spec.json"), "--out", str(tmp_path / "run"))
+    assert trained.returncode == 0, trained.stderr
+    evidence = read_evidence(evidence_path(tmp_path / "run", 1))
+    assert sorted(evidence.model) == [
+        "base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight",
+        "base_model.model.model.layers.0.self_attn.q_proj.lora_B.default.weight",
+    ]
+
+
+def test_a_bad_jsonl_line_stops_spec_new_in_one_line(tmp_path: Path) -> None:
+    data = write_lines(tmp_path / "chats.jsonl", [GOOD[1], {"prompt": "q"}])
+    made = run_ovig("spec", "new", "--workload", "llm", "--tiny", "--data", str(data), "--out", str(tmp_path / "task"))
+    assert made.returncode == 1
+    assert made.stderr.strip().splitlines() == [f"error: {data} line 2: has keys ['prompt']; expected 'messages', "
+                                                "or 'prompt' and 'response'"]  # fmt: skip
+    assert not (tmp_path / "task" / "spec.json").exists()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model_type": "clip"},  # not a causal LM
+        {"model_type": "clip", "auto_map": {"AutoModelForCausalLM": "evil/repo--m.C"}},
+        "not json",
+    ],
+)
+def test_an_architecture_no_node_builds_is_refused(task: PreparedTask, change: Any) -> None:
+    config = dict(task.spec.workload.config)
+    architecture = json.loads(config["architecture"])
+    config["architecture"] = change if isinstance(change, str) else json.dumps(architecture | change)
+    with pytest.raises(ModelSourceError, match="llm architecture"):
+        get_workload("llm").build_model(config)
+
+
+def test_an_owners_dtype_dropout_and_kernel_choices_do_not_reach_the_model(task: PreparedTask) -> None:
+    config = dict(task.spec.workload.config)
+    hostile = {"torch_dtype": "bfloat16", "attention_dropout": 0.5, "attn_implementation": "eager"}
+    config["architecture"] = json.dumps(json.loads(config["architecture"]) | hostile)
+    model = get_workload("llm").build_model(config)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    attention = model.base_model.model.model.layers[0].self_attn
+    assert attention.attention_dropout == 0.0 and not model.base_model.model.training
