@@ -101,14 +101,3 @@ def tokenizer_bundle(folder: Path) -> str:
     """The tokenizer's files of ``folder`` as one JSON text (file name -> contents)."""
     files = {name: (folder / name).read_text(encoding="utf-8") for name in TOKENIZER_FILES if (folder / name).is_file()}
     return json.dumps(files, sort_keys=True, separators=(",", ":"))
-
-
-def tokenizer_from_bundle(bundle: str) -> Any:
-    """The tokenizer a dataset file carries (:func:`tokenizer_bundle`), rebuilt in a scratch folder."""
-    from transformers import AutoTokenizer
-
-    with tempfile.TemporaryDirectory(prefix="ovig-tokenizer-") as scratch:
-        for name, text in json.loads(bundle).items():
-            if name in TOKENIZER_FILES:
-                Path(scratch, name).write_text(text, encoding="utf-8")
-        return AutoTokenizer.from_pretrained(scratch)

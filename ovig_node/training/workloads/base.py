@@ -28,9 +28,14 @@ if TYPE_CHECKING:
 DEFAULT_OPTIMIZER: dict[str, Any] = {"name": "adamw", "lr": "0.003", "beta1": "0.9", "beta2": "0.999", "eps": "1e-8"}
 
 
+def derived_seed(text: str) -> int:
+    """A 63-bit torch seed from ``text``: the same on every machine and in every language."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
 def step_seed(seed: int, step: int) -> int:
-    """A 63-bit torch seed for ``step``: the same on every machine and in every language."""
-    return int.from_bytes(hashlib.sha256(f"{seed}:{step}:rng".encode()).digest()[:8], "big") >> 1
+    """The torch seed of ``step``'s random draws."""
+    return derived_seed(f"{seed}:{step}:rng")
 
 
 @dataclass(frozen=True)

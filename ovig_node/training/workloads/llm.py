@@ -39,7 +39,7 @@ from ovig_node.training.pretrained import (
     load_tokenizer,
     tokenizer_bundle,
 )
-from ovig_node.training.workloads.base import Dataset, Workload
+from ovig_node.training.workloads.base import Dataset, Workload, derived_seed
 
 DEFAULT_DATA = "chatterbot-corpus:english"
 TOKENIZER_METADATA = "tokenizer"  # the dataset file's metadata key holding the tokenizer's files
@@ -64,14 +64,10 @@ class ExampleDropout(nn.Module):
             return x
         keep = []
         for seed in self.seeds.tolist():
-            generator = torch.Generator().manual_seed(_module_seed(seed, self.index))
+            generator = torch.Generator().manual_seed(derived_seed(f"{seed}:{self.index}:dropout"))
             keep.append(torch.rand(x.shape[1:], generator=generator) >= self.p)  # drawn on the CPU everywhere
         mask = torch.stack(keep).to(device=x.device, dtype=x.dtype)
         return x * mask / (1.0 - self.p)
-
-
-def _module_seed(example_seed: int, index: int) -> int:
-    return int.from_bytes(hashlib.sha256(f"{example_seed}:{index}:dropout".encode()).digest()[:8], "big") >> 1
 
 
 class LlmWorkload(Workload):
@@ -105,12 +101,11 @@ class LlmWorkload(Workload):
     def build_dataset(self, config: dict[str, Any]) -> Dataset:
         folder = _model_folder(config)
         tokenizer = load_tokenizer(folder)
-        source = str(config["data"])
-        corpus, _, language = source.partition(":")
-        if corpus == "chatterbot-corpus" and language:
+        language = _corpus_language(str(config["data"]))
+        if language is not None:
             conversations = chatterbot_conversations(language)
         else:
-            conversations = read_jsonl(Path(source))
+            conversations = read_jsonl(Path(str(config["data"])))
         if int(config["max_examples"]) > 0:
             conversations = conversations[: int(config["max_examples"])]
         encoded = encode(tokenizer, conversations, int(config["max_tokens"]))
@@ -125,7 +120,7 @@ class LlmWorkload(Workload):
                                    "(pretrained: false)")  # fmt: skip
         shape = json.loads(architecture(folder)) | dict(config["shrink"])
         data = str(config["data"])
-        if not data.startswith("chatterbot-corpus:"):
+        if _corpus_language(data) is None:
             data = f"{Path(data).name} sha256:{hashlib.sha256(Path(data).read_bytes()).hexdigest()}"
         model = str(config["model"]) if config["model"] == DEFAULT_MODEL else folder.name
         return {**config, "model": model, "data": data,
@@ -204,6 +199,12 @@ def _checked_architecture(text: str) -> dict[str, Any]:
         if isinstance(value, float) and key.endswith(("dropout", "pdrop", "dropout_prob", "dropout_rate")):
             document[key] = 0.0
     return document
+
+
+def _corpus_language(source: str) -> str | None:
+    """The language of a ``chatterbot-corpus:<language>`` source; None for a file."""
+    corpus, _, language = source.partition(":")
+    return language if corpus == "chatterbot-corpus" and language else None
 
 
 def _model_folder(config: dict[str, Any]) -> Path:
