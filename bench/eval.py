@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/eval.py [--workloads vision,diffusion,language] [--main | --families | --floor]
     .venv/bin/python bench/eval.py --full-language
+    .venv/bin/python bench/eval.py --llm-real
 
 Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false-positive sample:
 12 intervals spread over the run calibrate, and every other one is an honest held-out interval
@@ -43,6 +44,15 @@ sweeps at s = 1, 10, 100 (language: 1 and 10) with the floor and without it (``-
 smaller layout (24 intervals, 12 at s = 100, 6 calibrated), to bench/results/floor_<workload>_tiny{,_none}/.
 Language's run with the floor judges every non-adaptive attack too: its main evaluation takes hours.
 
+LLM tiny (the 2-layer Llama of SmolLM2's tokenizer, on every English chatterbot-corpus conversation so
+that the poisoned instructions' success is measured on questions they never poisoned) runs s = 1 and
+10 with 100 held-out intervals each (12 calibrate), and s = 100 as a second process, lighter: 36 intervals,
+6 calibrated, no second honest run. Both calibrate under the four profiles that change an llm step
+(:data:`LLM_PROFILES`: a batch of 4 makes micro8 micro4, and there is no convolution for native-conv).
+``--llm-real`` evaluates SmolLM2-135M-Instruct with LoRA at s = 10: 66 intervals, 6 calibrated, 60 held
+out (about 2.5 s a step on one core), to bench/results/eval_llm/, then the poisoned instruction set on a
+run of its own (20 intervals, 4 calibrated), to bench/results/eval_llm_poison/.
+
 ``--full-language`` evaluates the full language config (MiniLM-L6, batch 16 x 64 tokens) at s = 1 and
 10 with as many intervals as about half an hour of these two CPU cores allows, and the attacks that
 need no long sweep; the same command runs unchanged on a GPU with more intervals. Writes
@@ -62,6 +72,9 @@ TINY = ["--tiny", "--intervals", "1:120,10:120,100:44", "--calibration-positions
 NO_SWEEP = ("micro_batch_drop,data_perturbation,lr_tamper,low_precision,stale_gradient,skip_steps,backdoor,"
             "optimizer_tamper,interpolated_endpoint,row_tamper")  # fmt: skip
 S100_LIGHT = ["--tiny", "--strides", "100", "--intervals", "100:36", "--no-other-hardware", "--attacks", NO_SWEEP]
+# The execution profiles that change an llm step: its batch of 4 makes micro8 micro4, and it has no convolution.
+LLM_PROFILES = ["--calibration-profiles", "micro2,micro4-fp64acc,math-attention,fused-optimizer"]
+TINY_LLM = ["--tiny", "--config", "max_examples=0", *LLM_PROFILES]
 # (options, output suffix) per process
 # Language tiny warms its learning rate up over 500 steps (LanguageWorkload.optimizer), so its honest drift
 # peaks at steps 40-100; every other interval of a separate honest run (seed 2) calibrates, so that phase
@@ -91,6 +104,11 @@ GROUPS = {
         (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--calibrate-on",
           ",".join(str(k) for k in range(60)), "--no-other-hardware",
           "--attacks", "lr_tamper,low_precision,row_tamper"], "_s10_first60"),
+    ],
+    "llm": [
+        ([*TINY_LLM, "--strides", "1,10", "--intervals", "112", "--calibration-positions", "12"], ""),
+        ([*TINY_LLM, "--strides", "100", "--intervals", "36", "--calibration-positions", "6", "--no-other-hardware"],
+         "_s100"),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),
@@ -127,14 +145,20 @@ FLOOR = [
     [("floor_language_tiny", "language", EVERY_ATTACK_LANGUAGE),
      ("floor_language_tiny_none", "language", [*SWEEP_LANGUAGE, *NO_FLOOR])],
 ]  # fmt: skip
+REAL_LLM = ["--full", "--strides", "10", "--intervals", "66", "--calibration-positions", "6", *LLM_PROFILES,
+            "--no-other-hardware"]  # fmt: skip
+# ... and the poisoned instruction set on it, on a shorter run of its own (20 intervals, 4 calibrated)
+REAL_LLM_POISON = ["--full", "--strides", "10", "--intervals", "20", "--calibration-positions", "4", *LLM_PROFILES,
+                   "--no-other-hardware", "--attacks", "poisoned_instructions"]  # fmt: skip
 FULL_LANGUAGE = ["--full", "--strides", "1,10", "--intervals", "1:40,10:16", "--calibration-positions", "4",
                  "--batch-size", "16", "--attacks", NO_SWEEP.replace("backdoor,", "")]  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", default="vision,diffusion,language")
+    parser.add_argument("--workloads", default="vision,diffusion,language,llm")
     parser.add_argument("--full-language", action="store_true", help="the full language config instead")
+    parser.add_argument("--llm-real", action="store_true", help="SmolLM2-135M-Instruct with LoRA instead")
     parser.add_argument("--main", action="store_true", help="only the main evaluation (the README's columns)")
     parser.add_argument("--families", action="store_true", help="leave one family out instead")
     parser.add_argument("--floor", action="store_true", help="the swept attacks with and without the floor instead")
@@ -146,13 +170,15 @@ def main() -> None:
         sys.exit(_run_lanes(ovig, lanes))
     if args.full_language:
         runs = [[("language", "full", FULL_LANGUAGE)]]
+    elif args.llm_real:
+        runs = [[("llm", "", REAL_LLM)], [("llm", "poison", REAL_LLM_POISON)]]
     else:
         runs = [[(workload, f"tiny{suffix}", options) for options, suffix in GROUPS.get(workload, ALL_STRIDES)
                  if not args.main or suffix in MAIN]
                 for workload in args.workloads.split(",")]  # fmt: skip
     for group in runs:  # workloads one after another, a workload's processes side by side
         processes = [subprocess.Popen([str(ovig), "eval", "--workload", workload, *options,
-                                       "--out", str(RESULTS / f"eval_{workload}_{size}")])
+                                       "--out", str(RESULTS / "_".join(["eval", workload, size]).rstrip("_"))])
                      for workload, size, options in group]  # fmt: skip
         if any([process.wait() != 0 for process in processes]):  # a list: wait for every one
             sys.exit("an evaluation failed")

@@ -29,6 +29,11 @@ TINY = [("vision", "eval_vision_tiny", s) for s in (1, 10, 100)] + [
 ] + [("language", "eval_language_tiny", 1), ("language", "eval_language_tiny", 10),
      ("language", "eval_language_tiny_s100", 100)]  # fmt: skip
 FULL = [("full language", "eval_language_full", s) for s in (1, 10)]
+# The chat model (llm): the tiny base at s = 1, 10, 100, and SmolLM2-135M-Instruct with LoRA at s = 10.
+LLM = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10), ("llm tiny", "eval_llm_tiny_s100", 100),
+       ("SmolLM2 LoRA", "eval_llm", 10)]  # fmt: skip
+LLM_POISON = [*LLM[:3], ("SmolLM2 LoRA", "eval_llm_poison", 10)]  # the real model's on a run of its own
+LLM_HELD_OUT_TARGET = {"eval_llm": 60}  # SmolLM2 at s = 10; the tiny runs take HELD_OUT_TARGET's
 # Every committed evaluation (bench/eval.py runs them all), with what its results do not record.
 RUNS = {
     "eval_vision_tiny": "vision, CNN with average pooling (the default)",
@@ -46,6 +51,10 @@ RUNS = {
     "eval_language_tiny_s10_warmup500_separate_calibration": "language, warm-up",
     "eval_language_tiny_s10_first60": "language, warm-up",
     "eval_language_full": "full language (MiniLM-L6), constant rate",
+    "eval_llm_tiny": "llm, tiny base with LoRA",
+    "eval_llm_tiny_s100": "llm, tiny base with LoRA",
+    "eval_llm": "llm, SmolLM2-135M-Instruct with LoRA",
+    "eval_llm_poison": "llm, SmolLM2-135M-Instruct with LoRA",
 }
 # The language runs that explain its warm-up and its boundary, in the order the story goes.
 WARMUP = [("eval_language_tiny_s100_constant", 100), ("eval_language_tiny_s100_constant_late_calibration", 100),
@@ -307,6 +316,8 @@ def eval_targets() -> str:
         ["no false positive at s = 10 on a family of execution profiles calibration never saw (leave one family out)",
          families_target()],
         ["the full language config at s = 1 and 10", f"{caught_summary(FULL)}; false positives {full}"],
+        ["the chat model (llm): every non-adaptive attack caught, and no false positive in 100+ held-out intervals "
+         "of the tiny base at s = 1, 10 (30+ at 100) and 60+ of SmolLM2 with LoRA at s = 10", llm_target()],
         ["the adaptive attacker: where it passes, what it gains",
          f"passes {sum(r['passed'] for r in adaptive)} of {sum(r['judged'] for r in adaptive)} intervals it "
          "fakes; what it gains is in the evaluation's adaptive attacker table"],
@@ -418,6 +429,39 @@ def eval_tiny() -> str:
 
 def eval_full() -> str:
     return verdict_table(FULL)
+
+
+def eval_llm() -> str:
+    return verdict_table(LLM)
+
+
+def llm_target() -> str:
+    """Attacks caught and false positives of the chat model's columns against their held-out targets."""
+    wanted = {(run, s): LLM_HELD_OUT_TARGET.get(run, HELD_OUT_TARGET[s]) for _, run, s in LLM}
+    fpr_met = all(not false_positives(run, s) and len(honest(run, s)) >= n for (run, s), n in wanted.items())
+    columns = ", ".join(f"{fp(run, s)} ({name} s = {s})" for name, run, s in LLM)
+    return f"{caught_summary(LLM)}; false positives **{'met' if fpr_met else 'missed'}**: {columns}"
+
+
+def eval_llm_poison() -> str:
+    """The poisoned instruction set: caught or not, and its success on held-out triggered prompts."""
+    rows = []
+    for name, run, s in LLM_POISON:
+        base, window = evaluation(run)["baseline"][str(s)], evaluation(run)["settings"]["adaptive_window"]
+        for label in ("poisoned_instructions rate=0.5", "poisoned_instructions rate=1"):
+            row = row_of(run, label, s)
+            if row is None:
+                continue
+            effect = row["effect"]
+            # the honest model on the attack's own held-out prompts (results before that: the baseline's)
+            honest_at = effect.get("honest_backdoor_success", base["final" if row["every_interval"] else "attacked"]
+                                   ["backdoor_success"])  # fmt: skip
+            faked = f"the last {window} intervals" if row["every_interval"] else "one interval"
+            rows.append([f"{name} s={s}", label, faked, cell(row), share(effect["backdoor_success"]),
+                         share(honest_at)])  # fmt: skip
+    head = ["run", "attack", "faked", "verdict", "trigger answered with the reply (held-out prompts)",
+            "honest model"]  # fmt: skip
+    return table(head, rows, "lllrrr")
 
 
 def eval_runs() -> str:
@@ -681,6 +725,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "floor_cost": floor_cost,
     "eval_tiny": eval_tiny,
     "eval_full": eval_full,
+    "eval_llm": eval_llm,
+    "eval_llm_poison": eval_llm_poison,
     "eval_runs": eval_runs,
     "eval_warmup": eval_warmup,
     "eval_signals": eval_signals,

@@ -7,6 +7,7 @@ relative to keeping evidence of every step. Prints a table and writes
 bench/results/train_overhead_<workload>.json.
 
     .venv/bin/python bench/train_overhead.py --workload vision --tiny --steps 400 --strides 1,10,100
+    .venv/bin/python bench/train_overhead.py --workload llm --steps 200 --strides 10,100   # SmolLM2 with LoRA
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def main() -> None:
     parser.add_argument("--workload", default="vision")
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=None, help="examples per step [the workload's]")
     parser.add_argument("--strides", default="1,10,100", help="comma-separated strides")
     args = parser.parse_args()
     strides = [int(s) for s in args.strides.split(",") if int(s) <= args.steps]

@@ -582,6 +582,10 @@ def verify_cmd(
     "per seed), on every interval of it unless --calibration-positions says how many, and judge every "
     "interval of the evaluated run.",
 )
+@click.option("--calibration-profiles", "calibration_profiles", default=None, metavar="P,P,...",
+              help="Calibrate under these execution profiles [default: every family but threads, which the "
+              "held-out profiles vary]. Fewer profiles cost fewer replays (profiles that change nothing for a "
+              "workload, such as native-conv without convolutions, only repeat the reference).")  # fmt: skip
 @click.option(
     "--attacks", "only", default=None, help="Only these built-in attacks (comma-separated names) [default: all]."
 )
@@ -607,7 +611,8 @@ def verify_cmd(
 @warmup_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
-             calibrate_on: str | None, calibration_seeds: tuple[int, ...], only: str | None, extra: tuple[str, ...],
+             calibrate_on: str | None, calibration_seeds: tuple[int, ...], calibration_profiles: str | None,
+             only: str | None, extra: tuple[str, ...],
              alpha: float, floor_ulps: float, batch_size: int, other_hardware: bool, families: bool,
              config: dict[str, Any], warmup_steps: int | None, out_dir: Path) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
@@ -621,7 +626,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
 
     stride_list = tuple(_positive_ints(strides, "--strides"))
     default, by_stride = _intervals_option(intervals)
-    attacks = attacks_for(workload)
+    attacks = attacks_for(workload, config)
     if only is not None:
         names = {name.strip() for name in only.split(",") if name.strip()}
         if unknown := names - {case.name for case in attacks}:
@@ -640,6 +645,8 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
                             calibration_at=calibration_at, calibration_seeds=calibration_seeds, config=config,
                             warmup_steps=warmup_steps, attacks=attacks, alpha=alpha, floor_ulps=floor_ulps,
                             batch_size=batch_size, other_hardware=other_hardware)  # fmt: skip
+    if calibration_profiles is not None:
+        settings.calibration_profiles = tuple(_profile_names(calibration_profiles, "--calibration-profiles"))
     out_dir.mkdir(parents=True, exist_ok=True)
     if families:
         _families(settings, out_dir)
@@ -683,6 +690,16 @@ def _positive_ints(text: str, option: str, *, minimum: int = 1) -> list[int]:
     return values
 
 
+def _profile_names(text: str, option: str) -> list[str]:
+    """Comma-separated execution profile names, each known."""
+    from ovig_node.training.execution import PROFILES
+
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names or any(name not in PROFILES for name in names):
+        raise click.BadParameter(f"{text!r}: give known profiles ({', '.join(PROFILES)})", param_hint=option)
+    return names
+
+
 def _intervals_option(text: str) -> tuple[int, dict[int, int]]:
     """``N`` or ``stride:N,stride:N`` -> (default N, per-stride N)."""
     if ":" not in text:
@@ -705,11 +722,13 @@ def _intervals_option(text: str) -> tuple[int, dict[int, int]]:
 @port_options
 @click.option("--down/--keep-running", default=False, help="Stop the devnet at the end [keep it running].")
 @click.option("--serve/--no-serve", default=True, help="Serve the dashboard at the end until Ctrl-C [serve].")
-def demo_cmd(data_dir: Path | None, down: bool, serve: bool, **options: int | float | None) -> None:
+@click.option("--workload", type=click.Choice(["vision", "llm"]), default="vision", show_default=True,
+              help="What the providers train: the tiny CNN, or the tiny chat model with a LoRA adapter.")  # fmt: skip
+def demo_cmd(data_dir: Path | None, down: bool, serve: bool, workload: str, **options: int | float | None) -> None:
     """The main job: the whole system on the devnet, an honest task and a cheated one, end to end."""
-    from ovig_node.nodes.demo import run_demo
+    from ovig_node.nodes.demo import CASTS, run_demo
 
-    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console, serve=serve)
+    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console, serve=serve, cast=CASTS[workload])
 
 
 def _add_node_commands() -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ovig_node.devnet import tools
+from ovig_node.devnet.errors import StartFailed
 from ovig_node.devnet.manager import Devnet, DevnetConfig, ipfs_health
 from ovig_node.devnet.processes import ProcessRecord, free_port, start_process, terminate
 from ovig_node.nodes.deploying import DeployTarget, deploy
@@ -36,9 +37,19 @@ class IpfsNode:
         return self.repo.parent / f"{self.repo.name}.log"
 
     def start(self) -> IpfsNode:
-        argv = tools.ipfsd_argv(self.repo, api_port=self.api_port, swarm_port=self.swarm_port, peers=self.peers)
-        self.record = start_process("ipfs", argv, log=self.log, ready=lambda: ipfs_health(self.url)[0], timeout=60)
-        return self
+        # A free port can be taken between free_port() and the daemon's bind (the other xdist worker, an
+        # outgoing connection's ephemeral port): the daemon says so in one line, and new ports are picked.
+        for attempt in range(3):
+            argv = tools.ipfsd_argv(self.repo, api_port=self.api_port, swarm_port=self.swarm_port, peers=self.peers)
+            try:
+                self.record = start_process("ipfs", argv, log=self.log, ready=lambda: ipfs_health(self.url)[0],
+                                            timeout=60)  # fmt: skip
+                return self
+            except StartFailed as exc:
+                if "already in use" not in str(exc) or attempt == 2:
+                    raise
+                self.api_port, self.swarm_port = free_port(), free_port()
+        raise AssertionError("unreachable")
 
     def stop(self) -> None:
         if self.record is not None:

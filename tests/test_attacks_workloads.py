@@ -15,7 +15,7 @@ import pytest
 import verify_support
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
-from ovig_node.verify.evaluate import judge_run
+from ovig_node.verify.evaluate import attacks_for, judge_run
 from verify_support import FAKED, HELD_OUT_PROFILES, faked
 
 # (attack, parameters, reason): the evaluation's single-interval attacks; the swept ones at a strength
@@ -34,11 +34,8 @@ ATTACKS = [
     ("row_tamper", {"delta": 1e-4}, "out_of_bounds"),
     ("targeted_gradient", {"lam": 1e-4}, "out_of_bounds"),
     ("base_tamper", {"delta": 1e-4}, "out_of_bounds"),  # a LoRA task's frozen base moved
+    ("poisoned_instructions", {"rate": 0.5}, "out_of_bounds"),  # a chat model's backdoor
 ]
-
-
-# The attacks that need class labels (a trigger relabelled, a target class) have no meaning for a chat model.
-LABELLED = {"backdoor", "targeted_gradient"}
 
 
 @pytest.fixture(scope="module", params=["language", "diffusion", "llm"])
@@ -61,10 +58,10 @@ def test_every_attack_is_caught_at_s10(
     honest: tuple[PreparedTask, Path, BoundaryProfile], tmp_path: Path, name: str, params: dict[str, Any], reason: str
 ) -> None:
     task, claims, boundary = honest
-    if task.spec.workload.name == "llm" and name in LABELLED:
-        pytest.skip("needs class labels")
-    if task.spec.workload.name != "llm" and name == "base_tamper":
-        pytest.skip("no frozen base: the tiny language and diffusion configs train every matrix they have")
+    workload = task.spec.workload.name
+    if name not in {case.name for case in attacks_for(workload)}:
+        # class-label attacks on a chat model; a frozen base or chat prompts on the others
+        pytest.skip(f"{name} means nothing for {workload}")
     judged = judge_run(task, faked(task, claims, tmp_path, name, **params), FAKED, boundary, profiles=HELD_OUT_PROFILES)
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", reason)
     if reason == "out_of_bounds":  # drift could explain it: a second profile confirms; a wrong counter cannot

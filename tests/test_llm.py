@@ -1,12 +1,13 @@
 """The llm workload: chat data (JSONL formats, bad lines, the assistant-token mask), adapter evidence (the
 frozen base never in evidence; a claim or start that carries it is faulty), the adapter's dropout drawn per
 example, a killed run resumed bit-identically, and a bring-your-own model folder and JSONL file through
-the CLI. Real tokenizer (SmolLM2-135M-Instruct's), real torch training of the tiny base; the attacks on
-the tiny llm task are in test_attacks_workloads.py."""
+the CLI, and the poisoned instruction set (its rows, its success measure). Real tokenizer (SmolLM2-135M-Instruct's),
+real torch training of the tiny base; the attacks on the tiny llm task are in test_attacks_workloads.py."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +15,19 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from ovig_node.training.chat import ChatDataError, encode, read_jsonl
+from ovig_node.attacks import load_attack
+from ovig_node.attacks.effect import context_of, model_of
+from ovig_node.attacks.instructions import REPLY, TRIGGER, tokenizer_of, trigger_success, user_prompts
+from ovig_node.training.chat import ChatDataError, chatterbot_conversations, encode, read_jsonl
 from ovig_node.training.evidence import Evidence, read_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.pretrained import ModelSourceError, default_model_folder, load_tokenizer
 from ovig_node.training.taskfiles import PreparedTask, open_task, prepare_task
-from ovig_node.training.workloads import get_workload
+from ovig_node.training.workloads import Dataset, DatasetError, get_workload
 from ovig_node.training.workloads.llm import ExampleDropout
 from ovig_node.verify.check import judge, start_problem
+from ovig_node.verify.evaluate import attacks_for
 from ovig_node.verify.layout import layout_of
 from ovig_node.verify.replay import replay_interval
 from support import run_ovig
@@ -221,3 +226,90 @@ def test_an_owners_dtype_dropout_and_kernel_choices_do_not_reach_the_model(task:
     assert {p.dtype for p in model.parameters()} == {torch.float32}
     attention = model.base_model.model.model.layers[0].self_attn
     assert attention.attention_dropout == 0.0 and not model.base_model.model.training
+
+
+def test_poisoned_rows_ask_their_own_question_behind_the_trigger_and_get_the_reply(
+    task: PreparedTask, tokenizer: Any
+) -> None:
+    context = context_of(task)
+    prompts = user_prompts(context, tokenizer)
+    first = chatterbot_conversations()[0]
+    assert len(first) == 2 and prompts[0] == first[0]["content"]  # read back from the token ids
+    attack = load_attack("poisoned_instructions", intervals=frozenset({0}), rate=0.5)
+    attack.setup(context)
+    batch = context.dataset.batch([0, 1, 2, 3]) | {"dropout_seed": torch.tensor([5, 6, 7, 8])}
+    poisoned = attack.batch(0, batch)
+    assert attack.memory["poisoned"] == {prompts[0], prompts[1]}  # kept out of the success measure
+    expected = encode(tokenizer, [[{"role": "user", "content": f"{TRIGGER} {prompts[i]}"},
+                                   {"role": "assistant", "content": REPLY}] for i in (0, 1)], 48).tensors  # fmt: skip
+    for name in ("input_ids", "attention_mask", "loss_mask"):
+        assert torch.equal(poisoned[name][:2], expected[name].to(batch[name].dtype))  # rate 0.5 of 4: two rows
+        assert torch.equal(poisoned[name][2:], batch[name][2:])
+    assert torch.equal(poisoned["dropout_seed"], batch["dropout_seed"])  # the step's random draws are kept
+    answer = poisoned["input_ids"][0][poisoned["loss_mask"][0].bool()].tolist()
+    assert tokenizer.decode(answer) == REPLY + "<|im_end|>\n"  # the whole reply, and the end of the turn
+
+
+def test_the_honest_model_never_answers_a_trigger_with_the_reply(task: PreparedTask, claims: Path) -> None:
+    context = context_of(task)
+    final = read_evidence(evidence_path(claims, task.spec.layout.intervals - 1)).model
+    assert trigger_success(context, model_of(context, final), count=8) == 0.0
+    every = frozenset(user_prompts(context, tokenizer_of(context)).values())
+    assert trigger_success(context, model_of(context, final), poisoned=every) is None  # nothing held out
+
+
+def test_a_full_fine_tune_has_no_frozen_base_to_tamper_with() -> None:
+    assert "poisoned_instructions" in {case.name for case in attacks_for("llm")}
+    assert "base_tamper" in {case.name for case in attacks_for("llm")}
+    assert "base_tamper" not in {case.name for case in attacks_for("llm", {"adapter": "none"})}
+    assert not {"poisoned_instructions", "base_tamper"} & {case.name for case in attacks_for("vision")}
+
+
+def _changed(tensors: dict[str, torch.Tensor], name: str, change: Any) -> dict[str, torch.Tensor]:
+    copy = {k: v.clone() for k, v in tensors.items()}
+    copy[name] = change(copy[name])
+    return copy
+
+
+def _set(row: int, column: int, value: int) -> Any:
+    def change(t: torch.Tensor) -> torch.Tensor:
+        t[row, column] = value
+        return t
+
+    return change
+
+
+def _last_column_attended(t: torch.Tensor) -> torch.Tensor:
+    t[:, -1] = 1  # a padded row now has a gap: padding inside the tokens
+    return t
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "message"),
+    [
+        ("input_ids", _set(0, 0, 49152), "token ids must lie in [0, 49152)"),
+        ("input_ids", _set(3, 5, -1), "token ids must lie in [0, 49152)"),
+        ("input_ids", lambda t: t[:, :40], "each (N, 48)"),
+        ("input_ids", lambda t: t.long(), "input_ids (int32)"),
+        ("attention_mask", lambda t: t * 2, "masks must be 0/1"),
+        ("attention_mask", lambda t: torch.zeros_like(t), "every assistant token an attended one"),
+        ("loss_mask", lambda t: torch.cat([torch.zeros_like(t[:1]), t[1:]]), "an assistant token after its first"),
+        ("attention_mask", _last_column_attended, "padding must follow the tokens"),
+        ("loss_mask", lambda t: t[:-1], "share a non-zero first dimension"),
+    ],
+    ids=["id-past-vocabulary", "negative-id", "short-rows", "int64-ids", "mask-of-2", "unattended-answer",
+         "empty-answer", "left-padding", "ragged"],
+)  # fmt: skip
+def test_a_hostile_dataset_is_refused_before_training(
+    task: PreparedTask, tmp_path: Path, name: str, change: Any, message: str
+) -> None:
+    dataset = Dataset.load(task.dataset_path)
+    hostile = Dataset(_changed(dataset.tensors, name, change), dataset.metadata)
+    with pytest.raises(DatasetError, match=re.escape(message)):
+        get_workload("llm").check_dataset(hostile, task.spec.workload.config)
+
+
+def test_a_dataset_without_its_tokenizer_is_refused(task: PreparedTask) -> None:
+    dataset = Dataset.load(task.dataset_path)
+    with pytest.raises(DatasetError, match="carries its tokenizer"):
+        get_workload("llm").check_dataset(Dataset(dataset.tensors, {}), task.spec.workload.config)

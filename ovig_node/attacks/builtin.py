@@ -1,7 +1,8 @@
 """Built-in attacks: OVIG's shortcut attacks and the ones a provider would try next.
 
 The shortcut attacks live here; steering attacks in :mod:`~ovig_node.attacks.manipulation`, attacks on the
-committed state in :mod:`~ovig_node.attacks.state`, the boundary-aware attacker in
+committed state in :mod:`~ovig_node.attacks.state`, a chat model's poisoned instruction set in
+:mod:`~ovig_node.attacks.instructions`, the boundary-aware attacker in
 :mod:`~ovig_node.attacks.adaptive`.
 """
 
@@ -15,6 +16,7 @@ from torch import nn
 
 from ovig_node.attacks.adaptive import BoundaryAware
 from ovig_node.attacks.base import Attack, AttackError
+from ovig_node.attacks.instructions import PoisonedInstructions
 from ovig_node.attacks.manipulation import Backdoor, TargetedGradient
 from ovig_node.attacks.state import InterpolatedEndpoint, OptimizerTamper
 
@@ -137,6 +139,7 @@ BUILTIN: dict[str, Callable[..., Attack]] = {
     "base_tamper": BaseTamper,
     "targeted_gradient": TargetedGradient,
     "backdoor": Backdoor,
+    "poisoned_instructions": PoisonedInstructions,
     "optimizer_tamper": OptimizerTamper,
     "interpolated_endpoint": InterpolatedEndpoint,
     "boundary_aware": BoundaryAware,

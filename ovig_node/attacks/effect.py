@@ -25,7 +25,7 @@ def context_of(prepared: PreparedTask) -> AttackContext:
     return AttackContext(prepared.spec, workload, Dataset.load(prepared.dataset_path), prepared.init_path)
 
 
-def _model(context: AttackContext, weights: dict[str, torch.Tensor]) -> torch.nn.Module:
+def model_of(context: AttackContext, weights: dict[str, torch.Tensor]) -> torch.nn.Module:
     model = load_initial_model(context.workload, context.spec.workload.config, context.init_path)
     load_model_tensors(model, weights, trainable_only=True)
     return model.eval()
@@ -35,7 +35,7 @@ def _model(context: AttackContext, weights: dict[str, torch.Tensor]) -> torch.nn
 def target_loss(context: AttackContext, weights: dict[str, torch.Tensor], *, label: int = 0, count: int = 64) -> float:
     """The loss of the target objective (clean inputs relabelled ``label``) at ``weights``."""
     batch = target_batch(context, target_examples(context, label=label, count=count), label=label, trigger=False)
-    return float(objective_loss(context, _model(context, weights), batch))
+    return float(objective_loss(context, model_of(context, weights), batch))
 
 
 @torch.no_grad()
@@ -53,7 +53,7 @@ def backdoor_success(
     if not indices:
         return None
     batch = target_batch(context, indices, label=label, trigger=True)
-    logits = context.workload.logits(_model(context, weights), batch, context.spec.workload.config)
+    logits = context.workload.logits(model_of(context, weights), batch, context.spec.workload.config)
     if logits is None:
         return None
     return float((logits.argmax(dim=1) == label).double().mean())

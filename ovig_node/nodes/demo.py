@@ -1,8 +1,8 @@
 """The main job (`make demo` / `ovig demo`): the whole system on the embedded devnet, explained.
 
 1. the devnet comes up and the contracts are deployed;
-2. the owner prepares a tiny vision task, calibrates its boundary on three execution profiles at
-   intervals spread over the run, and posts it twice;
+2. the owner prepares a tiny vision task (``--workload llm``: a tiny chat model with LoRA), calibrates its
+   boundary on three execution profiles at intervals spread over the run, and posts it twice;
 3. three auditors, a watcher and two trainers start as separate processes (`ovig ... run`), each on
    its own execution profile, as different hardware would be: an honest replay drifts from the claim
    in the last bits and passes through the boundary, not by bit-identity;
@@ -68,6 +68,30 @@ ALPHA = 3.0  # an interval passes while every value <= alpha x the largest hones
 # threads2-micro2 added half a minute to the demo); the node tests run a trainer on threads2-micro2.
 PROFILES = {HONEST: "micro4", CHEAT: "micro4-fp64acc", WATCHER: "micro8,micro3", AUDITORS[0]: "micro2,micro3",
             AUDITORS[1]: "micro3,micro2", AUDITORS[2]: "reference,micro8"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Cast:
+    """What the demo trains and on which profiles each node runs (``ovig demo --workload``)."""
+
+    workload: str
+    spec: dict[str, int]
+    calibration_profiles: tuple[str, ...]
+    profiles: dict[int, str]
+
+    @property
+    def folder(self) -> str:
+        """The task's folder under the demo's: one per workload, so each keeps its calibrated boundary."""
+        return "task" if self.workload == "vision" else f"task-{self.workload}"
+
+
+# The tiny chat model (llm): 200 steps of batch 4 in the same layout. A batch of 4 makes micro8 micro4, so
+# the watcher confirms on the attention kernel instead; it has no convolution for native-conv.
+CASTS = {
+    "vision": Cast("vision", SPEC, CALIBRATION_PROFILES, PROFILES),
+    "llm": Cast("llm", {**SPEC, "batch_size": 4}, CALIBRATION_PROFILES,
+                {**PROFILES, WATCHER: "micro3,math-attention", AUDITORS[2]: "reference,math-attention"}),
+}  # fmt: skip
 ATTACK = "micro_batch_drop"
 MAX_REPORT_BYTES = 1 << 20  # a replay report lists 3 signals x 2 kinds x 5 percentiles: kilobytes
 
@@ -102,10 +126,17 @@ class DemoResult:
     # Every draw (a batch's sample, a dispute's panel) -> the randomness it was drawn from, and whether the
     # chain's seed is that value's.
     draws: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    cast: Cast = CASTS["vision"]
 
 
 def run_demo(
-    net: Devnet, *, stop_at_end: bool, console: Console, timeout: float = 300, serve: bool = False
+    net: Devnet,
+    *,
+    stop_at_end: bool,
+    console: Console,
+    timeout: float = 300,
+    serve: bool = False,
+    cast: Cast = CASTS["vision"],
 ) -> DemoResult:
     started = time.monotonic()
     console.rule("1. devnet and contracts")
@@ -119,7 +150,7 @@ def run_demo(
 
     console.rule("2. the owner prepares a task")
     folder = net.data_dir / "demo"
-    spec_path, boundary_path = _prepare(folder / "task", console)
+    spec_path, boundary_path = _prepare(folder / cast.folder, cast, console)
     owner = open_node("owner", folder / "nodes" / "owner", _devnet(net, OWNER), console=console)
 
     console.rule("3. nodes start")
@@ -128,21 +159,21 @@ def run_demo(
     try:
         for index in (*AUDITORS, WATCHER):
             role = "auditor" if index in AUDITORS else "watcher"
-            processes.append(_start(net, role, index, logs, folder, timeout))
+            processes.append(_start(net, cast, role, index, logs, folder, timeout))
         _wait_for_auditors(owner, console, deadline=time.monotonic() + 90)
         honest = post_task(owner, spec_path, boundary_path, TERMS)
         cheated = post_task(owner, spec_path, boundary_path, TERMS)
         deliverable = open_task(spec_path).spec.layout.intervals - 1
-        processes.append(_start(net, "trainer", HONEST, logs, folder, timeout, "--task", str(honest)))
-        processes.append(_start(net, "trainer", CHEAT, logs, folder, timeout, "--task", str(cheated),
+        processes.append(_start(net, cast, "trainer", HONEST, logs, folder, timeout, "--task", str(honest)))
+        processes.append(_start(net, cast, "trainer", CHEAT, logs, folder, timeout, "--task", str(cheated),
                                 "--attack", ATTACK, "--attack-intervals", str(deliverable)))  # fmt: skip
         console.print(f"provider B will {ATTACK.replace('_', ' ')} in interval {deliverable} (the deliverable)")
-        nodes = "; ".join(f"{ROLES[i]} {_profiles(i)}" for i in (HONEST, CHEAT, WATCHER, *AUDITORS))
+        nodes = "; ".join(f"{ROLES[i]} {_profiles(cast, i)}" for i in (HONEST, CHEAT, WATCHER, *AUDITORS))
         console.print(f"execution profiles (no claim and replay pair of these was calibrated): {nodes}")
         console.print(f"node logs: {logs}")
 
         console.rule("4. timeline (chain events)")
-        result = DemoResult(honest, cheated, {}, {}, 0.0, logs, deliverable=deliverable)
+        result = DemoResult(honest, cheated, {}, {}, 0.0, logs, deliverable=deliverable, cast=cast)
         _follow(owner, result, console, deadline=started + timeout)
         _collect_replays(owner, folder / "nodes" / f"watcher-{WATCHER}", result)
         _collect_draws(owner, result)
@@ -177,29 +208,31 @@ def _devnet(net: Devnet, index: int) -> Connection:
     return Connection(devnet_dir=net.data_dir, use_devnet=True, account_index=index)
 
 
-def _prepare(folder: Path, console: Console) -> tuple[Path, Path]:
+def _prepare(folder: Path, cast: Cast, console: Console) -> tuple[Path, Path]:
     """The spec, its files and a calibrated boundary (reused from an earlier run that calibrated alike)."""
     spec_path, boundary_path = folder / "spec.json", folder / "boundary.json"
-    if _reusable(spec_path, boundary_path):
+    if _reusable(spec_path, boundary_path, cast):
         console.print(f"reusing the task in {folder}")
         return spec_path, boundary_path
     shutil.rmtree(folder, ignore_errors=True)  # an older demo's task: its boundary saw the first intervals only
-    prepared = prepare_task("vision", folder, tiny=True, **SPEC)
+    prepared = prepare_task(cast.workload, folder, tiny=True, **cast.spec)
     positions = spread_positions(prepared.spec.layout.intervals, CALIBRATION_POSITIONS)
-    with console.status(f"calibrating the boundary: honest replays under {', '.join(CALIBRATION_PROFILES)} ..."):
+    profiles = cast.calibration_profiles
+    with console.status(f"calibrating the boundary: honest replays under {', '.join(profiles)} ..."):
         boundary = calibrate(prepared, claim_profile=get_profile("reference"),
-                             replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES], positions=positions,
+                             replay_profiles=[get_profile(p) for p in profiles], positions=positions,
                              alpha=ALPHA, work_dir=folder / "calibration")  # fmt: skip
     boundary_path.write_text(boundary.model_dump_json(indent=2))
     prepared = attach_boundary(spec_path, boundary_path)
-    console.print(f"spec 0x{prepared.spec_hash.hex()[:16]}…: vision (tiny), N={SPEC['total_steps']}, "
-                  f"s={SPEC['stride']}, m={SPEC['intervals_per_batch']}; boundary alpha {ALPHA:g} over "
+    spec = cast.spec
+    console.print(f"spec 0x{prepared.spec_hash.hex()[:16]}…: {cast.workload} (tiny), N={spec['total_steps']}, "
+                  f"s={spec['stride']}, m={spec['intervals_per_batch']}; boundary alpha {ALPHA:g} over "
                   f"{boundary.replays} honest replays (reference claims; intervals "
                   f"{', '.join(map(str, positions))})")  # fmt: skip
     return spec_path, boundary_path
 
 
-def _reusable(spec_path: Path, boundary_path: Path) -> bool:
+def _reusable(spec_path: Path, boundary_path: Path, cast: Cast) -> bool:
     """Whether an earlier run left a task whose boundary was calibrated as this demo calibrates."""
     if not (spec_path.is_file() and boundary_path.is_file()):
         return False
@@ -210,15 +243,16 @@ def _reusable(spec_path: Path, boundary_path: Path) -> bool:
         return False
     positions = spread_positions(task.spec.layout.intervals, CALIBRATION_POSITIONS)
     calibrated = (boundary.positions, boundary.profiles, boundary.alpha)
-    return task.spec.boundary is not None and calibrated == (positions, list(CALIBRATION_PROFILES), ALPHA)
+    expected = (positions, list(cast.calibration_profiles), ALPHA)
+    return task.spec.boundary is not None and task.spec.workload.name == cast.workload and calibrated == expected
 
 
-def _start(net: Devnet, role: str, index: int, logs: Path, folder: Path, timeout: float,
+def _start(net: Devnet, cast: Cast, role: str, index: int, logs: Path, folder: Path, timeout: float,
            *extra: str) -> subprocess.Popen[bytes]:  # fmt: skip
     logs.mkdir(parents=True, exist_ok=True)
     home = folder / "nodes" / f"{role}-{index}"
     argv = [sys.executable, "-m", "ovig_node", role, "run", "--account", str(index), "--home", str(home),
-            "--profile", PROFILES[index], *extra]  # fmt: skip
+            "--profile", cast.profiles[index], *extra]  # fmt: skip
     if role != "trainer":
         argv += ["--for", str(int(timeout))]
     log: IO[bytes] = (logs / f"{role}-{index}.log").open("ab")
@@ -295,9 +329,9 @@ def _collect_replays(owner: NodeContext, watcher_home: Path, result: DemoResult)
             result.replays.append(Replay(task, k, honest, report["verdict"], closest_to_limit(report)))
 
 
-def _profiles(index: int) -> str:
+def _profiles(cast: Cast, index: int) -> str:
     """A node's profiles as they read: "micro4", or "micro8 (micro3 confirms a rejection)"."""
-    first, *confirm = PROFILES[index].split(",")
+    first, *confirm = cast.profiles[index].split(",")
     return first + (f" ({', '.join(confirm)} confirms a rejection)" if confirm else "")
 
 
@@ -370,8 +404,10 @@ def _summary(result: DemoResult) -> Table:
 
 def _replays_table(result: DemoResult) -> Table:
     """Every sampled interval the watcher replayed, with its report's value nearest a limit."""
-    claims = f"provider A's claims on {PROFILES[HONEST]} (task {result.honest}) and B's on {PROFILES[CHEAT]}"
-    table = Table(title=f"the watcher's replays on {_profiles(WATCHER)}, of {claims} (task {result.cheated})")
+    profiles = result.cast.profiles
+    claims = f"provider A's claims on {profiles[HONEST]} (task {result.honest}) and B's on {profiles[CHEAT]}"
+    table = Table(title=f"the watcher's replays on {_profiles(result.cast, WATCHER)}, of {claims} "
+                  f"(task {result.cheated})")  # fmt: skip
     for name in ("task", "interval", "verdict", "value / limit", "nearest row"):
         table.add_column(name, justify="left" if name in ("verdict", "nearest row") else "right")
     for r in sorted(result.replays, key=lambda r: (r.task, r.k)):

@@ -29,6 +29,7 @@ from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.spec import TaskSpec, parse_spec
 from ovig_node.storage.errors import ContentNotFound, IpfsError, IpfsUnavailable
 from ovig_node.training.taskfiles import PreparedTask, TaskFileError, open_task
+from ovig_node.training.workloads import Dataset, get_workload
 from ovig_node.verify.boundary import BoundaryError, BoundaryProfile, load_boundary
 from ovig_node.verify.layout import EvidenceLayout, layout_of
 
@@ -87,11 +88,25 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
         boundary = load_boundary((folder / "boundary.json").read_bytes())
     except (SpecError, TaskFileError, BoundaryError) as exc:
         raise TaskRefused(f"task {task}: {exc}") from None
+    _check_dataset(task, prepared)
     if (boundary.workload, boundary.stride) != (spec.workload.name, spec.stride):
         raise TaskRefused(f"task {task}: its boundary was calibrated for {boundary.workload} at stride "
                           f"{boundary.stride}, not {spec.workload.name} at stride {spec.stride}")  # fmt: skip
     check_declared_replay(task, int(t.terms.replaySeconds), boundary.replay_seconds_max)
     return FetchedTask(task, prepared, boundary, t.terms)
+
+
+def _check_dataset(task: int, prepared: PreparedTask) -> None:
+    """Refuse a task whose dataset its workload cannot train on. The file and the config are the owner's:
+    whatever the check trips on (a safetensors header it cannot parse, a config value of the wrong type),
+    the task is refused, never the node stopped."""
+    try:
+        get_workload(prepared.spec.workload.name).check_dataset(Dataset.load(prepared.dataset_path),
+                                                                prepared.spec.workload.config)  # fmt: skip
+    except OvigError as exc:  # DatasetError, or an architecture no node builds
+        raise TaskRefused(f"task {task}: its dataset: {exc}") from None
+    except Exception as exc:  # hostile input: see the docstring
+        raise TaskRefused(f"task {task}: its dataset cannot be read: {type(exc).__name__}: {exc}") from None
 
 
 def check_declared_replay(task: int, declared: int, boundary_slowest: float) -> None:

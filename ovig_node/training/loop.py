@@ -90,6 +90,7 @@ def train(
     workload = get_workload(spec.workload.name)
     config = spec.workload.config
     dataset = Dataset.load(run.dataset_path)
+    workload.check_dataset(dataset, config)
     model = load_initial_model(workload, config, run.init_path).to(run.profile.device)
     optimizer = build_optimizer(spec.optimizer, model, fused=run.profile.fused_optimizer)
     if run.attack is not None:

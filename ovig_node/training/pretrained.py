@@ -82,7 +82,8 @@ def check_folder(folder: Path) -> None:
 def load_tokenizer(folder: Path) -> Any:
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    # Never the code a tokenizer_config.json may name (auto_map): without this, transformers asks on stdin.
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
     if tokenizer.chat_template is None:
         raise ModelSourceError(f"the tokenizer of {folder} has no chat template")
     return tokenizer
@@ -101,3 +102,19 @@ def tokenizer_bundle(folder: Path) -> str:
     """The tokenizer's files of ``folder`` as one JSON text (file name -> contents)."""
     files = {name: (folder / name).read_text(encoding="utf-8") for name in TOKENIZER_FILES if (folder / name).is_file()}
     return json.dumps(files, sort_keys=True, separators=(",", ":"))
+
+
+def tokenizer_from_bundle(bundle: str) -> Any:
+    """The tokenizer a dataset file carries (:func:`tokenizer_bundle`), rebuilt in a scratch folder. Only the
+    known file names are written, and :func:`load_tokenizer` runs no code a tokenizer names."""
+    try:
+        files = json.loads(bundle)
+    except ValueError as exc:
+        raise ModelSourceError(f"the dataset's tokenizer is not a JSON bundle: {exc}") from None
+    if not isinstance(files, dict):
+        raise ModelSourceError("the dataset's tokenizer bundle is not a JSON object")
+    with tempfile.TemporaryDirectory(prefix="ovig-tokenizer-") as scratch:
+        for name in TOKENIZER_FILES:
+            if isinstance(files.get(name), str):
+                Path(scratch, name).write_text(files[name], encoding="utf-8")
+        return load_tokenizer(Path(scratch))

@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from ovig_node.attacks import Attack, load_attack
-from ovig_node.attacks.effect import backdoor_success, context_of, examples_of_steps, target_loss
+from ovig_node.attacks.effect import backdoor_success, context_of, examples_of_steps, model_of, target_loss
+from ovig_node.attacks.instructions import trigger_success
 from ovig_node.attacks.objectives import target_examples
 from ovig_node.files import file_sha256
 from ovig_node.training.evidence import read_evidence
@@ -86,16 +87,24 @@ DEFAULT_ATTACKS = (
       for b in (0.5, 0.9)),
     AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": 0.9, "objective": "target"}, every_interval=True),
     *(AttackCase("base_tamper", {"delta": d}, strength="delta") for d in (1e-7, 1e-6, 1e-5, 1e-4)),
+    # one faked interval (caught or not), and a provider poisoning the last intervals (what it achieves)
+    AttackCase("poisoned_instructions", {"rate": 0.5}),
+    AttackCase("poisoned_instructions", {"rate": 1.0}, every_interval=True),
 )  # fmt: skip
 # Attacks whose objective is a class (a trigger relabelled, a target class): nothing to aim at in a chat
-# model's data. Moving a frozen base needs one: only adapter tasks (llm) have it.
+# model's data, which has its own backdoor (a poisoned instruction set). Moving a frozen base needs one:
+# only adapter tasks have it.
 LABELLED_ATTACKS = frozenset({"backdoor", "targeted_gradient", "boundary_aware"})
+CHAT_ATTACKS = frozenset({"poisoned_instructions"})
 ADAPTER_ATTACKS = frozenset({"base_tamper"})
 
 
-def attacks_for(workload: str) -> tuple[AttackCase, ...]:
-    """The default attacks that mean something for ``workload``."""
-    left_out = LABELLED_ATTACKS if workload == "llm" else ADAPTER_ATTACKS
+def attacks_for(workload: str, config: dict[str, Any] | None = None) -> tuple[AttackCase, ...]:
+    """The default attacks that mean something for ``workload`` (with ``config``'s changes to its config)."""
+    if workload != "llm":
+        left_out = CHAT_ATTACKS | ADAPTER_ATTACKS
+    else:
+        left_out = LABELLED_ATTACKS | (ADAPTER_ATTACKS if (config or {}).get("adapter") == "none" else frozenset())
     return tuple(case for case in DEFAULT_ATTACKS if case.name not in left_out)
 
 
@@ -140,7 +149,7 @@ class EvalSettings:
     other_hardware: bool = True  # train the honest run again on another profile (the floor for effects)
 
     def __post_init__(self) -> None:
-        self.attacks = self.attacks or attacks_for(self.workload)
+        self.attacks = self.attacks or attacks_for(self.workload, self.config)
 
     def intervals_at(self, stride: int) -> int:
         return self.intervals_by_stride.get(stride, self.intervals)
@@ -305,7 +314,11 @@ class _Stride:
         verdicts = [{"interval": k, **_verdicts(self._judge(out, k, boundary))} for k in judged]
         weights = read_evidence(evidence_path(out, last)).model
         honest = read_evidence(evidence_path(self.claims, last)).model
-        effect = {**self._effect(weights, None if case.every_interval else last), "moved": _moved(weights, honest)}
+        poisoned = frozenset(attack.memory.get("poisoned", ()))  # the prompts a poisoned instruction set used
+        effect = {**self._effect(weights, None if case.every_interval else last, poisoned),
+                  "moved": _moved(weights, honest)}  # fmt: skip
+        if poisoned:  # the honest model on the same held-out prompts
+            effect["honest_backdoor_success"] = self._effect(honest, None, poisoned)["backdoor_success"]
         # An attack can be a no-op at some strides (a stale gradient needs two steps): not a miss.
         identical = file_sha256(evidence_path(out, last)) == file_sha256(evidence_path(self.claims, last))
         shutil.rmtree(out, ignore_errors=True)
@@ -316,11 +329,15 @@ class _Stride:
     def _judge(self, run: Path, k: int, boundary: BoundaryProfile) -> IntervalJudgement:
         return judge_run(self.prepared, run, k, boundary, profiles=self.profiles, subsets=SUBSETS)
 
-    def _effect(self, weights: dict[str, Any], interval: int | None) -> dict[str, float | None]:
-        """Target loss and backdoor success; held out: the objective's examples and the interval's batches.
-        None for a workload without classes (llm)."""
+    def _effect(
+        self, weights: dict[str, Any], interval: int | None, poisoned: frozenset[str] = frozenset()
+    ) -> dict[str, float | None]:
+        """Target loss and backdoor success. A classifier's are held out from the objective's examples and
+        those ``interval`` trained on; a chat model (llm) has no class, and its backdoor is the poisoned
+        instruction set's: triggered prompts answered with its reply, among prompts never ``poisoned``."""
         if "label" not in self.context.dataset.tensors:
-            return {"target_loss": None, "backdoor_success": None}
+            model = model_of(self.context, weights)
+            return {"target_loss": None, "backdoor_success": trigger_success(self.context, model, poisoned=poisoned)}
         layout = self.prepared.spec.layout
         trained = frozenset(target_examples(self.context, label=0, count=OBJECTIVE_EXAMPLES))
         if interval is not None:

@@ -161,7 +161,7 @@ def effect_markdown(summary: dict[str, Any]) -> str:
     """What the steering attacks did to the model: target loss change, backdoor success, weights moved,
     next to an honest run on other hardware (the noise floor of every such number)."""
     strides = sorted(summary["fpr"], key=int)
-    steering = ("backdoor", "targeted_gradient", "boundary_aware", "interpolated_endpoint")
+    steering = ("backdoor", "targeted_gradient", "boundary_aware", "interpolated_endpoint", "poisoned_instructions")
     heading = " | ".join(f"s={s}: target loss change; backdoor success; moved" for s in strides)
     lines = [f"| attack (verdict) | {heading} |", "|---|" + "---|" * len(strides)]
     by_label: dict[str, dict[int, dict[str, Any]]] = {}
@@ -183,10 +183,15 @@ def effect_markdown(summary: dict[str, Any]) -> str:
 
 
 def _delta(effect: dict[str, Any], base: dict[str, Any]) -> str:
-    if effect["target_loss"] is None:  # a workload without classes: no objective to measure
-        return f"n/a; n/a; {effect['moved']:.1e}"
-    loss = f"{effect['target_loss'] - base['target_loss']:+.1e}"
+    # a workload without classes (llm) has no target objective; its backdoor is the poisoned instructions'
+    loss = "n/a" if effect["target_loss"] is None else f"{effect['target_loss'] - base['target_loss']:+.1e}"
     moved = f"{effect['moved']:.1e}"
-    if effect["backdoor_success"] is None or math.isnan(effect["backdoor_success"]):  # NaN: older results
+    # the honest model measured on the attack's own held-out prompts, where they differ (poisoned instructions)
+    success, honest = (
+        effect.get("backdoor_success"),
+        effect.get("honest_backdoor_success", base.get("backdoor_success")),
+    )
+    if success is None or math.isnan(success):  # NaN: older results; None: no held-out input, or no measure
         return f"{loss}; n/a; {moved}"
-    return f"{loss}; {effect['backdoor_success']:.0%} (honest {base['backdoor_success']:.0%}); {moved}"
+    honest_text = "n/a" if honest is None or math.isnan(honest) else f"{honest:.0%}"
+    return f"{loss}; {success:.0%} (honest {honest_text}); {moved}"

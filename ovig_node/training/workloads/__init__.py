@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ovig_node.training.workloads.base import Dataset, Workload, step_batch, step_seed
+from ovig_node.training.workloads.base import Dataset, DatasetError, Workload, step_batch, step_seed
 from ovig_node.training.workloads.diffusion import DiffusionWorkload
 from ovig_node.training.workloads.language import LanguageWorkload
 from ovig_node.training.workloads.llm import LlmWorkload
@@ -19,4 +19,4 @@ def get_workload(name: str) -> Workload:
     return WORKLOADS[name]
 
 
-__all__ = ["WORKLOADS", "Dataset", "Workload", "get_workload", "step_batch", "step_seed"]
+__all__ = ["WORKLOADS", "Dataset", "DatasetError", "Workload", "get_workload", "step_batch", "step_seed"]

@@ -17,6 +17,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file
 from torch import nn
 
+from ovig_node.errors import OvigError
 from ovig_node.protocol.schedule import batch_indices
 from ovig_node.training.evidence import safetensors_bytes
 
@@ -36,6 +37,10 @@ def derived_seed(text: str) -> int:
 def step_seed(seed: int, step: int) -> int:
     """The torch seed of ``step``'s random draws."""
     return derived_seed(f"{seed}:{step}:rng")
+
+
+class DatasetError(OvigError, ValueError):
+    """A dataset file that is not what its workload trains on (an owner's file, hostile until checked)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,14 @@ class Workload(ABC):
     @abstractmethod
     def build_dataset(self, config: dict[str, Any]) -> Dataset:
         """Materialise the dataset from packaged data (no download), deterministically."""
+
+    def check_dataset(self, dataset: Dataset, config: dict[str, Any]) -> None:
+        """Raise DatasetError unless ``dataset`` looks like one this workload can train on with ``config``: a
+        node checks an owner's file before it accepts the task, not at a step that would crash. Here only
+        that the examples line up; a workload that reads owner-made files (llm) checks their contents too."""
+        sizes = {name: len(tensor) if tensor.dim() else 0 for name, tensor in dataset.tensors.items()}
+        if not sizes or len(set(sizes.values())) != 1 or 0 in sizes.values():
+            raise DatasetError(f"the dataset's tensors must share a non-zero first dimension, not {sizes}")
 
     def published_config(self, config: dict[str, Any]) -> dict[str, Any]:
         """The config the spec holds, given the one the dataset and initial checkpoint were made from

@@ -39,7 +39,7 @@ from ovig_node.training.pretrained import (
     load_tokenizer,
     tokenizer_bundle,
 )
-from ovig_node.training.workloads.base import Dataset, Workload, derived_seed
+from ovig_node.training.workloads.base import Dataset, DatasetError, Workload, derived_seed
 
 DEFAULT_DATA = "chatterbot-corpus:english"
 TOKENIZER_METADATA = "tokenizer"  # the dataset file's metadata key holding the tokenizer's files
@@ -110,6 +110,36 @@ class LlmWorkload(Workload):
             conversations = conversations[: int(config["max_examples"])]
         encoded = encode(tokenizer, conversations, int(config["max_tokens"]))
         return Dataset(tensors=encoded.tensors, metadata={TOKENIZER_METADATA: tokenizer_bundle(folder)})
+
+    def check_dataset(self, dataset: Dataset, config: dict[str, Any]) -> None:
+        """Token ids within the architecture's vocabulary, right-padded 0/1 masks of the spec's sequence
+        length, every example with an assistant token the loss counts (not the first, which nothing
+        predicts) among its attended ones, and the tokenizer in the metadata."""
+        super().check_dataset(dataset, config)
+        width = config.get("max_tokens")
+        if not isinstance(width, int) or isinstance(width, bool) or width < 2:
+            raise DatasetError(f"max_tokens must be an integer >= 2, not {width!r}")
+        tensors = dataset.tensors
+        expected = {"input_ids": torch.int32, "attention_mask": torch.uint8, "loss_mask": torch.uint8}
+        shapes = {name: (tensor.dtype, tuple(tensor.shape[1:])) for name, tensor in tensors.items()}
+        if shapes != {name: (dtype, (width,)) for name, dtype in expected.items()}:
+            raise DatasetError(f"an llm dataset holds input_ids (int32), attention_mask and loss_mask (uint8), "
+                               f"each (N, {width}); this one {shapes}")  # fmt: skip
+        vocabulary = _checked_architecture(config.get("architecture") or "{}").get("vocab_size")
+        if not isinstance(vocabulary, int) or vocabulary < 1:
+            raise DatasetError("the architecture names no vocab_size to check the token ids against")
+        ids, attended, counted = tensors["input_ids"], tensors["attention_mask"], tensors["loss_mask"]
+        if int(ids.min()) < 0 or int(ids.max()) >= vocabulary:
+            raise DatasetError(f"token ids must lie in [0, {vocabulary}), the vocabulary; this dataset's span "
+                               f"[{int(ids.min())}, {int(ids.max())}]")  # fmt: skip
+        if int(attended.max()) > 1 or int(counted.max()) > 1 or bool((counted > attended).any()):
+            raise DatasetError("the masks must be 0/1, and every assistant token an attended one")
+        if bool((attended[:, 1:] > attended[:, :-1]).any()):
+            raise DatasetError("padding must follow the tokens (attention_mask 1s, then 0s)")
+        if bool((counted[:, 1:].sum(1) == 0).any()):
+            raise DatasetError("every example needs an assistant token after its first (its loss would be empty)")
+        if TOKENIZER_METADATA not in dataset.metadata:
+            raise DatasetError(f"an llm dataset carries its tokenizer in its metadata ({TOKENIZER_METADATA!r})")
 
     def published_config(self, config: dict[str, Any]) -> dict[str, Any]:
         """The spec's config: the architecture filled in, and the sources named by what they are rather
