@@ -32,7 +32,7 @@ from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.unixfs import cid_of_bytes
-from ovig_node.training.execution import get_profile
+from ovig_node.training.execution import get_profile, one_process
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.verify.report import verify_interval
 
@@ -114,8 +114,9 @@ class TrainerNode:
         started = time.monotonic()
         train(run, stop_at=fetched.prepared.spec.layout.end_step(0))
         train_seconds = time.monotonic() - started
-        report = verify_interval(fetched.prepared, work, 0, fetched.boundary, profile=get_profile(self.profile_name),
-                                 task=self.task)  # fmt: skip
+        # a watcher replays in one process, whatever the provider's world size
+        replayer = one_process(get_profile(self.profile_name))
+        report = verify_interval(fetched.prepared, work, 0, fetched.boundary, profile=replayer, task=self.task)
         if report["verdict"] != "valid":
             raise TaskRefused(f"task {self.task}: this machine's own replay of interval 0 fails the boundary "
                               f"({report.get('reason')}): its drift would be challenged")  # fmt: skip

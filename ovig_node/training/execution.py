@@ -42,10 +42,11 @@ class ExecutionProfile:
     onednn: bool = True  # convolutions (and some matmuls) by oneDNN's kernels; False: PyTorch's native ones
     fused_attention: bool = True  # scaled dot-product attention by the fused flash kernel; False: plain math
     fused_optimizer: bool = False  # the optimizer's update by torch's fused kernel; False: one op per tensor
+    world_size: int = 1  # data-parallel ranks (processes), each on its share of the batch (training.distributed)
 
     def __post_init__(self) -> None:
-        if self.threads < 1 or self.micro_batches < 1:
-            raise ValueError("threads and micro_batches must be >= 1")
+        if self.threads < 1 or self.micro_batches < 1 or self.world_size < 1:
+            raise ValueError("threads, micro_batches and world_size must be >= 1")
         if self.accumulate not in ("float32", "float64"):
             raise ValueError("accumulate must be float32 or float64")
         if self.device not in ("cpu", "cuda"):
@@ -77,6 +78,7 @@ class ExecutionProfile:
             "attention-kernels": not self.fused_attention,
             "optimizer-kernels": self.fused_optimizer,
             "device": self.device != "cpu" or self.tf32,
+            "distributed": self.world_size != 1,
         }
         return frozenset(family for family, yes in changed.items() if yes)
 
@@ -96,10 +98,21 @@ PROFILES: dict[str, ExecutionProfile] = {
         ExecutionProfile("native-conv", onednn=False),
         ExecutionProfile("math-attention", fused_attention=False),
         ExecutionProfile("fused-optimizer", fused_optimizer=True),
+        # Data-parallel: ranks on shares of the batch, gradients all-reduced (training.distributed).
+        ExecutionProfile("ddp2", world_size=2),
+        ExecutionProfile("ddp4", world_size=4),
         ExecutionProfile("cuda", device="cuda"),
         ExecutionProfile("cuda-tf32", device="cuda", tf32=True),
     )
 }
+
+
+def one_process(profile: ExecutionProfile) -> ExecutionProfile:
+    """The profile a replay of ``profile``'s claims runs under on the same machine: itself, or for a
+    data-parallel one the reference profile of its device (replays run in one process)."""
+    if profile.world_size == 1:
+        return profile
+    return PROFILES["reference" if profile.device == "cpu" else "cuda"]
 
 
 def get_profile(name: str) -> ExecutionProfile:

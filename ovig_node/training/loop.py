@@ -25,6 +25,7 @@ from ovig_node.attacks.base import Attack, AttackContext
 from ovig_node.files import file_sha256
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.protocol.spec import TaskSpec
+from ovig_node.training import distributed
 from ovig_node.training.evidence import (
     Evidence,
     EvidenceError,
@@ -82,7 +83,12 @@ def train(
     """Train ``run`` to the end (or up to step ``stop_at``, exclusive, to interrupt on purpose).
 
     ``evidence=False`` trains plainly and keeps nothing: the baseline of ``bench/train_overhead.py``.
+    A data-parallel profile (``ddp2``) makes this process rank 0 and starts the other ranks
+    (:mod:`ovig_node.training.distributed`).
     """
+    if run.profile.world_size > 1 and distributed.position()[1] == 1:
+        with distributed.ranks(run, _rank_main, stop_at, evidence):
+            return train(run, on_step=on_step, stop_at=stop_at, evidence=evidence)
     started = time.monotonic()
     spec, layout = run.spec, run.spec.layout
     # 1. set up
@@ -97,8 +103,10 @@ def train(
         run.attack.setup(AttackContext(spec, workload, dataset, run.init_path))
 
     # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file)
-    for partial in run.out_dir.glob("evidence/.E_*.tmp"):
-        partial.unlink()
+    if distributed.is_writer():
+        for partial in run.out_dir.glob("evidence/.E_*.tmp"):
+            partial.unlink()
+    distributed.barrier()
     digests = completed_intervals(run) if evidence else []
     if digests:
         last = read_evidence(evidence_path(run.out_dir, len(digests) - 1), expected_sha256=digests[-1])
@@ -123,6 +131,13 @@ def train(
     # 4. report
     roots = batch_roots(run, digests) if len(digests) == layout.intervals else []
     return TrainResult(digests, roots, resumed, losses, time.monotonic() - started)
+
+
+def _rank_main(run: TrainRun, rank: int, port: int, stop_at: int | None, evidence: bool) -> None:
+    """Rank ``rank`` (1..N-1) of a data-parallel run, in a child process of rank 0's."""
+    distributed.die_with_parent()
+    with distributed.joined(run, rank, port):
+        train(run, stop_at=stop_at, evidence=evidence)
 
 
 def training_step(
@@ -167,13 +182,19 @@ def compute_gradients(
     """Leave in ``.grad`` the gradient of the mean loss of step ``step``'s batch; return the loss.
 
     The profile splits the batch into micro-batches (each weighted by its share of the batch) and
-    may sum their gradients in float64: same mathematics, different rounding.
+    may sum their gradients in float64: same mathematics, different rounding. In a data-parallel run
+    each rank takes its contiguous share of the batch first, and the shares' sums are all-reduced.
     """
     batch = step_batch(workload, dataset, spec, step)
     if attack is not None:
         batch = attack.batch(step, batch)
     batch = {name: tensor.to(profile.device) for name, tensor in batch.items()}
     size = len(next(iter(batch.values())))
+    rank, world = distributed.position()
+    if world > 1:
+        if size < world:
+            raise distributed.RankFailed(f"a batch of {size} cannot be shared by {world} ranks")
+        batch = _split(batch, world)[rank]
     params = [p for p in model.parameters() if p.requires_grad]
     sums: list[torch.Tensor] | None = None
     total = 0.0
@@ -188,9 +209,11 @@ def compute_gradients(
         sums = list(grads) if sums is None else [s + g for s, g in zip(sums, grads, strict=True)]
         total += loss.item()
     assert sums is not None
+    losses = torch.tensor([total], dtype=torch.float64)
+    distributed.all_reduce_sum([*sums, losses])
     for param, grad in zip(params, sums, strict=True):
         param.grad = grad.to(param.dtype)
-    return total
+    return float(losses.item())
 
 
 def _split(batch: dict[str, torch.Tensor], parts: int) -> list[dict[str, torch.Tensor]]:
@@ -202,9 +225,12 @@ def _split(batch: dict[str, torch.Tensor], parts: int) -> list[dict[str, torch.T
 def write_interval_evidence(
     run: TrainRun, model: nn.Module, optimizer: torch.optim.Optimizer, workload: Workload, dataset: Dataset, k: int
 ) -> str:
-    """Write E_k atomically; return its digest."""
+    """Write E_k atomically (rank 0 of a data-parallel run, the others waiting); return its digest."""
     evidence = endpoint_evidence(model, optimizer, workload, dataset, run.spec, run.spec_hash, run.task, k, run.profile)
-    return write_evidence(evidence_path(run.out_dir, k), evidence)
+    path = evidence_path(run.out_dir, k)
+    digest = write_evidence(path, evidence) if distributed.is_writer() else None
+    distributed.barrier()
+    return digest or file_sha256(path)
 
 
 def endpoint_evidence(

@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from ovig_node.errors import OvigError
 from ovig_node.protocol.spec import TaskSpec
 from ovig_node.training.evidence import Evidence, read_evidence
-from ovig_node.training.execution import ExecutionProfile
+from ovig_node.training.execution import ExecutionProfile, ProfileUnavailable
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.replay import replay_interval
@@ -153,6 +153,9 @@ def calibrate(
     order; their claims in their own folder), each replayed at the same positions: how far honest replays
     drift follows the run's gradient scale, most in its first interval, so a boundary meant for tasks it
     was not measured on should see more than one run."""
+    if distributed := [p.name for p in replay_profiles if p.world_size > 1]:
+        raise ProfileUnavailable(f"replays run in one process; {', '.join(distributed)} can be the claims' profile "
+                                 "(--claim-profile), not a replay's")  # fmt: skip
     runs = [(prepared, work_dir), *more_runs]
     spec: TaskSpec = prepared.spec
     check_runs([run for run, _ in runs])

@@ -59,8 +59,8 @@ def family_splits(profiles: Sequence[ExecutionProfile]) -> list[FamilySplit]:
 
 
 def cpu_profiles() -> list[ExecutionProfile]:
-    """Every profile this machine runs but the claims' own."""
-    return [p for p in PROFILES.values() if p.device == "cpu" and p.name != CLAIM_PROFILE]
+    """Every one-process profile this machine runs but the claims' own (replays run in one process)."""
+    return [p for p in PROFILES.values() if p.device == "cpu" and p.world_size == 1 and p.name != CLAIM_PROFILE]
 
 
 def units(settings: EvalSettings) -> int:

@@ -8,7 +8,7 @@ evidence, probe gradient included, exactly as the trainer does: it is the same s
 from __future__ import annotations
 
 from ovig_node.training.evidence import Evidence, load_model_tensors
-from ovig_node.training.execution import ExecutionProfile
+from ovig_node.training.execution import ExecutionProfile, ProfileUnavailable
 from ovig_node.training.loop import endpoint_evidence, load_initial_model, training_step
 from ovig_node.training.optim import build_optimizer, load_optimizer_state
 from ovig_node.training.taskfiles import PreparedTask
@@ -23,6 +23,9 @@ def replay_interval(
     layout = spec.layout
     if (start is None) != (k == 0):
         raise ValueError("interval 0 starts from the initial checkpoint; every other interval from E_{k-1}")
+    if profile.world_size > 1:
+        raise ProfileUnavailable(f"a replay runs in one process; {profile.name!r} is data-parallel (a provider's "
+                                 "profile: its evidence is judged by one-process replays)")  # fmt: skip
     profile.apply()
     workload = get_workload(spec.workload.name)
     dataset = Dataset.load(prepared.dataset_path)
