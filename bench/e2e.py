@@ -15,6 +15,7 @@ the production contracts. Bytes: evidence written, kept after the retention rule
 pinned files and the manifests).
 
     .venv/bin/python bench/e2e.py --steps 400 --strides 1,10,100 --sample-bps 1000
+    .venv/bin/python bench/e2e.py --workload llm --no-tiny ...   # SmolLM2-135M-Instruct with LoRA
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def task_gas(url: str, folder: Path, shape: Shape) -> int:
 
 
 def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: float, url: str) -> dict[str, Any]:
-    prepared = prepare_task("vision", folder / f"task-{stride}", tiny=True, total_steps=args.steps, stride=stride,
-                            intervals_per_batch=args.per_batch, sample_bps=args.sample_bps)  # fmt: skip
+    prepared = prepare_task(args.workload, folder / f"task-{stride}", tiny=args.tiny, total_steps=args.steps,
+                            stride=stride, intervals_per_batch=args.per_batch, sample_bps=args.sample_bps)  # fmt: skip
     run = TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path,
                    folder / f"run-{stride}", get_profile(CLAIM_PROFILE))  # fmt: skip
     result = train(run)
@@ -160,15 +161,21 @@ def failure(k: int, report: dict[str, Any]) -> dict[str, Any]:
 
 def plain_seconds(args: argparse.Namespace, folder: Path) -> float:
     """Training with no evidence (the stride does not matter), after a warm-up run."""
-    prepared = prepare_task("vision", folder / "plain", tiny=True, total_steps=args.steps, stride=args.steps)
+    prepared = prepare_task(args.workload, folder / "plain", tiny=args.tiny, total_steps=args.steps, stride=args.steps)
     run = TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path,
                    folder / "plain-run", get_profile(CLAIM_PROFILE))  # fmt: skip
     train(run, evidence=False)
     return min(train(run, evidence=False).seconds for _ in range(2))
 
 
+def name(args: argparse.Namespace) -> str:
+    return f"{args.workload}{' (tiny)' if args.tiny else ''}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", default="vision")
+    parser.add_argument("--tiny", action=argparse.BooleanOptionalAction, default=True, help="the tiny config [tiny]")
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--strides", default="1,10,100")
     parser.add_argument("--per-batch", type=int, default=100, help="Intervals per batch m.")
@@ -193,7 +200,7 @@ def main() -> None:
                     rows.append(measure_stride(args, stride, folder, plain, url))
         finally:
             terminate(anvil)
-    table = Table(title=f"end-to-end overhead, vision (tiny), N = {args.steps}, m = {args.per_batch}, "
+    table = Table(title=f"end-to-end overhead, {name(args)}, N = {args.steps}, m = {args.per_batch}, "
                         f"phi = {args.sample_bps / 10_000:g} (OVIG: {OVIG_PUBLISHED['overhead']}x at "
                         f"s = {OVIG_PUBLISHED['stride']} on {OVIG_PUBLISHED['model']})")  # fmt: skip
     columns = ("s", "K", "sampled", "failed", "confirmed", "plain s", "evidence s", "replays s", "overhead",
@@ -209,7 +216,7 @@ def main() -> None:
     console.print(table)
     machine = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
                "loadavg_before": load_before, "loadavg_after": os.getloadavg()}  # fmt: skip
-    out = RESULTS / "e2e_vision_tiny.json"
+    out = RESULTS / f"e2e_{args.workload}{'_tiny' if args.tiny else ''}.json"
     judging = {"claim_profile": CLAIM_PROFILE, "calibration_profiles": list(CALIBRATION_PROFILES),
                "calibration_positions": CALIBRATION_POSITIONS, "alpha": ALPHA,
                "watcher_profiles": WATCHER_PROFILES}  # fmt: skip
