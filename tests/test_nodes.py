@@ -40,9 +40,9 @@ ETHER = 10**18
 OWNER_BOND = ETHER // 100
 SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
 DELIVERABLE = 9  # K - 1
-# By devnet account: the demo's (trainers 1 and 2, watcher 3, auditors 4-6), and a second honest trainer on
-# two intra-op threads, a drift the demo leaves out.
-PROFILES = {**DEMO_PROFILES, 9: "threads2-micro2"}
+# By devnet account: the demo's (trainers 1 and 2, watcher 3, auditors 4-6), and a second honest trainer that
+# trains data-parallel on two processes (ddp2), judged by the watcher's one-process replays.
+PROFILES = {**DEMO_PROFILES, 9: "ddp2"}
 WATCHER_PROFILES = PROFILES[3]
 
 
@@ -288,8 +288,8 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
     replay that loaded one unchecked raised). The watcher judges each hostile interval faulty with the
     reason its files earn (the end file is fetched first, so interval 4 fails on its corrupt start E_3) and
     challenges; the auditors' panels find the task's intervals faulty and it is slashed.
-    Meanwhile the same watcher judges every sampled interval of an honest task valid and that task
-    finalizes."""
+    Meanwhile the same watcher judges every sampled interval of an honest task, trained data-parallel on two
+    ranks (ddp2), valid and that task finalizes."""
     owner = system.node("owner", 0)
     all_sampled = prepare_task("vision", system.folder / "all-sampled", tiny=True, **{**SPEC, "sample_bps": 10_000})
     attach_boundary(all_sampled.spec_path, system.boundary)
