@@ -65,7 +65,7 @@ ALPHA = 3.0  # an interval passes while every value <= alpha x the largest hones
 # auditor's second profile confirms a rejection (a replay that took the other side of a rounding tie is
 # not fraud). No node here uses intra-op threads: on two busy cores a threaded profile waits on its other
 # thread, many times slower (a watcher on threads2 took 74 s of its 90 s challenge window, a trainer on
-# threads2-micro2 added half a minute to the demo); the node tests run a trainer on threads2-micro2.
+# threads2-micro2 added half a minute to the demo); the node tests run a trainer data-parallel (ddp2).
 PROFILES = {HONEST: "micro4", CHEAT: "micro4-fp64acc", WATCHER: "micro8,micro3", AUDITORS[0]: "micro2,micro3",
             AUDITORS[1]: "micro3,micro2", AUDITORS[2]: "reference,micro8"}  # fmt: skip
 
