@@ -3,6 +3,7 @@
     .venv/bin/python bench/eval.py [--workloads vision,diffusion,language] [--main | --families | --floor]
     .venv/bin/python bench/eval.py --full-language
     .venv/bin/python bench/eval.py --llm-real
+    .venv/bin/python bench/eval.py --ddp
 
 Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false-positive sample:
 12 intervals spread over the run calibrate, and every other one is an honest held-out interval
@@ -52,6 +53,12 @@ that the poisoned instructions' success is measured on questions they never pois
 ``--llm-real`` evaluates SmolLM2-135M-Instruct with LoRA at s = 10: 66 intervals, 6 calibrated, 60 held
 out (about 2.5 s a step on one core), to bench/results/eval_llm/, then the poisoned instruction set on a
 run of its own (20 intervals, 4 calibrated), to bench/results/eval_llm_poison/.
+
+``--ddp`` evaluates a data-parallel provider: the tiny CNN's honest claims and attacks trained under ddp2
+(two gloo ranks), judged by one-process replays against a boundary calibrated on 12 intervals of a
+separate one-process run (seed 2), which never saw a data-parallel run: s = 1 and 10 with 112 intervals,
+s = 100 with 36, every interval held out; the attacks that need no sweep. Writes
+bench/results/eval_vision_tiny_ddp2/.
 
 ``--full-language`` evaluates the full language config (MiniLM-L6, batch 16 x 64 tokens) at s = 1 and
 10 with as many intervals as about half an hour of these two CPU cores allows, and the attacks that
@@ -150,6 +157,8 @@ REAL_LLM = ["--full", "--strides", "10", "--intervals", "66", "--calibration-pos
 # ... and the poisoned instruction set on it, on a shorter run of its own (20 intervals, 4 calibrated)
 REAL_LLM_POISON = ["--full", "--strides", "10", "--intervals", "20", "--calibration-positions", "4", *LLM_PROFILES,
                    "--no-other-hardware", "--attacks", "poisoned_instructions"]  # fmt: skip
+DDP = ["--tiny", "--claim-profile", "ddp2", "--calibration-seed", "2", "--calibration-positions", "12",
+       "--strides", "1,10,100", "--intervals", "1:112,10:112,100:36", "--attacks", NO_SWEEP]  # fmt: skip
 FULL_LANGUAGE = ["--full", "--strides", "1,10", "--intervals", "1:40,10:16", "--calibration-positions", "4",
                  "--batch-size", "16", "--attacks", NO_SWEEP.replace("backdoor,", "")]  # fmt: skip
 
@@ -159,6 +168,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="vision,diffusion,language,llm")
     parser.add_argument("--full-language", action="store_true", help="the full language config instead")
     parser.add_argument("--llm-real", action="store_true", help="SmolLM2-135M-Instruct with LoRA instead")
+    parser.add_argument("--ddp", action="store_true", help="a data-parallel provider (ddp2) instead")
     parser.add_argument("--main", action="store_true", help="only the main evaluation (the README's columns)")
     parser.add_argument("--families", action="store_true", help="leave one family out instead")
     parser.add_argument("--floor", action="store_true", help="the swept attacks with and without the floor instead")
@@ -170,6 +180,8 @@ def main() -> None:
         sys.exit(_run_lanes(ovig, lanes))
     if args.full_language:
         runs = [[("language", "full", FULL_LANGUAGE)]]
+    elif args.ddp:
+        runs = [[("vision", "tiny_ddp2", DDP)]]
     elif args.llm_real:
         runs = [[("llm", "", REAL_LLM)], [("llm", "poison", REAL_LLM_POISON)]]
     else:

@@ -8,6 +8,7 @@ bench/results/train_overhead_<workload>.json.
 
     .venv/bin/python bench/train_overhead.py --workload vision --tiny --steps 400 --strides 1,10,100
     .venv/bin/python bench/train_overhead.py --workload llm --steps 200 --strides 10,100   # SmolLM2 with LoRA
+    .venv/bin/python bench/train_overhead.py --workload vision --tiny --profile ddp2        # against plain DDP
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def measure(args: argparse.Namespace, stride: int, folder: Path, plain: float) -
         args.workload, folder / f"task-{stride}", tiny=args.tiny, intervals_per_batch=INTERVALS_PER_BATCH, **sizes
     )
     paths = (prepared.dataset_path, prepared.init_path, folder / f"run-{stride}")
-    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile("reference"))
+    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile(args.profile))
     result = train(run)
     files = sorted((run.out_dir / "evidence").glob("E_*.safetensors"))
     file_bytes = sum(f.stat().st_size for f in files)
@@ -81,7 +82,7 @@ def plain_seconds(args: argparse.Namespace, folder: Path) -> float:
     prepared = prepare_task(args.workload, folder / "plain", tiny=args.tiny, total_steps=args.steps,
                             stride=args.steps, batch_size=args.batch_size)  # fmt: skip
     paths = (prepared.dataset_path, prepared.init_path, folder / "plain-run")
-    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile("reference"))
+    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile(args.profile))
     train(run, evidence=False, stop_at=min(20, args.steps))  # imports, allocator and thread-pool warm-up
     return train(run, evidence=False).seconds
 
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--batch-size", type=int, default=None, help="examples per step [the workload's]")
     parser.add_argument("--strides", default="1,10,100", help="comma-separated strides")
+    parser.add_argument("--profile", default="reference", help="execution profile (ddp2: against plain DDP)")
     args = parser.parse_args()
     strides = [int(s) for s in args.strides.split(",") if int(s) <= args.steps]
     console = Console(width=150)
@@ -104,7 +106,8 @@ def main() -> None:
             with console.status(f"{args.workload}: stride {stride} ..."):
                 rows.append(measure(args, stride, Path(tmp), plain))
 
-    table = Table(title=f"evidence overhead: {args.workload}{' (tiny)' if args.tiny else ''}, {args.steps} steps")
+    table = Table(title=f"evidence overhead: {args.workload}{' (tiny)' if args.tiny else ''}, {args.steps} steps, "
+                        f"profile {args.profile}")  # fmt: skip
     for column in ("s", "K", "plain s", "with evidence s", "overhead", "evidence MB",
                    *(f"kept MB phi={p}" for p in PHIS), *(f"reduction phi={p}" for p in PHIS)):  # fmt: skip
         table.add_column(column, justify="right")
@@ -117,7 +120,8 @@ def main() -> None:
         )  # fmt: skip
     console.print(table)
     machine = {"cpus": os.cpu_count(), "torch": torch.__version__, "platform": platform.platform()}
-    out = RESULTS / f"train_overhead_{args.workload}{'_tiny' if args.tiny else ''}.json"
+    profile = "" if args.profile == "reference" else f"_{args.profile}"
+    out = RESULTS / f"train_overhead_{args.workload}{'_tiny' if args.tiny else ''}{profile}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": vars(args), "machine": machine, "results": rows}, indent=2) + "\n")
     console.print(f"written {out}")

@@ -582,6 +582,9 @@ def verify_cmd(
     "per seed), on every interval of it unless --calibration-positions says how many, and judge every "
     "interval of the evaluated run.",
 )
+@click.option("--claim-profile", default="reference", show_default=True,
+              help="The evaluated provider's profile (ddp2: data-parallel); another than the reference needs "
+              "--calibration-seed, so the boundary is calibrated without it.")  # fmt: skip
 @click.option("--calibration-profiles", "calibration_profiles", default=None, metavar="P,P,...",
               help="Calibrate under these execution profiles [default: every family but threads, which the "
               "held-out profiles vary]. Fewer profiles cost fewer replays (profiles that change nothing for a "
@@ -611,7 +614,8 @@ def verify_cmd(
 @warmup_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
-             calibrate_on: str | None, calibration_seeds: tuple[int, ...], calibration_profiles: str | None,
+             calibrate_on: str | None, calibration_seeds: tuple[int, ...], claim_profile: str,
+             calibration_profiles: str | None,
              only: str | None, extra: tuple[str, ...],
              alpha: float, floor_ulps: float, batch_size: int, other_hardware: bool, families: bool,
              config: dict[str, Any], warmup_steps: int | None, out_dir: Path) -> None:  # fmt: skip
@@ -640,11 +644,16 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
         if calibration_at[-1] >= shortest or len(calibration_at) > shortest - 2:
             raise click.BadParameter(f"give intervals below {shortest}, leaving at least two of them held out",
                                      param_hint="--calibrate-on")  # fmt: skip
+    _profile_names(claim_profile, "--claim-profile")
+    if claim_profile != "reference" and not calibration_seeds:
+        raise click.BadParameter("judge another provider profile against a boundary of separate runs: add "
+                                 "--calibration-seed", param_hint="--claim-profile")  # fmt: skip
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
                             calibration_at=calibration_at, calibration_seeds=calibration_seeds, config=config,
                             warmup_steps=warmup_steps, attacks=attacks, alpha=alpha, floor_ulps=floor_ulps,
-                            batch_size=batch_size, other_hardware=other_hardware)  # fmt: skip
+                            batch_size=batch_size, other_hardware=other_hardware,
+                            claim_profile=claim_profile)  # fmt: skip
     if calibration_profiles is not None:
         settings.calibration_profiles = tuple(_profile_names(calibration_profiles, "--calibration-profiles"))
     out_dir.mkdir(parents=True, exist_ok=True)

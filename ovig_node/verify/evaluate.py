@@ -141,6 +141,9 @@ class EvalSettings:
         "fused-optimizer",
     )
     held_out_profiles: tuple[str, ...] = ("threads2-micro2", "threads2")  # the second confirms a rejection
+    # The evaluated provider's profile (its honest claims and its attacks). Another one than the reference
+    # (ddp2: a data-parallel provider) needs calibration_seeds: the boundary is calibrated without it.
+    claim_profile: str = "reference"
     alpha: float = 3.0
     floor_ulps: float = FLOOR_ULPS  # the boundary's rounding-scale floor (0: none)
     attacks: tuple[AttackCase, ...] = ()  # empty: attacks_for(workload)
@@ -150,6 +153,9 @@ class EvalSettings:
 
     def __post_init__(self) -> None:
         self.attacks = self.attacks or attacks_for(self.workload, self.config)
+        if self.claim_profile != "reference" and not self.calibration_seeds:
+            raise ValueError("claims on another profile than the reference are judged against a boundary of "
+                             "separate runs: give calibration seeds")  # fmt: skip
 
     def intervals_at(self, stride: int) -> int:
         return self.intervals_by_stride.get(stride, self.intervals)
@@ -260,7 +266,7 @@ class _Stride:
     def run(self) -> StrideResult:
         settings = self.settings
         self.log(f"s={self.stride}: honest claims", unit=True)
-        train(claim_run(self.prepared, self.claims))
+        train(claim_run(self.prepared, self.claims, profile=settings.claim_profile))
         self.log(f"s={self.stride}: calibrating on {len(self.positions)} intervals", unit=True)
         (first, first_claims), *more = self.calibration_runs
         boundary = calibrate(
@@ -309,7 +315,8 @@ class _Stride:
                   for k, v in case.params.items()}  # fmt: skip
         attack = load_attack(case.name, intervals=frozenset(faked), **params)
         last = faked[-1]
-        fake(self.prepared, self.claims, out, attack, last=last, honest_prefix=faked[0])
+        fake(self.prepared, self.claims, out, attack, last=last, honest_prefix=faked[0],
+             profile=settings.claim_profile)  # fmt: skip
         judged = [k for k in faked if k in self.held_out]
         verdicts = [{"interval": k, **_verdicts(self._judge(out, k, boundary))} for k in judged]
         weights = read_evidence(evidence_path(out, last)).model
@@ -346,13 +353,18 @@ class _Stride:
                 "backdoor_success": backdoor_success(self.context, weights, trained_on=trained)}  # fmt: skip
 
 
-def claim_run(prepared: PreparedTask, out: Path, attack: Attack | None = None) -> TrainRun:
-    """The provider's run on the reference profile, honest or not."""
+def claim_run(
+    prepared: PreparedTask, out: Path, attack: Attack | None = None, *, profile: str = "reference"
+) -> TrainRun:
+    """The provider's run (on the reference profile unless said), honest or not."""
     paths = (prepared.dataset_path, prepared.init_path, out)
-    return TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile("reference"), attack=attack)
+    return TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile(profile), attack=attack)
 
 
-def fake(prepared: PreparedTask, claims: Path, out: Path, attack: Attack, *, last: int, honest_prefix: int) -> None:
+def fake(
+    prepared: PreparedTask, claims: Path, out: Path, attack: Attack, *, last: int, honest_prefix: int,
+    profile: str = "reference",
+) -> None:  # fmt: skip
     """Claims of ``attack`` in ``out`` up to interval ``last``; the first ``honest_prefix`` intervals are the
     honest claims' (the provider's real work before it cheats), so only the rest is trained."""
     for k in range(honest_prefix):
@@ -363,7 +375,7 @@ def fake(prepared: PreparedTask, claims: Path, out: Path, attack: Attack, *, las
             os.link(evidence_path(claims, k), target)
         except OSError:
             shutil.copyfile(evidence_path(claims, k), target)
-    train(claim_run(prepared, out, attack), stop_at=prepared.spec.layout.end_step(last))
+    train(claim_run(prepared, out, attack, profile=profile), stop_at=prepared.spec.layout.end_step(last))
 
 
 def judge_run(

@@ -120,6 +120,8 @@ def markdown(summary: dict[str, Any]) -> str:
     lines.append("| honest FPR, first replay alone | " + _rates(summary["fpr_single_replay"], counts, strides) + " |")
     layouts = summary["settings"]["layout"]
     lines.append("| boundary calibrated on | " + " | ".join(_calibration(layouts[s]) for s in strides) + " |")
+    if (provider := summary["settings"].get("claim_profile", "reference")) != "reference":
+        lines.append(f"| the provider's claims and attacks trained under | {' | '.join(provider for _ in strides)} |")
     for attack, cells in summary["frontier"].items():
         shown = " | ".join("none" if cells.get(s) is None else f"{cells[s]:g}" for s in strides)
         lines.append(f"| {attack}: smallest strength caught | {shown} |")
