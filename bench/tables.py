@@ -32,7 +32,10 @@ FULL = [("full language", "eval_language_full", s) for s in (1, 10)]
 # The chat model (llm): the tiny base at s = 1, 10, 100, and SmolLM2-135M-Instruct with LoRA at s = 10.
 LLM = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10), ("llm tiny", "eval_llm_tiny_s100", 100),
        ("SmolLM2 LoRA", "eval_llm", 10)]  # fmt: skip
-LLM_POISON = [*LLM[:3], ("SmolLM2 LoRA", "eval_llm_poison", 10)]  # the real model's on a run of its own
+DDP = [("vision, ddp2 provider", "eval_vision_tiny_ddp2", s) for s in (1, 10, 100)]
+# The real model's poisoned instruction set runs on a run of its own (bench/eval.py --llm-real's second
+# process, eval_llm_poison: not run yet); its main run (eval_llm) predates the attack.
+LLM_POISON = LLM[:3]
 LLM_HELD_OUT_TARGET = {"eval_llm": 60}  # SmolLM2 at s = 10; the tiny runs take HELD_OUT_TARGET's
 # Every committed evaluation (bench/eval.py runs them all), with what its results do not record.
 RUNS = {
@@ -54,7 +57,7 @@ RUNS = {
     "eval_llm_tiny": "llm, tiny base with LoRA",
     "eval_llm_tiny_s100": "llm, tiny base with LoRA",
     "eval_llm": "llm, SmolLM2-135M-Instruct with LoRA",
-    "eval_llm_poison": "llm, SmolLM2-135M-Instruct with LoRA",
+    "eval_vision_tiny_ddp2": "vision, a data-parallel provider (ddp2)",
 }
 # The language runs that explain its warm-up and its boundary, in the order the story goes.
 WARMUP = [("eval_language_tiny_s100_constant", 100), ("eval_language_tiny_s100_constant_late_calibration", 100),
@@ -435,6 +438,10 @@ def eval_llm() -> str:
     return verdict_table(LLM)
 
 
+def eval_ddp() -> str:
+    return verdict_table(DDP)
+
+
 def llm_target() -> str:
     """Attacks caught and false positives of the chat model's columns against their held-out targets."""
     wanted = {(run, s): LLM_HELD_OUT_TARGET.get(run, HELD_OUT_TARGET[s]) for _, run, s in LLM}
@@ -726,6 +733,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "eval_tiny": eval_tiny,
     "eval_full": eval_full,
     "eval_llm": eval_llm,
+    "eval_ddp": eval_ddp,
     "eval_llm_poison": eval_llm_poison,
     "eval_runs": eval_runs,
     "eval_warmup": eval_warmup,

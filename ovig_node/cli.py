@@ -645,6 +645,8 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
             raise click.BadParameter(f"give intervals below {shortest}, leaving at least two of them held out",
                                      param_hint="--calibrate-on")  # fmt: skip
     _profile_names(claim_profile, "--claim-profile")
+    if claim_profile != "reference" and families:
+        raise click.BadParameter("leaving a family out judges one-process claims", param_hint="--claim-profile")
     if claim_profile != "reference" and not calibration_seeds:
         raise click.BadParameter("judge another provider profile against a boundary of separate runs: add "
                                  "--calibration-seed", param_hint="--claim-profile")  # fmt: skip

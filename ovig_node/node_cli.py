@@ -99,8 +99,18 @@ def trainer_run(task_id: int, profile: str, attack: str | None, attack_intervals
     console.print(f"task {task_id} ended: {status.name.lower()}")
 
 
+def _replay_profiles(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Known one-process profiles: a replay never runs data-parallel."""
+    from ovig_node.training.execution import PROFILES
+
+    for name in value.split(","):
+        if name not in PROFILES or PROFILES[name].world_size != 1:
+            raise click.BadParameter(f"{name!r} is not a one-process execution profile a replay can run under")
+    return value
+
+
 replay_profile_option = click.option(
-    "--profile", default=REPLAY_PROFILES, show_default=True,
+    "--profile", default=REPLAY_PROFILES, show_default=True, callback=_replay_profiles,
     help="Replay profiles 'a,b': replay under a; a rejection stands only if b's replay rejects too.",
 )  # fmt: skip
 

@@ -10,11 +10,13 @@ stay identical; rank 0 writes ``E_k`` atomically while the others wait at a barr
 format is unchanged: a one-process replay judges it.
 
 The process that calls :func:`ovig_node.training.loop.train` becomes rank 0 (its progress callback, its
-attack, its result), and starts ranks 1..N-1 as child processes that run the same ``train``. The backend
-is gloo on a CPU (NCCL on CUDA), rendezvous on a free loopback port. A child dies with its parent (Linux's
-parent-death signal), so killing the parent, even with SIGKILL, leaves no orphan; a rank that dies makes
-the run fail in one line naming it. Evidence on disk is the only state, so a killed run resumes as one
-process's does, bit for bit.
+attack, its result), and starts ranks 1..N-1 as child processes that run the same ``train``, over gloo on
+this machine's CPU (CUDA ranks, one device each over NCCL, are not built yet). Rank 0 holds the rendezvous
+store on a port the OS gives it, and waits for each child to check in while watching it, so a child that
+dies before joining fails the run at once. A child dies with its parent (Linux's parent-death signal, and
+a check that the parent is still the one that started it), so killing the parent, even with SIGKILL,
+leaves no orphan; a rank that dies makes the run fail in one line naming it. Evidence on disk is the only
+state, so a killed run resumes as one process's does, bit for bit.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ import contextlib
 import ctypes
 import datetime
 import multiprocessing
+import os
 import signal
-import socket
+import time
 from collections.abc import Callable, Iterator
 from multiprocessing.process import BaseProcess
 from typing import TYPE_CHECKING, Any
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
 # A collective that waits longer than this on a peer fails instead of hanging: a rank stuck on a step
 # for minutes is as good as dead.
 COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=10)
+CHECK_IN_TIMEOUT = 120.0  # seconds for a child to start, import torch and check in
+EXIT_GRACE = 5.0  # seconds the other ranks get to exit on their own once one has failed
+_HOST = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -74,59 +80,74 @@ def all_reduce_sum(tensors: list[torch.Tensor]) -> None:
 @contextlib.contextmanager
 def ranks(run: TrainRun, child: Callable[..., None], *args: Any) -> Iterator[None]:
     """Make this process rank 0 of ``run.profile.world_size`` ranks for the duration of the block; ranks
-    1..N-1 run ``child(run, rank, port, *args)`` in child processes."""
+    1..N-1 run ``child(run, rank, port, parent_pid, *args)`` in child processes."""
     world = run.profile.world_size
-    port = _loopback_port()
+    store = dist.TCPStore(_HOST, 0, world, is_master=True, wait_for_workers=False, timeout=COLLECTIVE_TIMEOUT)
     context = multiprocessing.get_context("spawn")  # fork would copy torch's thread pools and locks
-    children: list[BaseProcess] = [context.Process(target=child, args=(run, rank, port, *args), name=f"rank {rank}",
-                                                   daemon=True) for rank in range(1, world)]  # fmt: skip
-    for process in children:
-        process.start()
+    children: list[BaseProcess] = []
     try:
-        with joined(run, 0, port):
+        for rank in range(1, world):
+            children.append(context.Process(target=child, args=(run, rank, store.port, os.getpid(), *args),
+                                            name=f"rank {rank}", daemon=True))  # fmt: skip
+            children[-1].start()
+        _await_check_in(store, children)
+        with joined(run, 0, store):
             yield
-    except Exception as exc:
-        _stop(children)
-        raise RankFailed(f"the data-parallel run failed on {_failed(children) or 'rank 0'}: {exc}") from exc
+    except BaseException as exc:
+        failed = _stop(children)
+        if isinstance(exc, Exception):
+            raise RankFailed(f"the data-parallel run failed on {failed or 'rank 0'}: {exc}") from exc
+        raise
     for process in children:
-        process.join()
-    if failed := _failed(children):
+        process.join(timeout=COLLECTIVE_TIMEOUT.total_seconds())
+    if failed := _stop(children):
         raise RankFailed(f"the data-parallel run failed on {failed}")
 
 
+def child_joined(run: TrainRun, rank: int, port: int, parent: int) -> contextlib.AbstractContextManager[None]:
+    """In a child: die with the parent, ignore Ctrl-C (the parent handles it), check in, join as ``rank``."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    store = dist.TCPStore(_HOST, port, run.profile.world_size, is_master=False, timeout=COLLECTIVE_TIMEOUT)
+    store.set(f"checked-in/{rank}", "1")
+    return joined(run, rank, store)
+
+
 @contextlib.contextmanager
-def joined(run: TrainRun, rank: int, port: int) -> Iterator[None]:
+def joined(run: TrainRun, rank: int, store: dist.Store) -> Iterator[None]:
     """This process as ``rank`` of the run's process group, for the duration of the block."""
-    backend = "nccl" if run.profile.device == "cuda" else "gloo"
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=run.profile.world_size, timeout=COLLECTIVE_TIMEOUT)  # fmt: skip
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=run.profile.world_size,
+                            timeout=COLLECTIVE_TIMEOUT)  # fmt: skip
     try:
         yield
     finally:
         dist.destroy_process_group()
 
 
-def die_with_parent() -> None:
-    """Ask Linux to send this process SIGKILL when its parent dies (a killed trainer leaves no rank behind)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def _await_check_in(store: dist.TCPStore, children: list[BaseProcess]) -> None:
+    """Wait until every child checked in; fail at once if one exits first, or if one takes too long."""
+    deadline = time.monotonic() + CHECK_IN_TIMEOUT
+    keys = [f"checked-in/{rank}" for rank in range(1, len(children) + 1)]
+    while not store.check(keys):
+        if dead := [p.name for p in children if not p.is_alive()]:
+            raise RankFailed(f"{', '.join(dead)} exited before joining the run")
+        if time.monotonic() > deadline:
+            raise RankFailed(f"the ranks did not check in within {CHECK_IN_TIMEOUT:g}s")
+        time.sleep(0.05)
 
 
-def _loopback_port() -> int:
-    """A loopback port nobody listens on now, for the ranks' rendezvous (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(children: list[BaseProcess]) -> None:
+def _stop(children: list[BaseProcess]) -> str:
+    """Stop every child; the ones that had failed on their own, as they read: "rank 1 (exit code 1)"."""
+    deadline = time.monotonic() + EXIT_GRACE
+    for process in children:  # a rank that raised is exiting already: let it report its own code
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+    failed = ", ".join(f"{p.name} (exit code {p.exitcode})" for p in children if p.exitcode not in (0, None))
     for process in children:
         if process.is_alive():
             process.kill()
     for process in children:
         process.join(timeout=30)
-
-
-def _failed(children: list[BaseProcess]) -> str:
-    """The ranks that exited with an error, as they read: "rank 1 (exit code 1)"."""
-    return ", ".join(f"{p.name} (exit code {p.exitcode})" for p in children if p.exitcode not in (0, None))
+    return failed

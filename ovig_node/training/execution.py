@@ -51,6 +51,8 @@ class ExecutionProfile:
             raise ValueError("accumulate must be float32 or float64")
         if self.device not in ("cpu", "cuda"):
             raise ValueError("device must be cpu or cuda")
+        if self.world_size > 1 and self.device != "cpu":
+            raise ValueError("data-parallel ranks run on the CPU for now (training.distributed)")
 
     def apply(self) -> None:
         """Configure torch for this profile (process-wide: one profile per process)."""

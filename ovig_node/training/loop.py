@@ -133,10 +133,9 @@ def train(
     return TrainResult(digests, roots, resumed, losses, time.monotonic() - started)
 
 
-def _rank_main(run: TrainRun, rank: int, port: int, stop_at: int | None, evidence: bool) -> None:
+def _rank_main(run: TrainRun, rank: int, port: int, parent: int, stop_at: int | None, evidence: bool) -> None:
     """Rank ``rank`` (1..N-1) of a data-parallel run, in a child process of rank 0's."""
-    distributed.die_with_parent()
-    with distributed.joined(run, rank, port):
+    with distributed.child_joined(run, rank, port, parent):
         train(run, stop_at=stop_at, evidence=evidence)
 
 
@@ -191,6 +190,8 @@ def compute_gradients(
     batch = {name: tensor.to(profile.device) for name, tensor in batch.items()}
     size = len(next(iter(batch.values())))
     rank, world = distributed.position()
+    if world != profile.world_size:  # a process group of another run, or a data-parallel profile run alone
+        raise distributed.RankFailed(f"profile {profile.name} trains on {profile.world_size} ranks, not {world}")
     if world > 1:
         if size < world:
             raise distributed.RankFailed(f"a batch of {size} cannot be shared by {world} ranks")
