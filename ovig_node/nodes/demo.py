@@ -78,6 +78,7 @@ class Cast:
     spec: dict[str, int]
     calibration_profiles: tuple[str, ...]
     profiles: dict[int, str]
+    timeout: float = 300  # seconds for the whole demo to end as the protocol says
 
     @property
     def folder(self) -> str:
@@ -89,8 +90,9 @@ class Cast:
 # the watcher confirms on the attention kernel instead; it has no convolution for native-conv.
 CASTS = {
     "vision": Cast("vision", SPEC, CALIBRATION_PROFILES, PROFILES),
+    # Its steps and replays cost several times the CNN's (a 49,152-token output layer): more time to end.
     "llm": Cast("llm", {**SPEC, "batch_size": 4}, CALIBRATION_PROFILES,
-                {**PROFILES, WATCHER: "micro3,math-attention", AUDITORS[2]: "reference,math-attention"}),
+                {**PROFILES, WATCHER: "micro3,math-attention", AUDITORS[2]: "reference,math-attention"}, timeout=600),
 }  # fmt: skip
 ATTACK = "micro_batch_drop"
 MAX_REPORT_BYTES = 1 << 20  # a replay report lists 3 signals x 2 kinds x 5 percentiles: kilobytes
@@ -134,10 +136,12 @@ def run_demo(
     *,
     stop_at_end: bool,
     console: Console,
-    timeout: float = 300,
+    timeout: float | None = None,
     serve: bool = False,
     cast: Cast = CASTS["vision"],
 ) -> DemoResult:
+    """The demo with ``cast``; ``timeout``: seconds for its tasks to end (default: the cast's)."""
+    timeout = cast.timeout if timeout is None else timeout
     started = time.monotonic()
     console.rule("1. devnet and contracts")
     with console.status("starting anvil and the IPFS node ..."):
