@@ -29,14 +29,12 @@ TINY = [("vision", "eval_vision_tiny", s) for s in (1, 10, 100)] + [
 ] + [("language", "eval_language_tiny", 1), ("language", "eval_language_tiny", 10),
      ("language", "eval_language_tiny_s100", 100)]  # fmt: skip
 FULL = [("full language", "eval_language_full", s) for s in (1, 10)]
-# The chat model (llm): the tiny base at s = 1, 10, 100, and SmolLM2-135M-Instruct with LoRA at s = 10.
-LLM = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10), ("llm tiny", "eval_llm_tiny_s100", 100),
-       ("SmolLM2 LoRA", "eval_llm", 10)]  # fmt: skip
+# The chat model (llm): the tiny base at s = 1 and 10. Its s = 100 (bench/eval.py's eval_llm_tiny_s100) and
+# SmolLM2-135M-Instruct with LoRA at s = 10 (bench/eval.py --llm-real: eval_llm, eval_llm_poison) join these
+# columns once run: neither fit this machine's time beside the rest yet (docs/llm.md, "Not yet").
+LLM = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10)]
 DDP = [("vision, ddp2 provider", "eval_vision_tiny_ddp2", s) for s in (1, 10, 100)]
-# The real model's poisoned instruction set runs on a run of its own (bench/eval.py --llm-real's second
-# process, eval_llm_poison: not run yet); its main run (eval_llm) predates the attack.
-LLM_POISON = LLM[:3]
-LLM_HELD_OUT_TARGET = {"eval_llm": 60}  # SmolLM2 at s = 10; the tiny runs take HELD_OUT_TARGET's
+
 # Every committed evaluation (bench/eval.py runs them all), with what its results do not record.
 RUNS = {
     "eval_vision_tiny": "vision, CNN with average pooling (the default)",
@@ -55,8 +53,6 @@ RUNS = {
     "eval_language_tiny_s10_first60": "language, warm-up",
     "eval_language_full": "full language (MiniLM-L6), constant rate",
     "eval_llm_tiny": "llm, tiny base with LoRA",
-    "eval_llm_tiny_s100": "llm, tiny base with LoRA",
-    "eval_llm": "llm, SmolLM2-135M-Instruct with LoRA",
     "eval_vision_tiny_ddp2": "vision, a data-parallel provider (ddp2)",
 }
 # The language runs that explain its warm-up and its boundary, in the order the story goes.
@@ -444,16 +440,16 @@ def eval_ddp() -> str:
 
 def llm_target() -> str:
     """Attacks caught and false positives of the chat model's columns against their held-out targets."""
-    wanted = {(run, s): LLM_HELD_OUT_TARGET.get(run, HELD_OUT_TARGET[s]) for _, run, s in LLM}
-    fpr_met = all(not false_positives(run, s) and len(honest(run, s)) >= n for (run, s), n in wanted.items())
-    columns = ", ".join(f"{fp(run, s)} ({name} s = {s})" for name, run, s in LLM)
-    return f"{caught_summary(LLM)}; false positives **{'met' if fpr_met else 'missed'}**: {columns}"
+    fpr_met = all(not false_positives(run, s) and len(honest(run, s)) >= HELD_OUT_TARGET[s] for _, run, s in LLM)
+    columns = ", ".join(f"{fp(run, s)} at s = {s}" for _, run, s in LLM)
+    return (f"tiny base: {caught_summary(LLM)}; false positives **{'met' if fpr_met else 'missed'}**: {columns}; "
+            "**not run yet**: the tiny base at s = 100 and SmolLM2 with LoRA")  # fmt: skip
 
 
 def eval_llm_poison() -> str:
     """The poisoned instruction set: caught or not, and its success on held-out triggered prompts."""
     rows = []
-    for name, run, s in LLM_POISON:
+    for name, run, s in LLM:
         base, window = evaluation(run)["baseline"][str(s)], evaluation(run)["settings"]["adaptive_window"]
         for label in ("poisoned_instructions rate=0.5", "poisoned_instructions rate=1"):
             row = row_of(run, label, s)
