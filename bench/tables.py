@@ -594,6 +594,7 @@ def train_overhead() -> str:
     """Training with evidence against plain training (bench/train_overhead.py)."""
     rows = []
     for name, what in (("train_overhead_vision_tiny.json", "vision (tiny)"),
+                       ("train_overhead_vision_tiny_ddp2.json", "vision (tiny) under ddp2, against plain ddp2"),
                        ("train_overhead_language.json", "language (full: MiniLM-L6)")):  # fmt: skip
         d = load(name)
         steps = d["args"]["steps"]
