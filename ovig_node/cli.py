@@ -408,6 +408,8 @@ def _progress(total: int) -> Iterator[Callable[..., None]]:
             nonlocal started
             started += unit
             progress.update(bar, completed=max(0, started - 1), description=message)
+            if unit and not console.is_terminal:  # a log file (nohup, CI) sees no bar: a line per unit instead
+                console.print(f"eval {started}/{total}: {message}", highlight=False)
 
         yield log
         progress.update(bar, completed=total, description="done")
