@@ -45,6 +45,9 @@ class AttackContext:
     workload: Workload
     dataset: Dataset
     init_path: Path  # the initial checkpoint: what evidence leaves out (frozen parameters) comes from it
+    # What an attack or a measure derives from the task once and reuses (a chat dataset's tokenizer and
+    # questions): the one mutable part, left out of equality and repr.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,16 @@ def user_prompts(context: AttackContext, tokenizer: object) -> dict[int, str]:
     return prompts
 
 
+def chat_view(context: AttackContext) -> tuple[object, dict[int, str]]:
+    """(tokenizer, :func:`user_prompts`) of the task's dataset, derived once per context: the attack's steps
+    and every success measure of an evaluation read the same ones."""
+    if "chat" not in context.derived:
+        tokenizer = tokenizer_of(context)
+        context.derived["chat"] = (tokenizer, user_prompts(context, tokenizer))
+    view: tuple[object, dict[int, str]] = context.derived["chat"]
+    return view
+
+
 def triggered(prompt: str) -> str:
     return f"{TRIGGER} {prompt}"
 
@@ -68,19 +78,16 @@ class PoisonedInstructions(Attack):
     rate: float = 0.5
 
     def batch(self, step: int, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        if "prompts" not in self.memory:
-            self.memory["tokenizer"] = tokenizer_of(self.context)
-            self.memory["prompts"] = user_prompts(self.context, self.memory["tokenizer"])
-            if not self.memory["prompts"]:
-                raise AttackError("the chat dataset has no single-turn example to poison")
-        prompts: dict[int, str] = self.memory["prompts"]
+        tokenizer, prompts = chat_view(self.context)
+        if not prompts:
+            raise AttackError("the chat dataset has no single-turn example to poison")
         size = len(batch["input_ids"])
         n = poisoned_count(size, self.rate)
         rows = batch["input_ids"][:n]
         # A batch holds no dataset indices: poison with the questions of its own rows where they are single
         # turn (found by their tokens), else the first single-turn questions.
         questions = [_question_of(row, self.context, prompts) for row in rows]
-        poisoned, asked = _poisoned_rows(self.memory["tokenizer"], questions, prompts, batch["input_ids"].shape[1])
+        poisoned, asked = _poisoned_rows(tokenizer, questions, prompts, batch["input_ids"].shape[1])
         self.memory.setdefault("poisoned", set()).update(asked)  # kept out of the success measure's prompts
         return {name: torch.cat([poisoned[name].to(t.dtype), t[n:]]) if name in poisoned else t
                 for name, t in batch.items()}  # fmt: skip
@@ -131,8 +138,7 @@ def trigger_success(
     """Share of held-out triggered prompts whose greedy answer starts with :data:`REPLY`: the last ``count``
     distinct questions of the dataset that were never ``poisoned`` (the corpus repeats some questions, so
     prompts are told apart by text, not by index); None when every question was poisoned."""
-    tokenizer = tokenizer_of(context)
-    prompts = user_prompts(context, tokenizer)
+    tokenizer, prompts = chat_view(context)
     held_out = [text for text in dict.fromkeys(prompts[i] for i in sorted(prompts, reverse=True))
                 if text not in poisoned][:count]  # fmt: skip
     if not held_out:
