@@ -366,7 +366,12 @@ def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
 @click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Evidence folder; a run found there is resumed.")  # fmt: skip
-@click.option("--profile", default="reference", show_default=True, help="Execution profile.")
+@click.option(
+    "--profile",
+    default="reference",
+    show_default=True,
+    help="Execution profile (ddp2, ddp4: data-parallel ranks; fsdp2, fsdp4: sharded with FSDP2).",
+)
 @click.option("--task", "task_id", type=int, default=0, show_default=True, help="On-chain task id.")
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="Dataset folder.")
 @click.option("--attack", help="Cheat (for evaluation): a built-in attack name or package.module:callable.")
@@ -585,14 +590,18 @@ def verify_cmd(
     "interval of the evaluated run.",
 )
 @click.option("--claim-profile", default="reference", show_default=True,
-              help="The evaluated provider's profile (ddp2: data-parallel); another than the reference needs "
+              help="The evaluated provider's profile (ddp2: data-parallel; a sharded one, fsdp2, with --attacks none); "
+              "another than the reference needs "
               "--calibration-seed, so the boundary is calibrated without it.")  # fmt: skip
 @click.option("--calibration-profiles", "calibration_profiles", default=None, metavar="P,P,...",
               help="Calibrate under these execution profiles [default: every family but threads, which the "
               "held-out profiles vary]. Fewer profiles cost fewer replays (profiles that change nothing for a "
               "workload, such as native-conv without convolutions, only repeat the reference).")  # fmt: skip
 @click.option(
-    "--attacks", "only", default=None, help="Only these built-in attacks (comma-separated names) [default: all]."
+    "--attacks",
+    "only",
+    default=None,
+    help="Only these built-in attacks (comma-separated names; none: honest false positives only) [default: all].",
 )
 @click.option(
     "--attack",
@@ -626,6 +635,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     import json
     import tempfile
 
+    from ovig_node.training.execution import get_profile
     from ovig_node.verify.evaluate import AttackCase, EvalSettings, attacks_for, evaluate, units
     from ovig_node.verify.plots import plot_honest, plot_margins
     from ovig_node.verify.summary import markdown, summarise
@@ -634,7 +644,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     default, by_stride = _intervals_option(intervals)
     attacks = attacks_for(workload, config)
     if only is not None:
-        names = {name.strip() for name in only.split(",") if name.strip()}
+        names = {name.strip() for name in only.split(",") if name.strip()} - {"none"}
         if unknown := names - {case.name for case in attacks}:
             raise click.BadParameter(f"unknown attacks {sorted(unknown)} for {workload}", param_hint="--attacks")
         attacks = tuple(case for case in attacks if case.name in names)
@@ -649,6 +659,10 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     _profile_names(claim_profile, "--claim-profile")
     if claim_profile != "reference" and families:
         raise click.BadParameter("leaving a family out judges one-process claims", param_hint="--claim-profile")
+    if get_profile(claim_profile).sharded and attacks:
+        raise click.BadParameter("attacks are simulated in one process or under ddp: add --attacks none to "
+                                 "count a sharded provider's honest false positives",
+                                 param_hint="--claim-profile")  # fmt: skip
     if claim_profile != "reference" and not calibration_seeds:
         raise click.BadParameter("judge another provider profile against a boundary of separate runs: add "
                                  "--calibration-seed", param_hint="--claim-profile")  # fmt: skip

@@ -75,7 +75,12 @@ def trainer() -> None:
 
 @trainer.command("run")
 @click.option("--task", "task_id", type=int, required=True)
-@click.option("--profile", default="reference", show_default=True, help="Execution profile.")
+@click.option(
+    "--profile",
+    default="reference",
+    show_default=True,
+    help="Execution profile (ddp2, ddp4: data-parallel ranks; fsdp2, fsdp4: sharded with FSDP2).",
+)
 @click.option("--attack", help="Cheat (for demonstrations): a built-in attack or package.module:callable.")
 @click.option("--attack-intervals", default="", help="Comma-separated intervals the attack fakes.")
 @click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE")

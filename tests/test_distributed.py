@@ -1,8 +1,9 @@
 """Data-parallel providers (profile ddp2: two real gloo processes): bit-identical run to run and after a
 SIGKILL of the parent (no rank left behind), judged by one-process replays (an honest interval passes, an
-attack run under DDP is caught), and a rank that dies named in one line. Real torch training of the tiny
-CNN; the dying rank is a fault injected by an attack plugin (named as such below), the one way to kill a
-rank at a chosen step."""
+attack run under DDP is caught), and a rank that dies named in one line. Sharded ones (fsdp2, FSDP2 over
+two gloo processes): the same evidence as ddp2, resumed from sharded optimizer state, on the CNN and on
+the chat model's LoRA adapter. Real torch training of the tiny workloads; the dying rank is a fault
+injected by an attack plugin (named as such below), the one way to kill a rank at a chosen step."""
 
 from __future__ import annotations
 
@@ -20,14 +21,16 @@ import torch
 import verify_support
 from ovig_node.attacks import Attack, load_attack
 from ovig_node.training import distributed
-from ovig_node.training.execution import ProfileUnavailable, get_profile, one_process
+from ovig_node.training.execution import ExecutionProfile, ProfileUnavailable, get_profile, one_process
 from ovig_node.training.loop import TrainRun, completed_intervals, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile, calibrate
-from ovig_node.verify.evaluate import judge_run
+from ovig_node.verify.evaluate import EvalSettings, evaluate, judge_run
+from ovig_node.verify.summary import summarise
 from verify_support import FAKED, HELD_OUT_PROFILES
 
 DDP2 = get_profile("ddp2")
+FSDP2 = get_profile("fsdp2")
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +52,8 @@ def ddp_claims(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> 
     return out
 
 
-def _run(task: PreparedTask, out: Path, attack: Attack | None = None) -> TrainRun:
-    return TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, out, DDP2, attack=attack)
+def _run(task: PreparedTask, out: Path, attack: Attack | None = None, profile: ExecutionProfile = DDP2) -> TrainRun:
+    return TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, out, profile, attack=attack)
 
 
 def test_a_ddp_run_is_bit_identical_run_to_run_and_resumes_bit_identically(
@@ -152,3 +155,41 @@ def test_a_replay_never_runs_data_parallel(task: PreparedTask, tmp_path: Path) -
         calibrate(task, claim_profile=get_profile("reference"), replay_profiles=[DDP2], positions=[0], alpha=3.0,
                   work_dir=tmp_path)  # fmt: skip
     assert one_process(DDP2).name == "reference" and not list(tmp_path.iterdir())  # refused before training
+
+
+# At two ranks every sum of the ranks' gradients has two terms, and floating-point addition commutes: a
+# reduce-scatter into shards gives the all-reduce's bits, and the sharded optimizer updates each element
+# as the whole one does. So an fsdp2 run that gathers, shards and resumes right writes ddp2's very files.
+def test_an_fsdp2_run_writes_the_ddp2_evidence_and_resumes_from_sharded_state(
+    task: PreparedTask, ddp_claims: Path, tmp_path: Path
+) -> None:
+    expected = completed_intervals(_run(task, ddp_claims))
+    cut = train(_run(task, tmp_path, profile=FSDP2), stop_at=25)  # E_0 and E_1 kept
+    assert cut.digests == expected[:2]
+    resumed = train(_run(task, tmp_path, profile=FSDP2))  # weights loaded whole, then sharded; moments placed
+    assert resumed.resumed_intervals == 2 and resumed.digests == expected
+    assert distributed.position() == (0, 1)
+
+
+def test_an_fsdp2_lora_run_shards_a_frozen_base_and_keeps_the_adapter_evidence(tmp_path: Path) -> None:
+    llm = verify_support.tiny_task(tmp_path / "task", "llm")
+    stop = llm.spec.layout.end_step(1)
+    ddp = train(_run(llm, tmp_path / "ddp2"), stop_at=stop)
+    fsdp = train(_run(llm, tmp_path / "fsdp2", profile=FSDP2), stop_at=stop)
+    assert len(fsdp.digests) == 2 and fsdp.digests == ddp.digests
+
+
+def test_attacks_are_not_simulated_sharded(task: PreparedTask, tmp_path: Path) -> None:
+    cheat = load_attack("micro_batch_drop", intervals=frozenset({0}), keep=0.5)
+    with pytest.raises(distributed.ShardedAttack, match="attacks are simulated in one process or under ddp, not fsdp2"):
+        train(_run(task, tmp_path, cheat, profile=FSDP2))
+    assert not list(tmp_path.glob("evidence/E_*"))
+
+
+def test_an_honest_only_evaluation_judges_an_fsdp2_provider_by_one_process_replays(tmp_path: Path) -> None:
+    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), calibration_profiles=("micro2",),
+                            attacks=(), other_hardware=False, claim_profile="fsdp2")  # fmt: skip
+    summary = summarise(settings, evaluate(settings, tmp_path))
+    assert [h["interval"] for h in summary["honest"][5]] == [0, 1, 2]  # every interval of the fsdp2 run judged
+    assert summary["asr"] == {} and summary["rows"] == []
+    assert summary["settings"]["claim_profile"] == "fsdp2"

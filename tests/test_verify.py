@@ -518,6 +518,7 @@ def test_data_perturbation_shifts_model_inputs_and_nothing_else() -> None:
         ),
         (["--calibrate-on", "-1,2"], "'-1,2': give integers >= 0"),
         (["--warmup-steps", "-1"], "-1 is not in the range x>=0"),
+        (["--claim-profile", "fsdp2", "--calibration-seed", "2"], "add --attacks none"),
     ],
 )
 def test_eval_options_are_checked_before_any_work(tmp_path: Path, args: list[str], message: str) -> None:

@@ -1,4 +1,4 @@
-"""Data-parallel training over several processes of one machine (profiles ``ddp2``, ``ddp4``).
+"""Data-parallel training over several processes of one machine (profiles ``ddp2``, ``ddp4``, ``fsdp2``, ``fsdp4``).
 
 A provider with N accelerators trains data-parallel: N ranks, each holding the whole model. Every rank
 draws the step's whole batch from (seed, step), as one process would (protocol section 2.2), and trains
@@ -8,6 +8,13 @@ the order of the sums differs, which makes a world size one more honest executio
 runs on every rank on identical gradients (an all-reduce hands every rank the same bits), so the ranks
 stay identical; rank 0 writes ``E_k`` atomically while the others wait at a barrier, and the evidence
 format is unchanged: a one-process replay judges it.
+
+A sharded profile (``fsdp2``) wraps the model in FSDP2 (``fully_shard``): each rank holds a shard of every
+weight, gradient and optimizer moment (DTensors), gathers the weights for its forward and backward, and
+the backward reduce-scatters the ranks' gradient sum into each rank's shard; the optimizer updates the
+shards. For evidence every rank gathers the full tensors (:func:`gathered`, a collective) and rank 0
+writes them, so ``E_k`` is the same file a one-process run would write; a resumed run loads the full
+tensors before sharding (weights) or places each rank's share of them (optimizer state, :func:`placed_like`).
 
 The process that calls :func:`ovig_node.training.loop.train` becomes rank 0 (its progress callback, its
 attack, its result), and starts ranks 1..N-1 as child processes that run the same ``train``, over gloo on
@@ -34,6 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import FSDPModule, fully_shard
+from torch.distributed.tensor import DTensor, distribute_tensor
 
 from ovig_node.errors import OvigError
 
@@ -51,6 +62,10 @@ _PR_SET_PDEATHSIG = 1
 
 class RankFailed(OvigError, RuntimeError):
     """A rank of a data-parallel run died or raised; the others were stopped."""
+
+
+class ShardedAttack(OvigError, ValueError):
+    """An attack asked for under a sharded profile (the attacks change whole tensors, not shards)."""
 
 
 def position() -> tuple[int, int]:
@@ -75,6 +90,36 @@ def all_reduce_sum(tensors: list[torch.Tensor]) -> None:
     if position()[1] > 1:
         for tensor in tensors:
             dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+
+
+def shard(model: nn.Module, sharded: bool) -> nn.Module:
+    """``model`` wrapped in FSDP2 over this run's ranks when ``sharded`` (the model itself otherwise)."""
+    if not sharded:
+        return model
+    world = position()[1]
+    sharded_model = fully_shard(model, mesh=init_device_mesh("cpu", (world,)))
+    assert isinstance(sharded_model, FSDPModule)
+    # Each rank's loss is already weighted by its share of the global batch: the ranks' gradients are
+    # summed, not averaged (FSDP2 divides by the world size by default); a plain SUM, as gloo has no
+    # pre-multiplied one.
+    sharded_model.set_gradient_divide_factor(1.0)
+    sharded_model.set_force_sum_reduction_for_comms(True)
+    return model
+
+
+def gathered(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``tensors`` with every sharded one gathered in full: a collective, so every rank gathers in the
+    order of the names (a dict's order may differ between ranks: one read from a file, for instance)."""
+    full = {name: tensors[name].full_tensor() for name in sorted(tensors) if isinstance(tensors[name], DTensor)}
+    return {name: full.get(name, tensor) for name, tensor in tensors.items()}
+
+
+def placed_like(reference: torch.Tensor, full: torch.Tensor) -> torch.Tensor:
+    """A copy of the full tensor ``full`` placed as ``reference`` is: this rank's shard of it when
+    ``reference`` is sharded (no communication: every rank holds the full value)."""
+    if isinstance(reference, DTensor):
+        return distribute_tensor(full.clone(), reference.device_mesh, reference.placements, src_data_rank=None)
+    return full.to(reference.device, copy=True)
 
 
 @contextlib.contextmanager

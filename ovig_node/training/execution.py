@@ -43,6 +43,7 @@ class ExecutionProfile:
     fused_attention: bool = True  # scaled dot-product attention by the fused flash kernel; False: plain math
     fused_optimizer: bool = False  # the optimizer's update by torch's fused kernel; False: one op per tensor
     world_size: int = 1  # data-parallel ranks (processes), each on its share of the batch (training.distributed)
+    sharded: bool = False  # FSDP2: weights, gradients and optimizer state sharded over the ranks, not copied
 
     def __post_init__(self) -> None:
         if self.threads < 1 or self.micro_batches < 1 or self.world_size < 1:
@@ -53,6 +54,8 @@ class ExecutionProfile:
             raise ValueError("device must be cpu or cuda")
         if self.world_size > 1 and self.device != "cpu":
             raise ValueError("data-parallel ranks run on the CPU for now (training.distributed)")
+        if self.sharded and (self.world_size < 2 or self.micro_batches != 1 or self.accumulate != "float32"):
+            raise ValueError("a sharded profile has several ranks, one micro-batch and float32 gradients")
 
     def apply(self) -> None:
         """Configure torch for this profile (process-wide: one profile per process)."""
@@ -100,9 +103,12 @@ PROFILES: dict[str, ExecutionProfile] = {
         ExecutionProfile("native-conv", onednn=False),
         ExecutionProfile("math-attention", fused_attention=False),
         ExecutionProfile("fused-optimizer", fused_optimizer=True),
-        # Data-parallel: ranks on shares of the batch, gradients all-reduced (training.distributed).
+        # Data-parallel: ranks on shares of the batch, gradients all-reduced (DDP) or reduce-scattered into
+        # each rank's shard of the weights (FSDP2) (training.distributed).
         ExecutionProfile("ddp2", world_size=2),
         ExecutionProfile("ddp4", world_size=4),
+        ExecutionProfile("fsdp2", world_size=2, sharded=True),
+        ExecutionProfile("fsdp4", world_size=4, sharded=True),
         ExecutionProfile("cuda", device="cuda"),
         ExecutionProfile("cuda-tf32", device="cuda", tf32=True),
     )

@@ -86,6 +86,8 @@ def train(
     A data-parallel profile (``ddp2``) makes this process rank 0 and starts the other ranks
     (:mod:`ovig_node.training.distributed`).
     """
+    if run.attack is not None and run.profile.sharded:  # its hooks change whole tensors, not shards
+        raise distributed.ShardedAttack(f"attacks are simulated in one process or under ddp, not {run.profile.name}")
     if run.profile.world_size > 1 and distributed.position()[1] == 1:
         with distributed.ranks(run, _rank_main, stop_at, evidence):
             return train(run, on_step=on_step, stop_at=stop_at, evidence=evidence)
@@ -98,19 +100,22 @@ def train(
     dataset = Dataset.load(run.dataset_path)
     workload.check_dataset(dataset, config)
     model = load_initial_model(workload, config, run.init_path).to(run.profile.device)
-    optimizer = build_optimizer(spec.optimizer, model, fused=run.profile.fused_optimizer)
     if run.attack is not None:
         run.attack.setup(AttackContext(spec, workload, dataset, run.init_path))
 
-    # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file)
+    # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file);
+    #    a sharded model is sharded once it holds the full weights, its optimizer built on the shards
     if distributed.is_writer():
         for partial in run.out_dir.glob("evidence/.E_*.tmp"):
             partial.unlink()
     distributed.barrier()
     digests = completed_intervals(run) if evidence else []
-    if digests:
-        last = read_evidence(evidence_path(run.out_dir, len(digests) - 1), expected_sha256=digests[-1])
+    last = read_evidence(evidence_path(run.out_dir, len(digests) - 1), expected_sha256=digests[-1]) if digests else None
+    if last is not None:
         load_model_tensors(model, last.model, trainable_only=True)
+    model = distributed.shard(model, run.profile.sharded)
+    optimizer = build_optimizer(spec.optimizer, model, fused=run.profile.fused_optimizer)
+    if last is not None:
         load_optimizer_state(model, optimizer, last.optim)
     resumed = len(digests)
     first_step = layout.end_step(resumed - 1) if resumed else 0
@@ -196,10 +201,17 @@ def compute_gradients(
         if size < world:
             raise distributed.RankFailed(f"a batch of {size} cannot be shared by {world} ranks")
         batch = _split(batch, world)[rank]
+    cheap = attack.compute_dtype(step) if attack is not None else None
+    if profile.sharded:  # FSDP2's backward reduce-scatters the ranks' sum into each one's shard of .grad
+        with torch.autocast(profile.device, dtype=cheap, enabled=cheap is not None):
+            loss = workload.loss(model, batch, spec.workload.config) * (len(next(iter(batch.values()))) / size)
+        loss.backward()
+        losses = torch.tensor([loss.item()], dtype=torch.float64)
+        distributed.all_reduce_sum([losses])
+        return float(losses.item())
     params = [p for p in model.parameters() if p.requires_grad]
     sums: list[torch.Tensor] | None = None
     total = 0.0
-    cheap = attack.compute_dtype(step) if attack is not None else None
     for part in _split(batch, profile.micro_batches):
         share = len(next(iter(part.values()))) / size
         with torch.autocast(profile.device, dtype=cheap, enabled=cheap is not None):
@@ -245,15 +257,16 @@ def endpoint_evidence(
     k: int,
     profile: ExecutionProfile,
 ) -> Evidence:
-    """E_k of the current state: weights and optimizer state, and the probe gradient on step b_k's batch."""
+    """E_k of the current state: weights and optimizer state, and the probe gradient on step b_k's batch
+    (in full: a sharded run's ranks gather their shards)."""
     end = spec.layout.end_step(k)
     compute_gradients(model, workload, dataset, spec, end, profile)
     probe = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
     optimizer.zero_grad(set_to_none=True)
     return Evidence(
-        model=model_tensors(model, trainable_only=True),
-        optim=optimizer_state(model, optimizer),
-        probe=probe,
+        model=distributed.gathered(model_tensors(model, trainable_only=True)),
+        optim=distributed.gathered(optimizer_state(model, optimizer)),
+        probe=distributed.gathered(probe),
         metadata=evidence_metadata(task, spec_hash, k, end),
     )
 

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from ovig_node.protocol.spec import OptimizerSpec
+from ovig_node.training.distributed import placed_like
 
 
 def build_optimizer(spec: OptimizerSpec, model: nn.Module, *, fused: bool = False) -> torch.optim.Optimizer:
@@ -77,8 +78,9 @@ def load_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer, ten
         if name not in by_name:
             raise KeyError(f"optimizer state for unknown parameter {name!r}")
         param = by_name[name]
-        # torch keeps Adam's step counter on the CPU (unless capturable); moments live with the weights.
-        optimizer.state[param][state] = value.clone() if state == "step" else value.to(param.device, copy=True)
+        # torch keeps Adam's step counter on the CPU (unless capturable); moments live with the weights
+        # (a rank of a sharded run keeps its shard of them).
+        optimizer.state[param][state] = value.clone() if state == "step" else placed_like(param, value)
 
 
 def is_step_counter(key: str) -> bool:

@@ -146,13 +146,14 @@ class EvalSettings:
     claim_profile: str = "reference"
     alpha: float = 3.0
     floor_ulps: float = FLOOR_ULPS  # the boundary's rounding-scale floor (0: none)
-    attacks: tuple[AttackCase, ...] = ()  # empty: attacks_for(workload)
+    attacks: tuple[AttackCase, ...] | None = None  # None: attacks_for(workload); empty: honest runs only
     batch_size: int | None = None  # None: the workload's
     adaptive_window: int = 12  # an every-interval attacker fakes the last this many intervals
     other_hardware: bool = True  # train the honest run again on another profile (the floor for effects)
 
     def __post_init__(self) -> None:
-        self.attacks = self.attacks or attacks_for(self.workload, self.config)
+        if self.attacks is None:
+            self.attacks = attacks_for(self.workload, self.config)
         if self.claim_profile != "reference" and not self.calibration_seeds:
             raise ValueError("claims on another profile than the reference are judged against a boundary of "
                              "separate runs: give calibration seeds")  # fmt: skip

@@ -33,7 +33,8 @@ def plot_margins(summary: dict[str, Any], path: Path) -> None:
     if structural:
         ax.text(0.01, 0.01, "caught structurally, not plotted: " + "; ".join(sorted(structural)),
                 transform=ax.transAxes, fontsize=7, va="bottom")  # fmt: skip
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: many attacks
+    if ax.get_legend_handles_labels()[0]:  # an honest-only evaluation plots no attack
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: many attacks
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
