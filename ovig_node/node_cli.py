@@ -92,12 +92,15 @@ def trainer_run(task_id: int, profile: str, attack: str | None, attack_intervals
     from ovig_node.attacks import load_attack
     from ovig_node.nodes.keeper import Keeper
     from ovig_node.nodes.trainer import TrainerNode
+    from ovig_node.training import distributed
+    from ovig_node.training.execution import get_profile
 
     cheat = None
     if attack:
         intervals = frozenset(int(k) for k in attack_intervals.split(",") if k)
         params = {key: float(value) for key, value in (p.split("=", 1) for p in attack_params)}
         cheat = load_attack(attack, intervals=intervals, **params)
+    distributed.refuse_sharded_attack(get_profile(profile), cheat)  # before anything touches the chain
     ctx = _open("trainer", options)
     keeper = None if no_keeper else Keeper(ctx, only_tasks=frozenset({task_id}))
     status = TrainerNode(ctx, task_id, profile_name=profile, attack=cheat, keeper=keeper).run()

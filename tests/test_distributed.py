@@ -179,9 +179,24 @@ def test_an_fsdp2_lora_run_shards_a_frozen_base_and_keeps_the_adapter_evidence(t
     assert len(fsdp.digests) == 2 and fsdp.digests == ddp.digests
 
 
+def test_an_fsdp4_run_over_uneven_shards_resumes_bit_identically(task: PreparedTask, tmp_path: Path) -> None:
+    # four ranks split fc2's 10 rows 3 + 3 + 3 + 1 (and conv1's 4 one each): uneven shards to place on resume
+    fsdp4 = get_profile("fsdp4")
+    whole = train(_run(task, tmp_path / "whole", profile=fsdp4), stop_at=35)
+    train(_run(task, tmp_path / "cut", profile=fsdp4), stop_at=15)  # E_0 kept
+    resumed = train(_run(task, tmp_path / "cut", profile=fsdp4), stop_at=35)
+    assert resumed.resumed_intervals == 1 and resumed.digests == whole.digests and len(whole.digests) == 3
+
+
 def test_attacks_are_not_simulated_sharded(task: PreparedTask, tmp_path: Path) -> None:
+    ovig = Path(sys.executable).parent / "ovig"
+    argv = [str(ovig), "trainer", "run", "--task", "1", "--profile", "fsdp2", "--attack", "micro_batch_drop"]
+    refused = subprocess.run(argv, capture_output=True, text=True, timeout=120)  # before any RPC: none runs
+    assert refused.returncode == 1 and "attacks are simulated in one process or under ddp, not fsdp2" in refused.stderr
     cheat = load_attack("micro_batch_drop", intervals=frozenset({0}), keep=0.5)
-    with pytest.raises(distributed.ShardedAttack, match="attacks are simulated in one process or under ddp, not fsdp2"):
+    with pytest.raises(
+        distributed.ShardedAttackRefused, match="attacks are simulated in one process or under ddp, not fsdp2"
+    ):
         train(_run(task, tmp_path, cheat, profile=FSDP2))
     assert not list(tmp_path.glob("evidence/E_*"))
 

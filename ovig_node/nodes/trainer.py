@@ -32,6 +32,7 @@ from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.unixfs import cid_of_bytes
+from ovig_node.training import distributed
 from ovig_node.training.execution import get_profile, one_process
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.verify.report import verify_interval
@@ -55,6 +56,10 @@ class TrainerNode:
     _thread: threading.Thread | None = None
     _failure: BaseException | None = None
     _digests: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # before any bond is posted: train() would refuse it only once the task is accepted
+        distributed.refuse_sharded_attack(get_profile(self.profile_name), self.attack)
 
     @property
     def folder(self) -> Path:

@@ -42,13 +42,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.fsdp import FSDPModule, fully_shard
-from torch.distributed.tensor import DTensor, distribute_tensor
 
 from ovig_node.errors import OvigError
 
 if TYPE_CHECKING:
+    from ovig_node.attacks.base import Attack
+    from ovig_node.training.execution import ExecutionProfile
     from ovig_node.training.loop import TrainRun
 
 # A collective that waits longer than this on a peer fails instead of hanging: a rank stuck on a step
@@ -64,8 +63,17 @@ class RankFailed(OvigError, RuntimeError):
     """A rank of a data-parallel run died or raised; the others were stopped."""
 
 
-class ShardedAttack(OvigError, ValueError):
+class ShardedAttackRefused(OvigError, ValueError):
     """An attack asked for under a sharded profile (the attacks change whole tensors, not shards)."""
+
+
+class Unshardable(OvigError, ValueError):
+    """A model FSDP2 cannot shard (a 0-dimensional parameter)."""
+
+
+def refuse_sharded_attack(profile: ExecutionProfile, attack: Attack | None) -> None:
+    if attack is not None and profile.sharded:
+        raise ShardedAttackRefused(f"attacks are simulated in one process or under ddp, not {profile.name}")
 
 
 def position() -> tuple[int, int]:
@@ -93,32 +101,53 @@ def all_reduce_sum(tensors: list[torch.Tensor]) -> None:
 
 
 def shard(model: nn.Module, sharded: bool) -> nn.Module:
-    """``model`` wrapped in FSDP2 over this run's ranks when ``sharded`` (the model itself otherwise)."""
+    """``model`` sharded in place with FSDP2 over this run's ranks when ``sharded``: each block of a
+    layer list (a transformer's layers) is a unit of its own, gathered for its forward and backward only,
+    and the rest of the model one more, so a rank holds the whole of one block at a time."""
     if not sharded:
         return model
-    world = position()[1]
-    sharded_model = fully_shard(model, mesh=init_device_mesh("cpu", (world,)))
-    assert isinstance(sharded_model, FSDPModule)
-    # Each rank's loss is already weighted by its share of the global batch: the ranks' gradients are
-    # summed, not averaged (FSDP2 divides by the world size by default); a plain SUM, as gloo has no
-    # pre-multiplied one.
-    sharded_model.set_gradient_divide_factor(1.0)
-    sharded_model.set_force_sum_reduction_for_comms(True)
+    from torch.distributed.device_mesh import init_device_mesh  # distributed-only imports: a replay needs none
+    from torch.distributed.fsdp import FSDPModule, fully_shard
+
+    if scalars := [name for name, p in model.named_parameters() if p.dim() == 0]:
+        raise Unshardable(f"FSDP2 cannot shard 0-dimensional parameters ({', '.join(scalars[:3])}): use ddp")
+    mesh = init_device_mesh("cpu", (position()[1],))
+    blocks = [block for module in model.modules() if isinstance(module, nn.ModuleList) for block in module]
+    for block in blocks:
+        if any(p.numel() for p in block.parameters()):
+            fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    for unit in model.modules():
+        if isinstance(unit, FSDPModule):
+            # Each rank's loss is already weighted by its share of the global batch: the ranks' gradients
+            # are summed, not averaged (FSDP2's default), by a plain SUM (gloo has no pre-multiplied one).
+            unit.set_gradient_divide_factor(1.0)
+            unit.set_force_sum_reduction_for_comms(True)
     return model
 
 
 def gathered(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """``tensors`` with every sharded one gathered in full: a collective, so every rank gathers in the
-    order of the names (a dict's order may differ between ranks: one read from a file, for instance)."""
-    full = {name: tensors[name].full_tensor() for name in sorted(tensors) if isinstance(tensors[name], DTensor)}
-    return {name: full.get(name, tensor) for name, tensor in tensors.items()}
+    """``tensors`` with every sharded one gathered in full for the writer (rank 0); other ranks keep
+    their shard. A collective, so every rank gathers in the order of the names (a dict's order may
+    differ between ranks: one read from a file, for instance)."""
+    from torch.distributed.tensor import DTensor
+
+    out = dict(tensors)
+    for name in sorted(tensors):
+        if isinstance(tensors[name], DTensor):
+            full = tensors[name].full_tensor()
+            if is_writer():  # the others drop it at once: only rank 0 writes E_k
+                out[name] = full
+    return out
 
 
 def placed_like(reference: torch.Tensor, full: torch.Tensor) -> torch.Tensor:
     """A copy of the full tensor ``full`` placed as ``reference`` is: this rank's shard of it when
     ``reference`` is sharded (no communication: every rank holds the full value)."""
-    if isinstance(reference, DTensor):
-        return distribute_tensor(full.clone(), reference.device_mesh, reference.placements, src_data_rank=None)
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    if isinstance(reference, DTensor):  # the shard is split off as a copy, never a view of ``full``
+        return distribute_tensor(full, reference.device_mesh, reference.placements, src_data_rank=None)
     return full.to(reference.device, copy=True)
 
 

@@ -83,11 +83,10 @@ def train(
     """Train ``run`` to the end (or up to step ``stop_at``, exclusive, to interrupt on purpose).
 
     ``evidence=False`` trains plainly and keeps nothing: the baseline of ``bench/train_overhead.py``.
-    A data-parallel profile (``ddp2``) makes this process rank 0 and starts the other ranks
-    (:mod:`ovig_node.training.distributed`).
+    A data-parallel or sharded profile (``ddp2``, ``fsdp2``) makes this process rank 0 and starts the
+    other ranks (:mod:`ovig_node.training.distributed`).
     """
-    if run.attack is not None and run.profile.sharded:  # its hooks change whole tensors, not shards
-        raise distributed.ShardedAttack(f"attacks are simulated in one process or under ddp, not {run.profile.name}")
+    distributed.refuse_sharded_attack(run.profile, run.attack)  # its hooks change whole tensors, not shards
     if run.profile.world_size > 1 and distributed.position()[1] == 1:
         with distributed.ranks(run, _rank_main, stop_at, evidence):
             return train(run, on_step=on_step, stop_at=stop_at, evidence=evidence)
@@ -201,10 +200,8 @@ def compute_gradients(
         if size < world:
             raise distributed.RankFailed(f"a batch of {size} cannot be shared by {world} ranks")
         batch = _split(batch, world)[rank]
-    cheap = attack.compute_dtype(step) if attack is not None else None
     if profile.sharded:  # FSDP2's backward reduce-scatters the ranks' sum into each one's shard of .grad
-        with torch.autocast(profile.device, dtype=cheap, enabled=cheap is not None):
-            loss = workload.loss(model, batch, spec.workload.config) * (len(next(iter(batch.values()))) / size)
+        loss = workload.loss(model, batch, spec.workload.config) * (len(next(iter(batch.values()))) / size)
         loss.backward()
         losses = torch.tensor([loss.item()], dtype=torch.float64)
         distributed.all_reduce_sum([losses])
@@ -212,6 +209,7 @@ def compute_gradients(
     params = [p for p in model.parameters() if p.requires_grad]
     sums: list[torch.Tensor] | None = None
     total = 0.0
+    cheap = attack.compute_dtype(step) if attack is not None else None
     for part in _split(batch, profile.micro_batches):
         share = len(next(iter(part.values()))) / size
         with torch.autocast(profile.device, dtype=cheap, enabled=cheap is not None):

@@ -154,6 +154,9 @@ class EvalSettings:
     def __post_init__(self) -> None:
         if self.attacks is None:
             self.attacks = attacks_for(self.workload, self.config)
+        if self.attacks and get_profile(self.claim_profile).sharded:
+            raise ValueError(f"attacks are simulated in one process or under ddp, not {self.claim_profile}: "
+                             "evaluate a sharded provider's honest runs only (no attacks)")  # fmt: skip
         if self.claim_profile != "reference" and not self.calibration_seeds:
             raise ValueError("claims on another profile than the reference are judged against a boundary of "
                              "separate runs: give calibration seeds")  # fmt: skip
@@ -231,7 +234,7 @@ class Log(Protocol):
 
 def units(settings: EvalSettings) -> int:
     """Units of work an evaluation reports: per stride the claims, calibration, honest checks, each attack."""
-    return len(settings.strides) * (3 + len(settings.attacks))
+    return len(settings.strides) * (3 + len(settings.attacks or ()))
 
 
 def quiet(message: str, *, unit: bool = False) -> None:
