@@ -29,10 +29,17 @@ TINY = [("vision", "eval_vision_tiny", s) for s in (1, 10, 100)] + [
 ] + [("language", "eval_language_tiny", 1), ("language", "eval_language_tiny", 10),
      ("language", "eval_language_tiny_s100", 100)]  # fmt: skip
 FULL = [("full language", "eval_language_full", s) for s in (1, 10)]
-# The chat model (llm): the tiny base at s = 1 and 10. Its s = 100 (bench/eval.py's eval_llm_tiny_s100) and
-# SmolLM2-135M-Instruct with LoRA at s = 10 (bench/eval.py --llm-real: eval_llm, eval_llm_poison) join these
-# columns once run: neither fit this machine's time beside the rest yet (docs/llm.md, "Not yet").
-LLM = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10)]
+# The chat model (llm): the tiny base at s = 1 and 10, SmolLM2-135M-Instruct with LoRA at s = 10 (bench/eval.py
+# --llm-real: eval_llm, and the poisoned instruction set on a shorter run of its own, eval_llm_poison) and the
+# tiny base at s = 100 (eval_llm_tiny_s100). A run takes its column once its results are committed: the long
+# ones did not all fit this machine's time beside the rest yet (docs/llm.md, "Not yet").
+LLM_RUNS = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10),
+            ("llm tiny", "eval_llm_tiny_s100", 100), ("SmolLM2 LoRA", "eval_llm", 10)]  # fmt: skip
+LLM = [column for column in LLM_RUNS if (RESULTS / column[1] / "eval.json").is_file()]
+LLM_NOT_RUN = {"eval_llm_tiny_s100": "the tiny base at s = 100", "eval_llm": "SmolLM2 with LoRA"}
+POISON_RUN = ("SmolLM2 LoRA, short run", "eval_llm_poison", 10)
+LLM_POISON = [*LLM, *([POISON_RUN] if (RESULTS / POISON_RUN[1] / "eval.json").is_file() else [])]
+LLM_HELD_OUT_TARGET = {"eval_llm": 60}  # the real model's target (the tiny base's are HELD_OUT_TARGET's)
 DDP = [("vision, ddp2 provider", "eval_vision_tiny_ddp2", s) for s in (1, 10, 100)]
 
 # Every committed evaluation (bench/eval.py runs them all), with what its results do not record.
@@ -54,7 +61,11 @@ RUNS = {
     "eval_language_full": "full language (MiniLM-L6), constant rate",
     "eval_llm_tiny": "llm, tiny base with LoRA",
     "eval_vision_tiny_ddp2": "vision, a data-parallel provider (ddp2)",
+    "eval_llm_tiny_s100": "llm, tiny base with LoRA",
+    "eval_llm": "llm, SmolLM2-135M-Instruct with LoRA",
+    "eval_llm_poison": "llm, SmolLM2-135M-Instruct with LoRA (poisoned instructions only)",
 }
+RUNS = {run: what for run, what in RUNS.items() if (RESULTS / run / "eval.json").is_file()}  # the long ones once run
 # The language runs that explain its warm-up and its boundary, in the order the story goes.
 WARMUP = [("eval_language_tiny_s100_constant", 100), ("eval_language_tiny_s100_constant_late_calibration", 100),
           ("eval_language_tiny_s100_warmup500", 100), ("eval_language_tiny_s100_seed2_only", 100),
@@ -440,16 +451,18 @@ def eval_ddp() -> str:
 
 def llm_target() -> str:
     """Attacks caught and false positives of the chat model's columns against their held-out targets."""
-    fpr_met = all(not false_positives(run, s) and len(honest(run, s)) >= HELD_OUT_TARGET[s] for _, run, s in LLM)
-    columns = ", ".join(f"{fp(run, s)} at s = {s}" for _, run, s in LLM)
-    return (f"tiny base: {caught_summary(LLM)}; false positives **{'met' if fpr_met else 'missed'}**: {columns}; "
-            "**not run yet**: the tiny base at s = 100 and SmolLM2 with LoRA")  # fmt: skip
+    targets = {run: LLM_HELD_OUT_TARGET.get(run, HELD_OUT_TARGET[s]) for _, run, s in LLM}
+    fpr_met = all(not false_positives(run, s) and len(honest(run, s)) >= targets[run] for _, run, s in LLM)
+    columns = ", ".join(f"{fp(run, s)} ({name}) at s = {s}" for name, run, s in LLM)
+    missing = [what for run, what in LLM_NOT_RUN.items() if run not in targets]
+    return (f"{caught_summary(LLM)}; false positives **{'met' if fpr_met else 'missed'}**: {columns}"
+            + (f"; **not run yet**: {' and '.join(missing)}" if missing else ""))  # fmt: skip
 
 
 def eval_llm_poison() -> str:
     """The poisoned instruction set: caught or not, and its success on held-out triggered prompts."""
     rows = []
-    for name, run, s in LLM:
+    for name, run, s in LLM_POISON:
         base, window = evaluation(run)["baseline"][str(s)], evaluation(run)["settings"]["adaptive_window"]
         for label in ("poisoned_instructions rate=0.5", "poisoned_instructions rate=1"):
             row = row_of(run, label, s)
