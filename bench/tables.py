@@ -608,13 +608,19 @@ def train_overhead() -> str:
     rows = []
     for name, what in (("train_overhead_vision_tiny.json", "vision (tiny)"),
                        ("train_overhead_vision_tiny_ddp2.json", "vision (tiny) under ddp2, against plain ddp2"),
+                       ("train_overhead_vision_tiny_fsdp2.json",
+                        "vision (tiny) under fsdp2, against plain fsdp2 (the gather for evidence included)"),
+                       ("train_overhead_llm_tiny_ddp2.json", "llm (tiny base, LoRA) under ddp2, against plain ddp2"),
+                       ("train_overhead_llm_tiny_fsdp2.json", "llm (tiny base, LoRA) under fsdp2, against plain fsdp2"),
                        ("train_overhead_language.json", "language (full: MiniLM-L6)")):  # fmt: skip
         d = load(name)
         steps = d["args"]["steps"]
         for r in d["results"]:
             step = r["plain_s"] / steps
             kept = [f"{mb(r[f'kept_bytes_phi_{p}'])} ({r[f'reduction_phi_{p}']:.0f}x less)" for p in ("0.05", "0.1")]
-            rows.append([f"{what}, {steps} steps", ms(step) if step < 1 else f"{step:.2f} s", str(r["stride"]),
+            repeats = d["args"].get("repeats", 1)
+            timed = f"{steps} steps" + (f", fastest of {repeats}" if repeats > 1 else "")
+            rows.append([f"{what}, {timed}", ms(step) if step < 1 else f"{step:.2f} s", str(r["stride"]),
                          str(r["intervals"]), f"{r['overhead']:.1%}", mb(r["evidence_bytes"]), *kept])  # fmt: skip
     head = ["workload", "plain step", "s", "K", "overhead", "evidence written", "kept at phi=0.05", "kept at phi=0.1"]
     return table(head, rows, "lrrrrrrr")

@@ -186,7 +186,8 @@ def compute_gradients(
 
     The profile splits the batch into micro-batches (each weighted by its share of the batch) and
     may sum their gradients in float64: same mathematics, different rounding. In a data-parallel run
-    each rank takes its contiguous share of the batch first, and the shares' sums are all-reduced.
+    each rank takes its contiguous share of the batch first, and the shares' sums are all-reduced
+    (sharded: reduce-scattered, each rank's ``.grad`` holding its shard of the sum).
     """
     batch = step_batch(workload, dataset, spec, step)
     if attack is not None:
