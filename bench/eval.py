@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/eval.py [--workloads vision,diffusion,language] [--main | --families | --floor]
     .venv/bin/python bench/eval.py --full-language
-    .venv/bin/python bench/eval.py --llm-real
+    .venv/bin/python bench/eval.py --llm-real [--llm-poison]
     .venv/bin/python bench/eval.py --ddp
 
 Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false-positive sample:
@@ -51,8 +51,8 @@ that the poisoned instructions' success is measured on questions they never pois
 6 calibrated, no second honest run. Both calibrate under the four profiles that change an llm step
 (:data:`LLM_PROFILES`: a batch of 4 makes micro8 micro4, and there is no convolution for native-conv).
 ``--llm-real`` evaluates SmolLM2-135M-Instruct with LoRA at s = 10: 66 intervals, 6 calibrated, 60 held
-out (about 2.5 s a step on one core), to bench/results/eval_llm/, then the poisoned instruction set on a
-run of its own (20 intervals, 4 calibrated), to bench/results/eval_llm_poison/.
+out (about 2.5 s a step on one core), to bench/results/eval_llm/; ``--llm-poison`` runs the poisoned
+instruction set on a shorter run of its own (20 intervals, 4 calibrated), to bench/results/eval_llm_poison/.
 
 ``--ddp`` evaluates a data-parallel provider: the tiny CNN's honest claims and attacks trained under ddp2
 (two gloo ranks), judged by one-process replays against a boundary calibrated on 12 intervals of a
@@ -168,6 +168,7 @@ def main() -> None:
     parser.add_argument("--workloads", default="vision,diffusion,language,llm")
     parser.add_argument("--full-language", action="store_true", help="the full language config instead")
     parser.add_argument("--llm-real", action="store_true", help="SmolLM2-135M-Instruct with LoRA instead")
+    parser.add_argument("--llm-poison", action="store_true", help="its poisoned instruction set on a run of its own")
     parser.add_argument("--ddp", action="store_true", help="a data-parallel provider (ddp2) instead")
     parser.add_argument("--main", action="store_true", help="only the main evaluation (the README's columns)")
     parser.add_argument("--families", action="store_true", help="leave one family out instead")
@@ -182,8 +183,9 @@ def main() -> None:
         runs = [[("language", "full", FULL_LANGUAGE)]]
     elif args.ddp:
         runs = [[("vision", "tiny_ddp2", DDP)]]
-    elif args.llm_real:
-        runs = [[("llm", "", REAL_LLM)], [("llm", "poison", REAL_LLM_POISON)]]
+    elif args.llm_real or args.llm_poison:
+        runs = [[("llm", "", REAL_LLM)]] if args.llm_real else []
+        runs += [[("llm", "poison", REAL_LLM_POISON)]] if args.llm_poison else []
     else:
         runs = [[(workload, f"tiny{suffix}", options) for options, suffix in GROUPS.get(workload, ALL_STRIDES)
                  if not args.main or suffix in MAIN]
