@@ -75,6 +75,7 @@ import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results"
+WORK = Path(__file__).resolve().parent.parent / ".cache" / "eval"  # resumable work (ovig eval --work-dir)
 TINY = ["--tiny", "--intervals", "1:120,10:120,100:44", "--calibration-positions", "12"]
 NO_SWEEP = ("micro_batch_drop,data_perturbation,lr_tamper,low_precision,stale_gradient,skip_steps,backdoor,"
             "optimizer_tamper,interpolated_endpoint,row_tamper")  # fmt: skip
@@ -191,9 +192,12 @@ def main() -> None:
                  if not args.main or suffix in MAIN]
                 for workload in args.workloads.split(",")]  # fmt: skip
     for group in runs:  # workloads one after another, a workload's processes side by side
-        processes = [subprocess.Popen([str(ovig), "eval", "--workload", workload, *options,
-                                       "--out", str(RESULTS / "_".join(["eval", workload, size]).rstrip("_"))])
-                     for workload, size, options in group]  # fmt: skip
+        processes = []
+        for workload, size, options in group:
+            name = "_".join(["eval", workload, size]).rstrip("_")
+            # the work is kept under .cache/ (git ignores it): an evaluation cut short resumes when run again
+            argv = [str(ovig), "eval", "--workload", workload, *options, "--out", str(RESULTS / name)]
+            processes.append(subprocess.Popen([*argv, "--work-dir", str(WORK / name)]))
         if any([process.wait() != 0 for process in processes]):  # a list: wait for every one
             sys.exit("an evaluation failed")
 

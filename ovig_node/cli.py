@@ -624,15 +624,20 @@ def verify_cmd(
 @config_option
 @warmup_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the work (evidence, boundary, each verdict) here until the evaluation ends: a run cut "
+              "short resumes when given the same folder and options again [default: a temporary folder].")  # fmt: skip
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
              calibrate_on: str | None, calibration_seeds: tuple[int, ...], claim_profile: str,
              calibration_profiles: str | None,
              only: str | None, extra: tuple[str, ...],
              alpha: float, floor_ulps: float, batch_size: int, other_hardware: bool, families: bool,
-             config: dict[str, Any], warmup_steps: int | None, out_dir: Path) -> None:  # fmt: skip
+             config: dict[str, Any], warmup_steps: int | None, out_dir: Path,
+             work_dir: Path | None) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
     import json
+    import shutil
     import tempfile
 
     from ovig_node.training.execution import get_profile
@@ -678,8 +683,9 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     if families:
         _families(settings, out_dir)
         return
-    with tempfile.TemporaryDirectory() as tmp, _progress(units(settings)) as log:
-        results = evaluate(settings, Path(tmp), log=log)
+    with contextlib.ExitStack() as stack:
+        work = work_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        results = evaluate(settings, work, log=stack.enter_context(_progress(units(settings))))
     summary = summarise(settings, results)
     (out_dir / "eval.json").write_text(json.dumps(summary, indent=2, default=float) + "\n")
     table = markdown(summary)
@@ -688,6 +694,8 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     plot_honest(summary, out_dir / "honest_vs_stride.png")
     console.print(table)
     console.print(f"written {out_dir}/eval.json, eval.md, margin_vs_stride.png, honest_vs_stride.png")
+    if work_dir is not None:  # done: a later run with the same options evaluates afresh
+        shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def _families(settings: Any, out_dir: Path) -> None:

@@ -23,7 +23,7 @@ from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify import stats
 from ovig_node.verify.boundary import REL_TAIL, BoundaryProfile, bounds_of, calibrate, spread_positions
 from ovig_node.verify.check import Verdict
-from ovig_node.verify.evaluate import AttackCase, EvalSettings, _Stride, evaluate
+from ovig_node.verify.evaluate import AttackCase, EvalSettings, OtherEvaluation, _read_kept, _Stride, evaluate
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import closest_to_limit, replay_and_judge
@@ -473,6 +473,55 @@ def test_a_boundary_from_separate_honest_runs_judges_every_interval_of_another(t
     summary["settings"]["layout"][5] = {"positions": [0, 1, 2], "calibration_seed": 2}  # results of older versions
     assert "| boundary calibrated on | 3 intervals of a separate run (seed 2) |" in markdown(summary)
     assert not (tmp_path / "work" / "s5").exists()  # every run's evidence deleted
+
+
+class Cut(Exception):
+    """Stands for a kill: raised from the progress callback at a chosen point of an evaluation."""
+
+
+def test_an_evaluation_cut_short_resumes_where_it_stopped(tmp_path: Path) -> None:
+    attacks = (AttackCase("micro_batch_drop", {"keep": 0.5}), AttackCase("lr_tamper", {"scale": 1.1}))
+    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), other_hardware=False,
+                            calibration_profiles=("micro2",), attacks=attacks)  # fmt: skip
+    work = tmp_path / "work"
+
+    def cut_at_the_second_attack(message: str, *, unit: bool = False) -> None:
+        if message.startswith("s=5: attack lr_tamper"):
+            raise Cut
+
+    with pytest.raises(Cut):
+        evaluate(settings, work, log=cut_at_the_second_attack)
+    first = work / "s5" / "claims" / "evidence" / "E_000000.safetensors"
+    trained_at = first.stat().st_mtime_ns
+    kept = [json.loads(line) for line in (work / "s5" / "attacks.jsonl").read_text().splitlines()]
+    assert [entry["key"] for entry in kept] == [0]  # the first attack's result was kept
+
+    messages: list[str] = []
+
+    def record(message: str, *, unit: bool = False) -> None:
+        if message.startswith("s=5: calibrating on"):  # the claims are behind: not trained again
+            assert first.stat().st_mtime_ns == trained_at
+        messages.append(message)
+
+    (resumed,) = evaluate(settings, work, log=record)
+    assert "s=5: calibrating on 3 intervals" in messages
+    assert not [m for m in messages if "calibrating, interval" in m or "honest interval" in m]
+    assert "s=5: attack 0 done before (resumed)" in messages and "s=5: attack lr_tamper scale=1.1" in messages
+    assert resumed.attacks[0] == kept[0]["result"] and len(resumed.attacks) == 2
+    assert not (work / "s5").exists() and (work / "s5.json").is_file()
+
+    again: list[str] = []
+    assert evaluate(settings, work, log=lambda m, unit=False: again.append(m)) == [resumed]
+    assert again == ["s=5: done before (resumed)"] * 5  # claims, calibration, honest, two attacks
+    with pytest.raises(OtherEvaluation, match="holds an evaluation with other settings"):
+        evaluate(replace(settings, alpha=2.0), work)
+
+
+def test_a_record_cut_mid_line_by_a_kill_is_dropped_and_the_file_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "honest.jsonl"
+    path.write_text('{"key": 3, "result": {"interval": 3, "valid": true}}\n{"key": 5, "resu')
+    assert _read_kept(path) == {3: {"interval": 3, "valid": True}}
+    assert path.read_text() == '{"key": 3, "result": {"interval": 3, "valid": true}}\n'
 
 
 def test_calibration_runs_must_share_the_workload_and_stride(tmp_path: Path) -> None:

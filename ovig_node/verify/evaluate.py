@@ -21,9 +21,10 @@ every interval of the evaluated run is held out:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,7 +35,8 @@ from ovig_node.attacks import Attack, load_attack
 from ovig_node.attacks.effect import backdoor_success, context_of, examples_of_steps, model_of, target_loss
 from ovig_node.attacks.instructions import trigger_success
 from ovig_node.attacks.objectives import target_examples
-from ovig_node.files import file_sha256
+from ovig_node.errors import OvigError
+from ovig_node.files import file_sha256, write_atomic
 from ovig_node.training.evidence import read_evidence
 from ovig_node.training.execution import ExecutionProfile, get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
@@ -226,6 +228,25 @@ class StrideResult:
         return sum(not h["valid"] for h in self.honest) / max(1, len(self.honest))
 
 
+class OtherEvaluation(OvigError, ValueError):
+    """A work folder given to resume an evaluation holds one of other settings."""
+
+
+def _read_kept(path: Path) -> dict[int, Any]:
+    """What ``_Stride._kept`` recorded in ``path``; a last line cut by a kill is dropped (its piece is done
+    again), and the file rewritten without it so the next line starts clean."""
+    if not path.is_file():
+        return {}
+    entries = []
+    for line in path.read_text().splitlines():
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    write_atomic(path, "".join(json.dumps(e, default=float) + "\n" for e in entries).encode())
+    return {entry["key"]: entry["result"] for entry in entries}
+
+
 class Log(Protocol):
     """Progress callback: ``unit=True`` when a new unit of work (see :func:`units`) starts."""
 
@@ -242,10 +263,25 @@ def quiet(message: str, *, unit: bool = False) -> None:
 
 
 def evaluate(settings: EvalSettings, work_dir: Path, *, log: Log | None = None) -> list[StrideResult]:
+    """Every stride's evaluation. What is done is kept in ``work_dir`` as it is done (a stride's result, the
+    honest claims' evidence, the boundary, each honest verdict and each attack's), so an evaluation cut
+    short resumes where it stopped when called again on the same folder with the same settings."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    fingerprint = json.dumps(asdict(settings), sort_keys=True, default=str)
+    recorded = work_dir / "settings.json"
+    if recorded.is_file() and recorded.read_text() != fingerprint:
+        raise OtherEvaluation(f"{work_dir} holds an evaluation with other settings: give another work folder")
+    recorded.write_text(fingerprint)
     results = []
     for stride in settings.strides:
-        folder = work_dir / f"s{stride}"
+        folder, done = work_dir / f"s{stride}", work_dir / f"s{stride}.json"
+        if done.is_file():
+            results.append(StrideResult(**json.loads(done.read_text())))
+            for _ in range(units(replace(settings, strides=(stride,)))):
+                (log or quiet)(f"s={stride}: done before (resumed)", unit=True)
+            continue
         results.append(_Stride(settings, stride, folder, log).run())
+        write_atomic(done, json.dumps(asdict(results[-1]), default=float).encode())
         # A stride's evidence is no longer needed (tens of GB for a long language run).
         shutil.rmtree(folder, ignore_errors=True)
     return results
@@ -272,6 +308,8 @@ class _Stride:
         self.log(f"s={self.stride}: honest claims", unit=True)
         train(claim_run(self.prepared, self.claims, profile=settings.claim_profile))
         self.log(f"s={self.stride}: calibrating on {len(self.positions)} intervals", unit=True)
+        if self.boundary_path.is_file():  # calibrated before the evaluation was cut short
+            return self._judge_all(BoundaryProfile.model_validate_json(self.boundary_path.read_text()))
         (first, first_claims), *more = self.calibration_runs
         boundary = calibrate(
             first, claim_profile=get_profile("reference"),
@@ -283,20 +321,42 @@ class _Stride:
         for _, claims in self.calibration_runs:
             if claims != self.claims:
                 shutil.rmtree(claims, ignore_errors=True)
-        self.boundary_path.write_text(boundary.model_dump_json(indent=2))
-        honest = []
+        write_atomic(self.boundary_path, boundary.model_dump_json(indent=2).encode())
+        return self._judge_all(boundary)
+
+    def _judge_all(self, boundary: BoundaryProfile) -> StrideResult:
+        settings = self.settings
         self.log(f"s={self.stride}: honest held-out intervals", unit=True)
-        for k in self.held_out:
-            self.log(f"s={self.stride}: honest interval {k} of {self.intervals}")
-            honest.append({"interval": k, **_verdicts(self._judge(self.claims, k, boundary))})
+        honest = self._kept("honest", [(k, lambda k=k: self._honest(k, boundary)) for k in self.held_out])
         self.attacked = settings.attacked_at(self.stride, frozenset(h["interval"] for h in honest if not h["valid"]))
-        attacks = [self._attack(i, case, boundary) for i, case in enumerate(settings.attacks)]
+        attacks = self._kept("attacks", [(i, lambda i=i, case=case: self._attack(i, case, boundary))
+                                         for i, case in enumerate(settings.attacks or ())])  # fmt: skip
         last = self.intervals - 1
         weights = read_evidence(evidence_path(self.claims, self.attacked)).model
         final = read_evidence(evidence_path(self.claims, last)).model
         baseline = {"attacked": self._effect(weights, self.attacked), "final": self._effect(final, None),
                     "other_hardware": self._other_hardware(final) if settings.other_hardware else None}  # fmt: skip
         return StrideResult(self.stride, honest, attacks, boundary.model_dump(), baseline, self.attacked)
+
+    def _honest(self, k: int, boundary: BoundaryProfile) -> dict[str, Any]:
+        self.log(f"s={self.stride}: honest interval {k} of {self.intervals}")
+        return {"interval": k, **_verdicts(self._judge(self.claims, k, boundary))}
+
+    def _kept(self, name: str, work: list[tuple[int, Any]]) -> list[dict[str, Any]]:
+        """Each piece of ``work`` (key, thunk) done once: its result appended to ``<name>.jsonl`` in the stride's
+        folder as soon as it exists, and read back from there when the evaluation resumes."""
+        path = self.folder / f"{name}.jsonl"
+        kept = _read_kept(path)
+        results = []
+        for key, thunk in work:
+            if key not in kept:
+                kept[key] = thunk()
+                with path.open("a") as f:
+                    f.write(json.dumps({"key": key, "result": kept[key]}, default=float) + "\n")
+            elif name == "attacks":
+                self.log(f"s={self.stride}: attack {key} done before (resumed)", unit=True)
+            results.append(kept[key])
+        return results
 
     def _other_hardware(self, final: dict[str, torch.Tensor]) -> dict[str, float | None]:
         """The same honest run on other hardware: how far apart honest runs end, the floor any effect of
