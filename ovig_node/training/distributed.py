@@ -10,11 +10,12 @@ stay identical; rank 0 writes ``E_k`` atomically while the others wait at a barr
 format is unchanged: a one-process replay judges it.
 
 A sharded profile (``fsdp2``) wraps the model in FSDP2 (``fully_shard``): each rank holds a shard of every
-weight, gradient and optimizer moment (DTensors), gathers the weights for its forward and backward, and
-the backward reduce-scatters the ranks' gradient sum into each rank's shard; the optimizer updates the
-shards. For evidence every rank gathers the full tensors (:func:`gathered`, a collective) and rank 0
-writes them, so ``E_k`` is the same file a one-process run would write; a resumed run loads the full
-tensors before sharding (weights) or places each rank's share of them (optimizer state, :func:`placed_like`).
+weight, gradient and optimizer moment (DTensors), gathers one block's weights at a time for its forward
+and backward (:func:`shard`), and the backward reduce-scatters the ranks' gradient sum into each rank's
+shard; the optimizer updates the shards. For evidence the ranks gather the full tensors (:func:`gathered`,
+a collective) and rank 0 keeps and writes them, so ``E_k`` is the same file a one-process run would write;
+a resumed run loads the full tensors before sharding (weights) or places each rank's share of them
+(optimizer state, :func:`placed_like`).
 
 The process that calls :func:`ovig_node.training.loop.train` becomes rank 0 (its progress callback, its
 attack, its result), and starts ranks 1..N-1 as child processes that run the same ``train``, over gloo on

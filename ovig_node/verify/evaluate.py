@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -277,7 +277,7 @@ def evaluate(settings: EvalSettings, work_dir: Path, *, log: Log | None = None) 
         folder, done = work_dir / f"s{stride}", work_dir / f"s{stride}.json"
         if done.is_file():
             results.append(StrideResult(**json.loads(done.read_text())))
-            for _ in range(units(replace(settings, strides=(stride,)))):
+            for _ in range(units(settings) // len(settings.strides)):  # the stride's units, reported done
                 (log or quiet)(f"s={stride}: done before (resumed)", unit=True)
             continue
         results.append(_Stride(settings, stride, folder, log).run())
