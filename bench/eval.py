@@ -4,6 +4,7 @@
     .venv/bin/python bench/eval.py --full-language
     .venv/bin/python bench/eval.py --llm-real [--llm-poison]
     .venv/bin/python bench/eval.py --ddp
+    .venv/bin/python bench/eval.py --exact --workloads vision,diffusion
 
 Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false-positive sample:
 12 intervals spread over the run calibrate, and every other one is an honest held-out interval
@@ -59,6 +60,10 @@ instruction set on a shorter run of its own (20 intervals, 4 calibrated), to ben
 separate one-process run (seed 2), which never saw a data-parallel run: s = 1 and 10 with 112 intervals,
 s = 100 with 36, every interval held out; the attacks that need no sweep. Writes
 bench/results/eval_vision_tiny_ddp2/.
+
+``--exact`` evaluates exact mode (``ovig eval --exact``) on each of ``--workloads`` in turn: s = 10, 24 intervals,
+every default attack, the boundary-aware attacker aiming at the boundary of a boundary-mode twin of the
+task (4 intervals calibrate it); to bench/results/eval_<workload>_tiny_exact/.
 
 ``--full-language`` evaluates the full language config (MiniLM-L6, batch 16 x 64 tokens) at s = 1 and
 10 with as many intervals as about half an hour of these two CPU cores allows, and the attacks that
@@ -160,6 +165,10 @@ REAL_LLM_POISON = ["--full", "--strides", "10", "--intervals", "20", "--calibrat
                    "--no-other-hardware", "--attacks", "poisoned_instructions"]  # fmt: skip
 DDP = ["--tiny", "--claim-profile", "ddp2", "--calibration-seed", "2", "--calibration-positions", "12",
        "--strides", "1,10,100", "--intervals", "1:112,10:112,100:36", "--attacks", NO_SWEEP]  # fmt: skip
+# Exact mode (ovig eval --exact): bit-for-bit verdicts, every attack (the boundary-aware attacker aiming at the
+# boundary of a boundary-mode twin of the task), at s = 10 on 24 intervals, 4 of them calibrating that boundary.
+EXACT = ["--tiny", "--exact", "--strides", "10", "--intervals", "24", "--calibration-positions", "4",
+         "--no-other-hardware"]  # fmt: skip
 FULL_LANGUAGE = ["--full", "--strides", "1,10", "--intervals", "1:40,10:16", "--calibration-positions", "4",
                  "--batch-size", "16", "--attacks", NO_SWEEP.replace("backdoor,", "")]  # fmt: skip
 
@@ -171,6 +180,7 @@ def main() -> None:
     parser.add_argument("--llm-real", action="store_true", help="SmolLM2-135M-Instruct with LoRA instead")
     parser.add_argument("--llm-poison", action="store_true", help="its poisoned instruction set on a run of its own")
     parser.add_argument("--ddp", action="store_true", help="a data-parallel provider (ddp2) instead")
+    parser.add_argument("--exact", action="store_true", help="exact mode on --workloads, one after another, instead")
     parser.add_argument("--main", action="store_true", help="only the main evaluation (the README's columns)")
     parser.add_argument("--families", action="store_true", help="leave one family out instead")
     parser.add_argument("--floor", action="store_true", help="the swept attacks with and without the floor instead")
@@ -184,6 +194,8 @@ def main() -> None:
         runs = [[("language", "full", FULL_LANGUAGE)]]
     elif args.ddp:
         runs = [[("vision", "tiny_ddp2", DDP)]]
+    elif args.exact:
+        runs = [[(workload, "tiny_exact", EXACT)] for workload in args.workloads.split(",")]
     elif args.llm_real or args.llm_poison:
         runs = [[("llm", "", REAL_LLM)]] if args.llm_real else []
         runs += [[("llm", "poison", REAL_LLM_POISON)]] if args.llm_poison else []

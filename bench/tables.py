@@ -449,6 +449,63 @@ def eval_ddp() -> str:
     return verdict_table(DDP)
 
 
+# Exact mode: bench/exact.py's replays per workload, and bench/eval.py --exact's evaluations (s = 10).
+EXACT_WORKLOADS = [
+    w for w in ("vision", "diffusion", "language", "llm") if (RESULTS / f"exact_{w}_tiny.json").is_file()
+]
+EXACT_EVALS = [w for w in ("vision", "diffusion") if (RESULTS / f"eval_{w}_tiny_exact" / "eval.json").is_file()]
+
+
+def exact_replays() -> str:
+    """Per workload: the calibrated thresholds, the profiles whose replays reproduced every interval, the log's
+    size against E_k's, and exact training's time against boundary mode's."""
+    rows = []
+    for workload in EXACT_WORKLOADS:
+        r = load(f"exact_{workload}_tiny.json")
+        replays = r["replays"]
+        total = len(next(iter(replays.values())))
+        failed = [
+            f"{p} {sum(v['valid'] for v in vs)}/{total}" for p, vs in replays.items() if not all(v["valid"] for v in vs)
+        ]
+        reproduced = f"{len(replays) - len(failed)}/{len(replays)} profiles" + (
+            f" (not: {', '.join(failed)})" if failed else ""
+        )
+        beyond = [d["profile"] for d in r["discrepancies"] if d["faults"]]
+        thresholds = ", ".join(f"{phase} {value}" for phase, value in r["threshold"].items())
+        entries = sum(r["log_entries"]) / len(r["log_entries"])
+        size = sum(r["log_bytes"]) / len(r["log_bytes"])
+        if beyond:
+            thresholds += f"; beyond the probe: {', '.join(beyond)}"
+        log = f"{mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
+        rows.append(
+            [workload, f"{r['stride']}", thresholds, reproduced, f"{entries:,.0f}", log, f"{r['time_ratio']:.1f}x"]
+        )
+    head = ["workload (tiny)", "s", "thresholds (float32 ulps)", "every interval bit for bit", "log entries / interval",
+            "log / interval", "training time vs boundary mode"]  # fmt: skip
+    return table(head, rows, "lrllrrr")
+
+
+def exact_cell(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "not run"
+    if row["identical"]:
+        return "no-op"
+    verdict = "passed" if row["passed"] else "caught"
+    return f"{verdict} {row['judged'] - row['passed']}/{row['judged']}" if row["every_interval"] else verdict
+
+
+def exact_eval() -> str:
+    """Boundary mode and exact mode side by side at s = 10, per attack, and the honest false positives."""
+    pairs = [(f"eval_{w}_tiny", f"eval_{w}_tiny_exact") for w in EXACT_EVALS]
+    rows = [["honest held-out intervals judged faulty"] + [fp(run, 10) for pair in pairs for run in pair]]
+    labels = list(dict.fromkeys(r["label"] for _, exact in pairs for r in rows_of(exact, 10)))
+    for label in labels:
+        cells = [(cell(row_of(boundary, label, 10)), exact_cell(row_of(exact, label, 10))) for boundary, exact in pairs]
+        rows.append([label, *(c for pair in cells for c in pair)])
+    head = ["s = 10"] + [f"{w}: {mode}" for w in EXACT_EVALS for mode in ("boundary mode", "exact mode")]
+    return table(head, rows)
+
+
 def llm_target() -> str:
     """Attacks caught and false positives of the chat model's columns against their held-out targets."""
     targets = {run: LLM_HELD_OUT_TARGET.get(run, HELD_OUT_TARGET[s]) for _, run, s in LLM}
@@ -750,6 +807,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "eval_full": eval_full,
     "eval_llm": eval_llm,
     "eval_ddp": eval_ddp,
+    "exact_replays": exact_replays,
+    "exact_eval": exact_eval,
     "eval_llm_poison": eval_llm_poison,
     "eval_runs": eval_runs,
     "eval_warmup": eval_warmup,

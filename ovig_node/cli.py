@@ -320,6 +320,12 @@ def spec() -> None:
     default=None,
     help='llm: conversations, one JSON per line: {"messages": [...]} or {"prompt": ..., "response": ...}.',
 )
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Exact mode: float64 compute rounded to float32, a rounding log; replays must match bit for bit. "
+    "Its threshold is calibrated here from a few steps under each CPU profile.",
+)
 @config_option
 @warmup_option
 def spec_new(
@@ -329,6 +335,7 @@ def spec_new(
     config: dict[str, Any],
     model_dir: Path | None,
     data_file: Path | None,
+    exact: bool,
     **options: Any,
 ) -> None:
     """Write spec.json, dataset.safetensors and init.safetensors into a folder."""
@@ -340,12 +347,30 @@ def spec_new(
         prepared = prepare_task(workload, out_dir, tiny=tiny, config=config, **options)
     except KeyError as exc:
         raise click.BadParameter(str(exc.args[0]), param_hint="--workload") from None
+    if exact:
+        prepared = _make_exact(prepared)
     layout = prepared.spec.layout
     console.print(f"spec     {prepared.spec_path}  (specHash 0x{prepared.spec_hash.hex()})")
     console.print(f"dataset  {prepared.dataset_path}  {prepared.spec.dataset.cid}")
     console.print(f"init     {prepared.init_path}  {prepared.spec.init.cid}")
     sizes = f"N={layout.total_steps} s={layout.stride} K={layout.intervals}"
     console.print(f"layout   {sizes} m={layout.intervals_per_batch} B={layout.batches}")
+
+
+def _make_exact(prepared: Any) -> Any:
+    from ovig_node.training.execution import PROFILES
+    from ovig_node.training.taskfiles import attach_numerics
+    from ovig_node.verify.exact import calibrate_numerics
+
+    profiles = [p for p in PROFILES.values() if p.world_size == 1 and p.device == "cpu" and p.name != "reference"]
+    with console.status(f"measuring the float64 discrepancy of {len(profiles)} profiles ..."):
+        numerics, discrepancies = calibrate_numerics(prepared, profiles)
+    for d in discrepancies:
+        largest = ", ".join(f"{phase} {value:.2g}" for phase, value in d.largest.items())
+        console.print(f"  {d.profile:18} largest discrepancy (ulps): {largest}")
+    thresholds = ", ".join(f"{phase} {value}" for phase, value in numerics["threshold"].items())
+    console.print(f"exact    thresholds (ulps): {thresholds}; at most {numerics['max_log_entries']} log entries")
+    return attach_numerics(prepared.spec_path, numerics)
 
 
 @spec.command("set-boundary")
@@ -512,7 +537,8 @@ def calibrate_cmd(
 @click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--evidence", "evidence_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 @click.option("--interval", "k", type=int, required=True)
-@click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="The calibrated boundary (boundary mode; an exact-mode spec needs none).")  # fmt: skip
 @click.option(
     "--profile",
     default="reference",
@@ -523,7 +549,7 @@ def calibrate_cmd(
 @click.option("--digest", help="Expected sha256 (hex) of E_k, e.g. from the chain.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON report file.")
 def verify_cmd(
-    spec_path: Path, evidence_dir: Path, k: int, boundary_path: Path, profile: str, task_id: int,
+    spec_path: Path, evidence_dir: Path, k: int, boundary_path: Path | None, profile: str, task_id: int,
     digest: str | None, report_path: Path | None,
 ) -> None:  # fmt: skip
     """Replay interval k and judge its claimed evidence; exit status 3 when it is faulty."""
@@ -537,8 +563,11 @@ def verify_cmd(
         raise click.BadParameter(
             f"the task has intervals 0..{prepared.spec.layout.intervals - 1}", param_hint="--interval"
         )
+    boundary = None
+    if boundary_path is None and not prepared.spec.exact:
+        raise click.BadParameter("a boundary-mode spec is judged against its boundary", param_hint="--boundary")
     try:
-        boundary = load_boundary(boundary_path.read_bytes())
+        boundary = load_boundary(boundary_path.read_bytes()) if boundary_path is not None else None
     except (OSError, BoundaryError) as exc:
         raise click.BadParameter(f"{boundary_path}: {exc}", param_hint="--boundary") from None
     with console.status(f"replaying interval {k} ..."):
@@ -621,6 +650,10 @@ def verify_cmd(
               help="Instead: honest runs only (no attacks, no run on other hardware); for each family of execution "
               "profiles (thread split, micro-batches, accumulation, each kind of kernel), calibrate without it and "
               "judge under it. Writes families.json and families.md.")  # fmt: skip
+@click.option("--exact", is_flag=True,
+              help="Evaluate exact mode: the task's spec gets numerics (threshold measured under the calibration "
+              "profiles), every verdict is a bit-for-bit replay; the boundary-aware attacker aims at the boundary "
+              "of the same task in boundary mode.")  # fmt: skip
 @config_option
 @warmup_option
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
@@ -632,7 +665,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
              calibration_profiles: str | None,
              only: str | None, extra: tuple[str, ...],
              alpha: float, floor_ulps: float, batch_size: int, other_hardware: bool, families: bool,
-             config: dict[str, Any], warmup_steps: int | None, out_dir: Path,
+             exact: bool, config: dict[str, Any], warmup_steps: int | None, out_dir: Path,
              work_dir: Path | None) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
@@ -671,12 +704,15 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     if claim_profile != "reference" and not calibration_seeds:
         raise click.BadParameter("judge another provider profile against a boundary of separate runs: add "
                                  "--calibration-seed", param_hint="--claim-profile")  # fmt: skip
+    if exact and (families or calibration_seeds or claim_profile != "reference"):
+        raise click.BadParameter("exact mode is evaluated on one-process claims of one run, with attacks",
+                                 param_hint="--exact")  # fmt: skip
     settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
                             intervals_by_stride=by_stride, calibration_positions=calibration_positions,
                             calibration_at=calibration_at, calibration_seeds=calibration_seeds, config=config,
                             warmup_steps=warmup_steps, attacks=attacks, alpha=alpha, floor_ulps=floor_ulps,
                             batch_size=batch_size, other_hardware=other_hardware,
-                            claim_profile=claim_profile)  # fmt: skip
+                            claim_profile=claim_profile, exact=exact)  # fmt: skip
     if calibration_profiles is not None:
         settings.calibration_profiles = tuple(_profile_names(calibration_profiles, "--calibration-profiles"))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -99,6 +99,30 @@ class OptimizerSpec(_Strict):
         return self
 
 
+class NumericsSpec(_Strict):
+    """Exact mode (:mod:`ovig_node.training.exact`): float64 compute rounded to float32 at fixed sites,
+    values within ``threshold`` float32 ulps of a rounding midpoint logged; a replay must reproduce the
+    evidence bit for bit. A spec without this section is judged against its boundary (boundary mode)."""
+
+    mode: Literal["exact"]
+    compute: Literal["float64"] = "float64"
+    # per rounding phase, in float32 ulps; calibrated from the discrepancy between profiles
+    threshold: dict[Literal["forward", "backward", "gradient", "update"], DecimalStr]
+    max_log_entries: int = Field(gt=0, le=2**31)  # per interval: caps what a provider's log can cost a verifier
+
+    @model_validator(mode="after")
+    def _threshold_in_range(self) -> NumericsSpec:
+        if len(self.threshold) != 4:
+            raise ValueError("threshold needs forward, backward, gradient and update")
+        if not all(Decimal(0) < Decimal(t) < Decimal("0.25") for t in self.threshold.values()):
+            raise ValueError("every threshold must be between 0 and 0.25 ulps")
+        return self
+
+    @property
+    def thresholds(self) -> tuple[float, ...]:
+        return tuple(float(Decimal(self.threshold[phase])) for phase in ("forward", "backward", "gradient", "update"))
+
+
 class TaskSpec(_Strict):
     """A validated task spec. Build from a document with :func:`parse_spec`."""
 
@@ -117,6 +141,17 @@ class TaskSpec(_Strict):
     # Calibrated from honest replays of this very spec, so a spec in preparation has none yet;
     # posting a task requires it.
     boundary: ContentRef | None = None
+    numerics: NumericsSpec | None = None  # None: boundary mode
+
+    @model_validator(mode="after")
+    def _exact_needs_float32(self) -> TaskSpec:
+        if self.numerics is not None and self.dtype != "float32":
+            raise ValueError("exact numerics round float64 to float32: dtype must be float32")
+        return self
+
+    @property
+    def exact(self) -> bool:
+        return self.numerics is not None
 
     @property
     def layout(self) -> Layout:

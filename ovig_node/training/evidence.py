@@ -2,8 +2,9 @@
 
 ``E_k`` holds ``model/<name>`` (every trainable parameter and every buffer, :func:`model_tensors`: frozen
 parameters, such as the base under a LoRA adapter, are the initial checkpoint's and never copied),
-``optim/<name>/<state>`` (every optimizer state tensor; scalars as 0-d tensors) and ``probe/<name>`` (the
-gradient at the endpoint weights on the batch of step ``b_k``), with metadata ``task``, ``spec``,
+``optim/<name>/<state>`` (every optimizer state tensor; scalars as 0-d tensors), ``probe/<name>`` (the
+gradient at the endpoint weights on the batch of step ``b_k``) and, in exact mode only, ``rounding/<name>`` (the
+interval's rounding log, :func:`ovig_node.training.exact.encode_log`), with metadata ``task``, ``spec``,
 ``interval``, ``step``. Its digest is the sha256 of the file's bytes. Files are written atomically
 (temporary file, fsync, rename), so a file that
 exists is complete.
@@ -13,14 +14,14 @@ Errors say which verdict reason they are (protocol section 5):
     EvidenceError (ValueError)          reason "corrupt": unreadable, not safetensors, wrong digest
     ├── EvidenceMissing                 reason "missing": no such file
     ├── EvidenceOversized               reason "oversized": larger than the spec's evidence can be
-    └── EvidenceMisnamed                reason "wrong_structure": a tensor outside model/, optim/, probe/
+    └── EvidenceMisnamed                reason "wrong_structure": a tensor outside model/, optim/, probe/, rounding/
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -31,7 +32,8 @@ from torch import nn
 from ovig_node.errors import OvigError
 from ovig_node.files import write_atomic
 
-SECTIONS = ("model", "optim", "probe")
+SECTIONS = ("model", "optim", "probe")  # the float sections every mode has (rounding/: exact mode's log)
+ROUNDING = "rounding"
 
 
 class EvidenceError(OvigError, ValueError):
@@ -63,11 +65,12 @@ class Evidence:
     optim: dict[str, torch.Tensor]  # "<param name>/<state name>" -> tensor
     probe: dict[str, torch.Tensor]  # parameter name -> gradient
     metadata: dict[str, str]  # task, spec (specHash hex), interval, step
+    rounding: dict[str, torch.Tensor] = field(default_factory=dict)  # exact mode: the encoded rounding log
 
     def to_bytes(self) -> bytes:
         tensors = {
             f"{section}/{name}": tensor.detach().cpu().contiguous().clone()
-            for section in SECTIONS
+            for section in (*SECTIONS, ROUNDING)
             for name, tensor in getattr(self, section).items()
         }
         return safetensors_bytes(tensors, metadata=self.metadata)
@@ -79,13 +82,14 @@ class Evidence:
             metadata = _metadata(data)
         except Exception as exc:  # safetensors raises its own error types for any malformed header
             raise EvidenceError(f"{label} is not a readable safetensors file: {exc}") from None
-        sections: dict[str, dict[str, torch.Tensor]] = {s: {} for s in SECTIONS}
+        sections: dict[str, dict[str, torch.Tensor]] = {s: {} for s in (*SECTIONS, ROUNDING)}
         for key, tensor in tensors.items():
             section, _, name = key.partition("/")
             if section not in sections or not name:
-                raise EvidenceMisnamed(f"{label} has a tensor outside model/, optim/, probe/: {key!r}")
+                raise EvidenceMisnamed(f"{label} has a tensor outside model/, optim/, probe/, rounding/: {key!r}")
             sections[section][name] = tensor
-        return cls(model=sections["model"], optim=sections["optim"], probe=sections["probe"], metadata=metadata)
+        return cls(model=sections["model"], optim=sections["optim"], probe=sections["probe"], metadata=metadata,
+                   rounding=sections[ROUNDING])  # fmt: skip
 
 
 def model_tensors(model: nn.Module, *, trainable_only: bool) -> dict[str, torch.Tensor]:

@@ -36,6 +36,7 @@ from ovig_node.training.evidence import (
     read_metadata,
     write_evidence,
 )
+from ovig_node.training.exact import ExactNumerics, encode_log
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.optim import build_optimizer, load_optimizer_state, lr_at, optimizer_state, set_lr
 from ovig_node.training.workloads import Dataset, Workload, get_workload, step_batch
@@ -99,6 +100,7 @@ def train(
     dataset = Dataset.load(run.dataset_path)
     workload.check_dataset(dataset, config)
     model = load_initial_model(workload, config, run.init_path).to(run.profile.device)
+    numerics = exact_numerics(model, workload, dataset, spec, run.profile)
     if run.attack is not None:
         run.attack.setup(AttackContext(spec, workload, dataset, run.init_path))
 
@@ -123,12 +125,14 @@ def train(
     losses = []
     k = resumed
     for step in range(first_step, spec.total_steps if stop_at is None else min(stop_at, spec.total_steps)):
-        loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile, run.attack)
+        loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile, run.attack, numerics)
         losses.append(loss)
         done = None
         if evidence and step + 1 == layout.end_step(k):
-            digests.append(write_interval_evidence(run, model, optimizer, workload, dataset, k))
+            digests.append(write_interval_evidence(run, model, optimizer, workload, dataset, k, numerics))
             done, k = k, k + 1
+        elif numerics is not None and not evidence:
+            numerics.take_log()  # plain training keeps no log
         if on_step is not None:
             on_step(StepInfo(step=step, loss=loss, interval_done=done))
 
@@ -152,20 +156,24 @@ def training_step(
     step: int,
     profile: ExecutionProfile,
     attack: Attack | None = None,
+    numerics: ExactNumerics | None = None,
 ) -> float:
     """One optimizer step at the learning rate of ``step`` on its batch; returns the loss.
 
     An ``attack`` active at this step may change the batch, the learning rate, the gradients, skip
     the update or change the weights and optimizer state after it; honest training passes None.
+    In exact mode (``numerics``) the update's results are rounded to float32 values too.
     """
     cheat = attack if attack is not None and attack.active(step, spec.layout) else None
     lr = lr_at(spec.optimizer, step, spec.total_steps)
     set_lr(optimizer, cheat.lr(step, lr) if cheat else lr)
-    loss = compute_gradients(model, workload, dataset, spec, step, profile, cheat)
+    loss = compute_gradients(model, workload, dataset, spec, step, profile, cheat, numerics)
     if cheat:
         cheat.gradients(step, model)
     if not (cheat and cheat.skip_update(step)):
         optimizer.step()
+        if numerics is not None:
+            numerics.round_update(optimizer)
     optimizer.zero_grad(set_to_none=True)
     if cheat:
         cheat.after_update(step, model)
@@ -181,18 +189,20 @@ def compute_gradients(
     step: int,
     profile: ExecutionProfile,
     attack: Attack | None = None,
+    numerics: ExactNumerics | None = None,
 ) -> float:
     """Leave in ``.grad`` the gradient of the mean loss of step ``step``'s batch; return the loss.
 
     The profile splits the batch into micro-batches (each weighted by its share of the batch) and
     may sum their gradients in float64: same mathematics, different rounding. In a data-parallel run
     each rank takes its contiguous share of the batch first, and the shares' sums are all-reduced
-    (sharded: reduce-scattered, each rank's ``.grad`` holding its shard of the sum).
+    (sharded: reduce-scattered, each rank's ``.grad`` holding its shard of the sum). In exact mode
+    (``numerics``) the float64 model's activations, their gradients and the summed gradient are rounded.
     """
     batch = step_batch(workload, dataset, spec, step)
     if attack is not None:
         batch = attack.batch(step, batch)
-    batch = {name: tensor.to(profile.device) for name, tensor in batch.items()}
+    batch = {name: _compute_dtype(tensor, numerics).to(profile.device) for name, tensor in batch.items()}
     size = len(next(iter(batch.values())))
     rank, world = distributed.position()
     if world != profile.world_size:  # a process group of another run, or a data-parallel profile run alone
@@ -211,8 +221,14 @@ def compute_gradients(
     sums: list[torch.Tensor] | None = None
     total = 0.0
     cheap = attack.compute_dtype(step) if attack is not None else None
+    if numerics is not None:
+        numerics.begin_step(step)
+    offset = 0
     for part in _split(batch, profile.micro_batches):
         share = len(next(iter(part.values()))) / size
+        if numerics is not None:
+            numerics.part(offset)
+        offset += len(next(iter(part.values())))
         with torch.autocast(profile.device, dtype=cheap, enabled=cheap is not None):
             loss = workload.loss(model, part, spec.workload.config) * share
         grads = torch.autograd.grad(loss, params)
@@ -225,7 +241,41 @@ def compute_gradients(
     distributed.all_reduce_sum([*sums, losses])
     for param, grad in zip(params, sums, strict=True):
         param.grad = grad.to(param.dtype)
+    if numerics is not None:
+        numerics.round_gradients()
     return float(losses.item())
+
+
+def _compute_dtype(tensor: torch.Tensor, numerics: ExactNumerics | None) -> torch.Tensor:
+    return tensor.double() if numerics is not None and tensor.is_floating_point() else tensor
+
+
+def exact_numerics(
+    model: nn.Module,
+    workload: Workload,
+    dataset: Dataset,
+    spec: TaskSpec,
+    profile: ExecutionProfile,
+    claimed_log: torch.Tensor | None = None,
+) -> ExactNumerics | None:
+    """In exact mode, turn ``model`` to float64 and install its rounding (recording a log, or applying
+    ``claimed_log`` in a replay); None in boundary mode."""
+    if spec.numerics is None:
+        return None
+    if profile.world_size > 1:
+        raise distributed.RankFailed(f"exact mode runs in one process for now, not under {profile.name}")
+    model.double()
+    # the math path: the fused kernel's backward is beyond any threshold (training.exact)
+    torch.backends.cuda.enable_flash_sdp(False)
+    numerics = ExactNumerics(model, spec.numerics.thresholds, claimed_log)
+    batch = {
+        name: _compute_dtype(t, numerics).to(profile.device)
+        for name, t in step_batch(workload, dataset, spec, 0).items()
+    }
+    numerics.learn_sites(
+        lambda n: workload.loss(model, {name: t[:n] for name, t in batch.items()}, spec.workload.config)
+    )
+    return numerics
 
 
 def _split(batch: dict[str, torch.Tensor], parts: int) -> list[dict[str, torch.Tensor]]:
@@ -235,10 +285,18 @@ def _split(batch: dict[str, torch.Tensor], parts: int) -> list[dict[str, torch.T
 
 
 def write_interval_evidence(
-    run: TrainRun, model: nn.Module, optimizer: torch.optim.Optimizer, workload: Workload, dataset: Dataset, k: int
+    run: TrainRun,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    workload: Workload,
+    dataset: Dataset,
+    k: int,
+    numerics: ExactNumerics | None = None,
 ) -> str:
     """Write E_k atomically (rank 0 of a data-parallel run, the others waiting); return its digest."""
-    evidence = endpoint_evidence(model, optimizer, workload, dataset, run.spec, run.spec_hash, run.task, k, run.profile)
+    evidence = endpoint_evidence(
+        model, optimizer, workload, dataset, run.spec, run.spec_hash, run.task, k, run.profile, numerics
+    )
     path = evidence_path(run.out_dir, k)
     digest = write_evidence(path, evidence) if distributed.is_writer() else None
     distributed.barrier()
@@ -255,19 +313,30 @@ def endpoint_evidence(
     task: int,
     k: int,
     profile: ExecutionProfile,
+    numerics: ExactNumerics | None = None,
 ) -> Evidence:
     """E_k of the current state: weights and optimizer state, and the probe gradient on step b_k's batch
-    (in full: a sharded run's ranks gather their shards)."""
+    (in full: a sharded run's ranks gather their shards). In exact mode the float64 values are float32
+    ones, stored as float32, and E_k carries the interval's rounding log."""
     end = spec.layout.end_step(k)
-    compute_gradients(model, workload, dataset, spec, end, profile)
+    compute_gradients(model, workload, dataset, spec, end, profile, numerics=numerics)
     probe = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
     optimizer.zero_grad(set_to_none=True)
-    return Evidence(
+    evidence = Evidence(
         model=distributed.gathered(model_tensors(model, trainable_only=True)),
         optim=distributed.gathered(optimizer_state(model, optimizer)),
         probe=distributed.gathered(probe),
         metadata=evidence_metadata(task, spec_hash, k, end),
     )
+    if numerics is None:
+        return evidence
+    single = {section: _float32(getattr(evidence, section)) for section in ("model", "optim", "probe")}
+    return Evidence(**single, metadata=evidence.metadata, rounding=encode_log(numerics.take_log()))
+
+
+def _float32(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    # exact: every float64 value was rounded to a float32 one, so this conversion is exact
+    return {name: t.float() if t.dtype == torch.float64 else t for name, t in tensors.items()}
 
 
 def completed_intervals(run: TrainRun) -> list[str]:

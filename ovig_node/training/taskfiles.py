@@ -125,6 +125,15 @@ def open_task(spec_path: Path, *, data_dir: Path | None = None) -> PreparedTask:
     return PreparedTask(spec, spec_hash, spec_path, files["dataset.safetensors"], files["init.safetensors"])
 
 
+def attach_numerics(spec_path: Path, numerics: dict[str, Any]) -> PreparedTask:
+    """Put exact mode's ``numerics`` section in the spec at ``spec_path`` and rewrite it (its hash changes)."""
+    spec, _ = parse_spec(spec_path.read_bytes())
+    document = {**spec.document(), "numerics": numerics}
+    parse_spec(canonical_bytes(document))  # validates exactly what is written
+    write_atomic(spec_path, canonical_bytes(document))
+    return open_task(spec_path)
+
+
 def attach_boundary(spec_path: Path, boundary_path: Path) -> PreparedTask:
     """Name ``boundary_path`` (CID and sha256) in the spec at ``spec_path`` and rewrite it; the spec's
     hash changes, which is why a boundary is attached before the task is posted."""

@@ -40,8 +40,9 @@ from ovig_node.files import file_sha256, write_atomic
 from ovig_node.training.evidence import read_evidence
 from ovig_node.training.execution import ExecutionProfile, get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
-from ovig_node.training.taskfiles import PreparedTask, prepare_task
+from ovig_node.training.taskfiles import PreparedTask, attach_numerics, prepare_task
 from ovig_node.verify.boundary import FLOOR_ULPS, BoundaryProfile, calibrate
+from ovig_node.verify.exact import calibrate_numerics
 from ovig_node.verify.report import ALL, IntervalJudgement, replay_and_judge
 from ovig_node.verify.stats import flatten
 
@@ -152,6 +153,10 @@ class EvalSettings:
     batch_size: int | None = None  # None: the workload's
     adaptive_window: int = 12  # an every-interval attacker fakes the last this many intervals
     other_hardware: bool = True  # train the honest run again on another profile (the floor for effects)
+    # Exact mode (training.exact): the evaluated task's spec gets a numerics section, its threshold measured
+    # under the calibration profiles; every verdict is a bit-for-bit replay. The boundary is still calibrated,
+    # on a boundary-mode twin of the task, for the boundary-aware attacker to aim at.
+    exact: bool = False
 
     def __post_init__(self) -> None:
         if self.attacks is None:
@@ -159,6 +164,8 @@ class EvalSettings:
         if self.attacks and get_profile(self.claim_profile).sharded:
             raise ValueError(f"attacks are simulated in one process or under ddp, not {self.claim_profile}: "
                              "evaluate a sharded provider's honest runs only (no attacks)")  # fmt: skip
+        if self.exact and (self.claim_profile != "reference" or self.calibration_seeds):
+            raise ValueError("exact mode is evaluated on one-process claims, calibrated on their own run")
         if self.claim_profile != "reference" and not self.calibration_seeds:
             raise ValueError("claims on another profile than the reference are judged against a boundary of "
                              "separate runs: give calibration seeds")  # fmt: skip
@@ -299,6 +306,10 @@ class _Stride:
         self.prepared = settings.task(stride, folder / "task", settings.seed)
         self.claims = folder / "claims"
         self.calibration_runs = settings.calibration_runs(stride, folder, (self.prepared, self.claims))
+        if settings.exact:  # the boundary comes from a boundary-mode twin; the evaluated task is exact
+            twin = (settings.task(stride, folder / "twin-task", settings.seed), folder / "twin-claims")
+            self.calibration_runs = [twin]
+            self.prepared = make_exact(self.prepared, [get_profile(p) for p in settings.calibration_profiles])
         self.boundary_path = folder / "boundary.json"
         self.context = context_of(self.prepared)
         self.profiles = [get_profile(p) for p in settings.held_out_profiles]
@@ -319,7 +330,7 @@ class _Stride:
             on_replay=lambda k, p: self.log(f"s={self.stride}: calibrating, interval {k} under {p}"),
         )  # fmt: skip
         for _, claims in self.calibration_runs:
-            if claims != self.claims:
+            if claims != self.claims:  # a separate run's (or exact mode's twin's)
                 shutil.rmtree(claims, ignore_errors=True)
         write_atomic(self.boundary_path, boundary.model_dump_json(indent=2).encode())
         return self._judge_all(boundary)
@@ -415,6 +426,12 @@ class _Stride:
             trained |= examples_of_steps(self.context, range(layout.start_step(interval), layout.end_step(interval)))
         return {"target_loss": target_loss(self.context, weights),
                 "backdoor_success": backdoor_success(self.context, weights, trained_on=trained)}  # fmt: skip
+
+
+def make_exact(prepared: PreparedTask, profiles: list[ExecutionProfile]) -> PreparedTask:
+    """``prepared`` in exact mode: its spec rewritten with the numerics measured under ``profiles``."""
+    numerics, _ = calibrate_numerics(prepared, profiles)
+    return attach_numerics(prepared.spec_path, numerics)
 
 
 def claim_run(

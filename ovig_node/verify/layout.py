@@ -24,6 +24,7 @@ import torch
 
 from ovig_node.protocol.spec import TaskSpec
 from ovig_node.training.evidence import SECTIONS, Evidence, model_tensors
+from ovig_node.training.exact import LOG_TENSORS, LogError, decode_log
 from ovig_node.training.optim import build_optimizer, optimizer_state
 from ovig_node.training.workloads import get_workload
 
@@ -40,6 +41,7 @@ class EvidenceLayout:
     # section -> tensor name -> (shape, dtype) of an honest E_k; and "init": the initial checkpoint's
     # weights, frozen ones included (what evidence leaves out)
     sections: dict[str, dict[str, tuple[Shape, torch.dtype]]]
+    log_entries: int = 0  # exact mode: the spec's cap on a rounding log's entries; 0: boundary mode, no log
 
     def file_bytes(self, *sections: str) -> int:
         """The largest file honest tensors of ``sections`` (default: all) can make, header included."""
@@ -49,11 +51,22 @@ class EvidenceLayout:
 
     @property
     def max_bytes(self) -> int:
-        """The largest file an honest E_k of this spec can be."""
-        return self.file_bytes()
+        """The largest file an honest E_k of this spec can be (its rounding log at the spec's cap included)."""
+        # at worst every entry its own key: 5 + 1 + 1 int64 and a bit
+        log = self.log_entries * 57 + len(LOG_TENSORS) * HEADER_BYTES_PER_TENSOR if self.log_entries else 0
+        return self.file_bytes() + log
 
     def problem(self, evidence: Evidence) -> tuple[str, str] | None:
         """(cause, detail) of the first tensor of ``evidence`` that is not where, or not what, it should be."""
+        if not self.log_entries and evidence.rounding:
+            return "wrong_names", f"rounding: {sorted(evidence.rounding)} in a boundary-mode task's evidence"
+        if self.log_entries and set(evidence.rounding) != set(LOG_TENSORS):
+            return "wrong_names", f"rounding: {sorted(evidence.rounding)}, expected {list(LOG_TENSORS)}"
+        if self.log_entries:
+            try:
+                decode_log(evidence.rounding, self.log_entries)
+            except LogError as exc:
+                return "bad_log", str(exc)
         for section in SECTIONS:
             wanted, given = self.sections[section], getattr(evidence, section)
             if set(wanted) != set(given):
@@ -70,11 +83,12 @@ class EvidenceLayout:
 
 def layout_of(spec: TaskSpec) -> EvidenceLayout:
     """The layout of the spec's evidence (cached: a node asks once per task, not once per interval)."""
-    return _layout(spec.workload.model_dump_json(), spec.optimizer.model_dump_json())
+    log_entries = spec.numerics.max_log_entries if spec.numerics is not None else 0
+    return _layout(spec.workload.model_dump_json(), spec.optimizer.model_dump_json(), log_entries)
 
 
 @functools.lru_cache(maxsize=32)
-def _layout(workload_json: str, optimizer_json: str) -> EvidenceLayout:
+def _layout(workload_json: str, optimizer_json: str, log_entries: int) -> EvidenceLayout:
     from ovig_node.protocol.spec import OptimizerSpec, WorkloadSpec
 
     workload_spec = WorkloadSpec.model_validate_json(workload_json)
@@ -91,7 +105,8 @@ def _layout(workload_json: str, optimizer_json: str) -> EvidenceLayout:
     tensors = {"model": model_state, "optim": optimizer_state(model, optimizer), "probe": probe,
                "init": model_tensors(model, trainable_only=False)}  # fmt: skip
     return EvidenceLayout(
-        {section: {name: (tuple(t.shape), t.dtype) for name, t in items.items()} for section, items in tensors.items()}
+        {section: {name: (tuple(t.shape), t.dtype) for name, t in items.items()} for section, items in tensors.items()},
+        log_entries,
     )
 
 

@@ -27,11 +27,13 @@ from typing import Any
 import torch
 
 from ovig_node.training.evidence import Evidence, EvidenceError, evidence_metadata, read_evidence
+from ovig_node.training.exact import decode_log
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import evidence_path
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.check import FAULTY, OUT_OF_BOUNDS, Verdict, judge, start_problem, structural
+from ovig_node.verify.exact import judge_exact
 from ovig_node.verify.layout import layout_of
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.stats import SIGNALS
@@ -56,7 +58,7 @@ def verify_interval(
     prepared: PreparedTask,
     evidence_dir: Path,
     k: int,
-    boundary: BoundaryProfile,
+    boundary: BoundaryProfile | None,
     *,
     profile: ExecutionProfile | None = None,
     profiles: Sequence[ExecutionProfile] = (),
@@ -85,7 +87,7 @@ def replay_and_judge(
     k: int,
     start: Evidence | None,
     end: Evidence,
-    boundary: BoundaryProfile,
+    boundary: BoundaryProfile | None,
     *,
     profiles: Sequence[ExecutionProfile],
     task: int = 0,
@@ -101,6 +103,9 @@ def replay_and_judge(
         return IntervalJudgement(verdicts=dict.fromkeys(subsets, fault), deciding=dict.fromkeys(subsets, ""),
                                  first=dict.fromkeys(subsets, fault))  # fmt: skip
     judged = IntervalJudgement(verdicts={}, deciding={})
+    if prepared.spec.exact:
+        return _replay_and_judge_exact(prepared, k, start, end, profiles, task, list(subsets), judged)
+    assert boundary is not None, "boundary mode judges against a boundary"
     replayed: list[Evidence] = []
     seen: list[dict[str, dict[str, list[float]]]] = []  # per replay, each signal's percentile profiles
     for name, signals in subsets.items():
@@ -121,6 +126,39 @@ def replay_and_judge(
                 break
         judged.first[name] = candidates[0][1]
         judged.deciding[name], judged.verdicts[name] = min(candidates, key=_leniency)
+    return judged
+
+
+def _replay_and_judge_exact(
+    prepared: PreparedTask,
+    k: int,
+    start: Evidence | None,
+    end: Evidence,
+    profiles: Sequence[ExecutionProfile],
+    task: int,
+    subsets: list[str],
+    judged: IntervalJudgement,
+) -> IntervalJudgement:
+    """Exact mode: the claim is reproduced bit for bit by a replay applying its rounding log, or faulty;
+    a fault is confirmed under each further profile like an out-of-bounds one (verify.exact)."""
+    expected = _metadata(prepared, k, task)
+    assert prepared.spec.numerics is not None
+    claimed = decode_log(end.rounding, prepared.spec.numerics.max_log_entries)  # its form was checked by precheck
+    candidates: list[tuple[str, Verdict]] = []
+    for profile in profiles:
+        started = time.monotonic()
+        faults: list[str] = []
+        replayed = replay_interval(prepared, k, start, profile=profile, task=task, claimed_log=claimed, faults=faults)
+        judged.seconds["replay"] += time.monotonic() - started
+        judged.replays.append(profile.name)
+        started = time.monotonic()
+        candidates.append((profile.name, judge_exact(end, replayed, faults, expected_metadata=expected)))
+        judged.seconds["compare"] += time.monotonic() - started
+        if candidates[-1][1].reason != OUT_OF_BOUNDS:
+            break
+    deciding, verdict = min(candidates, key=_leniency)
+    for name in subsets:
+        judged.first[name], judged.deciding[name], judged.verdicts[name] = candidates[0][1], deciding, verdict
     return judged
 
 

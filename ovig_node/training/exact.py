@@ -1,0 +1,363 @@
+"""Exact numerics: float64 compute, float32 results, and a rounding log (spec ``numerics.mode = "exact"``).
+
+Boundary mode tolerates the drift between execution profiles; exact mode removes it, after Srivastava
+et al. (arXiv 2403.09603). A step runs in float64 and every value that matters is rounded to float32 at
+fixed *rounding sites*. Two profiles compute a float64 value to within a tiny discrepancy of each other,
+so they round it to the same float32 value, unless it lies within that discrepancy of a rounding
+midpoint (halfway between two neighbouring float32 values). The trainer logs every value it rounds
+within its phase's ``threshold`` (below) float32 ulps of a midpoint: where it is and which neighbour it took. A replay
+under any profile rounds those positions as the log says, every other one to nearest, and so
+reproduces the trainer's evidence bit for bit.
+
+Rounding sites, in the order a step meets them (the ``phase`` of a log entry):
+
+    FORWARD   each float output of every leaf module (``site``: its index in ``named_modules()``,
+              ``call``: which call of it in this forward pass, ``element``: which output of a tuple)
+    BACKWARD  the gradient flowing into such an output, for per-example outputs (a tensor shared by
+              the batch, such as a position embedding, gets a gradient summed over the batch, which a
+              micro-batch sees only part of: it flows on unrounded into its parameter's gradient)
+    GRADIENT  each trainable parameter's gradient, once summed over micro-batches (``site``: its index
+              in ``named_parameters()``)
+    UPDATE    each trainable parameter (``element`` 0) and each float optimizer-state tensor (1, 2, ...
+              in sorted name order) after the optimizer's step
+
+A per-example output's ``position`` counts in the whole batch (example index x the example's size +
+offset), so a replay that splits the batch into micro-batches names the same positions; which outputs
+are per-example is learnt from two small forward passes of 2 and 3 examples (:meth:`learn_sites`).
+
+A log is an int64 tensor of rows ``(step, phase, site, call, element, position, up)``, sorted and unique;
+``up`` is 1 when the larger neighbour was taken. E_k stores it compactly (:func:`encode_log`): each key
+``(step, phase, site, call, element)`` once with its count of entries, the positions, and the directions
+as packed bits: about 8 bytes an entry. The probe gradient of E_k is computed at step ``b_k``,
+so its entries carry that step. A replay applying a log checks it (:attr:`ExactNumerics.faults`):
+
+- an entry whose value in the replay is not within ``2 * threshold`` ulps of a midpoint (``far_entry``):
+  the log cannot steer training, only settle ties an honest execution could round either way;
+- a replay value within ``threshold / 2`` ulps of a midpoint that the log does not name (``skipped_entry``);
+- an entry no rounding of the interval reached (``unused_entry``).
+
+Each phase has its threshold, at least twice the discrepancy it must absorb (the trainer's value within it,
+the replay's within half of it of the trainer's): a parameter's gradient sums a whole batch, whose
+cancellations leave a small result far less precise, in its own ulps, than an activation
+(:func:`ovig_node.verify.exact.calibrate_numerics` measures each phase's). Attention runs on the plain
+math path in exact mode: the fused kernel's float64 backward differs from it by up to half a float32
+ulp at the query and key gradients (softmax's backward cancels), beyond any threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+FORWARD, BACKWARD, GRADIENT, UPDATE = range(4)
+PHASES = ("forward", "backward", "gradient", "update")
+COLUMNS = ("step", "phase", "site", "call", "element", "position", "up")
+Key = tuple[int, int, int, int, int]  # (step, phase, site, call, element)
+
+
+@dataclass
+class _Claimed:
+    positions: torch.Tensor  # int64, global positions of the site's entries
+    up: torch.Tensor  # bool
+    offsets: torch.Tensor  # indices of these entries in the log (to mark them used)
+
+
+@dataclass
+class Trace:
+    """Each logged value's signed distance to its midpoint in ulps, by log row (threshold calibration)."""
+
+    rows: list[torch.Tensor] = field(default_factory=list)
+    offsets: list[torch.Tensor] = field(default_factory=list)
+
+    def add(self, rows: torch.Tensor, offsets: torch.Tensor) -> None:
+        self.rows.append(rows)
+        self.offsets.append(offsets)
+
+    def table(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.rows:
+            return torch.empty((0, len(COLUMNS)), dtype=torch.int64), torch.empty(0, dtype=torch.float64)
+        return torch.cat(self.rows), torch.cat(self.offsets)
+
+
+class ExactNumerics:
+    """The rounding of one model's training in exact mode: records a log (trainer) or applies one (replay).
+
+    Install it on the float64 model (:meth:`learn_sites` once, then every step: :meth:`begin_step`,
+    :meth:`part` around each micro-batch's forward and backward, :meth:`round_gradients`,
+    :meth:`round_update` after the optimizer's step); :meth:`take_log` ends an interval.
+    """
+
+    def __init__(self, model: nn.Module, thresholds: tuple[float, ...], claimed: torch.Tensor | None = None) -> None:
+        if len(thresholds) != len(PHASES) or not all(0.0 < t < 0.25 for t in thresholds):
+            raise ValueError(f"a rounding threshold per phase, each between 0 and 0.25 ulps, not {thresholds}")
+        self.thresholds = thresholds
+        self.model = model
+        self._sites = {id(m): i for i, (_, m) in enumerate(model.named_modules()) if not list(m.children())}
+        self._params = [(i, p) for i, (_, p) in enumerate(model.named_parameters()) if p.requires_grad]
+        self._per_example: dict[tuple[int, int, int], bool] | None = None
+        self._learning: dict[tuple[int, int, int], int] | None = None
+        self._calls: dict[int, int] = defaultdict(int)
+        self._step = 0
+        self._offset = 0  # first example of the current micro-batch in the step's batch
+        self._recorded: list[torch.Tensor] = []
+        self.trace: Trace | None = None
+        self.faults: list[str] = []
+        self._claimed: dict[Key, _Claimed] = {}
+        self._log = claimed
+        self._used = torch.zeros(0, dtype=torch.bool)
+        if claimed is not None:
+            self._index(claimed)
+        self._hooks = [m.register_forward_hook(self._forward_hook) for m in model.modules() if id(m) in self._sites]
+        # a workload's loss may hand the model float32 inputs it made from the batch (pixels / 16): exact in float64
+        self._hooks.append(model.register_forward_pre_hook(_inputs_in_float64, with_kwargs=True))
+
+    # --- the loop's calls ---------------------------------------------------------------------------
+
+    def learn_sites(self, forward: Callable[[int], object]) -> None:
+        """Learn which leaf outputs are per-example: ``forward(n)`` runs the model on ``n`` examples."""
+        shapes: list[dict[tuple[int, int, int], int]] = []
+        for n in (2, 3):
+            self._learning = {}
+            self._calls.clear()
+            with torch.no_grad():
+                forward(n)
+            shapes.append(self._learning)
+        self._learning = None
+        self._calls.clear()
+        sizes = dict(zip((2, 3), shapes, strict=True))
+        self._per_example = {key: sizes[2][key] == 2 and sizes[3].get(key) == 3 for key in sizes[2]}
+
+    def begin_step(self, step: int) -> None:
+        self._step = step
+
+    def part(self, offset: int) -> None:
+        """The next forward pass is of the micro-batch whose first example is ``offset`` in the step's batch."""
+        self._offset = offset
+        self._calls.clear()
+
+    def round_gradients(self) -> None:
+        for site, param in self._params:
+            if param.grad is not None:
+                param.grad = self._round(param.grad, (self._step, GRADIENT, site, 0, 0), 0)
+
+    @torch.no_grad()
+    def round_update(self, optimizer: torch.optim.Optimizer) -> None:
+        for site, param in self._params:
+            param.copy_(self._round(param, (self._step, UPDATE, site, 0, 0), 0))
+            state = optimizer.state.get(param, {})
+            floats = sorted(name for name, value in state.items() if name != "step" and _is_float(value))
+            for element, name in enumerate(floats, start=1):
+                state[name].copy_(self._round(state[name], (self._step, UPDATE, site, 0, element), 0))
+
+    def take_log(self) -> torch.Tensor:
+        """The log of what was rounded since the last call (sorted, unique rows); a replay's is the claim's."""
+        if self._log is not None:
+            unused = int((~self._used).sum())
+            if unused:
+                self._fault(f"unused_entry: {unused} log entries name no rounding this interval reached")
+            return self._log
+        rows = torch.cat(self._recorded) if self._recorded else torch.empty((0, len(COLUMNS)), dtype=torch.int64)
+        self._recorded = []
+        return torch.unique(rows, dim=0) if len(rows) else rows
+
+    def remove(self) -> None:
+        for hook in self._hooks:
+            hook.remove()
+
+    # --- rounding -----------------------------------------------------------------------------------
+
+    def _forward_hook(self, module: nn.Module, inputs: object, output: Any) -> Any:
+        site = self._sites[id(module)]
+        call = self._calls[site]
+        self._calls[site] += 1
+        if isinstance(output, torch.Tensor):
+            return self._round_output(output, site, call, 0)
+        if isinstance(output, tuple):
+            return tuple(self._round_output(t, site, call, i) if isinstance(t, torch.Tensor) else t
+                         for i, t in enumerate(output))  # fmt: skip
+        return None  # another structure: left unrounded (no leaf module of the workloads returns one)
+
+    def _round_output(self, tensor: torch.Tensor, site: int, call: int, element: int) -> torch.Tensor:
+        if tensor.dtype != torch.float64:
+            return tensor
+        if self._learning is not None:
+            self._learning[(site, call, element)] = tensor.shape[0] if tensor.dim() else 0
+            return tensor
+        assert self._per_example is not None, "learn_sites() first"
+        per_example = self._per_example.get((site, call, element), False)
+        base = self._offset * (tensor.numel() // tensor.shape[0]) if per_example else 0
+        return _Round.apply(tensor, self, (self._step, FORWARD, site, call, element), base, per_example)
+
+    def _round(self, x: torch.Tensor, key: Key, base: int) -> torch.Tensor:
+        """``x`` (float64) rounded to float32 values, kept in float64; logged or ruled by the claimed log."""
+        flat = x.detach().reshape(-1)
+        lo, hi, offset = _bracket(flat)
+        result = flat.to(torch.float32).to(torch.float64)
+        distance = offset.abs()
+        if self._log is None:
+            near = torch.nonzero(distance < self.thresholds[key[1]]).flatten()
+            if len(near):
+                rows = _rows(key, base + near, result[near] == hi[near])
+                self._recorded.append(rows)
+                if self.trace is not None:
+                    self.trace.add(rows, offset[near])
+        else:
+            result = self._apply(key, base, flat, lo, hi, distance, offset, result)
+        return result.view_as(x)
+
+    def _apply(self, key: Key, base: int, flat: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
+               distance: torch.Tensor, offset: torch.Tensor, result: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        ruled = torch.zeros(len(flat), dtype=torch.bool)
+        if (claimed := self._claimed.get(key)) is not None:
+            inside = (claimed.positions >= base) & (claimed.positions < base + len(flat))
+            local = claimed.positions[inside] - base
+            far = ~(distance[local] < 2 * self.thresholds[key[1]])  # NaN (not finite) is far too
+            if bool(far.any()):
+                where = int(local[far][0]) + base
+                self._fault(f"far_entry: {_name(key)} position {where} is not near a rounding midpoint")
+            result = result.clone()
+            result[local] = torch.where(claimed.up[inside], hi[local], lo[local])
+            ruled[local] = True
+            self._used[claimed.offsets[inside]] = True
+            if self.trace is not None:
+                self.trace.add(_rows(key, local + base, claimed.up[inside]), offset[local])
+        skipped = (distance < self.thresholds[key[1]] / 2) & ~ruled
+        if bool(skipped.any()):
+            where = int(torch.nonzero(skipped)[0]) + base
+            self._fault(f"skipped_entry: {_name(key)} position {where} is at a rounding midpoint the log does not name")
+        return result
+
+    def _index(self, log: torch.Tensor) -> None:
+        self._used = torch.zeros(len(log), dtype=torch.bool)
+        if not len(log):
+            return
+        keys, inverse = torch.unique(log[:, :5], dim=0, return_inverse=True)
+        order = torch.argsort(inverse, stable=True)
+        counts = torch.bincount(inverse, minlength=len(keys)).tolist()
+        for key, chunk in zip(keys.tolist(), torch.split(order, counts), strict=True):
+            self._claimed[tuple(key)] = _Claimed(log[chunk, 5], log[chunk, 6].bool(), chunk)  # type: ignore[index]
+
+    def _fault(self, text: str) -> None:
+        if len(self.faults) < 20:
+            self.faults.append(text)
+
+
+class _Round(torch.autograd.Function):
+    """A leaf module's output rounded (FORWARD) and, for a per-example output, its gradient (BACKWARD)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, numerics: ExactNumerics, key: Key, base: int,  # type: ignore[override]
+                per_example: bool) -> torch.Tensor:  # fmt: skip
+        ctx.numerics, ctx.key, ctx.base, ctx.per_example = numerics, key, base, per_example
+        return numerics._round(x, key, base)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+        if ctx.per_example and grad.dtype == torch.float64:
+            step, _, site, call, element = ctx.key
+            grad = ctx.numerics._round(grad.contiguous(), (step, BACKWARD, site, call, element), ctx.base)
+        return grad, None, None, None, None
+
+
+def _inputs_in_float64(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    def cast(value: Any) -> Any:
+        return value.double() if isinstance(value, torch.Tensor) and value.dtype == torch.float32 else value
+
+    return tuple(cast(a) for a in args), {name: cast(v) for name, v in kwargs.items()}
+
+
+def _is_float(value: object) -> bool:
+    return isinstance(value, torch.Tensor) and value.is_floating_point()
+
+
+def _bracket(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The float32 neighbours ``lo <= x < hi`` of each float64 value (as float64), and its signed distance
+    from their midpoint in units of ``hi - lo`` (NaN where not finite: never near a midpoint)."""
+    nearest = x.to(torch.float32)
+    below = torch.where(nearest.to(torch.float64) > x, torch.nextafter(nearest, torch.tensor(-math.inf)), nearest)
+    above = torch.nextafter(below, torch.tensor(math.inf))
+    lo, hi = below.to(torch.float64), above.to(torch.float64)
+    offset = (x - (lo + hi) / 2) / (hi - lo)
+    return lo, hi, torch.where(torch.isfinite(offset), offset, torch.nan)
+
+
+def _rows(key: Key, positions: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    head = torch.tensor(key, dtype=torch.int64).expand(len(positions), 5)
+    return torch.cat([head, positions.to(torch.int64)[:, None], up.to(torch.int64)[:, None]], dim=1)
+
+
+def _name(key: Key) -> str:
+    step, phase, site, call, element = key
+    return f"step {step} {PHASES[phase]} site {site} call {call} element {element}"
+
+
+LOG_TENSORS = ("counts", "keys", "positions", "up")
+
+
+def encode_log(log: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The ``rounding/`` tensors of E_k for a log (sorted, unique rows)."""
+    keys, counts = torch.unique_consecutive(log[:, :5], dim=0, return_counts=True) if len(log) else (
+        torch.empty((0, 5), dtype=torch.int64), torch.empty(0, dtype=torch.int64))  # fmt: skip
+    return {"keys": keys, "counts": counts, "positions": log[:, 5].clone(), "up": _pack(log[:, 6])}
+
+
+def decode_log(tensors: dict[str, torch.Tensor], max_entries: int) -> torch.Tensor:
+    """The log rows of E_k's ``rounding/`` tensors; LogError if they are not what :func:`encode_log` writes
+    (or hold more than ``max_entries`` entries: a provider's file could be any size)."""
+    if set(tensors) != set(LOG_TENSORS):
+        raise LogError(f"rounding: {sorted(tensors)}, expected {list(LOG_TENSORS)}")
+    keys, counts, positions, up = (tensors[name] for name in ("keys", "counts", "positions", "up"))
+    if any(t.dtype != torch.int64 for t in (keys, counts, positions)) or up.dtype != torch.uint8:
+        raise LogError("rounding: keys, counts and positions are int64, up is uint8")
+    if keys.dim() != 2 or keys.shape[1] != 5 or counts.dim() != 1 or positions.dim() != 1 or up.dim() != 1:
+        raise LogError("rounding: keys are (n, 5), counts, positions and up are vectors")
+    n = len(positions)
+    if n > max_entries:
+        raise LogError(f"{n} rounding log entries, more than the spec's {max_entries}")
+    if len(counts) != len(keys) or bool((counts < 1).any()) or int(counts.sum()) != n or len(up) != (n + 7) // 8:
+        raise LogError("rounding: counts, positions and up do not add up")
+    rows = torch.cat([keys.repeat_interleave(counts, dim=0), positions[:, None], _unpack(up, n)[:, None]], dim=1)
+    if (problem := log_problem(rows)) is not None:
+        raise LogError(problem)
+    return rows
+
+
+class LogError(ValueError):
+    """Rounding tensors that are not a well-formed log."""
+
+
+def _pack(bits: torch.Tensor) -> torch.Tensor:
+    padded = torch.cat([bits.to(torch.uint8), torch.zeros(-len(bits) % 8, dtype=torch.uint8)]).view(-1, 8)
+    return (padded << torch.arange(8, dtype=torch.uint8)).sum(1, dtype=torch.uint8)
+
+
+def _unpack(packed: torch.Tensor, n: int) -> torch.Tensor:
+    return ((packed[:, None] >> torch.arange(8, dtype=torch.uint8)) & 1).flatten()[:n].to(torch.int64)
+
+
+def log_problem(log: torch.Tensor) -> str | None:
+    """What is wrong with a claimed log's form (before it is applied), or None."""
+    if log.dtype != torch.int64 or log.dim() != 2 or log.shape[1] != len(COLUMNS):
+        return f"a rounding log is int64 rows of {len(COLUMNS)} columns, not {log.dtype} {tuple(log.shape)}"
+    if len(log) and (bool((log[:, 1] < FORWARD).any()) or bool((log[:, 1] > UPDATE).any())
+                     or bool((log[:, 6] < 0).any()) or bool((log[:, 6] > 1).any())):  # fmt: skip
+        return "a rounding log entry has a phase or direction out of range"
+    if len(log) > 1 and not bool(_strictly_increasing(log)):
+        return "a rounding log's rows are not sorted and unique"
+    return None
+
+
+def _strictly_increasing(log: torch.Tensor) -> bool:
+    # lexicographic order of consecutive rows: the first differing column decides
+    diff = log[1:] - log[:-1]
+    nonzero = diff != 0
+    first = torch.where(nonzero.any(1), nonzero.int().argmax(1), torch.full((len(diff),), -1))
+    if bool((first < 0).any()):
+        return False
+    return bool((diff.gather(1, first[:, None]) > 0).all())

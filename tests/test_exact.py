@@ -1,0 +1,243 @@
+"""Exact mode (training.exact, verify.exact): bit-identical replays across profiles, and every way a
+provider can misuse the rounding log judged faulty. Real tiny-vision training throughout."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from ovig_node.protocol.errors import SpecError
+from ovig_node.protocol.spec import canonical_bytes, parse_spec
+from ovig_node.training.evidence import Evidence, read_evidence
+from ovig_node.training.exact import FORWARD, UPDATE, ExactNumerics, LogError, decode_log, encode_log
+from ovig_node.training.execution import get_profile
+from ovig_node.training.loop import TrainRun, evidence_path, train
+from ovig_node.training.taskfiles import PreparedTask, attach_numerics, prepare_task
+from ovig_node.verify.check import Verdict
+from ovig_node.verify.evaluate import AttackCase, EvalSettings, evaluate
+from ovig_node.verify.exact import calibrate_numerics
+from ovig_node.verify.replay import replay_interval
+from ovig_node.verify.report import replay_and_judge
+from support import run_ovig
+
+# Every one-process kind of drift: threads, uneven micro-batches with float64 sums, other kernels.
+PROFILES = ["reference", "threads2", "micro3", "micro4-fp64acc", "native-conv", "fused-optimizer"]
+THRESHOLD = {"forward": "1e-6", "backward": "1e-6", "gradient": "1e-5", "update": "1e-6"}
+NUMERICS = {"mode": "exact", "threshold": THRESHOLD, "max_log_entries": 200_000}
+K = 2  # the interval the tampering tests judge
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> PreparedTask:
+    folder = tmp_path_factory.mktemp("exact-task")
+    prepared = prepare_task("vision", folder, tiny=True, total_steps=20, stride=5, intervals_per_batch=4)
+    return attach_numerics(prepared.spec_path, NUMERICS)
+
+
+@pytest.fixture(scope="module")
+def claims(task: PreparedTask, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("exact-claims")
+    train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, out, get_profile("reference")))
+    return out
+
+
+def judge(task: PreparedTask, claims: Path, end: Evidence, profiles: list[str] = ["micro3"]) -> Verdict:  # noqa: B006
+    start = read_evidence(evidence_path(claims, K - 1))
+    return replay_and_judge(task, K, start, end, None, profiles=[get_profile(p) for p in profiles]).verdict
+
+
+def claimed_log(claims: Path, k: int = K) -> torch.Tensor:
+    return decode_log(read_evidence(evidence_path(claims, k)).rounding, NUMERICS["max_log_entries"])
+
+
+def with_log(claims: Path, log: torch.Tensor) -> Evidence:
+    end = read_evidence(evidence_path(claims, K))
+    return Evidence(end.model, end.optim, end.probe, end.metadata, rounding=encode_log(log))
+
+
+def test_the_evidence_is_float32_with_a_sorted_log(task: PreparedTask, claims: Path) -> None:
+    end = read_evidence(evidence_path(claims, K))
+    assert {t.dtype for section in ("model", "optim", "probe") for t in getattr(end, section).values()} == {
+        torch.float32
+    }
+    assert sorted(end.rounding) == ["counts", "keys", "positions", "up"]
+    log = claimed_log(claims)
+    assert log.dtype == torch.int64 and log.shape[1] == 7 and len(log) > 0
+    assert end.rounding["up"].dtype == torch.uint8 and len(end.rounding["up"]) == (len(log) + 7) // 8
+    assert torch.equal(decode_log(encode_log(log), len(log)), log)
+    assert torch.equal(torch.unique(log, dim=0), log)  # sorted and unique
+    steps = set(log[:, 0].tolist())
+    assert steps <= set(range(K * 5, K * 5 + 6))  # the interval's steps and the probe's step b_k
+    assert K * 5 + 5 in steps
+
+
+@pytest.mark.parametrize("k", [0, K])
+def test_replays_under_six_profiles_reproduce_the_claim_byte_for_byte(task: PreparedTask, claims: Path, k: int) -> None:
+    claimed = evidence_path(claims, k).read_bytes()
+    start = read_evidence(evidence_path(claims, k - 1)) if k else None
+    log = claimed_log(claims, k)
+    for name in PROFILES:
+        faults: list[str] = []
+        replayed = replay_interval(task, k, start, profile=get_profile(name), claimed_log=log, faults=faults)
+        assert faults == [], name
+        assert replayed.to_bytes() == claimed, name
+
+
+def test_an_honest_interval_is_valid_reproduced(task: PreparedTask, claims: Path) -> None:
+    verdict = judge(task, claims, read_evidence(evidence_path(claims, K)), ["threads2"])
+    assert (verdict.verdict, verdict.reason, verdict.margin) == ("valid", "reproduced", None)
+
+
+def test_without_its_log_a_replay_finds_the_skipped_entries(task: PreparedTask, claims: Path) -> None:
+    verdict = judge(task, claims, with_log(claims, torch.empty((0, 7), dtype=torch.int64)))
+    assert (verdict.verdict, verdict.cause) == ("faulty", "skipped_entry")
+
+
+def test_a_skipped_log_entry_is_faulty(task: PreparedTask, claims: Path) -> None:
+    log = claimed_log(claims)
+    forward = log[log[:, 1] == FORWARD]
+    key = forward[0, :5]
+    kept = log[~(log[:, :5] == key).all(1)]  # every entry of one forward site left out
+    verdict = judge(task, claims, with_log(claims, kept))
+    assert (verdict.verdict, verdict.reason, verdict.cause) == ("faulty", "out_of_bounds", "skipped_entry")
+
+
+def test_a_tampered_direction_is_faulty(task: PreparedTask, claims: Path) -> None:
+    log = claimed_log(claims).clone()
+    last_update = torch.nonzero((log[:, 0] == K * 5 + 4) & (log[:, 1] == UPDATE)).flatten()
+    log[last_update[0], 6] ^= 1  # a weight of the last step rounded the other way
+    verdict = judge(task, claims, with_log(claims, log))
+    assert (verdict.verdict, verdict.cause) == ("faulty", "not_reproduced")
+
+
+def test_an_entry_away_from_a_midpoint_is_faulty(task: PreparedTask, claims: Path) -> None:
+    log = claimed_log(claims).clone()
+    rows = {tuple(r) for r in log.tolist()}
+    for i in range(len(log)):
+        moved = log[i].clone()
+        moved[5] += 1
+        if tuple(moved.tolist()) not in rows and (tuple([*moved[:6].tolist(), 1 - int(moved[6])]) not in rows):
+            log[i] = moved
+            break
+    verdict = judge(task, claims, with_log(claims, torch.unique(log, dim=0)))
+    assert (verdict.verdict, verdict.cause) == ("faulty", "far_entry")
+
+
+def test_an_entry_no_rounding_reaches_is_faulty(task: PreparedTask, claims: Path) -> None:
+    extra = torch.tensor([[K * 5 + 3, UPDATE, 999, 0, 0, 0, 1]])  # no parameter 999
+    verdict = judge(task, claims, with_log(claims, torch.unique(torch.cat([claimed_log(claims), extra]), dim=0)))
+    assert (verdict.verdict, verdict.cause) == ("faulty", "unused_entry")
+
+
+def test_a_log_out_of_order_is_a_structural_fault_before_any_replay(task: PreparedTask, claims: Path) -> None:
+    end = read_evidence(evidence_path(claims, K))
+    keys = end.rounding["keys"]
+    shuffled = {**end.rounding, "keys": keys.flip(0), "counts": end.rounding["counts"].flip(0)}
+    for rounding in (shuffled, {**end.rounding, "up": end.rounding["up"][:-1]}, {**end.rounding, "keys": keys.int()}):
+        verdict = judge(task, claims, Evidence(end.model, end.optim, end.probe, end.metadata, rounding=rounding))
+        assert (verdict.verdict, verdict.reason, verdict.cause) == ("faulty", "wrong_structure", "bad_log")
+    with pytest.raises(LogError, match="more than the spec's 10"):
+        decode_log(end.rounding, 10)
+    no_log = read_evidence(evidence_path(claims, K))
+    verdict = judge(task, claims, Evidence(no_log.model, no_log.optim, no_log.probe, no_log.metadata))
+    assert (verdict.reason, verdict.cause) == ("wrong_structure", "wrong_names")
+
+
+def test_row_tamper_of_one_ulp_scale_is_caught(task: PreparedTask, claims: Path, tmp_path: Path) -> None:
+    from ovig_node.attacks.base import load_attack
+    from ovig_node.verify.evaluate import claim_run, fake
+
+    attack = load_attack("row_tamper", intervals=frozenset({K}), delta=1e-7)
+    fake(task, claims, tmp_path, attack, last=K, honest_prefix=K)
+    end = read_evidence(evidence_path(tmp_path, K))
+    assert claim_run(task, tmp_path).spec.exact
+    verdict = judge(task, claims, end, ["micro3", "threads2"])
+    # the attacked trajectory rounds other values near midpoints than the honest replay does: its log is wrong
+    # for the replay (or, were it right, the weights would differ)
+    assert (verdict.verdict, verdict.reason) == ("faulty", "out_of_bounds")
+    assert verdict.cause in {"far_entry", "skipped_entry", "unused_entry", "not_reproduced"}
+
+
+def test_a_killed_exact_run_resumes_bit_identically(task: PreparedTask, claims: Path, tmp_path: Path) -> None:
+    run = TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("reference"))
+    train(run, stop_at=12)  # mid-interval 2
+    resumed = train(run)
+    assert resumed.resumed_intervals == 2
+    for k in range(task.spec.layout.intervals):
+        assert evidence_path(tmp_path, k).read_bytes() == evidence_path(claims, k).read_bytes()
+
+
+def test_the_spec_section_is_validated(task: PreparedTask) -> None:
+    document = json.loads(task.spec_path.read_text())
+    for numerics, message in [
+        ({**NUMERICS, "threshold": {**THRESHOLD, "gradient": "0.3"}}, r"between 0 and 0\.25"),
+        ({**NUMERICS, "threshold": {"forward": "1e-6"}}, "needs forward, backward, gradient and update"),
+        ({**NUMERICS, "compute": "float128"}, "compute"),
+        ({**NUMERICS, "extra": 1}, "extra"),
+        ({key: v for key, v in NUMERICS.items() if key != "max_log_entries"}, "max_log_entries"),
+    ]:
+        with pytest.raises(SpecError, match=message):
+            parse_spec(canonical_bytes({**document, "numerics": numerics}))
+    with pytest.raises(SpecError, match="dtype must be float32"):
+        parse_spec(canonical_bytes({**document, "dtype": "float64"}))
+
+
+def test_numerics_rejects_a_threshold_out_of_range() -> None:
+    with pytest.raises(ValueError, match=r"between 0 and 0\.25"):
+        ExactNumerics(torch.nn.Linear(2, 2), (1e-6, 1e-6, 0.5, 1e-6))
+
+
+def test_calibration_writes_a_power_of_ten_threshold(tmp_path: Path) -> None:
+    prepared = prepare_task("vision", tmp_path, tiny=True, total_steps=10, stride=5, intervals_per_batch=2)
+    numerics, discrepancies = calibrate_numerics(prepared, [get_profile("micro3"), get_profile("threads2")], steps=1)
+    assert [d.profile for d in discrepancies] == ["micro3", "threads2"]
+    assert all(d.positions > 0 and d.faults == 0 for d in discrepancies)
+    assert numerics["mode"] == "exact" and sorted(numerics["threshold"]) == sorted(THRESHOLD)
+    assert all(t[0] in "125" and t[1:3] == "e-" for t in numerics["threshold"].values())
+    assert numerics["max_log_entries"] >= 1024
+    assert attach_numerics(prepared.spec_path, numerics).spec.exact
+
+
+def test_cli_exact_spec_train_and_verify_without_a_boundary(tmp_path: Path) -> None:
+    spec = tmp_path / "task" / "spec.json"
+    made = run_ovig("spec", "new", "--workload", "vision", "--tiny", "--out", str(spec.parent), "--steps", "10",
+                    "--stride", "5", "--intervals-per-batch", "2", "--exact")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert parse_spec(spec.read_bytes())[0].exact
+    assert run_ovig("train", "--spec", str(spec), "--out", str(tmp_path / "run")).returncode == 0
+    result = run_ovig("verify", "--spec", str(spec), "--evidence", str(tmp_path / "run"), "--interval", "1",
+                      "--profile", "micro3", "--report", str(tmp_path / "report.json"))  # fmt: skip
+    assert result.returncode == 0 and "valid (reproduced)" in result.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["verdict"], report["replays"]) == ("valid", ["micro3"])
+
+
+def test_cli_verify_of_a_boundary_mode_spec_needs_its_boundary(tmp_path: Path) -> None:
+    prepared = prepare_task("vision", tmp_path, tiny=True, total_steps=10, stride=5, intervals_per_batch=2)
+    result = run_ovig("verify", "--spec", str(prepared.spec_path), "--evidence", str(tmp_path), "--interval", "0")
+    assert result.returncode == 2 and "judged against its boundary" in result.stderr
+
+
+def test_eval_exact_catches_the_boundary_aware_attacker(tmp_path: Path) -> None:
+    attacks = (
+        AttackCase("micro_batch_drop", {"keep": 0.5}),
+        AttackCase("boundary_aware", {"boundary": "{boundary}", "budget": 0.9, "objective": "backdoor"},
+                   every_interval=True),
+    )  # fmt: skip
+    settings = EvalSettings(strides=(5,), intervals=6, calibration_positions=2, attacks=attacks,
+                            calibration_profiles=("micro2", "fused-optimizer"),
+                            held_out_profiles=("threads2", "micro3"), other_hardware=False, adaptive_window=3,
+                            exact=True)  # fmt: skip
+    [result] = evaluate(settings, tmp_path / "work")
+    assert [h["valid"] for h in result.honest] == [True] * len(result.honest) and len(result.honest) == 4
+    assert all(h["reason"] == "reproduced" for h in result.honest)
+    for attack in result.attacks:
+        assert attack["verdicts"], attack["label"]
+        assert not attack["identical"], attack["label"]
+        assert [v["valid"] for v in attack["verdicts"]] == [False] * len(attack["verdicts"]), attack["label"]
+    assert result.boundary["alpha"] == 3.0  # the twin's boundary the attacker aimed at
+    shutil.rmtree(tmp_path / "work", ignore_errors=True)
