@@ -63,7 +63,7 @@ bench/results/eval_vision_tiny_ddp2/.
 
 ``--exact`` evaluates exact mode (``ovig eval --exact``) on each of ``--workloads`` in turn: s = 10, 24 intervals,
 every default attack, the boundary-aware attacker aiming at the boundary of a boundary-mode twin of the
-task (4 intervals calibrate it); to bench/results/eval_<workload>_tiny_exact/.
+task (4 intervals calibrate it); to bench/results/exact_eval_<workload>_tiny/.
 
 ``--full-language`` evaluates the full language config (MiniLM-L6, batch 16 x 64 tokens) at s = 1 and
 10 with as many intervals as about half an hour of these two CPU cores allows, and the attacks that
@@ -207,6 +207,8 @@ def main() -> None:
         processes = []
         for workload, size, options in group:
             name = "_".join(["eval", workload, size]).rstrip("_")
+            if size == "tiny_exact":  # the place for exact mode's results: bench/results/exact_*
+                name = f"exact_eval_{workload}_tiny"
             # the work is kept under .cache/ (git ignores it): an evaluation cut short resumes when run again
             argv = [str(ovig), "eval", "--workload", workload, *options, "--out", str(RESULTS / name)]
             processes.append(subprocess.Popen([*argv, "--work-dir", str(WORK / name)]))

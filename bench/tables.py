@@ -453,7 +453,7 @@ def eval_ddp() -> str:
 EXACT_WORKLOADS = [
     w for w in ("vision", "diffusion", "language", "llm") if (RESULTS / f"exact_{w}_tiny.json").is_file()
 ]
-EXACT_EVALS = [w for w in ("vision", "diffusion") if (RESULTS / f"eval_{w}_tiny_exact" / "eval.json").is_file()]
+EXACT_EVALS = [w for w in ("vision", "diffusion") if (RESULTS / f"exact_eval_{w}_tiny" / "eval.json").is_file()]
 
 
 def exact_replays() -> str:
@@ -496,7 +496,7 @@ def exact_cell(row: dict[str, Any] | None) -> str:
 
 def exact_eval() -> str:
     """Boundary mode and exact mode side by side at s = 10, per attack, and the honest false positives."""
-    pairs = [(f"eval_{w}_tiny", f"eval_{w}_tiny_exact") for w in EXACT_EVALS]
+    pairs = [(f"eval_{w}_tiny", f"exact_eval_{w}_tiny") for w in EXACT_EVALS]
     rows = [["honest held-out intervals judged faulty"] + [fp(run, 10) for pair in pairs for run in pair]]
     labels = list(dict.fromkeys(r["label"] for _, exact in pairs for r in rows_of(exact, 10)))
     for label in labels:

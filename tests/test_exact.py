@@ -142,6 +142,42 @@ def test_a_log_out_of_order_is_a_structural_fault_before_any_replay(task: Prepar
         assert (verdict.verdict, verdict.reason, verdict.cause) == ("faulty", "wrong_structure", "bad_log")
     with pytest.raises(LogError, match="more than the spec's 10"):
         decode_log(end.rounding, 10)
+
+
+def test_hostile_log_encodings_are_refused_without_crashing(claims: Path) -> None:
+    end = read_evidence(evidence_path(claims, K)).rounding
+    n = len(end["positions"])
+    big = 2**62  # four such counts wrap an int64 sum back to a small number
+    hostile = {"keys": end["keys"][:1].repeat(4, 1), "counts": torch.tensor([big, big, big, big + 2]),
+               "positions": torch.tensor([1, 2]), "up": torch.tensor([0], dtype=torch.uint8)}  # fmt: skip
+    with pytest.raises(LogError, match="do not add up"):
+        decode_log(hostile, 10**6)
+    log = claimed_log(claims)
+    both_ways = torch.cat([log[:1], log[:1]])
+    both_ways[1, 6] = 1 - both_ways[0, 6]  # one position rounded both ways
+    with pytest.raises(LogError, match="name a position twice"):
+        decode_log(encode_log(torch.cat([both_ways, log[1:]])), 10**6)
+    wrapped = log[:2].clone()
+    wrapped[0, 5], wrapped[1, 5] = 2**63 - 1, -(2**63)  # "sorted" only if compared by subtraction
+    wrapped[1, :5] = wrapped[0, :5]
+    with pytest.raises(LogError):
+        decode_log(encode_log(wrapped), 10**6)
+    stray = {**end, "up": end["up"].clone()}
+    stray["up"][-1] |= 0x80 if n % 8 else 0  # a padding bit set (when the last byte has padding)
+    if n % 8:
+        with pytest.raises(LogError, match="canonical"):
+            decode_log(stray, 10**6)
+
+
+def test_a_logged_direction_away_from_the_nearest_neighbour_is_steering(task: PreparedTask, claims: Path) -> None:
+    # A value logged within the threshold but clearly on one side of its midpoint: the log may not round it the
+    # other way. Such an entry exists when the trainer logged a value not at an exact tie; make one by
+    # flipping every entry of the interval's last optimizer step: at least one is not an exact tie.
+    log = claimed_log(claims).clone()
+    last = (log[:, 0] == K * 5 + 4) & (log[:, 1] == UPDATE)
+    log[last, 6] ^= 1
+    verdict = judge(task, claims, with_log(claims, log))
+    assert verdict.verdict == "faulty" and verdict.cause in {"steered_entry", "not_reproduced"}
     no_log = read_evidence(evidence_path(claims, K))
     verdict = judge(task, claims, Evidence(no_log.model, no_log.optim, no_log.probe, no_log.metadata))
     assert (verdict.reason, verdict.cause) == ("wrong_structure", "wrong_names")
@@ -174,7 +210,7 @@ def test_a_killed_exact_run_resumes_bit_identically(task: PreparedTask, claims: 
 def test_the_spec_section_is_validated(task: PreparedTask) -> None:
     document = json.loads(task.spec_path.read_text())
     for numerics, message in [
-        ({**NUMERICS, "threshold": {**THRESHOLD, "gradient": "0.3"}}, r"between 0 and 0\.25"),
+        ({**NUMERICS, "threshold": {**THRESHOLD, "gradient": "0.1"}}, r"between 0 and 0\.1 ulps"),
         ({**NUMERICS, "threshold": {"forward": "1e-6"}}, "needs forward, backward, gradient and update"),
         ({**NUMERICS, "compute": "float128"}, "compute"),
         ({**NUMERICS, "extra": 1}, "extra"),
@@ -184,11 +220,15 @@ def test_the_spec_section_is_validated(task: PreparedTask) -> None:
             parse_spec(canonical_bytes({**document, "numerics": numerics}))
     with pytest.raises(SpecError, match="dtype must be float32"):
         parse_spec(canonical_bytes({**document, "dtype": "float64"}))
+    with pytest.raises(SpecError, match="batch_size >= 3"):
+        parse_spec(canonical_bytes({**document, "batch_size": 2}))
 
 
 def test_numerics_rejects_a_threshold_out_of_range() -> None:
-    with pytest.raises(ValueError, match=r"between 0 and 0\.25"):
+    with pytest.raises(ValueError, match=r"between 0 and 0\.1 ulps"):
         ExactNumerics(torch.nn.Linear(2, 2), (1e-6, 1e-6, 0.5, 1e-6))
+    with pytest.raises(ValueError, match="running statistics"):
+        ExactNumerics(torch.nn.BatchNorm1d(2).double(), (1e-6,) * 4)
 
 
 def test_calibration_writes_a_power_of_ten_threshold(tmp_path: Path) -> None:

@@ -108,14 +108,14 @@ class NumericsSpec(_Strict):
     compute: Literal["float64"] = "float64"
     # per rounding phase, in float32 ulps; calibrated from the discrepancy between profiles
     threshold: dict[Literal["forward", "backward", "gradient", "update"], DecimalStr]
-    max_log_entries: int = Field(gt=0, le=2**31)  # per interval: caps what a provider's log can cost a verifier
+    max_log_entries: int = Field(gt=0, le=2**26)  # per interval: caps what a provider's log can cost a verifier
 
     @model_validator(mode="after")
     def _threshold_in_range(self) -> NumericsSpec:
         if len(self.threshold) != 4:
             raise ValueError("threshold needs forward, backward, gradient and update")
-        if not all(Decimal(0) < Decimal(t) < Decimal("0.25") for t in self.threshold.values()):
-            raise ValueError("every threshold must be between 0 and 0.25 ulps")
+        if not all(Decimal(0) < Decimal(t) < Decimal("0.1") for t in self.threshold.values()):
+            raise ValueError("every threshold must be between 0 and 0.1 ulps")
         return self
 
     @property
@@ -147,6 +147,10 @@ class TaskSpec(_Strict):
     def _exact_needs_float32(self) -> TaskSpec:
         if self.numerics is not None and self.dtype != "float32":
             raise ValueError("exact numerics round float64 to float32: dtype must be float32")
+        if self.numerics is not None and self.batch_size < 3:
+            raise ValueError(
+                "exact numerics learn which outputs are per-example from 2 and 3 examples: batch_size >= 3"
+            )
         return self
 
     @property

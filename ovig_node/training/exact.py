@@ -31,8 +31,9 @@ A log is an int64 tensor of rows ``(step, phase, site, call, element, position, 
 as packed bits: about 8 bytes an entry. The probe gradient of E_k is computed at step ``b_k``,
 so its entries carry that step. A replay applying a log checks it (:attr:`ExactNumerics.faults`):
 
-- an entry whose value in the replay is not within ``2 * threshold`` ulps of a midpoint (``far_entry``):
-  the log cannot steer training, only settle ties an honest execution could round either way;
+- an entry whose value in the replay is not within ``1.25 * threshold`` ulps of a midpoint (``far_entry``),
+  or is farther than ``threshold / 4`` and takes the farther neighbour (``steered_entry``): the log
+  settles only what an honest execution could round either way;
 - a replay value within ``threshold / 2`` ulps of a midpoint that the log does not name (``skipped_entry``);
 - an entry no rounding of the interval reached (``unused_entry``).
 
@@ -55,17 +56,20 @@ from typing import Any
 import torch
 from torch import nn
 
+from ovig_node.errors import OvigError
+
 FORWARD, BACKWARD, GRADIENT, UPDATE = range(4)
 PHASES = ("forward", "backward", "gradient", "update")
+# A replay's checks, in units of the phase's threshold T; calibration makes T at least 8x the largest
+# discrepancy d measured between profiles (verify.exact.SAFETY), and these hold for d <= T/8:
+FAR = 1.25  # a logged value (|x - m| < T) is within T + d of the midpoint in any honest replay
+FREE = 0.25  # nearer than this, the two sides can disagree on the nearest neighbour; farther, the log must not
+MAX_THRESHOLD = 0.1  # wider, and the log would settle what no honest execution finds ambiguous
+SKIPPED = 0.5  # an unlogged value (|x - m| >= T) is at least T - d from it in any honest replay
+# Field widths of a packed site (step, phase, site, call, element): a log outside them is malformed.
+FIELD_BITS = (24, 2, 16, 12, 8)
 COLUMNS = ("step", "phase", "site", "call", "element", "position", "up")
 Key = tuple[int, int, int, int, int]  # (step, phase, site, call, element)
-
-
-@dataclass
-class _Claimed:
-    positions: torch.Tensor  # int64, global positions of the site's entries
-    up: torch.Tensor  # bool
-    offsets: torch.Tensor  # indices of these entries in the log (to mark them used)
 
 
 @dataclass
@@ -93,10 +97,22 @@ class ExactNumerics:
     :meth:`round_update` after the optimizer's step); :meth:`take_log` ends an interval.
     """
 
-    def __init__(self, model: nn.Module, thresholds: tuple[float, ...], claimed: torch.Tensor | None = None) -> None:
-        if len(thresholds) != len(PHASES) or not all(0.0 < t < 0.25 for t in thresholds):
-            raise ValueError(f"a rounding threshold per phase, each between 0 and 0.25 ulps, not {thresholds}")
+    def __init__(
+        self,
+        model: nn.Module,
+        thresholds: tuple[float, ...],
+        claimed: torch.Tensor | None = None,
+        *,
+        max_entries: int = 2**31,
+    ) -> None:
+        if len(thresholds) != len(PHASES) or not all(0.0 < t < MAX_THRESHOLD for t in thresholds):
+            raise ValueError(f"a threshold per phase, each between 0 and {MAX_THRESHOLD} ulps, not {thresholds}")
+        if any(getattr(m, "track_running_stats", False) for m in model.modules()):
+            raise ValueError(
+                "exact mode does not round buffers a forward pass updates (a BatchNorm's running statistics)"
+            )
         self.thresholds = thresholds
+        self.max_entries = max_entries
         self.model = model
         self._sites = {id(m): i for i, (_, m) in enumerate(model.named_modules()) if not list(m.children())}
         self._params = [(i, p) for i, (_, p) in enumerate(model.named_parameters()) if p.requires_grad]
@@ -108,7 +124,8 @@ class ExactNumerics:
         self._recorded: list[torch.Tensor] = []
         self.trace: Trace | None = None
         self.faults: list[str] = []
-        self._claimed: dict[Key, _Claimed] = {}
+        self._codes = torch.empty(0, dtype=torch.int64)  # a claimed log's sites, packed (:func:`_code`), sorted
+        self._starts: list[int] = []  # where each site's entries start in the log (and one past the last)
         self._log = claimed
         self._used = torch.zeros(0, dtype=torch.bool)
         if claimed is not None:
@@ -164,7 +181,11 @@ class ExactNumerics:
             return self._log
         rows = torch.cat(self._recorded) if self._recorded else torch.empty((0, len(COLUMNS)), dtype=torch.int64)
         self._recorded = []
-        return torch.unique(rows, dim=0) if len(rows) else rows
+        log = torch.unique(rows, dim=0) if len(rows) else rows
+        if len(log) > self.max_entries:
+            raise LogTooLong(f"this interval logged {len(log)} roundings, more than the spec's {self.max_entries}: "
+                             "its thresholds are too wide for this run (calibrate the spec again)")  # fmt: skip
+        return log
 
     def remove(self) -> None:
         for hook in self._hooks:
@@ -213,35 +234,52 @@ class ExactNumerics:
 
     def _apply(self, key: Key, base: int, flat: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
                distance: torch.Tensor, offset: torch.Tensor, result: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        threshold = self.thresholds[key[1]]
         ruled = torch.zeros(len(flat), dtype=torch.bool)
-        if (claimed := self._claimed.get(key)) is not None:
-            inside = (claimed.positions >= base) & (claimed.positions < base + len(flat))
-            local = claimed.positions[inside] - base
-            far = ~(distance[local] < 2 * self.thresholds[key[1]])  # NaN (not finite) is far too
+        if (entries := self._entries(key)) is not None:
+            assert self._log is not None
+            positions, up = self._log[entries, 5], self._log[entries, 6].bool()
+            inside = (positions >= base) & (positions < base + len(flat))
+            local = positions[inside] - base
+            up, near = up[inside], distance[local]
+            far = ~(near < FAR * threshold)  # NaN (not finite) is far too
             if bool(far.any()):
                 where = int(local[far][0]) + base
                 self._fault(f"far_entry: {_name(key)} position {where} is not near a rounding midpoint")
+            # Beyond the discrepancy an honest replay can show, both sides agree which neighbour is nearest.
+            steered = (near >= FREE * threshold) & ~far & (up != (result[local] == hi[local]))
+            if bool(steered.any()):
+                where = int(local[steered][0]) + base
+                self._fault(f"steered_entry: {_name(key)} position {where} takes the farther neighbour")
             result = result.clone()
-            result[local] = torch.where(claimed.up[inside], hi[local], lo[local])
+            result[local] = torch.where(up, hi[local], lo[local])
             ruled[local] = True
-            self._used[claimed.offsets[inside]] = True
+            self._used[entries.start + torch.nonzero(inside).flatten()] = True
             if self.trace is not None:
-                self.trace.add(_rows(key, local + base, claimed.up[inside]), offset[local])
-        skipped = (distance < self.thresholds[key[1]] / 2) & ~ruled
+                self.trace.add(_rows(key, local + base, up), offset[local])
+        skipped = (distance < SKIPPED * threshold) & ~ruled
         if bool(skipped.any()):
             where = int(torch.nonzero(skipped)[0]) + base
             self._fault(f"skipped_entry: {_name(key)} position {where} is at a rounding midpoint the log does not name")
         return result
 
     def _index(self, log: torch.Tensor) -> None:
+        """Index a claimed log (sorted, its fields in range: :func:`log_problem`) by site, in tensors only:
+        a hostile log with millions of sites must not become millions of Python objects."""
         self._used = torch.zeros(len(log), dtype=torch.bool)
         if not len(log):
             return
-        keys, inverse = torch.unique(log[:, :5], dim=0, return_inverse=True)
-        order = torch.argsort(inverse, stable=True)
-        counts = torch.bincount(inverse, minlength=len(keys)).tolist()
-        for key, chunk in zip(keys.tolist(), torch.split(order, counts), strict=True):
-            self._claimed[tuple(key)] = _Claimed(log[chunk, 5], log[chunk, 6].bool(), chunk)  # type: ignore[index]
+        codes = _code(log[:, :5])
+        self._codes, counts = torch.unique_consecutive(codes, return_counts=True)
+        self._starts = [0, *torch.cumsum(counts, 0).tolist()]
+
+    def _entries(self, key: Key) -> slice | None:
+        """The rows of the claimed log at site ``key``, or None."""
+        code = int(_code(torch.tensor([key], dtype=torch.int64))[0])
+        i = int(torch.searchsorted(self._codes, code))
+        if i < len(self._codes) and int(self._codes[i]) == code:
+            return slice(self._starts[i], self._starts[i + 1])
+        return None
 
     def _fault(self, text: str) -> None:
         if len(self.faults) < 20:
@@ -287,6 +325,14 @@ def _bracket(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     return lo, hi, torch.where(torch.isfinite(offset), offset, torch.nan)
 
 
+def _code(keys: torch.Tensor) -> torch.Tensor:
+    """Each (step, phase, site, call, element) row packed into one int64, in the rows' sort order."""
+    code = torch.zeros(len(keys), dtype=torch.int64)
+    for column, bits in enumerate(FIELD_BITS):
+        code = (code << bits) | keys[:, column]
+    return code
+
+
 def _rows(key: Key, positions: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     head = torch.tensor(key, dtype=torch.int64).expand(len(positions), 5)
     return torch.cat([head, positions.to(torch.int64)[:, None], up.to(torch.int64)[:, None]], dim=1)
@@ -320,16 +366,26 @@ def decode_log(tensors: dict[str, torch.Tensor], max_entries: int) -> torch.Tens
     n = len(positions)
     if n > max_entries:
         raise LogError(f"{n} rounding log entries, more than the spec's {max_entries}")
-    if len(counts) != len(keys) or bool((counts < 1).any()) or int(counts.sum()) != n or len(up) != (n + 7) // 8:
+    # each count checked before any sum: int64 sums of hostile counts wrap (and repeat_interleave then crashes)
+    if len(counts) != len(keys) or len(keys) > n or len(up) != (n + 7) // 8:
+        raise LogError("rounding: counts, positions and up do not add up")
+    if len(counts) and (int(counts.min()) < 1 or int(counts.max()) > n or int(counts.sum()) != n):
         raise LogError("rounding: counts, positions and up do not add up")
     rows = torch.cat([keys.repeat_interleave(counts, dim=0), positions[:, None], _unpack(up, n)[:, None]], dim=1)
     if (problem := log_problem(rows)) is not None:
         raise LogError(problem)
+    again = encode_log(rows)
+    if not all(torch.equal(again[name], tensors[name]) for name in LOG_TENSORS):
+        raise LogError("rounding: not the canonical encoding of its entries (a key repeated, or stray bits)")
     return rows
 
 
 class LogError(ValueError):
     """Rounding tensors that are not a well-formed log."""
+
+
+class LogTooLong(OvigError, RuntimeError):
+    """An honest interval logged more roundings than the spec allows: its thresholds are too wide."""
 
 
 def _pack(bits: torch.Tensor) -> torch.Tensor:
@@ -345,19 +401,22 @@ def log_problem(log: torch.Tensor) -> str | None:
     """What is wrong with a claimed log's form (before it is applied), or None."""
     if log.dtype != torch.int64 or log.dim() != 2 or log.shape[1] != len(COLUMNS):
         return f"a rounding log is int64 rows of {len(COLUMNS)} columns, not {log.dtype} {tuple(log.shape)}"
-    if len(log) and (bool((log[:, 1] < FORWARD).any()) or bool((log[:, 1] > UPDATE).any())
-                     or bool((log[:, 6] < 0).any()) or bool((log[:, 6] > 1).any())):  # fmt: skip
-        return "a rounding log entry has a phase or direction out of range"
-    if len(log) > 1 and not bool(_strictly_increasing(log)):
-        return "a rounding log's rows are not sorted and unique"
+    if not len(log):
+        return None
+    limits = [1 << bits for bits in FIELD_BITS]
+    if any(bool((log[:, c] < 0).any()) or bool((log[:, c] >= limit).any()) for c, limit in enumerate(limits)):
+        return "a rounding log entry has a step, phase, site, call or element out of range"
+    if bool((log[:, 5] < 0).any()) or bool((log[:, 6] < 0).any()) or bool((log[:, 6] > 1).any()):
+        return "a rounding log entry has a negative position or a direction other than 0 or 1"
+    if len(log) > 1 and not _strictly_increasing(log[:, :6]):
+        return "a rounding log's rows are not sorted, or name a position twice"
     return None
 
 
-def _strictly_increasing(log: torch.Tensor) -> bool:
-    # lexicographic order of consecutive rows: the first differing column decides
-    diff = log[1:] - log[:-1]
-    nonzero = diff != 0
-    first = torch.where(nonzero.any(1), nonzero.int().argmax(1), torch.full((len(diff),), -1))
-    if bool((first < 0).any()):
-        return False
-    return bool((diff.gather(1, first[:, None]) > 0).all())
+def _strictly_increasing(rows: torch.Tensor) -> bool:
+    """Whether each row is lexicographically above the previous one (compared, never subtracted: hostile
+    values would wrap)."""
+    before, after = rows[:-1], rows[1:]
+    differ = before != after
+    first = differ.int().argmax(1)[:, None]  # the first column where they differ (0 when none does)
+    return bool(differ.any(1).all()) and bool((before.gather(1, first) < after.gather(1, first)).all())

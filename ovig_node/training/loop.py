@@ -267,7 +267,7 @@ def exact_numerics(
     model.double()
     # the math path: the fused kernel's backward is beyond any threshold (training.exact)
     torch.backends.cuda.enable_flash_sdp(False)
-    numerics = ExactNumerics(model, spec.numerics.thresholds, claimed_log)
+    numerics = ExactNumerics(model, spec.numerics.thresholds, claimed_log, max_entries=spec.numerics.max_log_entries)
     batch = {
         name: _compute_dtype(t, numerics).to(profile.device)
         for name, t in step_batch(workload, dataset, spec, 0).items()

@@ -78,8 +78,8 @@ def load_optimizer_state(model: nn.Module, optimizer: torch.optim.Optimizer, ten
         if name not in by_name:
             raise KeyError(f"optimizer state for unknown parameter {name!r}")
         param = by_name[name]
-        if state != "step" and value.is_floating_point():
-            value = value.to(param.dtype)  # exact mode trains a float64 model on float32 evidence
+        if state != "step" and param.dtype == torch.float64 and value.dtype == torch.float32:
+            value = value.double()  # exact mode trains a float64 model from float32 evidence (exactly)
         # torch keeps Adam's step counter on the CPU (unless capturable); moments live with the weights
         # (a rank of a sharded run keeps its shard of them).
         optimizer.state[param][state] = value.clone() if state == "step" else placed_like(param, value)

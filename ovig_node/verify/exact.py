@@ -23,7 +23,7 @@ import torch
 
 from ovig_node.protocol.spec import NumericsSpec, TaskSpec
 from ovig_node.training.evidence import Evidence
-from ovig_node.training.exact import PHASES, ExactNumerics, Trace
+from ovig_node.training.exact import MAX_THRESHOLD, PHASES, ExactNumerics, Trace
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import exact_numerics, load_initial_model, training_step
 from ovig_node.training.optim import build_optimizer
@@ -33,7 +33,7 @@ from ovig_node.verify.check import FAULTY, OUT_OF_BOUNDS, VALID, Verdict, struct
 
 PROBE_THRESHOLD = 0.01  # ulps: wide enough that a discrepancy it cannot see would also break boundary mode
 SAFETY = 8.0  # a threshold is at least this many times the largest discrepancy measured in its phase
-MIN_THRESHOLD = 1e-9
+MIN_THRESHOLD = 1e-7  # offsets from a midpoint come in steps of 2^-29 ulps: well above that
 
 
 def judge_exact(
@@ -109,7 +109,7 @@ def threshold_for(discrepancies: Sequence[Discrepancy]) -> dict[str, str]:
         mantissa = next(m for m in (1, 2, 5, 10) if m * 10.0**exponent >= wanted * (1 - 1e-12))
         if mantissa == 10:
             mantissa, exponent = 1, exponent + 1
-        if mantissa * 10.0**exponent >= 0.25:
+        if mantissa * 10.0**exponent >= MAX_THRESHOLD:
             raise ValueError(f"a {phase} discrepancy of {largest:.3g} ulps needs a threshold exact mode cannot have")
         thresholds[phase] = f"{mantissa}e{exponent}"
     return thresholds
@@ -130,12 +130,12 @@ def calibrate_numerics(
     threshold = threshold_for(discrepancies)
     entries = per_step(tuple(float(threshold[phase]) for phase in PHASES))
     cap = LOG_SAFETY * entries * (prepared.spec.stride + 1) + 1024
-    return {"mode": "exact", "threshold": threshold, "max_log_entries": min(cap, 2**31)}, discrepancies
+    return {"mode": "exact", "threshold": threshold, "max_log_entries": min(cap, 2**26)}, discrepancies
 
 
 def _probe_numerics(spec: TaskSpec) -> NumericsSpec:
     probe = dict.fromkeys(PHASES, str(PROBE_THRESHOLD))
-    return NumericsSpec.model_validate({"mode": "exact", "threshold": probe, "max_log_entries": 2**31})
+    return NumericsSpec.model_validate({"mode": "exact", "threshold": probe, "max_log_entries": 2**26})
 
 
 def _traced_run(
