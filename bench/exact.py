@@ -4,7 +4,8 @@ For the workload's tiny config: the float64 discrepancy each CPU profile shows a
 (what the threshold must absorb) and the threshold calibration picks; one run trained in boundary mode
 and the same spec in exact mode, in this process one after the other (the training-time ratio, and the
 bytes of E_k against the rounding log's entries and bytes per interval); and every interval of the exact
-run replayed under every CPU profile, applying the claim's log: reproduced bit for bit, or what was wrong.
+run replayed under every CPU profile, applying the claim's log: reproduced bit for bit, or what was wrong;
+and the same spec trained by a data-parallel provider (ddp2), each interval judged by a one-process replay.
 Writes bench/results/exact_<workload>_tiny.json and prints a table.
 
     .venv/bin/python bench/exact.py --workload vision [--steps 40 --stride 10]
@@ -88,6 +89,16 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
                      .rounding.values()) for k in range(intervals)]  # fmt: skip
     evidence_bytes = evidence_path(folder / "run-boundary", intervals - 1).stat().st_size
 
+    console.print("training in exact mode under ddp2 (two gloo ranks), each interval replayed in one process ...")
+    train(TrainRun(exact_task.spec, exact_task.spec_hash, exact_task.dataset_path, exact_task.init_path,
+                   folder / "run-ddp2", get_profile("ddp2")))  # fmt: skip
+    ddp2 = []
+    for k in range(intervals):
+        start = read_evidence(evidence_path(folder / "run-ddp2", k - 1)) if k else None
+        end = read_evidence(evidence_path(folder / "run-ddp2", k))
+        judged = replay_and_judge(exact_task, k, start, end, None, profiles=[get_profile("reference")])
+        ddp2.append({"interval": k, "valid": judged.verdict.valid, "cause": judged.verdict.cause})
+
     replays: dict[str, list[dict[str, object]]] = {}
     for name in ONE_PROCESS:
         console.print(f"replaying every interval under {name} ...")
@@ -106,6 +117,7 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
         "log_entries": [len(log) for log in logs], "log_bytes": log_bytes, "evidence_bytes": evidence_bytes,
         "spec_log_cap": LOG_SAFETY * max(len(log) for log in logs),
         "replays": replays,
+        "ddp2_claims": ddp2,  # a data-parallel provider's intervals, each judged by a one-process replay
         "machine": {"cpu": platform.processor() or platform.machine(), "torch": torch.__version__},
     }  # fmt: skip
 

@@ -476,6 +476,9 @@ def exact_replays() -> str:
         size = sum(r["log_bytes"]) / len(r["log_bytes"])
         if beyond:
             thresholds += f"; beyond the probe: {', '.join(beyond)}"
+        if "ddp2_claims" in r:
+            ddp2 = r["ddp2_claims"]
+            reproduced += f"; a ddp2 provider's: {sum(v['valid'] for v in ddp2)}/{len(ddp2)} intervals"
         log = f"{mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
         rows.append(
             [workload, f"{r['stride']}", thresholds, reproduced, f"{entries:,.0f}", log, f"{r['time_ratio']:.1f}x"]

@@ -183,11 +183,14 @@ def test_a_logged_direction_away_from_the_nearest_neighbour_is_steering(task: Pr
     assert (verdict.reason, verdict.cause) == ("wrong_structure", "wrong_names")
 
 
-def test_row_tamper_of_one_ulp_scale_is_caught(task: PreparedTask, claims: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("name", "params"), [("row_tamper", {"delta": 1e-7}), ("low_precision", {})])
+def test_a_tiny_tamper_and_float32_compute_are_caught(
+    task: PreparedTask, claims: Path, tmp_path: Path, name: str, params: dict[str, float]
+) -> None:
     from ovig_node.attacks.base import load_attack
     from ovig_node.verify.evaluate import claim_run, fake
 
-    attack = load_attack("row_tamper", intervals=frozenset({K}), delta=1e-7)
+    attack = load_attack(name, intervals=frozenset({K}), **params)
     fake(task, claims, tmp_path, attack, last=K, honest_prefix=K)
     end = read_evidence(evidence_path(tmp_path, K))
     assert claim_run(task, tmp_path).spec.exact
@@ -281,3 +284,25 @@ def test_eval_exact_catches_the_boundary_aware_attacker(tmp_path: Path) -> None:
         assert [v["valid"] for v in attack["verdicts"]] == [False] * len(attack["verdicts"]), attack["label"]
     assert result.boundary["alpha"] == 3.0  # the twin's boundary the attacker aimed at
     shutil.rmtree(tmp_path / "work", ignore_errors=True)
+
+
+def test_a_ddp2_provider_in_exact_mode_is_reproduced_by_one_process_replays(task: PreparedTask, tmp_path: Path) -> None:
+    # two gloo ranks, each rounding and logging its half of every batch at the batch's positions
+    run = TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("ddp2"))
+    train(run)
+    for k in (0, K):
+        claimed = evidence_path(tmp_path, k).read_bytes()
+        start = read_evidence(evidence_path(tmp_path, k - 1)) if k else None
+        for name in ("reference", "micro3"):
+            faults: list[str] = []
+            log = claimed_log(tmp_path, k)
+            replayed = replay_interval(task, k, start, profile=get_profile(name), claimed_log=log, faults=faults)
+            assert faults == [] and replayed.to_bytes() == claimed, (k, name)
+
+
+def test_a_sharded_provider_cannot_train_in_exact_mode(task: PreparedTask, tmp_path: Path) -> None:
+    from ovig_node.training.distributed import RankFailed
+
+    run = TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("fsdp2"))
+    with pytest.raises(RankFailed, match="not FSDP's shards"):
+        train(run)

@@ -51,7 +51,8 @@ class DataPerturbation(Attack):
 
 @dataclass(frozen=True)
 class LowPrecision(Attack):
-    """Run forward and backward passes in bfloat16 (cheaper hardware, OVIG's shortcut attack)."""
+    """Run forward and backward passes in bfloat16 (cheaper hardware, OVIG's shortcut attack); in exact mode,
+    in float32 instead of float64 (the training loop's choice: autocast leaves float64 alone)."""
 
     def compute_dtype(self, step: int) -> torch.dtype | None:
         return torch.bfloat16

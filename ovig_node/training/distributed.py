@@ -101,6 +101,22 @@ def all_reduce_sum(tensors: list[torch.Tensor]) -> None:
             dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
 
 
+def all_rows(rows: torch.Tensor) -> torch.Tensor:
+    """Every rank's ``rows`` (an int64 (n, c) tensor, n differing by rank) on every rank, sorted and unique:
+    exact mode's rounding log of a data-parallel interval, each rank having rounded its share of the batch."""
+    world = position()[1]
+    if world == 1:
+        return rows
+    counts = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(counts, torch.tensor([len(rows)], dtype=torch.int64))
+    longest = max(int(c) for c in counts)
+    padded = torch.cat([rows, rows.new_zeros((longest - len(rows), rows.shape[1]))])
+    pieces = [rows.new_zeros((longest, rows.shape[1])) for _ in range(world)]
+    dist.all_gather(pieces, padded)
+    every = torch.cat([piece[: int(count)] for piece, count in zip(pieces, counts, strict=True)])
+    return torch.unique(every, dim=0) if len(every) else every
+
+
 def shard(model: nn.Module, sharded: bool) -> nn.Module:
     """``model`` sharded in place with FSDP2 over this run's ranks when ``sharded``: each block of a
     layer list (a transformer's layers) is a unit of its own, gathered for its forward and backward only,

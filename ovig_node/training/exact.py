@@ -22,7 +22,8 @@ Rounding sites, in the order a step meets them (the ``phase`` of a log entry):
               in sorted name order) after the optimizer's step
 
 A per-example output's ``position`` counts in the whole batch (example index x the example's size +
-offset), so a replay that splits the batch into micro-batches names the same positions; which outputs
+offset), so a replay that splits the batch into micro-batches names the same positions, and so does each
+rank of a data-parallel run, whose logs are gathered into one (:attr:`ExactNumerics.combine`); which outputs
 are per-example is learnt from two small forward passes of 2 and 3 examples (:meth:`learn_sites`).
 
 A log is an int64 tensor of rows ``(step, phase, site, call, element, position, up)``, sorted and unique;
@@ -47,9 +48,10 @@ ulp at the query and key gradients (softmax's backward cancels), beyond any thre
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +115,8 @@ class ExactNumerics:
             )
         self.thresholds = thresholds
         self.max_entries = max_entries
+        # every rank's log in a data-parallel run (training.distributed.all_rows; a collective)
+        self.combine: Callable[[torch.Tensor], torch.Tensor] = lambda rows: rows
         self.model = model
         self._sites = {id(m): i for i, (_, m) in enumerate(model.named_modules()) if not list(m.children())}
         self._params = [(i, p) for i, (_, p) in enumerate(model.named_parameters()) if p.requires_grad]
@@ -132,7 +136,8 @@ class ExactNumerics:
             self._index(claimed)
         self._hooks = [m.register_forward_hook(self._forward_hook) for m in model.modules() if id(m) in self._sites]
         # a workload's loss may hand the model float32 inputs it made from the batch (pixels / 16): exact in float64
-        self._hooks.append(model.register_forward_pre_hook(_inputs_in_float64, with_kwargs=True))
+        self._hooks.append(model.register_forward_pre_hook(self._inputs_in_compute_dtype, with_kwargs=True))
+        self._compute = torch.float64
 
     # --- the loop's calls ---------------------------------------------------------------------------
 
@@ -181,11 +186,34 @@ class ExactNumerics:
             return self._log
         rows = torch.cat(self._recorded) if self._recorded else torch.empty((0, len(COLUMNS)), dtype=torch.int64)
         self._recorded = []
-        log = torch.unique(rows, dim=0) if len(rows) else rows
+        log = self.combine(torch.unique(rows, dim=0) if len(rows) else rows)
+        if (problem := log_problem(log)) is not None:  # a model too large for the fields' widths
+            raise LogError(f"this run's rounding log cannot be published: {problem}")
         if len(log) > self.max_entries:
             raise LogTooLong(f"this interval logged {len(log)} roundings, more than the spec's {self.max_entries}: "
                              "its thresholds are too wide for this run (calibrate the spec again)")  # fmt: skip
         return log
+
+    @contextlib.contextmanager
+    def in_float32(self) -> Iterator[None]:
+        """A cheating provider's shortcut (the ``low_precision`` attack in exact mode): the block computes in
+        float32, unrounded, as if exact mode were not there."""
+        self.model.float()
+        self._compute = torch.float32
+        try:
+            yield
+        finally:
+            self._compute = torch.float64
+            self.model.double()
+
+    def _inputs_in_compute_dtype(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, Any]:
+        def cast(value: Any) -> Any:
+            floating = isinstance(value, torch.Tensor) and value.dtype in (torch.float32, torch.float64)
+            return value.to(self._compute) if floating else value
+
+        return tuple(cast(a) for a in args), {name: cast(v) for name, v in kwargs.items()}
 
     def remove(self) -> None:
         for hook in self._hooks:
@@ -301,13 +329,6 @@ class _Round(torch.autograd.Function):
             step, _, site, call, element = ctx.key
             grad = ctx.numerics._round(grad.contiguous(), (step, BACKWARD, site, call, element), ctx.base)
         return grad, None, None, None, None
-
-
-def _inputs_in_float64(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    def cast(value: Any) -> Any:
-        return value.double() if isinstance(value, torch.Tensor) and value.dtype == torch.float32 else value
-
-    return tuple(cast(a) for a in args), {name: cast(v) for name, v in kwargs.items()}
 
 
 def _is_float(value: object) -> bool:

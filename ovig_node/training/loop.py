@@ -12,6 +12,7 @@ Read top to bottom:
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -207,10 +208,13 @@ def compute_gradients(
     rank, world = distributed.position()
     if world != profile.world_size:  # a process group of another run, or a data-parallel profile run alone
         raise distributed.RankFailed(f"profile {profile.name} trains on {profile.world_size} ranks, not {world}")
+    first = 0  # the rank's first example in the step's batch (exact mode's positions count in the whole batch)
     if world > 1:
         if size < world:
             raise distributed.RankFailed(f"a batch of {size} cannot be shared by {world} ranks")
-        batch = _split(batch, world)[rank]
+        shares = _split(batch, world)
+        first = sum(len(next(iter(share.values()))) for share in shares[:rank])
+        batch = shares[rank]
     if profile.sharded:  # FSDP2's backward reduce-scatters the ranks' sum into each one's shard of .grad
         loss = workload.loss(model, batch, spec.workload.config) * (len(next(iter(batch.values()))) / size)
         loss.backward()
@@ -223,15 +227,18 @@ def compute_gradients(
     cheap = attack.compute_dtype(step) if attack is not None else None
     if numerics is not None:
         numerics.begin_step(step)
-    offset = 0
+    offset = first
     for part in _split(batch, profile.micro_batches):
         share = len(next(iter(part.values()))) / size
         if numerics is not None:
             numerics.part(offset)
         offset += len(next(iter(part.values())))
-        with torch.autocast(profile.device, dtype=cheap, enabled=cheap is not None):
-            loss = workload.loss(model, part, spec.workload.config) * share
-        grads = torch.autograd.grad(loss, params)
+        # a cheaper dtype: autocast in float32 training; in exact mode's float64, float32 (what a cheat saves there)
+        shortcut = numerics.in_float32() if numerics is not None and cheap is not None else contextlib.nullcontext()
+        with shortcut:
+            with torch.autocast(profile.device, dtype=cheap, enabled=cheap is not None and numerics is None):
+                loss = workload.loss(model, part, spec.workload.config) * share
+            grads = torch.autograd.grad(loss, params)
         if profile.accumulate == "float64":
             grads = tuple(g.double() for g in grads)
         sums = list(grads) if sums is None else [s + g for s, g in zip(sums, grads, strict=True)]
@@ -262,12 +269,13 @@ def exact_numerics(
     ``claimed_log`` in a replay); None in boundary mode."""
     if spec.numerics is None:
         return None
-    if profile.world_size > 1:
-        raise distributed.RankFailed(f"exact mode runs in one process for now, not under {profile.name}")
+    if profile.sharded:
+        raise distributed.RankFailed(f"exact mode rounds whole tensors, not FSDP's shards: use ddp, not {profile.name}")
     model.double()
     # the math path: the fused kernel's backward is beyond any threshold (training.exact)
     torch.backends.cuda.enable_flash_sdp(False)
     numerics = ExactNumerics(model, spec.numerics.thresholds, claimed_log, max_entries=spec.numerics.max_log_entries)
+    numerics.combine = distributed.all_rows  # data-parallel: each rank logged its share of every batch
     batch = {
         name: _compute_dtype(t, numerics).to(profile.device)
         for name, t in step_batch(workload, dataset, spec, 0).items()
