@@ -187,8 +187,9 @@ class ExactNumerics:
         rows = torch.cat(self._recorded) if self._recorded else torch.empty((0, len(COLUMNS)), dtype=torch.int64)
         self._recorded = []
         log = self.combine(torch.unique(rows, dim=0) if len(rows) else rows)
-        if (problem := log_problem(log)) is not None:  # a model too large for the fields' widths
-            raise LogError(f"this run's rounding log cannot be published: {problem}")
+        # a model too large for the fields' widths, or data-parallel ranks that rounded one value two ways
+        if (problem := log_problem(log)) is not None:
+            raise LogError(f"this run's rounding log cannot be published (or its ranks disagree): {problem}")
         if len(log) > self.max_entries:
             raise LogTooLong(f"this interval logged {len(log)} roundings, more than the spec's {self.max_entries}: "
                              "its thresholds are too wide for this run (calibrate the spec again)")  # fmt: skip
@@ -214,6 +215,10 @@ class ExactNumerics:
             return value.to(self._compute) if floating else value
 
         return tuple(cast(a) for a in args), {name: cast(v) for name, v in kwargs.items()}
+
+    def discard(self) -> None:
+        """Forget what was logged (plain training keeps no evidence, so no log: no collective either)."""
+        self._recorded = []
 
     def remove(self) -> None:
         for hook in self._hooks:

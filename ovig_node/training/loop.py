@@ -89,6 +89,7 @@ def train(
     other ranks (:mod:`ovig_node.training.distributed`).
     """
     distributed.refuse_sharded_attack(run.profile, run.attack)  # its hooks change whole tensors, not shards
+    refuse_sharded_exact(run.spec, run.profile)  # before any rank starts
     if run.profile.world_size > 1 and distributed.position()[1] == 1:
         with distributed.ranks(run, _rank_main, stop_at, evidence):
             return train(run, on_step=on_step, stop_at=stop_at, evidence=evidence)
@@ -133,7 +134,7 @@ def train(
             digests.append(write_interval_evidence(run, model, optimizer, workload, dataset, k, numerics))
             done, k = k, k + 1
         elif numerics is not None and not evidence:
-            numerics.take_log()  # plain training keeps no log
+            numerics.discard()  # plain training keeps no log
         if on_step is not None:
             on_step(StepInfo(step=step, loss=loss, interval_done=done))
 
@@ -257,6 +258,11 @@ def _compute_dtype(tensor: torch.Tensor, numerics: ExactNumerics | None) -> torc
     return tensor.double() if numerics is not None and tensor.is_floating_point() else tensor
 
 
+def refuse_sharded_exact(spec: TaskSpec, profile: ExecutionProfile) -> None:
+    if spec.exact and profile.sharded:
+        raise distributed.RankFailed(f"exact mode rounds whole tensors, not FSDP's shards: use ddp, not {profile.name}")
+
+
 def exact_numerics(
     model: nn.Module,
     workload: Workload,
@@ -269,8 +275,7 @@ def exact_numerics(
     ``claimed_log`` in a replay); None in boundary mode."""
     if spec.numerics is None:
         return None
-    if profile.sharded:
-        raise distributed.RankFailed(f"exact mode rounds whole tensors, not FSDP's shards: use ddp, not {profile.name}")
+    refuse_sharded_exact(spec, profile)
     model.double()
     # the math path: the fused kernel's backward is beyond any threshold (training.exact)
     torch.backends.cuda.enable_flash_sdp(False)
