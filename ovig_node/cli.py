@@ -498,6 +498,9 @@ def calibrate_cmd(
     if len(replay_profiles) < 3:
         raise click.BadParameter("calibration needs at least 3 execution profiles", param_hint="--profiles")
     prepared, *more = [open_task(path) for path in spec_paths]
+    if any(run.spec.exact for run in (prepared, *more)):
+        raise click.BadParameter("an exact-mode spec has no boundary: its replays match bit for bit (its thresholds "
+                                 "were calibrated by `ovig spec new --exact`)", param_hint="--spec")  # fmt: skip
     try:
         check_runs([prepared, *more])
     except ValueError as error:

@@ -259,6 +259,12 @@ def test_cli_exact_spec_train_and_verify_without_a_boundary(tmp_path: Path) -> N
     assert (report["verdict"], report["replays"]) == ("valid", ["micro3"])
 
 
+def test_cli_calibrate_refuses_an_exact_spec(task: PreparedTask, tmp_path: Path) -> None:
+    result = run_ovig("calibrate", "--spec", str(task.spec_path), "--out", str(tmp_path / "boundary.json"))
+    assert result.returncode == 2 and "exact-mode spec has no boundary" in result.stderr
+    assert not (tmp_path / "boundary.json").exists()
+
+
 def test_cli_verify_of_a_boundary_mode_spec_needs_its_boundary(tmp_path: Path) -> None:
     prepared = prepare_task("vision", tmp_path, tiny=True, total_steps=10, stride=5, intervals_per_batch=2)
     result = run_ovig("verify", "--spec", str(prepared.spec_path), "--evidence", str(tmp_path), "--interval", "0")

@@ -38,8 +38,8 @@ so its entries carry that step. A replay applying a log checks it (:attr:`ExactN
 - a replay value within ``threshold / 2`` ulps of a midpoint that the log does not name (``skipped_entry``);
 - an entry no rounding of the interval reached (``unused_entry``).
 
-Each phase has its threshold, at least twice the discrepancy it must absorb (the trainer's value within it,
-the replay's within half of it of the trainer's): a parameter's gradient sums a whole batch, whose
+Each phase has its threshold T, at least eight times the discrepancy d it must absorb, so that the bands
+above hold for every honest replay (see FAR, FREE, SKIPPED): a parameter's gradient sums a whole batch, whose
 cancellations leave a small result far less precise, in its own ulps, than an activation
 (:func:`ovig_node.verify.exact.calibrate_numerics` measures each phase's). Attention runs on the plain
 math path in exact mode: the fused kernel's float64 backward differs from it by up to half a float32
