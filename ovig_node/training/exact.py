@@ -42,8 +42,8 @@ Each phase has its threshold T, at least eight times the discrepancy d it must a
 above hold for every honest replay (see FAR, FREE, SKIPPED): a parameter's gradient sums a whole batch, whose
 cancellations leave a small result far less precise, in its own ulps, than an activation
 (:func:`ovig_node.verify.exact.calibrate_numerics` measures each phase's). Attention runs on the plain
-math path in exact mode: the fused kernel's float64 backward differs from it by up to half a float32
-ulp at the query and key gradients (softmax's backward cancels), beyond any threshold.
+math path in exact mode: the fused kernel's float64 backward differs from it at the query and key
+gradients (softmax's backward cancels) beyond the probe threshold, so beyond any threshold.
 """
 
 from __future__ import annotations
