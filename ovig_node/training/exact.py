@@ -134,9 +134,11 @@ class ExactNumerics:
         self._used = torch.zeros(0, dtype=torch.bool)
         if claimed is not None:
             self._index(claimed)
-        self._hooks = [m.register_forward_hook(self._forward_hook) for m in model.modules() if id(m) in self._sites]
+        for module in model.modules():  # the hooks live as long as the model: one model, one numerics
+            if id(module) in self._sites:
+                module.register_forward_hook(self._forward_hook)
         # a workload's loss may hand the model float32 inputs it made from the batch (pixels / 16): exact in float64
-        self._hooks.append(model.register_forward_pre_hook(self._inputs_in_compute_dtype, with_kwargs=True))
+        model.register_forward_pre_hook(self._inputs_in_compute_dtype, with_kwargs=True)
         self._compute = torch.float64
 
     # --- the loop's calls ---------------------------------------------------------------------------
@@ -219,10 +221,6 @@ class ExactNumerics:
     def discard(self) -> None:
         """Forget what was logged (plain training keeps no evidence, so no log: no collective either)."""
         self._recorded = []
-
-    def remove(self) -> None:
-        for hook in self._hooks:
-            hook.remove()
 
     # --- rounding -----------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.protocol.spec import TaskSpec
 from ovig_node.training import distributed
 from ovig_node.training.evidence import (
+    SECTIONS,
     Evidence,
     EvidenceError,
     evidence_metadata,
@@ -343,7 +344,7 @@ def endpoint_evidence(
     )
     if numerics is None:
         return evidence
-    single = {section: _float32(getattr(evidence, section)) for section in ("model", "optim", "probe")}
+    single = {section: _float32(getattr(evidence, section)) for section in SECTIONS}
     return Evidence(**single, metadata=evidence.metadata, rounding=encode_log(numerics.take_log()))
 
 

@@ -127,9 +127,14 @@ def open_task(spec_path: Path, *, data_dir: Path | None = None) -> PreparedTask:
 
 def attach_numerics(spec_path: Path, numerics: dict[str, Any]) -> PreparedTask:
     """Put exact mode's ``numerics`` section in the spec at ``spec_path`` and rewrite it (its hash changes)."""
+    return _with_section(spec_path, "numerics", numerics)
+
+
+def _with_section(spec_path: Path, key: str, value: dict[str, Any]) -> PreparedTask:
+    """Rewrite the spec at ``spec_path`` with section ``key`` set to ``value``, validated as written."""
     spec, _ = parse_spec(spec_path.read_bytes())
-    document = {**spec.document(), "numerics": numerics}
-    parse_spec(canonical_bytes(document))  # validates exactly what is written
+    document = {**spec.document(), key: value}
+    parse_spec(canonical_bytes(document))
     write_atomic(spec_path, canonical_bytes(document))
     return open_task(spec_path)
 
@@ -137,8 +142,5 @@ def attach_numerics(spec_path: Path, numerics: dict[str, Any]) -> PreparedTask:
 def attach_boundary(spec_path: Path, boundary_path: Path) -> PreparedTask:
     """Name ``boundary_path`` (CID and sha256) in the spec at ``spec_path`` and rewrite it; the spec's
     hash changes, which is why a boundary is attached before the task is posted."""
-    spec, _ = parse_spec(spec_path.read_bytes())
     data = boundary_path.read_bytes()
-    document = {**spec.document(), "boundary": {"cid": str(cid_of_bytes(data)), "sha256": sha256_hex(data)}}
-    write_atomic(spec_path, canonical_bytes(document))
-    return open_task(spec_path)
+    return _with_section(spec_path, "boundary", {"cid": str(cid_of_bytes(data)), "sha256": sha256_hex(data)})

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from ovig_node.protocol.spec import NumericsSpec, TaskSpec
-from ovig_node.training.evidence import Evidence
+from ovig_node.training.evidence import SECTIONS, Evidence
 from ovig_node.training.exact import MAX_THRESHOLD, PHASES, ExactNumerics, Trace
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import exact_numerics, load_initial_model, training_step
@@ -45,7 +45,7 @@ def judge_exact(
     if faults:
         cause = faults[0].split(":", 1)[0]
         return Verdict(FAULTY, OUT_OF_BOUNDS, "; ".join(faults[:3]), cause=cause)
-    for section in ("model", "optim", "probe"):
+    for section in SECTIONS:
         mine, theirs = getattr(replay, section), getattr(claim, section)
         for name in sorted(mine):
             if not torch.equal(mine[name].view(-1).view(torch.uint8), theirs[name].view(-1).view(torch.uint8)):
@@ -72,8 +72,8 @@ def measure_discrepancy(
 
 def _measure(
     prepared: PreparedTask, reference: ExecutionProfile, profiles: Sequence[ExecutionProfile], steps: int
-) -> tuple[list[Discrepancy], Callable[[float], int]]:
-    probe = prepared.spec.model_copy(update={"numerics": _probe_numerics(prepared.spec)})
+) -> tuple[list[Discrepancy], Callable[[tuple[float, ...]], int]]:
+    probe = prepared.spec.model_copy(update={"numerics": _probe_numerics()})
     rows, offsets, log, _ = _traced_run(prepared, probe, reference, steps, None)
 
     def per_step(thresholds: tuple[float, ...]) -> int:
@@ -133,7 +133,7 @@ def calibrate_numerics(
     return {"mode": "exact", "threshold": threshold, "max_log_entries": min(cap, 2**26)}, discrepancies
 
 
-def _probe_numerics(spec: TaskSpec) -> NumericsSpec:
+def _probe_numerics() -> NumericsSpec:
     probe = dict.fromkeys(PHASES, str(PROBE_THRESHOLD))
     return NumericsSpec.model_validate({"mode": "exact", "threshold": probe, "max_log_entries": 2**26})
 

@@ -58,11 +58,12 @@ class EvidenceLayout:
 
     def problem(self, evidence: Evidence) -> tuple[str, str] | None:
         """(cause, detail) of the first tensor of ``evidence`` that is not where, or not what, it should be."""
-        if not self.log_entries and evidence.rounding:
-            return "wrong_names", f"rounding: {sorted(evidence.rounding)} in a boundary-mode task's evidence"
-        if self.log_entries and set(evidence.rounding) != set(LOG_TENSORS):
+        if not self.log_entries:  # boundary mode: no log
+            if evidence.rounding:
+                return "wrong_names", f"rounding: {sorted(evidence.rounding)} in a boundary-mode task's evidence"
+        elif set(evidence.rounding) != set(LOG_TENSORS):
             return "wrong_names", f"rounding: {sorted(evidence.rounding)}, expected {list(LOG_TENSORS)}"
-        if self.log_entries:
+        else:
             try:
                 decode_log(evidence.rounding, self.log_entries)
             except LogError as exc:
