@@ -14,8 +14,16 @@ accept, commit every batch, draw, open, finalize, withdraw) comes from running i
 the production contracts. Bytes: evidence written, kept after the retention rule, and transmitted (the
 pinned files and the manifests).
 
+Each row also gives the overhead the same run would have if its sample were exactly phi of its
+intervals, for phi in {0.05, 0.1} (``overhead_at_phi``): a run this short rounds each batch's sample up
+to whole intervals (and always opens the deliverable), a long run with batches of m >= 1/phi does not.
+It is composed of this run's measured parts: ``(evidence_s + commit_s + phi x K x replay_s_per_interval)
+/ plain_s``, where a sampled interval's replay costs what the measured ones cost on average,
+confirmations included.
+
     .venv/bin/python bench/e2e.py --steps 400 --strides 1,10,100 --sample-bps 1000
-    .venv/bin/python bench/e2e.py --workload llm --no-tiny ...   # SmolLM2-135M-Instruct with LoRA
+    .venv/bin/python bench/e2e.py --workload llm --no-tiny --steps 100 --strides 10,100 --per-batch 20 \
+        --sample-bps 500 --plain-runs 1 --calibration-positions 3   # SmolLM2-135M-Instruct with LoRA
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from ovig_node.chain.rpc import connect
 from ovig_node.devnet import tools
 from ovig_node.devnet.manager import anvil_health
 from ovig_node.devnet.processes import free_port, start_process, terminate
-from ovig_node.nodes.demo import ALPHA, CALIBRATION_POSITIONS, CALIBRATION_PROFILES, PROFILES, WATCHER
+from ovig_node.nodes.demo import ALPHA, CALIBRATION_POSITIONS, CASTS, WATCHER, Cast
 from ovig_node.protocol.sampling import draw_positions
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, batch_roots, evidence_path, train
@@ -53,11 +61,17 @@ from ovig_node.verify.report import closest_to_limit, verify_interval
 RESULTS = Path(__file__).parent / "results"
 OVIG_PUBLISHED = {"overhead": 1.143, "stride": 2000, "model": "Qwen3-4B", "hardware": "GPUs"}
 CLAIM_PROFILE = "reference"  # the provider's (and the calibration claims') execution profile
-# The demo's watcher: its first profile replays, its second confirms a rejection (as nodes.judging splits
-# "a,b"); a watcher's "hardware" is not the provider's.
-WATCHER_PROFILES = PROFILES[WATCHER].split(",")
-if CLAIM_PROFILE in WATCHER_PROFILES:
-    raise SystemExit(f"the watcher's profiles {WATCHER_PROFILES} must differ from the provider's ({CLAIM_PROFILE})")
+PHIS = (0.05, 0.1)  # the shares of intervals sampled that ``overhead_at_phi`` composes
+WARMUP_STEPS = 10  # plain training's warm-up: loads libraries and fills caches before the timed runs
+
+
+def watcher_profiles(cast: Cast) -> list[str]:
+    """The demo's watcher of this workload: its first profile replays, its second confirms a rejection (as
+    nodes.judging splits "a,b"); a watcher's "hardware" is not the provider's."""
+    profiles = cast.profiles[WATCHER].split(",")
+    if CLAIM_PROFILE in profiles:
+        raise SystemExit(f"the watcher's profiles {profiles} must differ from the provider's ({CLAIM_PROFILE})")
+    return profiles
 
 
 def sampled_intervals(prepared: PreparedTask, sample_bps: int, rng: random.Random) -> list[int]:
@@ -96,16 +110,17 @@ def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: f
     batch_roots(run, result.digests)
     commit_seconds = time.monotonic() - started
 
-    positions = spread_positions(prepared.spec.layout.intervals, CALIBRATION_POSITIONS)
+    cast = CASTS[args.workload]
+    positions = spread_positions(prepared.spec.layout.intervals, args.calibration_positions)
     started = time.monotonic()
     boundary: BoundaryProfile = calibrate(prepared, claim_profile=get_profile(CLAIM_PROFILE),
-                                          replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES],
+                                          replay_profiles=[get_profile(p) for p in cast.calibration_profiles],
                                           positions=positions, alpha=ALPHA,
                                           work_dir=folder / f"calibration-{stride}")  # fmt: skip
     calibrate_seconds = time.monotonic() - started
 
     sampled = sampled_intervals(prepared, args.sample_bps, random.Random(stride))
-    watcher = [get_profile(name) for name in WATCHER_PROFILES]
+    watcher = [get_profile(name) for name in watcher_profiles(cast)]
     replay_seconds, replays, confirmed, failures = 0.0, 0, [], []
     for k in sampled:
         started = time.monotonic()  # reading the files, replaying, confirming, comparing: the watcher's work
@@ -122,6 +137,8 @@ def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: f
     kept = {layout.intervals - 1} | set(sampled) | {k - 1 for k in sampled if k > 0}
     manifests = 120 * layout.intervals + 200 * len(kept)  # JSON rows of batch and opening manifests
     shape = Shape(args.steps, stride, args.per_batch, args.sample_bps)
+    per_interval = replay_seconds / len(sampled)
+    fixed = result.seconds + commit_seconds
     return {
         "stride": stride,
         "intervals": layout.intervals,
@@ -130,8 +147,11 @@ def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: f
         "phi": args.sample_bps / 10_000,
         "plain_s": plain,
         "evidence_s": result.seconds,
+        "evidence_write_s": result.evidence_seconds,  # of evidence_s: writing the K evidence files
         "commit_s": commit_seconds,
         "replay_s": replay_seconds,
+        "replay_s_per_interval": per_interval,
+        "overhead_at_phi": {str(phi): (fixed + phi * layout.intervals * per_interval) / plain for phi in PHIS},
         "calibrate_s": calibrate_seconds,
         "calibration_positions": boundary.positions,
         "calibration_replays": boundary.replays,
@@ -143,6 +163,7 @@ def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: f
         "failures": failures,
         "gas_per_task": task_gas(url, folder / f"chain-{stride}", shape),
         "evidence_bytes": sum(sizes.values()),
+        "evidence_file_bytes": sum(sizes.values()) / layout.intervals,
         "kept_bytes": sum(sizes[k] for k in kept),
         "transmitted_bytes": sum(sizes[k] for k in kept) + manifests,
     }
@@ -160,12 +181,13 @@ def failure(k: int, report: dict[str, Any]) -> dict[str, Any]:
 
 
 def plain_seconds(args: argparse.Namespace, folder: Path) -> float:
-    """Training with no evidence (the stride does not matter), after a warm-up run."""
+    """Training with no evidence (the stride does not matter): the fastest of ``--plain-runs``, after a
+    warm-up of a few steps (the first run in a process pays for loading libraries and caches)."""
     prepared = prepare_task(args.workload, folder / "plain", tiny=args.tiny, total_steps=args.steps, stride=args.steps)
     run = TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path,
                    folder / "plain-run", get_profile(CLAIM_PROFILE))  # fmt: skip
-    train(run, evidence=False)
-    return min(train(run, evidence=False).seconds for _ in range(2))
+    train(run, evidence=False, stop_at=min(WARMUP_STEPS, args.steps))
+    return min(train(run, evidence=False).seconds for _ in range(args.plain_runs))
 
 
 def name(args: argparse.Namespace) -> str:
@@ -180,7 +202,13 @@ def main() -> None:
     parser.add_argument("--strides", default="1,10,100")
     parser.add_argument("--per-batch", type=int, default=100, help="Intervals per batch m.")
     parser.add_argument("--sample-bps", type=int, default=1000, help="Share of each batch opened (phi x 10000).")
+    parser.add_argument("--plain-runs", type=int, default=2, help="Plain runs timed, the fastest kept [2].")
+    parser.add_argument("--calibration-positions", type=int, default=CALIBRATION_POSITIONS,
+                        help=f"Intervals the boundary is calibrated on, spread over the run [the demo's: "
+                             f"{CALIBRATION_POSITIONS}].")  # fmt: skip
     args = parser.parse_args()
+    if args.workload not in CASTS:
+        parser.error(f"--workload: one of {', '.join(CASTS)} (the demo's casts give the profiles)")
     console = Console(width=160)
     rows = []
     load_before = os.getloadavg()  # timings are wall clock: what else ran on the machine moves them
@@ -204,22 +232,25 @@ def main() -> None:
                         f"phi = {args.sample_bps / 10_000:g} (OVIG: {OVIG_PUBLISHED['overhead']}x at "
                         f"s = {OVIG_PUBLISHED['stride']} on {OVIG_PUBLISHED['model']})")  # fmt: skip
     columns = ("s", "K", "sampled", "failed", "confirmed", "plain s", "evidence s", "replays s", "overhead",
-               "gas / task", "evidence MB", "kept MB", "sent MB", "owner calibration s")  # fmt: skip
+               *(f"at phi={phi:g}" for phi in PHIS), "gas / task", "evidence MB", "kept MB", "sent MB",
+               "owner calibration s")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="right")
     for r in rows:
         table.add_row(str(r["stride"]), str(r["intervals"]), str(r["sampled"]), str(r["honest_replays_failed"]),
                       str(r["honest_replays_confirmed"]), f"{r['plain_s']:.2f}",
                       f"{r['evidence_s']:.2f}", f"{r['replay_s']:.2f}", f"{r['overhead']:.2f}x",
+                      *(f"{r['overhead_at_phi'][str(phi)]:.3f}x" for phi in PHIS),
                       f"{r['gas_per_task']:,}", f"{r['evidence_bytes'] / 1e6:.1f}", f"{r['kept_bytes'] / 1e6:.2f}",
                       f"{r['transmitted_bytes'] / 1e6:.2f}", f"{r['calibrate_s']:.1f}")  # fmt: skip
     console.print(table)
     machine = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
                "loadavg_before": load_before, "loadavg_after": os.getloadavg()}  # fmt: skip
     out = RESULTS / f"e2e_{args.workload}{'_tiny' if args.tiny else ''}.json"
-    judging = {"claim_profile": CLAIM_PROFILE, "calibration_profiles": list(CALIBRATION_PROFILES),
-               "calibration_positions": CALIBRATION_POSITIONS, "alpha": ALPHA,
-               "watcher_profiles": WATCHER_PROFILES}  # fmt: skip
+    cast = CASTS[args.workload]
+    judging = {"claim_profile": CLAIM_PROFILE, "calibration_profiles": list(cast.calibration_profiles),
+               "calibration_positions": args.calibration_positions, "alpha": ALPHA,
+               "watcher_profiles": watcher_profiles(cast)}  # fmt: skip
     out.write_text(json.dumps({"machine": machine, "args": vars(args), "ovig_published": OVIG_PUBLISHED,
                                "judging": judging, "rows": rows}, indent=2) + "\n")  # fmt: skip
     console.print(f"written {out}")

@@ -34,7 +34,7 @@ from ovig_node.training.exact import decode_log
 from ovig_node.training.execution import PROFILES, get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import attach_numerics, prepare_task
-from ovig_node.verify.exact import LOG_SAFETY, measure_discrepancy, threshold_for
+from ovig_node.verify.exact import FLOORS, LOG_SAFETY, gradient_floor_for, measure_discrepancy, threshold_for
 from ovig_node.verify.report import replay_and_judge
 
 RESULTS = Path(__file__).parent / "results"
@@ -68,12 +68,12 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
     console.print(f"measuring the discrepancy of {len(others)} profiles ...")
     discrepancies = measure_discrepancy(boundary_task, get_profile("reference"), others, steps=args.calibration_steps)
     absorbed = [d for d in discrepancies if not d.faults]
-    threshold = threshold_for(absorbed)
+    floor, gradient = gradient_floor_for(absorbed)
+    threshold = threshold_for(absorbed, gradient)
     exact_task = prepare_task(args.workload, folder / "exact-task", tiny=True, **sizes)
     cap = 2**26  # the largest the spec allows; the cap calibration would write is measured below (LOG_SAFETY x)
-    exact_task = attach_numerics(
-        exact_task.spec_path, {"mode": "exact", "threshold": threshold, "max_log_entries": cap}
-    )
+    numerics = {"mode": "exact", "threshold": threshold, "max_log_entries": cap}
+    exact_task = attach_numerics(exact_task.spec_path, numerics | {"gradient_floor": floor})
 
     seconds = {}
     for mode, task in (("boundary", boundary_task), ("exact", exact_task)):
@@ -111,8 +111,11 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
                                   "detail": judged.verdict.detail[:300]})  # fmt: skip
     return {
         "workload": args.workload, "steps": args.steps, "stride": args.stride, "threshold": threshold,
+        "gradient_floor": floor,
         "calibration_steps": args.calibration_steps,
-        "discrepancies": [d.__dict__ for d in discrepancies],
+        # the gradient's largest at every value, with no floor (in "largest") and at the chosen floor
+        "discrepancies": [{**{k: v for k, v in d.__dict__.items() if k != "gradient"},
+                           "gradient_at_floor": d.gradient[FLOORS.index(floor)]} for d in discrepancies],
         "train_seconds": seconds, "time_ratio": seconds["exact"] / seconds["boundary"],
         "log_entries": [len(log) for log in logs], "log_bytes": log_bytes, "evidence_bytes": evidence_bytes,
         "spec_log_cap": LOG_SAFETY * max(len(log) for log in logs),
@@ -123,7 +126,8 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
 
 
 def show(result: dict[str, object], console: Console) -> None:
-    table = Table(title=f"exact mode: {result['workload']} tiny, threshold {result['threshold']} ulps")
+    table = Table(title=f"exact mode: {result['workload']} tiny, threshold {result['threshold']} ulps, gradient "
+                        f"floor {result['gradient_floor']}")  # fmt: skip
     for column in ("profile", "discrepancy (ulps)", "intervals reproduced"):
         table.add_column(column)
     discrepancy = {d["profile"]: d for d in result["discrepancies"]}  # type: ignore[index, union-attr]

@@ -472,6 +472,9 @@ def exact_replays() -> str:
         )
         beyond = [d["profile"] for d in r["discrepancies"] if d["faults"]]
         thresholds = ", ".join(f"{phase} {value}" for phase, value in r["threshold"].items())
+        floor = r.get("gradient_floor", "not recorded")
+        thresholds += "; gradient floor " + ("none" if floor is None else f"2^-{floor}" if floor != "not recorded"
+                                             else floor)  # fmt: skip
         entries = sum(r["log_entries"]) / len(r["log_entries"])
         size = sum(r["log_bytes"]) / len(r["log_bytes"])
         if beyond:
@@ -705,6 +708,98 @@ def e2e() -> str:
     return table(head, rows, "r" * len(head))
 
 
+E2E_LLM = "e2e_llm.json"
+E2E_LLM_PROJECTED = 1000  # the stride the real model's run is too short to train at: composed from s = 100's parts
+E2E_LLM_TARGET = (100, "0.05", 1.10)  # the issue's target: at most 1.10x at s = 100, phi = 0.05
+# Training with evidence and plain training run the same steps: a wall-time difference beyond writing the
+# evidence files, larger than this share of plain training, is other work on the machine, not a cost
+E2E_DISTURBED = 0.05
+# ... and so is a load average above one busy core (the benchmark's own one thread) and half another,
+# before or after the run: work that slowed plain training and the replays alike would hide from the above
+E2E_BUSY_LOAD = 1.5
+
+
+def e2e_disturbance(row: dict[str, Any]) -> float:
+    """The share of plain training by which a run with evidence took longer (or shorter) than plain training
+    plus its own evidence writing: what the machine's other work moved it by."""
+    return (row["evidence_s"] - row["plain_s"] - row["evidence_write_s"]) / row["plain_s"]
+
+
+def e2e_llm_rows() -> list[dict[str, Any]]:
+    """The real model's rows (bench/e2e.py --workload llm --no-tiny), and one at E2E_LLM_PROJECTED composed
+    from the longest measured stride's parts: its evidence file's writing time and its watcher's replay
+    time per step (fixed costs included, so an upper bound at a longer stride)."""
+    d = load(E2E_LLM)
+    busy = max(d["machine"]["loadavg_before"][0], d["machine"]["loadavg_after"][0]) > E2E_BUSY_LOAD
+    rows = [dict(r, projected=False, disturbed=busy or abs(e2e_disturbance(r)) > E2E_DISTURBED) for r in d["rows"]]
+    base = max(rows, key=lambda r: r["stride"])
+    step = base["plain_s"] / d["args"]["steps"]
+    writing = base["evidence_write_s"] / base["intervals"]
+    replay_step = base["replay_s_per_interval"] / base["stride"]
+    s = E2E_LLM_PROJECTED
+    evidence = 1 + writing / (s * step)
+    rows.append({"stride": s, "projected": True, "from": base["stride"], "plain_s": base["plain_s"],
+                 "training_ratio": evidence, "replay_s_per_interval": replay_step * s,
+                 "evidence_file_bytes": base["evidence_file_bytes"], "evidence_write_s": writing, "intervals": 1,
+                 "overhead_at_phi": {phi: evidence + float(phi) * replay_step / step for phi in ("0.05", "0.1")},
+                 "honest_replays_failed": None, "sampled": 0, "disturbed": base["disturbed"]})  # fmt: skip
+    return rows
+
+
+def e2e_llm() -> str:
+    """SmolLM2-135M-Instruct with LoRA, the whole system's cost per stride (bench/e2e.py)."""
+    d = load(E2E_LLM)
+    rows = []
+    for r in e2e_llm_rows():
+        training = f"{r['training_ratio'] if r['projected'] else r['evidence_s'] / r['plain_s']:.3f}x"
+        if r["disturbed"] and not r["projected"]:
+            training += f" (**disturbed**: {e2e_disturbance(r):+.0%} of plain training unexplained; load average "
+            training += f"{max(d['machine']['loadavg_before'][0], d['machine']['loadavg_after'][0]):.1f})"
+        stride = str(r["stride"])
+        if r["projected"]:
+            stride += f" (projected from s = {r['from']}{', disturbed' if r['disturbed'] else ''})"
+        failed = "-" if r["projected"] else of(r["honest_replays_failed"], r["sampled"], bold=True)
+        rows.append([stride, mb(r["evidence_file_bytes"]), f"{r['evidence_write_s'] / r['intervals']:.1f} s",
+                     training, f"{r['replay_s_per_interval']:.0f} s", failed,
+                     *(f"{r['overhead_at_phi'][phi]:.3f}x" for phi in ("0.05", "0.1"))])  # fmt: skip
+    head = ["s", "evidence file", "writing it", f"training with evidence / plain ({d['args']['steps']} steps)",
+            "watcher per sampled interval", "honest failures", "overhead at phi = 0.05", "at phi = 0.1"]  # fmt: skip
+    return table(head, rows, "rrrrrrrr")
+
+
+def e2e_llm_target() -> str:
+    """The issue's target against the real model's row at its stride."""
+    stride, phi, target = E2E_LLM_TARGET
+    row = next(r for r in e2e_llm_rows() if r["stride"] == stride)
+    value = row["overhead_at_phi"][phi]
+    rows = e2e_llm_rows()
+    if any(r["disturbed"] for r in rows):
+        return (f"**not measured yet**: the committed run was disturbed by other work on the machine (a busy load "
+                f"average, or runs with evidence that took longer than plain training by more than their evidence "
+                f"files explain), so its {value:.3f}x at s = {stride}, phi = {phi} is time spent, not a cost "
+                f"(target: at most {target:.2f}x)")  # fmt: skip
+    failed = sum(r["honest_replays_failed"] or 0 for r in rows if not r["projected"])
+    verdict = "met" if value <= target and failed == 0 else "**missed**"
+    return f"{value:.3f}x at s = {stride}, phi = {phi} (target: at most {target:.2f}x): {verdict}"
+
+
+def e2e_llm_storage() -> str:
+    """What a provider of a 10,000-step task keeps at s = 100 and phi = 0.05 (the start and end of each sampled
+    interval and the deliverable: about 2 phi K + 1 files) against an evidence file for every step."""
+    steps, (stride, phi, _) = 10_000, E2E_LLM_TARGET
+    file = next(r for r in e2e_llm_rows() if r["stride"] == stride)["evidence_file_bytes"]
+    kept = (2 * float(phi) * steps / stride + 1) * file
+    return (
+        f"{mb(file)} an evidence file; a 10,000-step task at s = {stride} and phi = {phi} keeps about "
+        f"{mb(kept)}, against {steps * file / 1e9:.1f} GB for a file every step"
+    )
+
+
+def e2e_llm_step() -> str:
+    d = load(E2E_LLM)
+    return f"{d['rows'][0]['plain_s'] / d['args']['steps']:.2f} s"
+
+
 def of(count: int | None, total: int, *, bold: bool = False) -> str:
     """``count of total``, ``0`` or ``not recorded``; in bold if ``bold`` and nonzero."""
     if count is None:
@@ -743,9 +838,9 @@ def e2e_verdict(*, short: bool) -> str:
     needed = ", ".join(f"{r['honest_replays_confirmed']} of {r['sampled']} at s = {r['stride']}" for r in confirmed)
     if not failed:
         if short:
-            return (f"The whole-system benchmark runs only the tiny vision model, whose fixed costs dominate its "
-                    f"overhead; its {sampled} sampled honest intervals all pass, {needed or 'none'} only after a "
-                    f"confirmation replay")  # fmt: skip
+            return (f"The whole-system benchmark's overhead on the tiny vision model is mostly fixed costs (the "
+                    f"chat model's is above); its {sampled} sampled honest intervals all pass, {needed or 'none'} "
+                    f"only after a confirmation replay")  # fmt: skip
         return (f"Every honest interval passed ({needed or 'none'} only after a confirmation replay), so the "
                 f"watcher's replays column, confirmations included, is the cost of an honest "
                 f"verification.")  # fmt: skip
@@ -822,6 +917,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "ipfs": ipfs,
     "train_overhead": train_overhead,
     "e2e": e2e,
+    "e2e_llm": e2e_llm,
     "api_load": api_load,
 }
 VALUES: dict[str, Callable[[], str]] = {
@@ -850,6 +946,9 @@ VALUES: dict[str, Callable[[], str]] = {
     "e2e_ovig": lambda: f"{load('e2e_vision_tiny.json')['ovig_published']['overhead']}x",
     "e2e_phi": lambda: f"{load('e2e_vision_tiny.json')['rows'][0]['phi']:g}",
     "e2e_step": e2e_step,
+    "e2e_llm_target": e2e_llm_target,
+    "e2e_llm_step": e2e_llm_step,
+    "e2e_llm_storage": e2e_llm_storage,
     "e2e_judging": e2e_judging,
     "e2e_verdict": lambda: e2e_verdict(short=False),
     "e2e_status": lambda: e2e_verdict(short=True),

@@ -367,9 +367,12 @@ def _make_exact(prepared: Any) -> Any:
         numerics, discrepancies = calibrate_numerics(prepared, profiles)
     for d in discrepancies:
         largest = ", ".join(f"{phase} {value:.2g}" for phase, value in d.largest.items())
-        console.print(f"  {d.profile:18} largest discrepancy (ulps): {largest}")
+        console.print(f"  {d.profile:18} largest discrepancy (ulps; gradient: at every value): {largest}")
     thresholds = ", ".join(f"{phase} {value}" for phase, value in numerics["threshold"].items())
-    console.print(f"exact    thresholds (ulps): {thresholds}; at most {numerics['max_log_entries']} log entries")
+    floor = numerics.get("gradient_floor")
+    below = "none" if floor is None else f"2^-{floor} of each tensor's largest"
+    console.print(f"exact    thresholds (ulps): {thresholds}; gradient floor: {below}; at most "
+                  f"{numerics['max_log_entries']} log entries")  # fmt: skip
     return attach_numerics(prepared.spec_path, numerics)
 
 

@@ -140,3 +140,30 @@ def test_every_test_the_page_names_exists(page: Path) -> None:
         if name not in defined:
             missing.append(f"{file}::{name}")
     assert not missing, f"{page.name} names tests that do not exist: {missing}"
+
+
+def test_the_real_models_projection_and_target_come_from_its_measured_parts() -> None:
+    tables = _tables()
+    # 100 steps of 3 s; at s = 100 one evidence file written in 3 s and one sampled interval replayed in 400 s
+    row = {"stride": 100, "intervals": 1, "sampled": 1, "plain_s": 300.0, "evidence_s": 303.0,
+           "evidence_write_s": 3.0, "replay_s_per_interval": 400.0, "evidence_file_bytes": 6e6,
+           "honest_replays_failed": 0, "overhead_at_phi": {"0.05": 1.08, "0.1": 1.14}}  # fmt: skip
+    machine = {"loadavg_before": [0.1, 0.1, 0.1], "loadavg_after": [1.0, 0.5, 0.2]}  # this run's one thread
+    tables.load = lambda name: {"args": {"steps": 100}, "rows": [row], "machine": machine}
+    projected = tables.e2e_llm_rows()[-1]
+    # s = 1000: 1 + 3 / (1000 x 3) of evidence, and phi x (400 / 100 s a step) / 3 s a step of replays
+    assert projected["stride"] == 1000 and projected["projected"]
+    assert projected["training_ratio"] == 1.001
+    assert abs(projected["overhead_at_phi"]["0.05"] - (1.001 + 0.05 * 4 / 3)) < 1e-12
+    assert tables.e2e_llm_target() == "1.080x at s = 100, phi = 0.05 (target: at most 1.10x): met"
+    row["honest_replays_failed"] = 1  # an honest interval judged faulty: no overhead of an honest run is met
+    assert tables.e2e_llm_target().endswith("**missed**")
+    row["honest_replays_failed"], row["overhead_at_phi"]["0.05"] = 0, 1.2
+    assert tables.e2e_llm_target().endswith("**missed**")
+    # 30 s more than plain training plus 3 s of writing evidence: 10% of plain training is other work
+    row["evidence_s"] = 333.0
+    assert tables.e2e_llm_target().startswith("**not measured yet**")
+    assert "**disturbed**: +10% of plain training unexplained; load average 1.0" in tables.e2e_llm()
+    # ... and so is a busy machine, even where the runs' difference is what their evidence took
+    row["evidence_s"], machine["loadavg_before"][0] = 303.0, 1.7
+    assert tables.e2e_llm_target().startswith("**not measured yet**")

@@ -4,6 +4,7 @@ provider can misuse the rounding log judged faulty. Real tiny-vision training th
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,18 @@ import torch
 from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.spec import canonical_bytes, parse_spec
 from ovig_node.training.evidence import Evidence, read_evidence
-from ovig_node.training.exact import FORWARD, UPDATE, ExactNumerics, LogError, decode_log, encode_log
+from ovig_node.training.exact import (
+    FORWARD,
+    GRADIENT,
+    UPDATE,
+    ExactNumerics,
+    LogError,
+    decode_log,
+    encode_log,
+    floor_edge,
+    grid_discrepancy,
+    midpoint_offsets,
+)
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, attach_numerics, prepare_task
@@ -27,7 +39,8 @@ from support import run_ovig
 # Every one-process kind of drift: threads, uneven micro-batches with float64 sums, other kernels.
 PROFILES = ["reference", "threads2", "micro3", "micro4-fp64acc", "native-conv", "fused-optimizer"]
 THRESHOLD = {"forward": "1e-6", "backward": "1e-6", "gradient": "1e-5", "update": "1e-6"}
-NUMERICS = {"mode": "exact", "threshold": THRESHOLD, "max_log_entries": 200_000}
+# A gradient below 2^-12 of its tensor's largest rounds on the grid of the float32 ulp there
+NUMERICS = {"mode": "exact", "threshold": THRESHOLD, "max_log_entries": 200_000, "gradient_floor": 12}
 K = 2  # the interval the tampering tests judge
 
 
@@ -234,6 +247,42 @@ def test_numerics_rejects_a_threshold_out_of_range() -> None:
         ExactNumerics(torch.nn.BatchNorm1d(2).double(), (1e-6,) * 4)
 
 
+def test_below_the_floor_a_gradient_rounds_on_the_grid_of_the_float32_ulp_at_its_edge() -> None:
+    # the step's largest is 1 = 2^0, so a floor of 10 puts the edge at 2^-10 and its grid at 2^-33
+    edge = floor_edge(1.0, 10)
+    assert edge == -10 and floor_edge(1.0, 200) is None  # below float32's normal range: float32's own grid
+    x = torch.tensor([1.0, 3 * 2.0**-34, 2.0**-12 + 2.0**-40, 0.75 + 2.0**-30, math.nan, -(2.0**-40)],
+                     dtype=torch.float64)  # fmt: skip
+    offsets = midpoint_offsets(x, edge)
+    assert offsets[1:4].tolist() == [0.0, 2.0**-7 - 0.5, 2.0**-6 - 0.5] and math.isnan(offsets[4])
+    # without the floor, 2^-12 + 2^-40 is a float32 ulp of 2^-35 from 2^-12: another distance
+    assert midpoint_offsets(x, None)[2] == 2.0**-5 - 0.5
+    numerics = ExactNumerics(torch.nn.Linear(1, 1).double(), (1e-6,) * 4, gradient_floor=10)
+    rounded = numerics._round(x, (0, GRADIENT, 0, 0, 0), 0, edge)
+    # the tie 1.5 grid units goes to the even one; every result is a float32 value; noise below half a
+    # grid unit is +0, whatever its sign
+    assert rounded[[0, 1, 2, 3, 5]].tolist() == [1.0, 2.0**-32, 2.0**-12, 0.75, 0.0]
+    assert torch.equal(rounded[:4].to(torch.float32).to(torch.float64), rounded[:4])
+    assert not torch.signbit(rounded[5])
+    assert [tuple(row[:2]) for row in numerics._recorded[0].tolist()] == [(0, GRADIENT)]  # the tie, logged
+    # a discrepancy of 2^-45 at 2^-12 is 2^-10 of its float32 ulp, 2^-12 of the floor's grid unit
+    y = x.clone()
+    y[2] += 2.0**-45
+    assert grid_discrepancy(x, y, [None, edge]) == [2.0**-10, 2.0**-12]
+
+
+def test_the_floors_edge_is_the_steps_so_a_gradient_of_pure_noise_rounds_to_zero() -> None:
+    # a bias whose gradient is zero in exact arithmetic holds rounding noise (an attention key's bias):
+    # its own largest value is noise too, so the edge comes from the step's largest gradient
+    layer = torch.nn.Linear(2, 1).double()
+    numerics = ExactNumerics(layer, (1e-6,) * 4, gradient_floor=10)
+    layer.weight.grad = torch.tensor([[0.5, -0.25]], dtype=torch.float64)
+    layer.bias.grad = torch.tensor([-3e-32], dtype=torch.float64)
+    numerics.round_gradients()
+    assert layer.weight.grad.tolist() == [[0.5, -0.25]]
+    assert layer.bias.grad.tolist() == [0.0] and not torch.signbit(layer.bias.grad[0])
+
+
 def test_calibration_writes_a_power_of_ten_threshold(tmp_path: Path) -> None:
     prepared = prepare_task("vision", tmp_path, tiny=True, total_steps=10, stride=5, intervals_per_batch=2)
     numerics, discrepancies = calibrate_numerics(prepared, [get_profile("micro3"), get_profile("threads2")], steps=1)
@@ -250,7 +299,10 @@ def test_cli_exact_spec_train_and_verify_without_a_boundary(tmp_path: Path) -> N
     made = run_ovig("spec", "new", "--workload", "vision", "--tiny", "--out", str(spec.parent), "--steps", "10",
                     "--stride", "5", "--intervals-per-batch", "2", "--exact")  # fmt: skip
     assert made.returncode == 0, made.stderr
-    assert parse_spec(spec.read_bytes())[0].exact
+    numerics = parse_spec(spec.read_bytes())[0].numerics
+    assert numerics is not None
+    floor = numerics.gradient_floor  # measured: whether the gradient needs one depends on the CPU's rounding
+    assert f"gradient floor: {'none' if floor is None else f'2^-{floor}'}" in made.stdout
     assert run_ovig("train", "--spec", str(spec), "--out", str(tmp_path / "run")).returncode == 0
     result = run_ovig("verify", "--spec", str(spec), "--evidence", str(tmp_path / "run"), "--interval", "1",
                       "--profile", "micro3", "--report", str(tmp_path / "report.json"))  # fmt: skip

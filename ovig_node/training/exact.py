@@ -39,9 +39,16 @@ so its entries carry that step. A replay applying a log checks it (:attr:`ExactN
 - an entry no rounding of the interval reached (``unused_entry``).
 
 Each phase has its threshold T, at least eight times the discrepancy d it must absorb, so that the bands
-above hold for every honest replay (see FAR, FREE, SKIPPED): a parameter's gradient sums a whole batch, whose
-cancellations leave a small result far less precise, in its own ulps, than an activation
-(:func:`ovig_node.verify.exact.calibrate_numerics` measures each phase's). Attention runs on the plain
+above hold for every honest replay (see FAR, FREE, SKIPPED; :func:`ovig_node.verify.exact.calibrate_numerics`
+measures each phase's). A parameter's gradient sums a whole batch, and a sum that nearly cancels is no more
+precise in absolute terms than its terms' sizes allow: in ulps of a result that can be arbitrarily near zero,
+its discrepancy has no bound. Hence the gradient's **floor** (``numerics.gradient_floor`` = f): below 2^-f of
+the step's largest gradient magnitude (over every trainable parameter, rounded down to a power of two: the
+edge), a gradient is rounded on the fixed grid of the float32 ulp at the edge (values of float32 all, as
+float32's own subnormals are at 2^-126), and its distance to a midpoint counts in that grid's unit, against
+which the sum's absolute error is small. The edge is the step's, not each tensor's: a tensor whose gradient
+is zero in exact arithmetic (an attention key's bias: softmax ignores a shift) holds only rounding noise,
+whose own largest value no two profiles agree on; below the step's edge it rounds to zero. Attention runs on the plain
 math path in exact mode: the fused kernel's float64 backward differs from it at the query and key
 gradients (softmax's backward cancels) beyond the probe threshold, so beyond any threshold.
 """
@@ -51,7 +58,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +113,7 @@ class ExactNumerics:
         claimed: torch.Tensor | None = None,
         *,
         max_entries: int = 2**31,
+        gradient_floor: int | None = None,
     ) -> None:
         if len(thresholds) != len(PHASES) or not all(0.0 < t < MAX_THRESHOLD for t in thresholds):
             raise ValueError(f"a threshold per phase, each between 0 and {MAX_THRESHOLD} ulps, not {thresholds}")
@@ -115,6 +123,9 @@ class ExactNumerics:
             )
         self.thresholds = thresholds
         self.max_entries = max_entries
+        self.gradient_floor = gradient_floor  # None: a gradient rounds to float32 all the way down
+        # calibration: every gradient value as computed (float64, before rounding), by key
+        self.gradients: dict[Key, torch.Tensor] | None = None
         # every rank's log in a data-parallel run (training.distributed.all_rows; a collective)
         self.combine: Callable[[torch.Tensor], torch.Tensor] = lambda rows: rows
         self.model = model
@@ -166,9 +177,12 @@ class ExactNumerics:
         self._calls.clear()
 
     def round_gradients(self) -> None:
-        for site, param in self._params:
-            if param.grad is not None:
-                param.grad = self._round(param.grad, (self._step, GRADIENT, site, 0, 0), 0)
+        grads = [(site, param) for site, param in self._params if param.grad is not None]
+        edge = None
+        if self.gradient_floor is not None:
+            edge = floor_edge(max((_largest(param.grad) for _, param in grads), default=0.0), self.gradient_floor)
+        for site, param in grads:
+            param.grad = self._round(param.grad, (self._step, GRADIENT, site, 0, 0), 0, edge)
 
     @torch.no_grad()
     def round_update(self, optimizer: torch.optim.Optimizer) -> None:
@@ -246,11 +260,13 @@ class ExactNumerics:
         base = self._offset * (tensor.numel() // tensor.shape[0]) if per_example else 0
         return _Round.apply(tensor, self, (self._step, FORWARD, site, call, element), base, per_example)
 
-    def _round(self, x: torch.Tensor, key: Key, base: int) -> torch.Tensor:
-        """``x`` (float64) rounded to float32 values, kept in float64; logged or ruled by the claimed log."""
+    def _round(self, x: torch.Tensor, key: Key, base: int, edge: int | None = None) -> torch.Tensor:
+        """``x`` (float64) rounded to float32 values (below 2^``edge``: on the floor's grid), kept in float64;
+        logged or ruled by the claimed log."""
         flat = x.detach().reshape(-1)
-        lo, hi, offset = _bracket(flat)
-        result = flat.to(torch.float32).to(torch.float64)
+        lo, hi, offset, result = _bracket(flat, edge)
+        if key[1] == GRADIENT and self.gradients is not None:
+            self.gradients[key] = flat.clone()
         distance = offset.abs()
         if self._log is None:
             near = torch.nonzero(distance < self.thresholds[key[1]]).flatten()
@@ -338,15 +354,77 @@ def _is_float(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value.is_floating_point()
 
 
-def _bracket(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The float32 neighbours ``lo <= x < hi`` of each float64 value (as float64), and its signed distance
-    from their midpoint in units of ``hi - lo`` (NaN where not finite: never near a midpoint)."""
+def _bracket(x: torch.Tensor, edge: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The float32 neighbours ``lo <= x < hi`` of each float64 value (as float64), its signed distance
+    from their midpoint in units of ``hi - lo`` (NaN where not finite: never near a midpoint), and the
+    nearest (ties to even). Below 2^``edge`` (a gradient floor's), the neighbours are on the fixed grid of
+    the float32 ulp at the edge, and zero is +0 (a sign that noise chose is no part of the result)."""
     nearest = x.to(torch.float32)
     below = torch.where(nearest.to(torch.float64) > x, torch.nextafter(nearest, torch.tensor(-math.inf)), nearest)
     above = torch.nextafter(below, torch.tensor(math.inf))
-    lo, hi = below.to(torch.float64), above.to(torch.float64)
+    lo, hi, nearest64 = below.to(torch.float64), above.to(torch.float64), nearest.to(torch.float64)
+    if edge is not None:
+        small = x.abs() < 2.0**edge  # NaN is not small
+        scaled = x[small] * 2.0 ** (FLOAT32_MANTISSA - edge)  # exact (a power of two), and below 2^23
+        unit, low = 2.0 ** (edge - FLOAT32_MANTISSA), torch.floor(scaled)
+        lo[small], hi[small] = low * unit + 0.0, (low + 1) * unit + 0.0
+        nearest64[small] = torch.round(scaled) * unit + 0.0
     offset = (x - (lo + hi) / 2) / (hi - lo)
-    return lo, hi, torch.where(torch.isfinite(offset), offset, torch.nan)
+    return lo, hi, torch.where(torch.isfinite(offset), offset, torch.nan), nearest64
+
+
+FLOAT32_MANTISSA = 23  # stored bits: the ulp of [2^e, 2^(e+1)) is 2^(e-23)
+FLOAT32_MIN_EXPONENT = -126  # below 2^-126, float32's own subnormals are a fixed grid of 2^-149
+
+
+def _largest(x: torch.Tensor) -> float:
+    """The largest finite magnitude in ``x`` (0 if none)."""
+    finite = x[torch.isfinite(x)]
+    return float(finite.abs().max()) if len(finite) else 0.0
+
+
+def floor_edge(largest: float, floor: int) -> int | None:
+    """The exponent e of the floor's edge 2^e: floor(log2(``largest``)) - ``floor``, for the step's largest
+    gradient magnitude; None when it is 0 (no finite nonzero gradient), or when float32's own subnormal grid
+    is already coarser. Two profiles find the same edge unless their largest values straddle a power of two
+    (they differ by the step's relative discrepancy, which calibration measures tiny: the replay then fails to
+    reproduce)."""
+    if largest == 0.0:
+        return None
+    edge = math.frexp(largest)[1] - 1 - floor
+    return edge if edge > FLOAT32_MIN_EXPONENT else None
+
+
+def midpoint_offsets(x: torch.Tensor, edge: int | None) -> torch.Tensor:
+    """Each value's signed distance to its rounding midpoint, in units of its grid (NaN where not finite)."""
+    return _bracket(x, edge)[2]
+
+
+def grid_discrepancy(x: torch.Tensor, y: torch.Tensor, edges: Sequence[int | None]) -> list[float]:
+    """The largest ``|y - x|`` in units of the rounding grid at ``x`` (its float32 ulp, or below a floor's
+    edge that edge's unit), for each edge in ``edges`` (None: no floor). Calibration's measure of a
+    gradient's discrepancy at every value, not only at those near a midpoint."""
+    finite = torch.isfinite(x) & torch.isfinite(y)
+    x, y = x[finite], y[finite]
+    if not len(x):
+        return [0.0 for _ in edges]
+    lo, hi, _, _ = _bracket(x)
+    ulp = torch.log2(hi - lo).round().to(torch.int64)  # the ulp's exponent: ulps are powers of two
+    exponents, inverse = torch.unique(ulp, return_inverse=True)
+    worst = torch.zeros(len(exponents), dtype=torch.float64).scatter_reduce(0, inverse, (y - x).abs(), "amax")
+    largest = []
+    for edge in edges:
+        units = exponents if edge is None else exponents.clamp(min=edge - FLOAT32_MANTISSA)
+        largest.append(float((worst / torch.pow(2.0, units.to(torch.float64))).max()))
+    return largest
+
+
+def step_edges(gradients: dict[Key, torch.Tensor], floor: int | None) -> dict[int, int | None]:
+    """The floor's edge of each step in ``gradients`` (calibration's record of every gradient, by key)."""
+    largest: dict[int, float] = defaultdict(float)
+    for key, values in gradients.items():
+        largest[key[0]] = max(largest[key[0]], _largest(values))
+    return {step: None if floor is None else floor_edge(value, floor) for step, value in largest.items()}
 
 
 def _code(keys: torch.Tensor) -> torch.Tensor:

@@ -70,6 +70,7 @@ class TrainResult:
     resumed_intervals: int  # complete intervals found on disk at start
     losses: list[float] = field(default_factory=list)  # steps trained by this call
     seconds: float = 0.0
+    evidence_seconds: float = 0.0  # of ``seconds``, writing evidence files (probe gradient, hashing, fsync)
 
 
 def evidence_path(out_dir: Path, k: int) -> Path:
@@ -127,12 +128,15 @@ def train(
     # 3. train
     losses = []
     k = resumed
+    evidence_seconds = 0.0
     for step in range(first_step, spec.total_steps if stop_at is None else min(stop_at, spec.total_steps)):
         loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile, run.attack, numerics)
         losses.append(loss)
         done = None
         if evidence and step + 1 == layout.end_step(k):
+            writing = time.monotonic()
             digests.append(write_interval_evidence(run, model, optimizer, workload, dataset, k, numerics))
+            evidence_seconds += time.monotonic() - writing
             done, k = k, k + 1
         elif numerics is not None and not evidence:
             numerics.discard()  # plain training keeps no log
@@ -141,7 +145,7 @@ def train(
 
     # 4. report
     roots = batch_roots(run, digests) if len(digests) == layout.intervals else []
-    return TrainResult(digests, roots, resumed, losses, time.monotonic() - started)
+    return TrainResult(digests, roots, resumed, losses, time.monotonic() - started, evidence_seconds)
 
 
 def _rank_main(run: TrainRun, rank: int, port: int, parent: int, stop_at: int | None, evidence: bool) -> None:
@@ -280,7 +284,8 @@ def exact_numerics(
     model.double()
     # the math path: the fused kernel's backward is beyond any threshold (training.exact)
     torch.backends.cuda.enable_flash_sdp(False)
-    numerics = ExactNumerics(model, spec.numerics.thresholds, claimed_log, max_entries=spec.numerics.max_log_entries)
+    numerics = ExactNumerics(model, spec.numerics.thresholds, claimed_log, max_entries=spec.numerics.max_log_entries,
+                             gradient_floor=spec.numerics.gradient_floor)  # fmt: skip
     numerics.combine = distributed.all_rows  # data-parallel: each rank logged its share of every batch
     batch = {
         name: _compute_dtype(t, numerics).to(profile.device)

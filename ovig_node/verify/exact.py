@@ -9,7 +9,16 @@ profile logs every value within a wide probe threshold of a midpoint, with its s
 replays under the other profiles apply that log (so every rounding site sees the same inputs) and note
 their own distance at the same positions. The largest difference is the discrepancy a threshold must
 absorb twice over (the trainer's value within it of the midpoint, the replay's within half of it of the
-trainer's); :func:`threshold_for` takes the next power of ten above eight times it.
+trainer's); :func:`threshold_for` takes the first of 1, 2, 5 x a power of ten at or above eight times it.
+
+Gradients are compared at every value, not only near midpoints: a sum that nearly cancels has a
+discrepancy in its own ulps that no threshold bounds (:mod:`ovig_node.training.exact`), and such values
+are rarely near a midpoint when calibration looks. The gradient's floor is FLOOR_MARGIN bits coarser than
+the finest (the most bits below the step's largest gradient magnitude) whose grid keeps every measured
+gradient discrepancy within GRADIENT_TARGET / SAFETY of a grid unit: calibration sees a few steps, and
+cancellations deeper than it saw stay on the grid. The probe run rounds gradients on a coarse floor
+(PROBE_FLOOR), whose midpoints no honest discrepancy reaches, so the replays stay on the reference's path
+while every gradient value is compared.
 """
 
 from __future__ import annotations
@@ -23,7 +32,17 @@ import torch
 
 from ovig_node.protocol.spec import NumericsSpec, TaskSpec
 from ovig_node.training.evidence import SECTIONS, Evidence
-from ovig_node.training.exact import MAX_THRESHOLD, PHASES, ExactNumerics, Trace
+from ovig_node.training.exact import (
+    GRADIENT,
+    MAX_THRESHOLD,
+    PHASES,
+    ExactNumerics,
+    Key,
+    Trace,
+    grid_discrepancy,
+    midpoint_offsets,
+    step_edges,
+)
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import exact_numerics, load_initial_model, training_step
 from ovig_node.training.optim import build_optimizer
@@ -34,6 +53,13 @@ from ovig_node.verify.check import FAULTY, OUT_OF_BOUNDS, VALID, Verdict, struct
 PROBE_THRESHOLD = 0.01  # ulps: wide enough that a discrepancy it cannot see would also break boundary mode
 SAFETY = 8.0  # a threshold is at least this many times the largest discrepancy measured in its phase
 MIN_THRESHOLD = 1e-7  # offsets from a midpoint come in steps of 2^-29 ulps: well above that
+# The probe's gradient floor: coarse enough that no honest discrepancy we measured comes near the probe
+# threshold in its grid's units (a replay stays on the reference's path), fine enough that calibration's
+# run trains like the task's, whose calibrated floors are of the same order
+PROBE_FLOOR = 12
+FLOORS = tuple(range(0, 101))  # candidate gradient floors, coarsest first (every task has one: the tail has no bound)
+GRADIENT_TARGET = 1e-4  # ulps: the gradient threshold the floor is chosen for (its log: about 2e-4 a value)
+FLOOR_MARGIN = 4  # bits the chosen floor keeps below the finest that calibration found enough: 16x the discrepancy
 
 
 def judge_exact(
@@ -58,9 +84,12 @@ def judge_exact(
 @dataclass(frozen=True)
 class Discrepancy:
     profile: str
-    largest: dict[str, float]  # per phase, in ulps: the largest |replay's distance - trainer's| at a logged position
+    # per phase, in ulps: the largest |replay's distance - trainer's| at a logged position; the gradient's at
+    # every value, with no floor
+    largest: dict[str, float]
     positions: int  # logged positions compared
     faults: int  # log faults the replay found at the probe threshold (0 unless the discrepancy is huge)
+    gradient: tuple[float, ...] = ()  # the gradient's largest at every value, in units of its grid, per FLOORS
 
 
 def measure_discrepancy(
@@ -72,13 +101,21 @@ def measure_discrepancy(
 
 def _measure(
     prepared: PreparedTask, reference: ExecutionProfile, profiles: Sequence[ExecutionProfile], steps: int
-) -> tuple[list[Discrepancy], Callable[[tuple[float, ...]], int]]:
+) -> tuple[list[Discrepancy], Callable[[tuple[float, ...], int | None], int]]:
     probe = prepared.spec.model_copy(update={"numerics": _probe_numerics()})
-    rows, offsets, log, _ = _traced_run(prepared, probe, reference, steps, None)
+    rows, offsets, log, ours = _traced_run(prepared, probe, reference, steps, None)
+    gradients = ours.gradients or {}
 
-    def per_step(thresholds: tuple[float, ...]) -> int:
-        logged = rows[offsets.abs() < torch.tensor(thresholds, dtype=torch.float64)[rows[:, 1]]]
-        return int(torch.bincount(logged[:, 0] - logged[:, 0].min()).max()) if len(logged) else 0
+    def per_step(thresholds: tuple[float, ...], floor: int | None) -> int:
+        """The most entries a step logs at ``thresholds`` (gradients: at every value, with ``floor``)."""
+        logged = rows[(offsets.abs() < torch.tensor(thresholds, dtype=torch.float64)[rows[:, 1]])
+                      & (rows[:, 1] != GRADIENT)]  # fmt: skip
+        counts = torch.bincount(logged[:, 0], minlength=steps + 1)
+        edges = step_edges(gradients, floor)
+        for key, values in gradients.items():
+            near = midpoint_offsets(values, edges[key[0]]).abs() < thresholds[GRADIENT]
+            counts[key[0]] += int(near.sum())
+        return int(counts.max())
 
     results = []
     for profile in profiles:
@@ -91,19 +128,49 @@ def _measure(
         phases = their_rows[:, 1]
         largest = {name: float(differences[phases == phase].max()) if bool((phases == phase).any()) else 0.0
                    for phase, name in enumerate(PHASES)}  # fmt: skip
-        results.append(Discrepancy(profile.name, largest, len(differences), len(numerics.faults)))
+        by_floor = _gradient_discrepancy(gradients, numerics.gradients or {})
+        largest["gradient"] = by_floor[-1]  # with no floor: every value, in its own ulps
+        results.append(Discrepancy(profile.name, largest, len(differences), len(numerics.faults), by_floor[:-1]))
     return results, per_step
 
 
-def threshold_for(discrepancies: Sequence[Discrepancy]) -> dict[str, str]:
+def _gradient_discrepancy(ours: dict[Key, torch.Tensor], theirs: dict[Key, torch.Tensor]) -> tuple[float, ...]:
+    """The largest gradient discrepancy at every value, in units of its grid, for each of FLOORS and (last)
+    with no floor."""
+    edges = {floor: step_edges(ours, floor) for floor in FLOORS}
+    largest = [0.0] * (len(FLOORS) + 1)
+    for key, values in ours.items():
+        if key not in theirs or theirs[key].shape != values.shape:
+            return (math.inf,) * len(largest)  # the replay took another path: no floor absorbs that
+        at = [*(edges[floor][key[0]] for floor in FLOORS), None]
+        largest = [max(a, b) for a, b in zip(largest, grid_discrepancy(values, theirs[key], at), strict=True)]
+    return tuple(largest)
+
+
+def gradient_floor_for(discrepancies: Sequence[Discrepancy]) -> tuple[int, float]:
+    """The gradient floor (FLOOR_MARGIN bits coarser than the finest of FLOORS whose measured discrepancy,
+    SAFETY times over, is at most GRADIENT_TARGET) and the discrepancy there, in units of its grid."""
+    worst = [max((d.gradient[i] for d in discrepancies), default=0.0) for i in range(len(FLOORS))]
+    fine_enough = [i for i, value in enumerate(worst) if SAFETY * value <= GRADIENT_TARGET]
+    if not fine_enough:
+        raise ValueError(f"the gradients' discrepancy ({worst[0]:.3g} units of the coarsest floor's grid) is "
+                         "beyond any floor: exact mode cannot absorb it")  # fmt: skip
+    chosen = max(fine_enough[-1] - FLOOR_MARGIN, 0)
+    return FLOORS[chosen], worst[chosen]
+
+
+def threshold_for(discrepancies: Sequence[Discrepancy], gradient: float | None = None) -> dict[str, str]:
     """The spec's threshold per phase (decimal strings) for the measured discrepancies: the first of
-    1, 2, 5 x a power of ten at or above SAFETY times the largest."""
+    1, 2, 5 x a power of ten at or above SAFETY times the largest (the gradient's: ``gradient``, in units
+    of the chosen floor's grid, when given)."""
     if bad := [d.profile for d in discrepancies if d.faults]:
         raise ValueError(f"replays under {', '.join(bad)} disagree beyond the probe threshold "
                          f"({PROBE_THRESHOLD} ulps): exact mode cannot absorb their drift")  # fmt: skip
     thresholds = {}
     for phase in PHASES:
         largest = max((d.largest[phase] for d in discrepancies), default=0.0)
+        if phase == "gradient" and gradient is not None:
+            largest = gradient
         wanted = max(SAFETY * largest, MIN_THRESHOLD)
         exponent = math.floor(math.log10(wanted))
         mantissa = next(m for m in (1, 2, 5, 10) if m * 10.0**exponent >= wanted * (1 - 1e-12))
@@ -127,15 +194,19 @@ def calibrate_numerics(
     from ovig_node.training.execution import PROFILES
 
     discrepancies, per_step = _measure(prepared, PROFILES["reference"], profiles, steps)
-    threshold = threshold_for(discrepancies)
-    entries = per_step(tuple(float(threshold[phase]) for phase in PHASES))
+    floor, gradient = gradient_floor_for(discrepancies)
+    threshold = threshold_for(discrepancies, gradient)
+    entries = per_step(tuple(float(threshold[phase]) for phase in PHASES), floor)
     cap = LOG_SAFETY * entries * (prepared.spec.stride + 1) + 1024
-    return {"mode": "exact", "threshold": threshold, "max_log_entries": min(cap, 2**26)}, discrepancies
+    numerics = {"mode": "exact", "threshold": threshold, "max_log_entries": min(cap, 2**26), "gradient_floor": floor}
+    return numerics, discrepancies
 
 
 def _probe_numerics() -> NumericsSpec:
     probe = dict.fromkeys(PHASES, str(PROBE_THRESHOLD))
-    return NumericsSpec.model_validate({"mode": "exact", "threshold": probe, "max_log_entries": 2**26})
+    return NumericsSpec.model_validate(
+        {"mode": "exact", "threshold": probe, "max_log_entries": 2**26, "gradient_floor": PROBE_FLOOR}
+    )
 
 
 def _traced_run(
@@ -148,6 +219,7 @@ def _traced_run(
     numerics = exact_numerics(model, workload, dataset, spec, profile, log)
     assert numerics is not None
     numerics.trace = Trace()
+    numerics.gradients = {}
     optimizer = build_optimizer(spec.optimizer, model, fused=profile.fused_optimizer)
     for step in range(steps):
         training_step(model, optimizer, workload, dataset, spec, step, profile, numerics=numerics)
