@@ -838,9 +838,9 @@ def e2e_verdict(*, short: bool) -> str:
     needed = ", ".join(f"{r['honest_replays_confirmed']} of {r['sampled']} at s = {r['stride']}" for r in confirmed)
     if not failed:
         if short:
-            return (f"The whole-system benchmark's overhead on the tiny vision model is mostly fixed costs (the "
-                    f"chat model's is above); its {sampled} sampled honest intervals all pass, {needed or 'none'} "
-                    f"only after a confirmation replay")  # fmt: skip
+            return (f"The whole-system benchmark's overhead on the tiny vision model is mostly fixed costs (a real "
+                    f"chat model's is in LLM post-training); its {sampled} sampled honest intervals all pass, "
+                    f"{needed or 'none'} only after a confirmation replay")  # fmt: skip
         return (f"Every honest interval passed ({needed or 'none'} only after a confirmation replay), so the "
                 f"watcher's replays column, confirmations included, is the cost of an honest "
                 f"verification.")  # fmt: skip
