@@ -369,10 +369,8 @@ def _make_exact(prepared: Any) -> Any:
         largest = ", ".join(f"{phase} {value:.2g}" for phase, value in d.largest.items())
         console.print(f"  {d.profile:18} largest discrepancy (ulps; gradient: at every value): {largest}")
     thresholds = ", ".join(f"{phase} {value}" for phase, value in numerics["threshold"].items())
-    floor = numerics.get("gradient_floor")
-    below = "none" if floor is None else f"2^-{floor} of each tensor's largest"
-    console.print(f"exact    thresholds (ulps): {thresholds}; gradient floor: {below}; at most "
-                  f"{numerics['max_log_entries']} log entries")  # fmt: skip
+    console.print(f"exact    thresholds (ulps): {thresholds}; gradient floor: 2^-{numerics['gradient_floor']} of "
+                  f"the step's largest gradient; at most {numerics['max_log_entries']} log entries")  # fmt: skip
     return attach_numerics(prepared.spec_path, numerics)
 
 

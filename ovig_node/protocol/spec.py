@@ -109,7 +109,7 @@ class NumericsSpec(_Strict):
     # per rounding phase, in float32 ulps; calibrated from the discrepancy between profiles
     threshold: dict[Literal["forward", "backward", "gradient", "update"], DecimalStr]
     max_log_entries: int = Field(gt=0, le=2**26)  # per interval: caps what a provider's log can cost a verifier
-    # Below 2^-gradient_floor of a gradient tensor's largest magnitude, its values round on the fixed grid of
+    # Below 2^-gradient_floor of the step's largest gradient magnitude, gradients round on the fixed grid of
     # the float32 ulp there (a sum that cancels is only as precise as its terms); None: float32 all the way
     gradient_floor: int | None = Field(default=None, ge=0, le=100)
 

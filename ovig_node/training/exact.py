@@ -182,7 +182,10 @@ class ExactNumerics:
         if self.gradient_floor is not None:
             edge = floor_edge(max((_largest(param.grad) for _, param in grads), default=0.0), self.gradient_floor)
         for site, param in grads:
-            param.grad = self._round(param.grad, (self._step, GRADIENT, site, 0, 0), 0, edge)
+            key = (self._step, GRADIENT, site, 0, 0)
+            if self.gradients is not None:
+                self.gradients[key] = param.grad.detach().reshape(-1).clone()
+            param.grad = self._round(param.grad, key, 0, edge)
 
     @torch.no_grad()
     def round_update(self, optimizer: torch.optim.Optimizer) -> None:
@@ -265,8 +268,6 @@ class ExactNumerics:
         logged or ruled by the claimed log."""
         flat = x.detach().reshape(-1)
         lo, hi, offset, result = _bracket(flat, edge)
-        if key[1] == GRADIENT and self.gradients is not None:
-            self.gradients[key] = flat.clone()
         distance = offset.abs()
         if self._log is None:
             near = torch.nonzero(distance < self.thresholds[key[1]]).flatten()
@@ -419,12 +420,13 @@ def grid_discrepancy(x: torch.Tensor, y: torch.Tensor, edges: Sequence[int | Non
     return largest
 
 
-def step_edges(gradients: dict[Key, torch.Tensor], floor: int | None) -> dict[int, int | None]:
-    """The floor's edge of each step in ``gradients`` (calibration's record of every gradient, by key)."""
+def step_largest(gradients: dict[Key, torch.Tensor]) -> dict[int, float]:
+    """Each step's largest gradient magnitude in ``gradients`` (calibration's record of every gradient, by
+    key): what its floor's edge comes from (:func:`floor_edge`)."""
     largest: dict[int, float] = defaultdict(float)
     for key, values in gradients.items():
         largest[key[0]] = max(largest[key[0]], _largest(values))
-    return {step: None if floor is None else floor_edge(value, floor) for step, value in largest.items()}
+    return largest
 
 
 def _code(keys: torch.Tensor) -> torch.Tensor:

@@ -39,9 +39,10 @@ from ovig_node.training.exact import (
     ExactNumerics,
     Key,
     Trace,
+    floor_edge,
     grid_discrepancy,
     midpoint_offsets,
-    step_edges,
+    step_largest,
 )
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import exact_numerics, load_initial_model, training_step
@@ -101,19 +102,19 @@ def measure_discrepancy(
 
 def _measure(
     prepared: PreparedTask, reference: ExecutionProfile, profiles: Sequence[ExecutionProfile], steps: int
-) -> tuple[list[Discrepancy], Callable[[tuple[float, ...], int | None], int]]:
+) -> tuple[list[Discrepancy], Callable[[tuple[float, ...], int], int]]:
     probe = prepared.spec.model_copy(update={"numerics": _probe_numerics()})
     rows, offsets, log, ours = _traced_run(prepared, probe, reference, steps, None)
     gradients = ours.gradients or {}
+    largest_by_step = step_largest(gradients)
 
-    def per_step(thresholds: tuple[float, ...], floor: int | None) -> int:
+    def per_step(thresholds: tuple[float, ...], floor: int) -> int:
         """The most entries a step logs at ``thresholds`` (gradients: at every value, with ``floor``)."""
         logged = rows[(offsets.abs() < torch.tensor(thresholds, dtype=torch.float64)[rows[:, 1]])
                       & (rows[:, 1] != GRADIENT)]  # fmt: skip
         counts = torch.bincount(logged[:, 0], minlength=steps + 1)
-        edges = step_edges(gradients, floor)
         for key, values in gradients.items():
-            near = midpoint_offsets(values, edges[key[0]]).abs() < thresholds[GRADIENT]
+            near = midpoint_offsets(values, floor_edge(largest_by_step[key[0]], floor)).abs() < thresholds[GRADIENT]
             counts[key[0]] += int(near.sum())
         return int(counts.max())
 
@@ -128,21 +129,22 @@ def _measure(
         phases = their_rows[:, 1]
         largest = {name: float(differences[phases == phase].max()) if bool((phases == phase).any()) else 0.0
                    for phase, name in enumerate(PHASES)}  # fmt: skip
-        by_floor = _gradient_discrepancy(gradients, numerics.gradients or {})
+        by_floor = _gradient_discrepancy(gradients, numerics.gradients or {}, largest_by_step)
         largest["gradient"] = by_floor[-1]  # with no floor: every value, in its own ulps
         results.append(Discrepancy(profile.name, largest, len(differences), len(numerics.faults), by_floor[:-1]))
     return results, per_step
 
 
-def _gradient_discrepancy(ours: dict[Key, torch.Tensor], theirs: dict[Key, torch.Tensor]) -> tuple[float, ...]:
+def _gradient_discrepancy(
+    ours: dict[Key, torch.Tensor], theirs: dict[Key, torch.Tensor], largest_by_step: dict[int, float]
+) -> tuple[float, ...]:
     """The largest gradient discrepancy at every value, in units of its grid, for each of FLOORS and (last)
     with no floor."""
-    edges = {floor: step_edges(ours, floor) for floor in FLOORS}
     largest = [0.0] * (len(FLOORS) + 1)
     for key, values in ours.items():
         if key not in theirs or theirs[key].shape != values.shape:
             return (math.inf,) * len(largest)  # the replay took another path: no floor absorbs that
-        at = [*(edges[floor][key[0]] for floor in FLOORS), None]
+        at = [*(floor_edge(largest_by_step[key[0]], floor) for floor in FLOORS), None]
         largest = [max(a, b) for a, b in zip(largest, grid_discrepancy(values, theirs[key], at), strict=True)]
     return tuple(largest)
 
@@ -159,18 +161,16 @@ def gradient_floor_for(discrepancies: Sequence[Discrepancy]) -> tuple[int, float
     return FLOORS[chosen], worst[chosen]
 
 
-def threshold_for(discrepancies: Sequence[Discrepancy], gradient: float | None = None) -> dict[str, str]:
+def threshold_for(discrepancies: Sequence[Discrepancy], gradient: float) -> dict[str, str]:
     """The spec's threshold per phase (decimal strings) for the measured discrepancies: the first of
-    1, 2, 5 x a power of ten at or above SAFETY times the largest (the gradient's: ``gradient``, in units
-    of the chosen floor's grid, when given)."""
+    1, 2, 5 x a power of ten at or above SAFETY times the largest (the gradient's: ``gradient``, its
+    discrepancy in units of the chosen floor's grid, from :func:`gradient_floor_for`)."""
     if bad := [d.profile for d in discrepancies if d.faults]:
         raise ValueError(f"replays under {', '.join(bad)} disagree beyond the probe threshold "
                          f"({PROBE_THRESHOLD} ulps): exact mode cannot absorb their drift")  # fmt: skip
     thresholds = {}
     for phase in PHASES:
-        largest = max((d.largest[phase] for d in discrepancies), default=0.0)
-        if phase == "gradient" and gradient is not None:
-            largest = gradient
+        largest = gradient if phase == "gradient" else max((d.largest[phase] for d in discrepancies), default=0.0)
         wanted = max(SAFETY * largest, MIN_THRESHOLD)
         exponent = math.floor(math.log10(wanted))
         mantissa = next(m for m in (1, 2, 5, 10) if m * 10.0**exponent >= wanted * (1 - 1e-12))
