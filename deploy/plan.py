@@ -76,14 +76,23 @@ DEVNET_COMMITTEE = (
     3,
     1_000,
 )
+# The clocks of DEVNET_COMMITTEE a devnet pace stretches: exit cooldown, vote commit, reveal and appeal
+# windows, max draw delay, starvation timeout, max replay seconds.
+PACED_FIELDS = range(3, 10)
+
+
+def devnet_committee(pace: int) -> tuple[int, ...]:
+    """DEVNET_COMMITTEE with its clocks ``pace`` times longer: a devnet for tasks whose replays take more
+    than its 15 s (the demo's real chat model). Every ratio the contract checks is kept."""
+    return tuple(v * pace if i in PACED_FIELDS else v for i, v in enumerate(DEVNET_COMMITTEE))
 
 
 def plan(deployer: Deployer) -> None:
-    randomness = _randomness(deployer).address  # first: a refused backend refuses before anything is sent
+    committee_params = _committee(deployer)  # a pace off the devnet is refused before anything is sent
+    randomness = _randomness(deployer).address  # so is a refused backend
     # The protocol's pure functions on-chain: off-chain code checks its leaves and proofs against it.
     deployer.deploy("ProtocolMirror")
     # KEEPER_BPS: 10% of the provider bond pays whoever slashes a batch left unopened.
-    committee_params = DEVNET_COMMITTEE if deployer.w3.eth.chain_id == DEVNET_CHAIN_ID else COMMITTEE
     tasks_at = deployer.recorded_address("TrainingTasks")
     committee_at = deployer.recorded_address("AuditCommittee")
     pair_unchanged = (
@@ -101,6 +110,14 @@ def plan(deployer: Deployer) -> None:
         "TrainingTasks", randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
     )
     assert tasks.address == tasks_at, "the task contract landed away from its committee's address"
+
+
+def _committee(deployer: Deployer) -> tuple[int, ...]:
+    if deployer.w3.eth.chain_id == DEVNET_CHAIN_ID:
+        return devnet_committee(deployer.devnet_pace)
+    if deployer.devnet_pace != 1:
+        raise DeploymentError("a devnet pace is for the devnet: a real chain's committee clocks are fixed")
+    return COMMITTEE
 
 
 def _randomness(deployer: Deployer) -> Contract:
@@ -124,7 +141,7 @@ def _randomness(deployer: Deployer) -> Contract:
             f"a drand delay of {delay} s: a builder may know the target round; use at least {DRAND_DELAY} s"
         )
     # A panel must be drawable: its round comes at most DELAY + PERIOD after the arm, within maxDrawDelay.
-    max_draw_delay = (DEVNET_COMMITTEE if devnet else COMMITTEE)[MAX_DRAW_DELAY_FIELD]
+    max_draw_delay = _committee(deployer)[MAX_DRAW_DELAY_FIELD]
     if delay + network.period >= max_draw_delay:
         raise DeploymentError(
             f"a drand delay of {delay} s leaves no time to draw a panel within maxDrawDelay "

@@ -147,6 +147,8 @@ def compile_cmd() -> None:
 @click.option("--drand-network", default="quicknet", show_default=True, help="A network of deploy/drand.json.")
 @click.option("--drand-delay", type=click.IntRange(min=1), help="Seconds from an action to its drand round.")
 @click.option("--allow-blockhash", is_flag=True, help="Allow block-hash randomness off the devnet (test networks).")
+@click.option("--devnet-pace", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="The devnet committee's windows N times longer, for replays slower than 15 s.")  # fmt: skip
 def deploy_cmd(
     data_dir: Path | None,
     use_devnet: bool,
@@ -161,6 +163,7 @@ def deploy_cmd(
     drand_network: str,
     drand_delay: int | None,
     allow_blockhash: bool,
+    devnet_pace: int,
 ) -> None:
     """Compile if needed, deploy the plan's contracts, and record them in a deployments file."""
     from ovig_node.nodes.deploying import DeployTarget, deploy
@@ -181,6 +184,7 @@ def deploy_cmd(
         drand_network=drand_network,
         drand_delay=drand_delay,
         allow_blockhash=allow_blockhash,
+        devnet_pace=devnet_pace,
     )
     outcome = deploy(target)
     for line in outcome.log:
@@ -799,11 +803,17 @@ def _intervals_option(text: str) -> tuple[int, dict[int, int]]:
 @click.option("--serve/--no-serve", default=True, help="Serve the dashboard at the end until Ctrl-C [serve].")
 @click.option("--workload", type=click.Choice(["vision", "llm"]), default="vision", show_default=True,
               help="What the providers train: the tiny CNN, or the tiny chat model with a LoRA adapter.")  # fmt: skip
-def demo_cmd(data_dir: Path | None, down: bool, serve: bool, workload: str, **options: int | float | None) -> None:
+@click.option("--full", is_flag=True, help="llm: the real chat model, SmolLM2-135M-Instruct (slow: 540 MB a node).")
+def demo_cmd(
+    data_dir: Path | None, down: bool, serve: bool, workload: str, full: bool, **options: int | float | None
+) -> None:
     """The main job: the whole system on the devnet, an honest task and a cheated one, end to end."""
     from ovig_node.nodes.demo import CASTS, run_demo
 
-    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console, serve=serve, cast=CASTS[workload])
+    if full and workload != "llm":
+        raise click.UsageError("--full is for --workload llm (the real chat model); vision has only a tiny demo")
+    cast = CASTS[f"{workload}-full" if full else workload]
+    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console, serve=serve, cast=cast)
 
 
 def _add_node_commands() -> None:

@@ -204,23 +204,23 @@ def owner() -> None:
 @owner.command("post-task")
 @click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True)
 @click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              required=True)  # fmt: skip
+              help="The boundary the spec names (not for an exact spec).")  # fmt: skip
 @click.option("--reward", required=True, help="Reward in ETH (escrowed now).")
 @click.option("--provider-bond", required=True, help="Provider bond in ETH.")
 @click.option("--challenger-bond", required=True, help="Challenger bond in ETH.")
 @click.option("--owner-bond", default="0.01", show_default=True,
               help="Owner bond in ETH, sent with the reward (burned only if the task ends Undecided).")  # fmt: skip
 @click.option("--replay-seconds", type=int, default=None,
-              help="Slowest honest replay of one interval [twice the boundary's slowest].")  # fmt: skip
+              help="Slowest honest replay of an interval [twice the boundary's slowest; exact: required].")  # fmt: skip
 @click.option("--windows", default="3600,7200,1800", show_default=True,
               help="Opening, challenge and challenge-reveal windows in seconds.")  # fmt: skip
 @click.option("--deadline", "deadline_in", type=int, default=7 * 24 * 3600, show_default=True,
               help="Seconds from now to commit every batch.")  # fmt: skip
 @connection_options
-def owner_post(spec_path: Path, boundary_path: Path, reward: str, provider_bond: str, challenger_bond: str,
+def owner_post(spec_path: Path, boundary_path: Path | None, reward: str, provider_bond: str, challenger_bond: str,
                owner_bond: str, replay_seconds: int | None, windows: str, deadline_in: int,
                **options: Any) -> None:  # fmt: skip
-    """Pin the spec, dataset, initial checkpoint and boundary, and post the task."""
+    """Pin the spec, dataset, initial checkpoint and boundary (an exact spec has none), and post the task."""
     from ovig_node.nodes.owner import Terms, post_task
 
     try:

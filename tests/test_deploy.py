@@ -129,6 +129,37 @@ def test_deploy_redeploys_when_code_is_gone(devnet: Devnet, tmp_path: Path) -> N
     )
 
 
+def test_a_paced_devnet_committee_stretches_its_clocks_and_a_plain_deploy_restores_them(
+    devnet: Devnet, tmp_path: Path
+) -> None:
+    """`--devnet-pace 4` (the real chat model's demo): every clock of the devnet committee 4 times longer,
+    the committee and its task contract redeployed as a pair; pace 1 again deploys the plain pair back."""
+    deployments = tmp_path / "paced.json"
+    args = ("deploy", "--devnet", "--deployments", str(deployments))
+    assert run_ovig(*args, env=env_of(devnet)).returncode == 0
+    plain = json.loads(deployments.read_text())["contracts"]
+    paced_run = run_ovig(*args, "--devnet-pace", "4", env=env_of(devnet))
+    assert paced_run.returncode == 0, paced_run.stderr
+    paced = json.loads(deployments.read_text())["contracts"]
+    assert paced["ProtocolMirror"]["address"] == plain["ProtocolMirror"]["address"]  # only the pair moves
+    assert paced["AuditCommittee"]["address"] != plain["AuditCommittee"]["address"]
+    w3 = connect(devnet.info().rpc_url)
+
+    def clocks(address: str) -> tuple[int, ...]:
+        committee = w3.eth.contract(address=address, abi=artifacts.load("AuditCommittee").abi).functions
+        return (committee.COMMIT_WINDOW().call(), committee.REVEAL_WINDOW().call(),
+                committee.APPEAL_WINDOW().call(), committee.maxReplaySeconds().call())  # fmt: skip
+
+    assert clocks(plain["AuditCommittee"]["address"]) == (30, 20, 10, 15)
+    assert clocks(paced["AuditCommittee"]["address"]) == (120, 80, 40, 60)
+    tasks = w3.eth.contract(address=paced["TrainingTasks"]["address"], abi=artifacts.load("TrainingTasks").abi)
+    assert tasks.functions.ADJUDICATOR().call() == paced["AuditCommittee"]["address"]
+    back = run_ovig(*args, env=env_of(devnet))
+    assert back.returncode == 0 and "AuditCommittee: deployed at" in back.stdout
+    restored = json.loads(deployments.read_text())["contracts"]["AuditCommittee"]["address"]
+    assert clocks(restored) == (30, 20, 10, 15)
+
+
 def test_deploy_with_keystore_to_rpc(devnet: Devnet, tmp_path: Path) -> None:
     account = devnet_account(3)
     keystore = write_keystore(account, tmp_path / "key.json", "correct horse")
@@ -177,6 +208,10 @@ def test_deploy_errors_are_one_line(devnet: Devnet, tmp_path: Path) -> None:
 
     both = run_ovig("deploy", "--devnet", "--rpc", "http://x")
     assert both.returncode == 2
+
+    paced = run_ovig("deploy", "--rpc", "http://x", "--devnet-pace", "2")  # refused before any connection
+    assert paced.returncode == 1
+    assert paced.stderr.strip() == "error: a devnet pace of 2: give 1 to 100, and only with --devnet"
 
 
 @pytest.fixture(scope="module")

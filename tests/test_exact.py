@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from ovig_node.nodes.fetching import TaskRefused
+from ovig_node.nodes.fetching import _read_spec as read_task_spec
 from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.spec import canonical_bytes, parse_spec
 from ovig_node.training.evidence import Evidence, read_evidence
@@ -364,3 +366,31 @@ def test_a_sharded_provider_cannot_train_in_exact_mode(task: PreparedTask, tmp_p
     run = TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("fsdp2"))
     with pytest.raises(RankFailed, match="not FSDP's shards"):
         train(run)
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ({"gradient_floor": None}, "its exact numerics have no gradient floor (every calibrated spec has one)"),
+        (
+            {"threshold": {**THRESHOLD, "update": "1e-8"}},
+            "an exact threshold below 1e-07 ulps, finer than the discrepancy between profiles can be measured",
+        ),
+        (
+            {"max_log_entries": 2**25},
+            "its rounding log may hold 33554432 entries an interval, over this node's 16777216",
+        ),
+    ],
+)
+def test_nodes_refuse_exact_numerics_no_calibration_makes(
+    tmp_path: Path, change: dict[str, object], refusal: str
+) -> None:
+    """An owner's numerics under which other hardware cannot reproduce an honest claim (no floor, a threshold
+    finer than any discrepancy measured), or a log cap that lets a provider exhaust a verifier's memory, are
+    valid specs that every node refuses to work on."""
+    prepared = prepare_task("vision", tmp_path, tiny=True, total_steps=20, stride=5, intervals_per_batch=4)
+    numerics = {key: value for key, value in {**NUMERICS, **change}.items() if value is not None}
+    hostile = attach_numerics(prepared.spec_path, numerics)
+    with pytest.raises(TaskRefused) as refused:
+        read_task_spec(7, hostile.spec_path)
+    assert str(refused.value) == f"task 7: {refusal}"

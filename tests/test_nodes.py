@@ -1,5 +1,6 @@
 """The nodes on a real devnet (anvil + IPFS) with real training: a withholding provider slashed by a
-keeper, an IPFS outage survived, nodes killed at the worst moments and restarted, a clear RPC error.
+keeper, an IPFS outage survived, nodes killed at the worst moments and restarted, an exact task judged by
+bytes, a clear RPC error.
 
 Every node runs its own execution profile, the demo's (``PROFILES``), so each honest interval a watcher
 replays drifts from its claim and passes through the boundary, not by bit-identity. The tests assert
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +31,19 @@ from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES
 from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
-from ovig_node.nodes.owner import Terms, post_task
+from ovig_node.nodes.owner import PostingError, Terms, post_task
 from ovig_node.training.execution import get_profile
-from ovig_node.training.taskfiles import attach_boundary, prepare_task
+from ovig_node.training.taskfiles import attach_boundary, attach_numerics, prepare_task
 from ovig_node.verify.boundary import calibrate, spread_positions
 from support import deployed_devnet, run_ovig
 
 ETHER = 10**18
 OWNER_BOND = ETHER // 100
 SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
+# An exact task's numerics (tests/test_exact.py's): thresholds and a gradient floor every CPU profile replays
+# the tiny CNN bit for bit under
+NUMERICS = {"mode": "exact", "threshold": {"forward": "1e-6", "backward": "1e-6", "gradient": "1e-5", "update": "1e-6"},
+            "max_log_entries": 200_000, "gradient_floor": 12}  # fmt: skip
 DELIVERABLE = 9  # K - 1
 # By devnet account: the demo's (trainers 1 and 2, watcher 3, auditors 4-6), and a second honest trainer that
 # trains data-parallel on two processes (ddp2), judged by the watcher's one-process replays.
@@ -108,6 +113,13 @@ def terms(**windows: int) -> Terms:
     # Replays declared at the devnet committee's maximum: a busy machine's replay must not refuse the task.
     return Terms(2 * ETHER, 3 * ETHER, ETHER // 10, w["opening_window"], w["challenge_window"], w["reveal_window"],
                  deadline_in=1200, owner_bond=OWNER_BOND, replay_seconds=15)  # fmt: skip
+
+
+def wait_for_auditors(owner: NodeContext) -> None:
+    """Until auditors 4, 5 and 6 have staked: a panel drawn before would seat no one."""
+    committee = owner.protocol.committee
+    wait_for(lambda: all(owner.protocol.view(committee, "getAuditor", devnet_account(i).address).stake
+                         for i in (4, 5, 6)), timeout=120, what="auditors to register")  # fmt: skip
 
 
 def stop(*processes: subprocess.Popen[bytes]) -> None:
@@ -212,9 +224,7 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
     watcher = system.start("watcher", 3)
     trainer = None
     try:
-        wait_for(lambda: all(owner.protocol.view(owner.protocol.committee, "getAuditor",
-                                                 devnet_account(i).address).stake for i in (4, 5, 6)),
-                 timeout=120, what="auditors to register")  # fmt: skip
+        wait_for_auditors(owner)
         # A challenge window that covers a watcher restart (torch import, resume) plus its replays.
         task = post_task(owner, system.spec, system.boundary, terms(challenge_window=90))
         cheat = ("--task", str(task), "--attack", "micro_batch_drop", "--attack-intervals", str(DELIVERABLE))
@@ -297,9 +307,7 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
     watcher = system.start("watcher", 3)
     trainers: list[subprocess.Popen[bytes]] = []
     try:
-        wait_for(lambda: all(owner.protocol.view(owner.protocol.committee, "getAuditor",
-                                                 devnet_account(i).address).stake for i in (4, 5, 6)),
-                 timeout=120, what="auditors to register")  # fmt: skip
+        wait_for_auditors(owner)
         hostile = post_task(owner, all_sampled.spec_path, system.boundary, terms(challenge_window=150))
         honest = post_task(owner, system.spec, system.boundary, terms(challenge_window=150, reveal_window=31))
         attack = ("--attack", "hostile_attack:hostile_files", "--attack-intervals", "5,6,7,8,9")
@@ -328,6 +336,50 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
     [slash] = events(owner, "TaskSlashed", task=hostile)
     assert slash.args["by"] == devnet_account(3).address
     assert owner.protocol.dispute(slash.args["dispute"]).verdict == Verdict.FAULTY
+
+
+def test_an_exact_task_is_judged_by_bytes_on_chain(system: System) -> None:
+    """An exact task (numerics, no boundary) through the whole system. The owner posts it without a boundary
+    (and cannot without declaring its replay seconds: nothing measured them). The honest provider's sampled
+    intervals replay bit for bit under the watcher's profile, which is not the provider's, and the task
+    finalizes; a provider that drops micro-batches in the deliverable is not reproduced, challenged, found
+    faulty by the panel (each auditor on its own profiles) and slashed."""
+    owner = system.node("owner", 0)
+    exact = attach_numerics(prepare_task("vision", system.folder / "exact", tiny=True, **SPEC).spec_path, NUMERICS)
+    with pytest.raises(PostingError, match="is exact: no boundary measured its replays"):
+        post_task(owner, exact.spec_path, None, replace(terms(), replay_seconds=None))
+    with pytest.raises(PostingError, match="is exact: bytes judge it, so it takes no boundary"):
+        post_task(owner, exact.spec_path, system.boundary, terms())
+    auditors = [system.start("auditor", i) for i in (4, 5, 6)]
+    watcher = system.start("watcher", 3)
+    trainers: list[subprocess.Popen[bytes]] = []
+    try:
+        wait_for_auditors(owner)
+        honest = post_task(owner, exact.spec_path, None, terms(challenge_window=150))
+        cheated = post_task(owner, exact.spec_path, None, terms(challenge_window=150))
+        trainers = [
+            system.start("trainer", 1, "--task", str(honest)),
+            system.start("trainer", 2, "--task", str(cheated), "--attack", "micro_batch_drop",
+                         "--attack-intervals", str(DELIVERABLE)),
+        ]  # fmt: skip
+        ended = {honest: TaskStatus.FINALIZED, cheated: TaskStatus.SLASHED}
+        wait_for(lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()), timeout=600,
+                 what="the honest exact task finalized and the cheated one slashed")  # fmt: skip
+    finally:
+        stop(*auditors, watcher, *trainers)
+    judged = system.state("watcher", 3)["judged"]
+    honest_keys = {f"{honest}:{k}" for k in sampled(owner, honest)}
+    assert {(judged[key]["verdict"], judged[key]["reason"]) for key in honest_keys} == {("valid", "reproduced")}
+    assert (judged[f"{cheated}:{DELIVERABLE}"]["verdict"], judged[f"{cheated}:{DELIVERABLE}"]["reason"]) == (
+        "faulty",
+        "out_of_bounds",
+    )
+    cheated_keys = {f"{cheated}:{k}" for k in sampled(owner, cheated) - {DELIVERABLE}}
+    assert {judged[key]["reason"] for key in cheated_keys} <= {"reproduced"}  # the intervals before the drop
+    assert not events(owner, "ChallengeCommitted", task=honest)
+    [slash] = events(owner, "TaskSlashed", task=cheated)
+    assert owner.protocol.dispute(slash.args["dispute"]).verdict == Verdict.FAULTY
+    assert [e.args["k"] for e in events(owner, "ChallengeRevealed", task=cheated)] == [DELIVERABLE]
 
 
 def test_an_unreachable_rpc_is_one_clear_line(tmp_path: Path) -> None:

@@ -87,13 +87,18 @@ class Deployer:
     randomness: RandomnessChoice
     artifacts_dir: Path = artifacts.ARTIFACTS_DIR
     log: list[str] = field(default_factory=list)  # one line per contract: deployed or reused
+    # How many times slower the devnet committee's clocks run (deploy/plan.py); 1 off the devnet.
+    devnet_pace: int = 1
 
     @classmethod
-    def open(cls, w3: Web3, account: LocalAccount, path: Path, randomness: RandomnessChoice) -> Deployer:
+    def open(
+        cls, w3: Web3, account: LocalAccount, path: Path, randomness: RandomnessChoice, *, devnet_pace: int = 1
+    ) -> Deployer:
         genesis = w3.eth.get_block(0)["hash"]
         assert genesis is not None
         deployments = Deployments.load_or_new(path, chain_id=w3.eth.chain_id, genesis_hash=genesis.to_0x_hex())
-        return cls(w3=w3, account=account, path=path, deployments=deployments, randomness=randomness)
+        return cls(w3=w3, account=account, path=path, deployments=deployments, randomness=randomness,
+                   devnet_pace=devnet_pace)  # fmt: skip
 
     def deploy(self, name: str, *args: Any, value: int = 0) -> Contract:
         """Deploy ``name`` with constructor ``args``, or reuse the recorded one if it is identical."""

@@ -46,6 +46,7 @@ class AuditorNode:
     # Decided rounds it will not appeal (agreed, appealed, over budget, or no longer appealable): each is
     # looked at once, not on every pass.
     _appeal_done: set[str] = field(default_factory=set)
+    _prefetched: set[int] = field(default_factory=set)  # disputes whose task's files it holds, or that ended
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -63,6 +64,16 @@ class AuditorNode:
     def step(self) -> None:
         self._register()
         self.ctx.scanner.poll()
+        for event in self.ctx.scanner.events("DisputeOpened"):
+            # The disputed task's files before any panel is drawn: a drawn auditor's commit window goes to
+            # replaying, not to fetching a model of hundreds of megabytes
+            dispute, task = int(event.args["dispute"]), int(event.args["task"])
+            if dispute in self._prefetched or not self.isolation.ready(f"task {task} files"):
+                continue
+            if task in self._fetched or self._resolved(dispute):
+                self._prefetched.add(dispute)
+            else:
+                self.isolation.call(f"task {task} files", functools.partial(self._task_files, task))
         for event in self.ctx.scanner.events("PanelDrawn"):
             dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
             key = f"dispute {dispute} round {round_}"
@@ -115,9 +126,7 @@ class AuditorNode:
         """Vote valid (1) or faulty (2) from its own judgement of the interval: availability and the replay
         together, whatever reason the challenger gave (protocol v2: one question per interval)."""
         task, k = int(d.task), int(self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute).k)
-        if task not in self._fetched:
-            self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
-        fetched = self._fetched[task]
+        fetched = self._task_files(task)
         self.ctx.scanner.poll()
         opened = opened_interval(self.ctx, task, k, fetched.prepared.spec.intervals_per_batch)
         if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
@@ -127,6 +136,14 @@ class AuditorNode:
         self.ctx.say(f"dispute over task {task} interval {k}: its replay says {judgement.report['verdict']} "
                      f"({judgement.report.get('reason')}); votes {vote.name.lower()}")  # fmt: skip
         return int(vote), judgement.report_cid
+
+    def _task_files(self, task: int) -> FetchedTask:
+        if task not in self._fetched:
+            self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
+        return self._fetched[task]
+
+    def _resolved(self, dispute: int) -> bool:
+        return DisputeStatus(self.ctx.protocol.dispute(dispute).status) == DisputeStatus.RESOLVED
 
     def _maybe_appeal(self, dispute: int, round_: int, outcome: int) -> None:
         """Appeal a decided round its own replay contradicts, once, while the appeal window is open."""

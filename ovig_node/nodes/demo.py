@@ -1,7 +1,8 @@
 """The main job (`make demo` / `ovig demo`): the whole system on the embedded devnet, explained.
 
 1. the devnet comes up and the contracts are deployed;
-2. the owner prepares a tiny vision task (``--workload llm``: a tiny chat model with LoRA), calibrates its
+2. the owner prepares a tiny vision task (``--workload llm``: a tiny chat model with LoRA; with ``--full``
+   the real SmolLM2-135M-Instruct, on a committee whose clocks run 6 times slower), calibrates its
    boundary on three execution profiles at intervals spread over the run, and posts it twice;
 3. three auditors, a watcher and two trainers start as separate processes (`ovig ... run`), each on
    its own execution profile, as different hardware would be: an honest replay drifts from the claim
@@ -21,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
@@ -79,20 +80,38 @@ class Cast:
     calibration_profiles: tuple[str, ...]
     profiles: dict[int, str]
     timeout: float = 300  # seconds for the whole demo to end as the protocol says
+    tiny: bool = True  # the workload's tiny config; False: its full one (llm: the real chat model)
+    terms: Terms = TERMS
+    pace: int = 1  # the devnet committee's clocks, this many times the devnet's (deploy/plan.py)
+    calibration_positions: int = CALIBRATION_POSITIONS
 
     @property
     def folder(self) -> str:
-        """The task's folder under the demo's: one per workload, so each keeps its calibrated boundary."""
-        return "task" if self.workload == "vision" else f"task-{self.workload}"
+        """The task's folder under the demo's: one per cast, so each keeps its calibrated boundary."""
+        name = "task" if self.workload == "vision" else f"task-{self.workload}"
+        return name if self.tiny else f"{name}-full"
+
+    @property
+    def size(self) -> str:
+        return "tiny" if self.tiny else "full"
 
 
-# The tiny chat model (llm): 200 steps of batch 4 in the same layout. A batch of 4 makes micro8 micro4, so
-# the watcher confirms on the attention kernel instead; it has no convolution for native-conv.
+# The chat models (llm): a batch of 4 makes micro8 micro4, so the watcher confirms on the attention kernel
+# instead. The tiny one trains 200 steps of batch 4 in the vision layout.
+LLM_PROFILES = {**PROFILES, WATCHER: "micro3,math-attention", AUDITORS[2]: "reference,math-attention"}
 CASTS = {
     "vision": Cast("vision", SPEC, CALIBRATION_PROFILES, PROFILES),
     # Its steps and replays cost several times the CNN's (a 49,152-token output layer): more time to end.
-    "llm": Cast("llm", {**SPEC, "batch_size": 4}, CALIBRATION_PROFILES,
-                {**PROFILES, WATCHER: "micro3,math-attention", AUDITORS[2]: "reference,math-attention"}, timeout=600),
+    "llm": Cast("llm", {**SPEC, "batch_size": 4}, CALIBRATION_PROFILES, LLM_PROFILES, timeout=600),
+    # The real chat model (SmolLM2-135M-Instruct with LoRA, `ovig demo --workload llm --full`). A step takes
+    # about 2.6 s on a core and every replay loads the 540 MB base first: 12 steps in 4 intervals of 3, and
+    # a committee whose clocks run 6 times the devnet's (replays up to 90 s, a 180 s vote commit window), so
+    # three auditors replaying the cheated interval twice each on two shared cores fit.
+    "llm-full": Cast("llm", {"total_steps": 12, "stride": 3, "intervals_per_batch": 2, "sample_bps": 5000},
+                     CALIBRATION_PROFILES, LLM_PROFILES, timeout=2400, tiny=False, pace=6,
+                     terms=replace(TERMS, opening_window=180, challenge_window=300, reveal_window=60,
+                                   deadline_in=3600, replay_seconds=90),
+                     calibration_positions=3),
 }  # fmt: skip
 ATTACK = "micro_batch_drop"
 MAX_REPORT_BYTES = 1 << 20  # a replay report lists 3 signals x 2 kinds x 5 percentiles: kilobytes
@@ -148,7 +167,7 @@ def run_demo(
         info = net.up().info
     console.print(f"chain {info.rpc_url} (id {info.chain_id}, a block a second), IPFS {info.ipfs_api_url}")
     with console.status("compiling (if sources changed) and deploying ..."):
-        outcome = deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))
+        outcome = deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir, devnet_pace=cast.pace))
     for line in outcome.log:
         console.print(f"  {line}")
 
@@ -165,8 +184,8 @@ def run_demo(
             role = "auditor" if index in AUDITORS else "watcher"
             processes.append(_start(net, cast, role, index, logs, folder, timeout))
         _wait_for_auditors(owner, console, deadline=time.monotonic() + 90)
-        honest = post_task(owner, spec_path, boundary_path, TERMS)
-        cheated = post_task(owner, spec_path, boundary_path, TERMS)
+        honest = post_task(owner, spec_path, boundary_path, cast.terms)
+        cheated = post_task(owner, spec_path, boundary_path, cast.terms)
         deliverable = open_task(spec_path).spec.layout.intervals - 1
         processes.append(_start(net, cast, "trainer", HONEST, logs, folder, timeout, "--task", str(honest)))
         processes.append(_start(net, cast, "trainer", CHEAT, logs, folder, timeout, "--task", str(cheated),
@@ -219,8 +238,8 @@ def _prepare(folder: Path, cast: Cast, console: Console) -> tuple[Path, Path]:
         console.print(f"reusing the task in {folder}")
         return spec_path, boundary_path
     shutil.rmtree(folder, ignore_errors=True)  # an older demo's task: its boundary saw the first intervals only
-    prepared = prepare_task(cast.workload, folder, tiny=True, **cast.spec)
-    positions = spread_positions(prepared.spec.layout.intervals, CALIBRATION_POSITIONS)
+    prepared = prepare_task(cast.workload, folder, tiny=cast.tiny, **cast.spec)
+    positions = spread_positions(prepared.spec.layout.intervals, cast.calibration_positions)
     profiles = cast.calibration_profiles
     with console.status(f"calibrating the boundary: honest replays under {', '.join(profiles)} ..."):
         boundary = calibrate(prepared, claim_profile=get_profile("reference"),
@@ -229,7 +248,7 @@ def _prepare(folder: Path, cast: Cast, console: Console) -> tuple[Path, Path]:
     boundary_path.write_text(boundary.model_dump_json(indent=2))
     prepared = attach_boundary(spec_path, boundary_path)
     spec = cast.spec
-    console.print(f"spec 0x{prepared.spec_hash.hex()[:16]}…: {cast.workload} (tiny), N={spec['total_steps']}, "
+    console.print(f"spec 0x{prepared.spec_hash.hex()[:16]}…: {cast.workload} ({cast.size}), N={spec['total_steps']}, "
                   f"s={spec['stride']}, m={spec['intervals_per_batch']}; boundary alpha {ALPHA:g} over "
                   f"{boundary.replays} honest replays (reference claims; intervals "
                   f"{', '.join(map(str, positions))})")  # fmt: skip
@@ -245,7 +264,7 @@ def _reusable(spec_path: Path, boundary_path: Path, cast: Cast) -> bool:
         boundary = load_boundary(boundary_path.read_bytes())
     except BoundaryError:
         return False
-    positions = spread_positions(task.spec.layout.intervals, CALIBRATION_POSITIONS)
+    positions = spread_positions(task.spec.layout.intervals, cast.calibration_positions)
     calibrated = (boundary.positions, boundary.profiles, boundary.alpha)
     expected = (positions, list(cast.calibration_profiles), ALPHA)
     return task.spec.boundary is not None and task.spec.workload.name == cast.workload and calibrated == expected
@@ -339,15 +358,15 @@ def _profiles(cast: Cast, index: int) -> str:
     return first + (f" ({', '.join(confirm)} confirms a rejection)" if confirm else "")
 
 
-def expected_credits() -> tuple[dict[str, int], dict[str, int]]:
+def expected_credits(terms: Terms = TERMS) -> tuple[dict[str, int], dict[str, int]]:
     """Protocol 4.2 for the demo's terms: (honest task, cheated task) role -> wei."""
-    bond, reward, challenger_bond = TERMS.provider_bond, TERMS.reward, TERMS.challenger_bond
+    bond, reward, challenger_bond = terms.provider_bond, terms.reward, terms.challenger_bond
     panelist = bond * 1_000 // 10_000 // len(AUDITORS)
     # The recommended split (deploy/plan.py): 20% lead, 10% panel, 70% owner; the lead's bond comes back.
-    cheated = {"owner": reward + TERMS.owner_bond + bond * 7_000 // 10_000,
+    cheated = {"owner": reward + terms.owner_bond + bond * 7_000 // 10_000,
                "watcher": bond * 2_000 // 10_000 + challenger_bond}  # fmt: skip
     cheated |= {ROLES[a]: panelist for a in AUDITORS}
-    return {"provider A": reward + bond, "owner": TERMS.owner_bond}, cheated
+    return {"provider A": reward + bond, "owner": terms.owner_bond}, cheated
 
 
 def _collect_draws(owner: NodeContext, result: DemoResult) -> None:
@@ -371,7 +390,7 @@ def _collect_draws(owner: NodeContext, result: DemoResult) -> None:
 
 def _check(result: DemoResult) -> None:
     """The demo checks its own outcome, to the wei: it is also a test (CI runs it)."""
-    honest, cheated = expected_credits()
+    honest, cheated = expected_credits(result.cast.terms)
     problems = []
     if not result.draws or not all(ok for _, ok in result.draws.values()):
         problems.append(f"not every draw came from a verified drand round: {result.draws}")

@@ -22,6 +22,8 @@ from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir
 from ovig_node.protocol.drand import Network, known_networks
 
+MAX_DEVNET_PACE = 100  # the devnet committee's clocks at most 100 times longer: a dispute of 100 minutes
+
 
 @dataclass(frozen=True)
 class DeployTarget:
@@ -39,6 +41,9 @@ class DeployTarget:
     drand_network: str = "quicknet"  # a network of deploy/drand.json (not on the devnet)
     drand_delay: int | None = None  # seconds from an action to its target round; None: the plan's default
     allow_blockhash: bool = False  # deploy block-hash randomness on a chain other than the devnet
+    # The devnet committee's clocks this many times longer (deploy/plan.py): for tasks whose replays take
+    # more than the devnet's 15 s. Only on the devnet.
+    devnet_pace: int = 1
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,9 @@ class DeployOutcome:
 
 
 def deploy(target: DeployTarget) -> DeployOutcome:
+    if not 1 <= target.devnet_pace <= MAX_DEVNET_PACE or (target.devnet_pace != 1 and not target.use_devnet):
+        pace = target.devnet_pace
+        raise DeploymentError(f"a devnet pace of {pace}: give 1 to {MAX_DEVNET_PACE}, and only with --devnet")
     compiled = _compile_if_stale() if target.compile else []
     if target.use_devnet:
         net = Devnet(DevnetConfig(data_dir=target.devnet_dir or default_data_dir()))
@@ -74,7 +82,7 @@ def deploy(target: DeployTarget) -> DeployOutcome:
         path = target.deployments or Path("deployments") / f"{w3.eth.chain_id}.json"
         beacon = None
 
-    deployer = Deployer.open(w3, account, path, _randomness(target, beacon))
+    deployer = Deployer.open(w3, account, path, _randomness(target, beacon), devnet_pace=target.devnet_pace)
     deployments = run_plan(target.plan or tools.repo_root() / "deploy" / "plan.py", deployer)
     if target.use_devnet:
         net.update_info(contracts=deployments.addresses(), deployments_file=str(path.resolve()))

@@ -2,8 +2,8 @@
 
 The spec comes by the CID the owner emitted in TaskPosted; its keccak256 must be the on-chain
 specHash, and its N, s, m, sampleBps and init digest must equal the on-chain terms: a node refuses
-a task whose spec and terms disagree. The dataset, initial checkpoint and boundary come by the
-spec's CIDs and must match its sha256 digests.
+a task whose spec and terms disagree. The dataset, initial checkpoint and boundary (none for an exact
+task: bytes judge it) come by the spec's CIDs and must match its sha256 digests.
 
 Everything in these files is the owner's to choose, so anything wrong with them (a spec that does not
 parse, a file that does not match or is larger than the task can need, a boundary that is not JSON or
@@ -26,11 +26,12 @@ from ovig_node.errors import OvigError
 from ovig_node.files import write_atomic
 from ovig_node.nodes.context import NodeContext
 from ovig_node.protocol.errors import SpecError
-from ovig_node.protocol.spec import TaskSpec, parse_spec
+from ovig_node.protocol.spec import ContentRef, NumericsSpec, TaskSpec, parse_spec
 from ovig_node.storage.errors import ContentNotFound, IpfsError, IpfsUnavailable
 from ovig_node.training.taskfiles import PreparedTask, TaskFileError, open_task
 from ovig_node.training.workloads import Dataset, get_workload
 from ovig_node.verify.boundary import BoundaryError, BoundaryProfile, load_boundary
+from ovig_node.verify.exact import MIN_THRESHOLD
 from ovig_node.verify.layout import EvidenceLayout, layout_of
 
 _T = TypeVar("_T")
@@ -38,6 +39,9 @@ MAX_SPEC_BYTES = 1 << 20  # a spec is a few hundred bytes of JSON
 MAX_BOUNDARY_BYTES = 1 << 20  # a boundary profile is a few kilobytes of JSON
 MAX_DATASET_BYTES = 2 << 30  # the spec does not say how large its dataset is: a node-wide cap
 MAX_EVIDENCE_BYTES = 4 << 30  # the largest E_k (model, optimizer state, probe) a node replays
+# The most rounding-log entries an exact task may allow an interval: a verifier decodes a log into 56 bytes an
+# entry (about 0.9 GB here), for the start and the end file; the tiny language model's cap at s = 10 is 4M
+MAX_LOG_ENTRIES = 1 << 24
 
 
 class TaskRefused(OvigError, ValueError):
@@ -48,7 +52,7 @@ class TaskRefused(OvigError, ValueError):
 class FetchedTask:
     task: int
     prepared: PreparedTask
-    boundary: BoundaryProfile
+    boundary: BoundaryProfile | None  # None: an exact task, judged by bytes
     terms: Any  # the on-chain TaskTerms
 
 
@@ -73,26 +77,27 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
         write_atomic(spec_path, raw)
     spec, spec_hash, layout = _read_spec(task, spec_path)
     _check_terms(task, spec, spec_hash, t.terms)
-    if spec.boundary is None:
-        raise TaskRefused(f"task {task}: the spec names no boundary profile")
-    for name, ref, cap in (
-        ("dataset.safetensors", spec.dataset, MAX_DATASET_BYTES),
-        ("init.safetensors", spec.init, layout.file_bytes("init")),
-        ("boundary.json", spec.boundary, MAX_BOUNDARY_BYTES),
-    ):
+    files: list[tuple[str, ContentRef, int]] = [("dataset.safetensors", spec.dataset, MAX_DATASET_BYTES),
+                                                ("init.safetensors", spec.init, layout.file_bytes("init"))]  # fmt: skip
+    if not spec.exact:  # an exact task is judged by bytes: a boundary it names anyway is never used
+        if spec.boundary is None:
+            raise TaskRefused(f"task {task}: the spec names no boundary profile")
+        files.append(("boundary.json", spec.boundary, MAX_BOUNDARY_BYTES))
+    for name, ref, cap in files:
         if not (folder / name).is_file():
             fetch = functools.partial(ctx.ipfs.get_file, ref.cid, folder / name, sha256=ref.sha256, max_bytes=cap)
             _owner_file(task, name, fetch)
     try:
         prepared = open_task(spec_path)
-        boundary = load_boundary((folder / "boundary.json").read_bytes())
+        boundary = None if spec.exact else load_boundary((folder / "boundary.json").read_bytes())
     except (SpecError, TaskFileError, BoundaryError) as exc:
         raise TaskRefused(f"task {task}: {exc}") from None
     _check_dataset(task, prepared)
-    if (boundary.workload, boundary.stride) != (spec.workload.name, spec.stride):
-        raise TaskRefused(f"task {task}: its boundary was calibrated for {boundary.workload} at stride "
-                          f"{boundary.stride}, not {spec.workload.name} at stride {spec.stride}")  # fmt: skip
-    check_declared_replay(task, int(t.terms.replaySeconds), boundary.replay_seconds_max)
+    if boundary is not None:
+        if (boundary.workload, boundary.stride) != (spec.workload.name, spec.stride):
+            raise TaskRefused(f"task {task}: its boundary was calibrated for {boundary.workload} at stride "
+                              f"{boundary.stride}, not {spec.workload.name} at stride {spec.stride}")  # fmt: skip
+        check_declared_replay(task, int(t.terms.replaySeconds), boundary.replay_seconds_max)
     return FetchedTask(task, prepared, boundary, t.terms)
 
 
@@ -135,7 +140,23 @@ def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLay
     if layout.file_bytes("init") > MAX_EVIDENCE_BYTES:  # a frozen base is in no evidence, but every replay loads it
         raise TaskRefused(f"task {task}: its initial checkpoint would be {layout.file_bytes('init')} bytes, over "
                           f"this node's {MAX_EVIDENCE_BYTES}")  # fmt: skip
+    if spec.numerics is not None:
+        _check_numerics(task, spec.numerics)
     return spec, spec_hash, layout
+
+
+def _check_numerics(task: int, numerics: NumericsSpec) -> None:
+    """Refuse exact numerics no calibration produces: a provider's log that could exhaust a verifier's
+    memory, or a threshold or floor under which replays on other hardware are not reproduced (an honest
+    provider would be slashed for the owner's choice)."""
+    if numerics.max_log_entries > MAX_LOG_ENTRIES:
+        raise TaskRefused(f"task {task}: its rounding log may hold {numerics.max_log_entries} entries an interval, "
+                          f"over this node's {MAX_LOG_ENTRIES}")  # fmt: skip
+    if numerics.gradient_floor is None:
+        raise TaskRefused(f"task {task}: its exact numerics have no gradient floor (every calibrated spec has one)")
+    if min(numerics.thresholds) < MIN_THRESHOLD:
+        raise TaskRefused(f"task {task}: an exact threshold below {MIN_THRESHOLD:g} ulps, finer than the "
+                          "discrepancy between profiles can be measured")  # fmt: skip
 
 
 def _owner_file(task: int, name: str, fetch: Callable[[], _T]) -> _T:

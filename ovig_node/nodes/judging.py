@@ -6,8 +6,9 @@
    can have. Content that cannot be found (``missing``), does not match (``corrupt``) or is larger
    than that (``oversized``) is the provider's failure: the interval is **unavailable**. Our own IPFS
    node being down is not: that raises IpfsUnavailable and the caller tries again later.
-2. Replay and judge against the task's boundary; the report (verdict, reason, every percentile
-   against its bound, profile, timings) is pinned, and its CID goes with a challenge. The downloaded
+2. Replay and judge against the task's boundary (an exact task: byte for byte, its rounding log applied);
+   the report (verdict, reason, every percentile against its bound, profile, timings) is pinned, and its
+   CID goes with a challenge. The downloaded
    evidence is deleted then: a node keeps reports, not every provider's files.
 """
 

@@ -1,7 +1,7 @@
 """The owner's side: post a task with its files pinned, follow it, withdraw.
 
-``post_task`` pins the spec, dataset, initial checkpoint and boundary (their CIDs, computed with
-Kubo's rules, must be the spec's), then posts the task with the reward escrowed. ``task_status``
+``post_task`` pins the spec, dataset, initial checkpoint and boundary (an exact task has none; their CIDs,
+computed with Kubo's rules, must be the spec's), then posts the task with the reward escrowed. ``task_status``
 gathers, from chain state and events only, what an owner wants to see.
 """
 
@@ -19,6 +19,7 @@ from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.node_state import NodeState
+from ovig_node.protocol.spec import ContentRef
 from ovig_node.training.taskfiles import open_task
 from ovig_node.verify.boundary import load_boundary
 
@@ -55,33 +56,43 @@ def declared_replay_seconds(terms: Terms, boundary_slowest: float, committee_max
     return declared
 
 
-def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path, terms: Terms) -> int:
-    """Pin the task's files and post it; returns the task id. Posting the same spec again from the
+def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, terms: Terms) -> int:
+    """Pin the task's files and post it; returns the task id. An exact task (``numerics``) has no boundary
+    (``boundary_path`` None) and must declare its replay seconds. Posting the same spec again from the
     same owner state returns the task already posted (the journal never sends it twice)."""
     prepared = open_task(spec_path)
     spec = prepared.spec
-    if spec.boundary is None:
-        raise PostingError(f"{spec_path} names no boundary: run `ovig spec set-boundary` first")
-    if file_sha256(boundary_path) != spec.boundary.sha256:
-        raise PostingError(f"{boundary_path} is not the boundary the spec names (sha256 {spec.boundary.sha256})")
-    for path, ref in (
-        (spec_path, None),
-        (prepared.dataset_path, spec.dataset),
-        (prepared.init_path, spec.init),
-        (boundary_path, spec.boundary),
-    ):
+    files: list[tuple[Path, ContentRef | None]] = [(spec_path, None), (prepared.dataset_path, spec.dataset),
+                                                (prepared.init_path, spec.init)]  # fmt: skip
+    slowest = 0.0  # an exact task's replays: only the owner's declaration, checked by each node's own preflight
+    if spec.exact:
+        if boundary_path is not None or spec.boundary is not None:
+            raise PostingError(f"{spec_path} is exact: bytes judge it, so it takes no boundary")
+        if terms.replay_seconds is None:
+            raise PostingError(f"{spec_path} is exact: no boundary measured its replays, so declare their "
+                               "seconds (--replay-seconds)")  # fmt: skip
+    else:
+        if spec.boundary is None:
+            raise PostingError(f"{spec_path} names no boundary: run `ovig spec set-boundary` first")
+        if boundary_path is None:
+            raise PostingError(f"{spec_path} is judged against its boundary: give its file (--boundary)")
+        if file_sha256(boundary_path) != spec.boundary.sha256:
+            raise PostingError(f"{boundary_path} is not the boundary the spec names (sha256 {spec.boundary.sha256})")
+        files.append((boundary_path, spec.boundary))
+        slowest = load_boundary(boundary_path.read_bytes()).replay_seconds_max
+    for path, ref in files:
         cid = ctx.ipfs.add_file(path).cid
         if ref is not None and cid != ref.cid:
             raise PostingError(f"{path} was pinned as {cid}, but the spec names {ref.cid}")
         if ref is None:
             spec_cid = cid
-    ctx.say(f"pinned the spec, dataset, initial checkpoint and boundary (spec {spec_cid})")
+    pinned = "spec, dataset and initial checkpoint" if spec.exact else "spec, dataset, initial checkpoint and boundary"
+    ctx.say(f"pinned the {pinned} (spec {spec_cid})")
     state = NodeState(ctx.home / "owner.json")
     posts = state.get("posts", {})
     key = f"post:0x{prepared.spec_hash.hex()}:{posts.get(prepared.spec_hash.hex(), 0)}"
     deadline = ctx.now() + terms.deadline_in
     windows = (terms.opening_window, terms.challenge_window, terms.reveal_window)
-    slowest = load_boundary(boundary_path.read_bytes()).replay_seconds_max
     replay = declared_replay_seconds(terms, slowest, int(ctx.protocol.committee.functions.maxReplaySeconds().call()))
     bonds = (terms.provider_bond, terms.challenger_bond, terms.owner_bond)
     fn = ctx.protocol.tasks.functions.postTask(

@@ -33,6 +33,8 @@ from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.unixfs import cid_of_bytes
 from ovig_node.training import distributed
+from ovig_node.training.evidence import read_evidence
+from ovig_node.training.exact import LogTooLong, decode_log
 from ovig_node.training.execution import get_profile, one_process
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.verify.report import verify_interval
@@ -117,16 +119,27 @@ class TrainerNode:
         run = TrainRun(fetched.prepared.spec, fetched.prepared.spec_hash, fetched.prepared.dataset_path,
                        fetched.prepared.init_path, work, get_profile(self.profile_name), self.task)  # fmt: skip
         started = time.monotonic()
-        train(run, stop_at=fetched.prepared.spec.layout.end_step(0))
+        try:
+            train(run, stop_at=fetched.prepared.spec.layout.end_step(0))
+        except (LogTooLong, distributed.RankFailed) as exc:  # not accepted yet: refused, not retried forever
+            raise TaskRefused(f"task {self.task}: interval 0 cannot be trained here: {exc}") from None
         train_seconds = time.monotonic() - started
         # a watcher replays in one process, whatever the provider's world size
-        replayer = one_process(get_profile(self.profile_name))
-        report = verify_interval(fetched.prepared, work, 0, fetched.boundary, profile=replayer, task=self.task)
-        if report["verdict"] != "valid":
-            raise TaskRefused(f"task {self.task}: this machine's own replay of interval 0 fails the boundary "
-                              f"({report.get('reason')}): its drift would be challenged")  # fmt: skip
+        replayers = [one_process(get_profile(self.profile_name))]
+        numerics = fetched.prepared.spec.numerics
+        if numerics is not None:
+            _check_log_room(self.task, work, numerics.max_log_entries)
+            # its own profile reproduces its claim whatever the thresholds: another one tests them
+            replayers.append(get_profile("micro2" if replayers[0].name == "micro3" else "micro3"))
+        judged_by = "is not reproduced bit for bit" if numerics is not None else "fails the boundary"
+        for replayer in replayers:
+            report = verify_interval(fetched.prepared, work, 0, fetched.boundary, profile=replayer, task=self.task)
+            if report["verdict"] != "valid":
+                raise TaskRefused(f"task {self.task}: a replay of interval 0 under {replayer.name} on this machine "
+                                  f"{judged_by} ({report.get('reason')}): its claims would be challenged")  # fmt: skip
         windows = fetched.terms.windows
-        replay = max(report["seconds"]["replay"], fetched.boundary.replay_seconds_max)
+        calibrated = fetched.boundary.replay_seconds_max if fetched.boundary is not None else 0.0
+        replay = max(report["seconds"]["replay"], calibrated)
         if windows.challengeWindow <= replay or windows.openingWindow <= train_seconds:
             raise TaskRefused(f"task {self.task}: windows too short for this machine (replay {replay:.1f}s, "
                               f"interval {train_seconds:.1f}s, windows {windows})")  # fmt: skip
@@ -134,7 +147,8 @@ class TrainerNode:
             declared, took = fetched.terms.replaySeconds, report["seconds"]["replay"]
             raise TaskRefused(f"task {self.task}: it declares replays of {declared}s, this machine's took "
                               f"{took:.1f}s: its disputes could stall")  # fmt: skip
-        self.ctx.say(f"preflight of task {self.task}: interval 0 replays within the boundary "
+        judged = "bit for bit" if fetched.boundary is None else "within the boundary"
+        self.ctx.say(f"preflight of task {self.task}: interval 0 replays {judged} "
                      f"({report['seconds']['replay']:.1f}s)")  # fmt: skip
         return {"verdict": "valid", "replay_seconds": report["seconds"]["replay"], "train_seconds": train_seconds}
 
@@ -269,3 +283,16 @@ class TrainerNode:
             path = evidence_path(self.folder, k)
             if k not in keep and path.is_file():
                 path.unlink()
+
+
+# An exact task's log cap, against its first interval's log: later intervals log a few percent more (calibration
+# sets the cap at 4x), and a provider over the cap cannot commit after accepting, which costs it its bond
+LOG_ROOM = 2
+
+
+def _check_log_room(task: int, work: Path, cap: int) -> None:
+    """Refuse an exact task whose rounding-log cap leaves less than LOG_ROOM times interval 0's log."""
+    entries = len(decode_log(read_evidence(evidence_path(work, 0)).rounding, cap))
+    if cap < LOG_ROOM * entries:
+        raise TaskRefused(f"task {task}: its rounding log may hold {cap} entries an interval, and interval 0 "
+                          f"alone logged {entries}: later intervals could exceed it")  # fmt: skip
