@@ -36,13 +36,12 @@ from ovig_node.verify.evaluate import AttackCase, EvalSettings, evaluate
 from ovig_node.verify.exact import calibrate_numerics
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import replay_and_judge
+from support import EXACT_NUMERICS as NUMERICS
+from support import EXACT_THRESHOLD as THRESHOLD
 from support import run_ovig
 
 # Every one-process kind of drift: threads, uneven micro-batches with float64 sums, other kernels.
 PROFILES = ["reference", "threads2", "micro3", "micro4-fp64acc", "native-conv", "fused-optimizer"]
-THRESHOLD = {"forward": "1e-6", "backward": "1e-6", "gradient": "1e-5", "update": "1e-6"}
-# A gradient below 2^-12 of its tensor's largest rounds on the grid of the float32 ulp there
-NUMERICS = {"mode": "exact", "threshold": THRESHOLD, "max_log_entries": 200_000, "gradient_floor": 12}
 K = 2  # the interval the tampering tests judge
 
 

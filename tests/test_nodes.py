@@ -35,15 +35,11 @@ from ovig_node.nodes.owner import PostingError, Terms, post_task
 from ovig_node.training.execution import get_profile
 from ovig_node.training.taskfiles import attach_boundary, attach_numerics, prepare_task
 from ovig_node.verify.boundary import calibrate, spread_positions
-from support import deployed_devnet, run_ovig
+from support import EXACT_NUMERICS, deployed_devnet, run_ovig
 
 ETHER = 10**18
 OWNER_BOND = ETHER // 100
 SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
-# An exact task's numerics (tests/test_exact.py's): thresholds and a gradient floor every CPU profile replays
-# the tiny CNN bit for bit under
-NUMERICS = {"mode": "exact", "threshold": {"forward": "1e-6", "backward": "1e-6", "gradient": "1e-5", "update": "1e-6"},
-            "max_log_entries": 200_000, "gradient_floor": 12}  # fmt: skip
 DELIVERABLE = 9  # K - 1
 # By devnet account: the demo's (trainers 1 and 2, watcher 3, auditors 4-6), and a second honest trainer that
 # trains data-parallel on two processes (ddp2), judged by the watcher's one-process replays.
@@ -345,7 +341,9 @@ def test_an_exact_task_is_judged_by_bytes_on_chain(system: System) -> None:
     finalizes; a provider that drops micro-batches in the deliverable is not reproduced, challenged, found
     faulty by the panel (each auditor on its own profiles) and slashed."""
     owner = system.node("owner", 0)
-    exact = attach_numerics(prepare_task("vision", system.folder / "exact", tiny=True, **SPEC).spec_path, NUMERICS)
+    exact = attach_numerics(
+        prepare_task("vision", system.folder / "exact", tiny=True, **SPEC).spec_path, EXACT_NUMERICS
+    )
     with pytest.raises(PostingError, match="is exact: no boundary measured its replays"):
         post_task(owner, exact.spec_path, None, replace(terms(), replay_seconds=None))
     with pytest.raises(PostingError, match="is exact: bytes judge it, so it takes no boundary"):

@@ -64,7 +64,7 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     spec = prepared.spec
     files: list[tuple[Path, ContentRef | None]] = [(spec_path, None), (prepared.dataset_path, spec.dataset),
                                                 (prepared.init_path, spec.init)]  # fmt: skip
-    slowest = 0.0  # an exact task's replays: only the owner's declaration, checked by each node's own preflight
+    slowest = 0.0  # an exact task's replays: only the owner's declaration, checked by each trainer's preflight
     if spec.exact:
         if boundary_path is not None or spec.boundary is not None:
             raise PostingError(f"{spec_path} is exact: bytes judge it, so it takes no boundary")
