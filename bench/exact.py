@@ -1,14 +1,17 @@
 """Benchmark: exact mode on one workload, next to boundary mode (training.exact, verify.exact).
 
-For the workload's tiny config: the float64 discrepancy each CPU profile shows against the reference
-(what the threshold must absorb) and the threshold calibration picks; one run trained in boundary mode
-and the same spec in exact mode, in this process one after the other (the training-time ratio, and the
-bytes of E_k against the rounding log's entries and bytes per interval); and every interval of the exact
-run replayed under every CPU profile, applying the claim's log: reproduced bit for bit, or what was wrong;
-and the same spec trained by a data-parallel provider (ddp2), each interval judged by a one-process replay.
-Writes bench/results/exact_<workload>_tiny.json and prints a table.
+For the workload's tiny config (or its full one, ``--full``): the float64 discrepancy each CPU profile
+shows against the reference (what the threshold must absorb) and the threshold calibration picks; one run
+trained in boundary mode and the same spec in exact mode, in this process one after the other (the
+training-time ratio, and the bytes of E_k against the rounding log's entries and bytes per interval); and
+every interval of the exact run replayed under every CPU profile, applying the claim's log: reproduced
+bit for bit, or what was wrong; and the same spec trained by data-parallel providers (ddp2, ddp4), each
+interval judged by a one-process replay.
+Writes bench/results/exact_<workload>_tiny.json (``--full``: exact_<workload>.json) and prints a table.
 
     .venv/bin/python bench/exact.py --workload vision [--steps 40 --stride 10]
+    .venv/bin/python bench/exact.py --workload language --full --steps 20 --batch-size 16 \
+        --profiles reference,micro2,threads2,micro4-fp64acc --providers ''   # to bench/results/exact_language.json
 
 A profile whose discrepancy the probe threshold (0.01 ulps) cannot absorb is recorded with its faults and
 left out of the threshold (calibrating a spec with it refuses: ``ovig spec new --exact`` says why); its
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import tempfile
@@ -39,6 +43,7 @@ from ovig_node.verify.report import replay_and_judge
 
 RESULTS = Path(__file__).parent / "results"
 ONE_PROCESS = [p.name for p in PROFILES.values() if p.world_size == 1 and p.device == "cpu"]
+DATA_PARALLEL = ("ddp2", "ddp4")  # sharded profiles refuse exact mode
 
 
 def main() -> None:
@@ -47,7 +52,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--stride", type=int, default=10)
     parser.add_argument("--calibration-steps", type=int, default=3)
+    parser.add_argument("--full", action="store_true", help="the workload's full config, not its tiny one")
+    parser.add_argument("--batch-size", type=int, help="the workload's by default")
+    every = ",".join(ONE_PROCESS)
+    parser.add_argument("--profiles", default=every, help="one-process profiles that calibrate and replay")
+    parser.add_argument("--providers", default=",".join(DATA_PARALLEL), help="data-parallel providers ('' for none)")
     args = parser.parse_args()
+    args.profiles = args.profiles.split(",")
+    args.providers = [name for name in args.providers.split(",") if name]
+    if args.profiles[0] != "reference" or not set(args.profiles) <= set(ONE_PROCESS):
+        parser.error(f"--profiles: reference first, then any of {', '.join(ONE_PROCESS)}")
+    if not set(args.providers) <= set(DATA_PARALLEL):
+        parser.error(f"--providers: any of {', '.join(DATA_PARALLEL)}")
     console = Console()
     folder = Path(tempfile.mkdtemp(prefix="ovig-exact-"))
     try:
@@ -55,22 +71,23 @@ def main() -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"exact_{args.workload}_tiny.json"
+    out = RESULTS / f"exact_{args.workload}{'' if args.full else '_tiny'}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     show(result, console)
     console.print(f"written {out}")
 
 
 def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, object]:
-    sizes = {"total_steps": args.steps, "stride": args.stride, "intervals_per_batch": args.steps // args.stride}
-    boundary_task = prepare_task(args.workload, folder / "boundary-task", tiny=True, **sizes)
-    others = [get_profile(name) for name in ONE_PROCESS if name != "reference"]
+    sizes = {"total_steps": args.steps, "stride": args.stride, "intervals_per_batch": args.steps // args.stride,
+             "tiny": not args.full, "batch_size": args.batch_size}  # fmt: skip
+    boundary_task = prepare_task(args.workload, folder / "boundary-task", **sizes)
+    others = [get_profile(name) for name in args.profiles[1:]]
     console.print(f"measuring the discrepancy of {len(others)} profiles ...")
     discrepancies = measure_discrepancy(boundary_task, get_profile("reference"), others, steps=args.calibration_steps)
     absorbed = [d for d in discrepancies if not d.faults]
     floor, gradient = gradient_floor_for(absorbed)
     threshold = threshold_for(absorbed, gradient)
-    exact_task = prepare_task(args.workload, folder / "exact-task", tiny=True, **sizes)
+    exact_task = prepare_task(args.workload, folder / "exact-task", **sizes)
     cap = 2**26  # the largest the spec allows; the cap calibration would write is measured below (LOG_SAFETY x)
     numerics = {"mode": "exact", "threshold": threshold, "max_log_entries": cap}
     exact_task = attach_numerics(exact_task.spec_path, numerics | {"gradient_floor": floor})
@@ -89,18 +106,21 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
                      .rounding.values()) for k in range(intervals)]  # fmt: skip
     evidence_bytes = evidence_path(folder / "run-boundary", intervals - 1).stat().st_size
 
-    console.print("training in exact mode under ddp2 (two gloo ranks), each interval replayed in one process ...")
-    train(TrainRun(exact_task.spec, exact_task.spec_hash, exact_task.dataset_path, exact_task.init_path,
-                   folder / "run-ddp2", get_profile("ddp2")))  # fmt: skip
-    ddp2 = []
-    for k in range(intervals):
-        start = read_evidence(evidence_path(folder / "run-ddp2", k - 1)) if k else None
-        end = read_evidence(evidence_path(folder / "run-ddp2", k))
-        judged = replay_and_judge(exact_task, k, start, end, None, profiles=[get_profile("reference")])
-        ddp2.append({"interval": k, "valid": judged.verdict.valid, "cause": judged.verdict.cause})
+    distributed: dict[str, list[dict[str, object]]] = {}
+    for name in args.providers:
+        console.print(f"training in exact mode under {name} (gloo ranks), each interval replayed in one process ...")
+        run_folder = folder / f"run-{name}"
+        train(TrainRun(exact_task.spec, exact_task.spec_hash, exact_task.dataset_path, exact_task.init_path,
+                       run_folder, get_profile(name)))  # fmt: skip
+        distributed[name] = []
+        for k in range(intervals):
+            start = read_evidence(evidence_path(run_folder, k - 1)) if k else None
+            end = read_evidence(evidence_path(run_folder, k))
+            judged = replay_and_judge(exact_task, k, start, end, None, profiles=[get_profile("reference")])
+            distributed[name].append({"interval": k, "valid": judged.verdict.valid, "cause": judged.verdict.cause})
 
     replays: dict[str, list[dict[str, object]]] = {}
-    for name in ONE_PROCESS:
+    for name in args.profiles:
         console.print(f"replaying every interval under {name} ...")
         replays[name] = []
         for k in range(intervals):
@@ -110,7 +130,8 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
             replays[name].append({"interval": k, "valid": judged.verdict.valid, "cause": judged.verdict.cause,
                                   "detail": judged.verdict.detail[:300]})  # fmt: skip
     return {
-        "workload": args.workload, "steps": args.steps, "stride": args.stride, "threshold": threshold,
+        "workload": args.workload, "tiny": not args.full, "batch_size": exact_task.spec.batch_size,
+        "steps": args.steps, "stride": args.stride, "threshold": threshold,
         "gradient_floor": floor,
         "calibration_steps": args.calibration_steps,
         # the gradient's largest at every value, with no floor (in "largest") and at the chosen floor
@@ -120,13 +141,17 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
         "log_entries": [len(log) for log in logs], "log_bytes": log_bytes, "evidence_bytes": evidence_bytes,
         "spec_log_cap": LOG_SAFETY * max(len(log) for log in logs),
         "replays": replays,
-        "ddp2_claims": ddp2,  # a data-parallel provider's intervals, each judged by a one-process replay
-        "machine": {"cpu": platform.processor() or platform.machine(), "torch": torch.__version__},
+        # data-parallel providers' intervals, each judged by a one-process replay; no calibration profile runs
+        # ddp4's four-term all-reduce order
+        "distributed_claims": distributed,
+        "machine": {"cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
+                    "loadavg_after": os.getloadavg()[0]},  # above ~1.5: something else ran, the time ratio is off
     }  # fmt: skip
 
 
 def show(result: dict[str, object], console: Console) -> None:
-    table = Table(title=f"exact mode: {result['workload']} tiny, threshold {result['threshold']} ulps, gradient "
+    size = "tiny" if result["tiny"] else "full"
+    table = Table(title=f"exact mode: {result['workload']} {size}, threshold {result['threshold']} ulps, gradient "
                         f"floor {result['gradient_floor']}")  # fmt: skip
     for column in ("profile", "discrepancy (ulps)", "intervals reproduced"):
         table.add_column(column)

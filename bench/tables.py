@@ -451,17 +451,22 @@ def eval_ddp() -> str:
 
 # Exact mode: bench/exact.py's replays per workload, and bench/eval.py --exact's evaluations (s = 10).
 EXACT_WORKLOADS = [
-    w for w in ("vision", "diffusion", "language", "llm") if (RESULTS / f"exact_{w}_tiny.json").is_file()
+    (f"exact_{w}{size}.json", f"{w} ({size.strip('_') or 'full'})")
+    for w, size in (("vision", "_tiny"), ("diffusion", "_tiny"), ("language", "_tiny"), ("llm", "_tiny"),
+                    ("language", ""))
+    if (RESULTS / f"exact_{w}{size}.json").is_file()
+]  # fmt: skip
+EXACT_EVALS = [
+    w for w in ("vision", "diffusion", "language", "llm") if (RESULTS / f"exact_eval_{w}_tiny" / "eval.json").is_file()
 ]
-EXACT_EVALS = [w for w in ("vision", "diffusion") if (RESULTS / f"exact_eval_{w}_tiny" / "eval.json").is_file()]
 
 
 def exact_replays() -> str:
     """Per workload: the calibrated thresholds, the profiles whose replays reproduced every interval, the log's
     size against E_k's, and exact training's time against boundary mode's."""
     rows = []
-    for workload in EXACT_WORKLOADS:
-        r = load(f"exact_{workload}_tiny.json")
+    for name, workload in EXACT_WORKLOADS:
+        r = load(name)
         replays = r["replays"]
         total = len(next(iter(replays.values())))
         failed = [
@@ -479,14 +484,14 @@ def exact_replays() -> str:
         size = sum(r["log_bytes"]) / len(r["log_bytes"])
         if beyond:
             thresholds += f"; beyond the probe: {', '.join(beyond)}"
-        if "ddp2_claims" in r:
-            ddp2 = r["ddp2_claims"]
-            reproduced += f"; a ddp2 provider's: {sum(v['valid'] for v in ddp2)}/{len(ddp2)} intervals"
+        for name, claims in r.get("distributed_claims", {"ddp2": r.get("ddp2_claims", [])}).items():
+            if claims:
+                reproduced += f"; a {name} provider's: {sum(v['valid'] for v in claims)}/{len(claims)} intervals"
         log = f"{mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
         rows.append(
             [workload, f"{r['stride']}", thresholds, reproduced, f"{entries:,.0f}", log, f"{r['time_ratio']:.1f}x"]
         )
-    head = ["workload (tiny)", "s", "thresholds (float32 ulps)", "every interval bit for bit", "log entries / interval",
+    head = ["workload", "s", "thresholds (float32 ulps)", "every interval bit for bit", "log entries / interval",
             "log / interval", "training time vs boundary mode"]  # fmt: skip
     return table(head, rows, "lrllrrr")
 
@@ -508,7 +513,7 @@ def exact_eval() -> str:
     for label in labels:
         cells = [(cell(row_of(boundary, label, 10)), exact_cell(row_of(exact, label, 10))) for boundary, exact in pairs]
         rows.append([label, *(c for pair in cells for c in pair)])
-    head = ["s = 10"] + [f"{w}: {mode}" for w in EXACT_EVALS for mode in ("boundary mode", "exact mode")]
+    head = ["s = 10"] + [f"{w}: {mode}" for w in EXACT_EVALS for mode in ("boundary", "exact")]
     return table(head, rows)
 
 
