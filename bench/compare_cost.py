@@ -29,6 +29,7 @@ from rich.table import Table
 from ovig_node.training.evidence import Evidence, read_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import evidence_path, train
+from ovig_node.training.statistics import STATISTICS
 from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify.boundary import BoundaryProfile, SignalBounds
 from ovig_node.verify.evaluate import claim_run
@@ -77,6 +78,7 @@ def measure(*, tiny: bool, steps: int, repeats: int, work: Path, profile: str) -
     # The comparison's cost does not depend on the bounds' values: any boundary of the right shape will do.
     ones = SignalBounds(abs=[1.0] * len(PERCENTILES), rel=[1.0] * len(PERCENTILES))
     boundary = BoundaryProfile(workload="language", stride=2 * steps, alpha=3.0, signals=dict.fromkeys(SIGNALS, ones),
+                               statistics=dict.fromkeys(STATISTICS, 1.0),
                                claim_profile="reference", profiles=["micro2"], intervals=1, replays=1,
                                torch=torch.__version__, replay_seconds_max=long.wall)  # fmt: skip
     compares = []

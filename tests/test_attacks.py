@@ -16,11 +16,14 @@ from ovig_node.attacks.effect import backdoor_success, context_of, examples_of_s
 from ovig_node.training.evidence import read_evidence
 from ovig_node.training.loop import evidence_path
 from ovig_node.training.optim import step_counters
+from ovig_node.training.statistics import STATISTICS
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.evaluate import SUBSETS, judge_run
 from ovig_node.verify.stats import difference_profiles, rounding_floor
 from verify_support import FAKED, HELD_OUT_PROFILES, faked
+
+EVERY_STATISTIC = [f"stats/{name}" for name in sorted(STATISTICS)]
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +40,11 @@ def weights(run: Path, k: int = FAKED) -> dict[str, torch.Tensor]:
 @pytest.mark.parametrize(
     ("name", "params", "failing"),
     [
-        ("targeted_gradient", {"lam": 1e-3}, ["optim", "probe", "weights"]),
-        ("backdoor", {"rate": 0.5}, ["optim", "probe", "weights"]),
-        ("optimizer_tamper", {"scale": 0.0}, ["optim"]),  # weights and probe are exactly honest
-        ("interpolated_endpoint", {"anchor": "last"}, ["optim", "probe", "weights"]),
+        ("targeted_gradient", {"lam": 1e-3}, ["optim", "probe", *EVERY_STATISTIC, "weights"]),
+        ("backdoor", {"rate": 0.5}, ["optim", "probe", *EVERY_STATISTIC, "weights"]),
+        # weights, probe and the statistics are exactly honest (a moment changed after the update shows in none)
+        ("optimizer_tamper", {"scale": 0.0}, ["optim"]),
+        ("interpolated_endpoint", {"anchor": "last"}, ["optim", "probe", *EVERY_STATISTIC, "weights"]),
     ],
 )
 def test_attack_is_caught_at_s10_by_the_signals_it_touches(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,7 @@ def claimed_log(claims: Path, k: int = K) -> torch.Tensor:
 
 def with_log(claims: Path, log: torch.Tensor) -> Evidence:
     end = read_evidence(evidence_path(claims, K))
-    return Evidence(end.model, end.optim, end.probe, end.metadata, rounding=encode_log(log))
+    return Evidence(end.model, end.optim, end.probe, end.metadata, end.stats, rounding=encode_log(log))
 
 
 def test_the_evidence_is_float32_with_a_sorted_log(task: PreparedTask, claims: Path) -> None:
@@ -152,7 +153,8 @@ def test_a_log_out_of_order_is_a_structural_fault_before_any_replay(task: Prepar
     keys = end.rounding["keys"]
     shuffled = {**end.rounding, "keys": keys.flip(0), "counts": end.rounding["counts"].flip(0)}
     for rounding in (shuffled, {**end.rounding, "up": end.rounding["up"][:-1]}, {**end.rounding, "keys": keys.int()}):
-        verdict = judge(task, claims, Evidence(end.model, end.optim, end.probe, end.metadata, rounding=rounding))
+        hostile = Evidence(end.model, end.optim, end.probe, end.metadata, end.stats, rounding=rounding)
+        verdict = judge(task, claims, hostile)
         assert (verdict.verdict, verdict.reason, verdict.cause) == ("faulty", "wrong_structure", "bad_log")
     with pytest.raises(LogError, match="more than the spec's 10"):
         decode_log(end.rounding, 10)
@@ -193,7 +195,7 @@ def test_a_logged_direction_away_from_the_nearest_neighbour_is_steering(task: Pr
     verdict = judge(task, claims, with_log(claims, log))
     assert verdict.verdict == "faulty" and verdict.cause in {"steered_entry", "not_reproduced"}
     no_log = read_evidence(evidence_path(claims, K))
-    verdict = judge(task, claims, Evidence(no_log.model, no_log.optim, no_log.probe, no_log.metadata))
+    verdict = judge(task, claims, Evidence(no_log.model, no_log.optim, no_log.probe, no_log.metadata, no_log.stats))
     assert (verdict.reason, verdict.cause) == ("wrong_structure", "wrong_names")
 
 
@@ -213,6 +215,20 @@ def test_a_tiny_tamper_and_float32_compute_are_caught(
     # for the replay (or, were it right, the weights would differ)
     assert (verdict.verdict, verdict.reason) == ("faulty", "out_of_bounds")
     assert verdict.cause in {"far_entry", "skipped_entry", "unused_entry", "not_reproduced"}
+
+
+def test_statistics_agree_to_one_ulp_and_no_further(task: PreparedTask, claims: Path) -> None:
+    """The statistics sum float64 values in a profile's own order and round once, so a replay may round
+    one a float32 ulp apart; two ulps is a lie."""
+    end = read_evidence(evidence_path(claims, K))
+    loss = end.stats["loss"]
+    one_up = torch.nextafter(loss, torch.full_like(loss, math.inf))
+    two_up = torch.nextafter(one_up, torch.full_like(loss, math.inf))
+    verdict = judge(task, claims, replace(end, stats={**end.stats, "loss": one_up}))
+    assert (verdict.verdict, verdict.reason) == ("valid", "reproduced")
+    verdict = judge(task, claims, replace(end, stats={**end.stats, "loss": two_up}))
+    assert (verdict.verdict, verdict.cause) == ("faulty", "not_reproduced")
+    assert verdict.detail == f"stats/loss: {len(loss)} steps more than one ulp from the replay's"
 
 
 def test_a_killed_exact_run_resumes_bit_identically(task: PreparedTask, claims: Path, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import torch
 
 from ovig_node.training.evidence import Evidence
 from ovig_node.training.execution import get_profile
+from ovig_node.training.statistics import STATISTICS
 from ovig_node.verify.boundary import FLOOR_ULPS, BoundaryError, BoundaryProfile, SignalBounds, load_boundary
 from ovig_node.verify.check import judge
 from ovig_node.verify.families import cpu_profiles, family_splits
@@ -28,6 +29,7 @@ from support import run_ovig
 MAGNITUDES = np.array([0.5] * 500 + [1.0] * 400 + [8.0] * 99 + [1024.0], np.float32)
 AT_PERCENTILES = [0.5, 1.0, 8.0, 1024.0, 1024.0]
 METADATA = {"task": "0", "spec": "0x00", "interval": "0", "step": "1"}
+STEP_STATS = {name: torch.ones(1) for name in STATISTICS}  # a step's statistics, alike in claim and replay
 
 
 def _signal(values: np.ndarray) -> dict[str, torch.Tensor]:
@@ -45,13 +47,14 @@ def _ulps_up(values: np.ndarray, ulps: int) -> np.ndarray:
 
 def _evidence(values: np.ndarray) -> Evidence:
     signal = _signal(values)
-    return Evidence(model=signal, optim=dict(signal), probe=dict(signal), metadata=METADATA)
+    return Evidence(model=signal, optim=dict(signal), probe=dict(signal), metadata=METADATA, stats=STEP_STATS)
 
 
 def _zero_boundary(floor_ulps: float) -> BoundaryProfile:
     """Bounds of zero below p99.9, where calibration profiles agreed bit for bit; room for one coordinate above."""
     zeros = SignalBounds(abs=[0.0, 0.0, 0.0, 1e-3, 1e-3], rel=[0.0, 0.0, 0.0, 1e-5, 1e-5])
     return BoundaryProfile(workload="vision", stride=1, alpha=3.0, signals=dict.fromkeys(SIGNALS, zeros),
+                           statistics=dict.fromkeys(STATISTICS, 0.0),
                            claim_profile="reference", profiles=["micro2"], intervals=1, replays=1, torch="x",
                            replay_seconds_max=1.0, floor_ulps=floor_ulps)  # fmt: skip
 
@@ -81,8 +84,8 @@ def test_step_counters_and_the_top_percentiles_give_no_floor_a_forged_moment_cou
     boundary = _zero_boundary(FLOOR_ULPS).model_copy(update={"signals": dict.fromkeys(SIGNALS, bounds)})
     metadata = {**METADATA, "step": "1500"}
     weights = _signal(MAGNITUDES)
-    claim = Evidence(model=weights, optim=forged, probe=weights, metadata=metadata)
-    replay = Evidence(model=weights, optim=optim, probe=weights, metadata=metadata)
+    claim = Evidence(model=weights, optim=forged, probe=weights, metadata=metadata, stats=STEP_STATS)
+    replay = Evidence(model=weights, optim=optim, probe=weights, metadata=metadata, stats=STEP_STATS)
     verdict = judge(claim, replay, boundary, expected_metadata=metadata)
     assert verdict.reason == "out_of_bounds" and verdict.failing == ["optim"]
     top = verdict.signals["optim"]["abs"][4]
@@ -110,8 +113,8 @@ def test_a_replay_off_by_rounding_passes_where_every_bound_collapsed_to_zero_and
 def test_the_floor_is_not_computed_for_a_signal_within_its_bounds() -> None:
     claim = _evidence(MAGNITUDES)
     verdict = judge(claim, claim, _zero_boundary(FLOOR_ULPS), expected_metadata=METADATA)
-    assert verdict.valid and all(row["floor"] is None for kinds in verdict.signals.values()
-                                 for rows in kinds.values() for row in rows)  # fmt: skip
+    assert verdict.valid and all(row["floor"] is None for signal in SIGNALS for rows in verdict.signals[signal].values()
+                                 for row in rows)  # fmt: skip
 
 
 def test_a_boundary_published_before_the_floor_is_judged_without_it_and_a_huge_floor_is_refused() -> None:

@@ -217,7 +217,7 @@ def test_the_layout_is_exactly_what_honest_evidence_holds(vision_task: PreparedT
     layout = layout_of(vision_task.spec)
     for k in range(vision_task.spec.layout.intervals):
         path = evidence_path(vision_claims, k)
-        assert layout.problem(read_evidence(path)) is None
+        assert layout.problem(read_evidence(path), k) is None
         assert path.stat().st_size <= layout.max_bytes < 2 * path.stat().st_size  # a cap, not a guess
 
 

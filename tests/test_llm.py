@@ -129,7 +129,7 @@ def test_adapter_evidence_holds_the_adapter_only(task: PreparedTask, claims: Pat
     base = load_file(str(task.init_path))
     assert len(base) > 3 * len(evidence.model)  # the base's tensors stay in the initial checkpoint
     layout = layout_of(task.spec)
-    assert layout.problem(evidence) is None
+    assert layout.problem(evidence, 1) is None
     assert evidence_path(claims, 1).stat().st_size <= layout.max_bytes < task.init_path.stat().st_size // 10
 
 
@@ -139,14 +139,14 @@ def test_evidence_carrying_the_base_is_faulty(task: PreparedTask, claims: Path) 
     frozen = next(n for n in base if n.endswith("mlp.down_proj.weight"))
     moved = base[frozen] + 1e-3
     metadata = {**start.metadata}
-    hostile_start = Evidence({**start.model, frozen: moved}, start.optim, start.probe, metadata)
+    hostile_start = Evidence({**start.model, frozen: moved}, start.optim, start.probe, metadata, start.stats)
     problem = start_problem(hostile_start, layout_of(task.spec), metadata)
     assert problem is not None and (problem.reason, problem.cause) == ("wrong_structure", "wrong_names")
     assert frozen in problem.detail
     replayed = replay_interval(task, 1, start, profile=get_profile("reference"))
     boundary = spread_boundary(task, claims)
     assert judge(end, replayed, boundary, expected_metadata=end.metadata).valid
-    hostile_end = Evidence({**end.model, frozen: moved}, end.optim, end.probe, end.metadata)
+    hostile_end = Evidence({**end.model, frozen: moved}, end.optim, end.probe, end.metadata, end.stats)
     verdict = judge(hostile_end, replayed, boundary, expected_metadata=end.metadata)
     assert (verdict.verdict, verdict.reason, verdict.cause) == ("faulty", "wrong_structure", "wrong_names")
 

@@ -8,6 +8,7 @@ verdicts and state transitions, never how large the drift is: that depends on th
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -26,13 +27,18 @@ from ovig_node.chain.accounts import devnet_account, write_keystore
 from ovig_node.chain.contracts import TaskStatus, Verdict
 from ovig_node.devnet.manager import Devnet
 from ovig_node.devnet.processes import free_port
+from ovig_node.files import file_sha256
 from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES
 from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.owner import PostingError, Terms, post_task
+from ovig_node.protocol.manifest import encode_stats
+from ovig_node.training.evidence import read_statistics
 from ovig_node.training.execution import get_profile
+from ovig_node.training.loop import evidence_path
+from ovig_node.training.statistics import STATISTICS
 from ovig_node.training.taskfiles import attach_boundary, attach_numerics, prepare_task
 from ovig_node.verify.boundary import calibrate, spread_positions
 from support import EXACT_NUMERICS, deployed_devnet, run_ovig
@@ -326,6 +332,20 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
     }  # fmt: skip
     honest_keys = {f"{honest}:{k}" for k in sampled(owner, honest)}
     assert {(judged[key]["verdict"], judged[key]["reason"]) for key in honest_keys} == {valid}
+    # Each batch manifest carries the statistics of every step of every interval, as its E_k holds them
+    # (the trainer keeps the sampled intervals' files and the deliverable once the task ends).
+    kept = system.folder / "nodes" / "trainer-9" / f"task-{honest}"
+    rows = {row["k"]: row for e in events(owner, "BatchCommitted", task=honest)
+            for row in report(owner, e.args["manifestCID"])["intervals"]}  # fmt: skip
+    assert sorted(rows) == list(range(10))
+    steps = SPEC["stride"]
+    assert all({name: len(base64.b64decode(value)) for name, value in row["stats"].items()} == dict.fromkeys(
+        STATISTICS, 4 * steps) for row in rows.values())  # fmt: skip
+    on_disk = [k for k in rows if evidence_path(kept, k).is_file()]
+    assert set(on_disk) >= sampled(owner, honest) | {9}
+    for k in on_disk:
+        assert rows[k]["stats"] == encode_stats(read_statistics(evidence_path(kept, k), steps))
+        assert rows[k]["digest"] == file_sha256(evidence_path(kept, k))
     revealed = {e.args["k"] for e in events(owner, "ChallengeRevealed", task=hostile)}
     assert revealed and revealed <= set(range(1, 10))  # the watcher challenged only what it judged faulty
     assert not events(owner, "ChallengeCommitted", task=honest)

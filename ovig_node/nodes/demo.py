@@ -114,7 +114,7 @@ CASTS = {
                      calibration_positions=3),
 }  # fmt: skip
 ATTACK = "micro_batch_drop"
-MAX_REPORT_BYTES = 1 << 20  # a replay report lists 3 signals x 2 kinds x 5 percentiles: kilobytes
+MAX_REPORT_BYTES = 1 << 20  # a replay report lists 3 signals x 2 kinds x 5 percentiles and 4 statistics: kilobytes
 
 
 class DemoFailed(OvigError, RuntimeError):

@@ -26,6 +26,7 @@ from ovig_node.errors import OvigError
 from ovig_node.files import write_atomic
 from ovig_node.nodes.context import NodeContext
 from ovig_node.protocol.errors import SpecError
+from ovig_node.protocol.manifest import manifest_limit
 from ovig_node.protocol.spec import ContentRef, NumericsSpec, TaskSpec, parse_spec
 from ovig_node.storage.errors import ContentNotFound, IpfsError, IpfsUnavailable
 from ovig_node.training.taskfiles import PreparedTask, TaskFileError, open_task
@@ -39,6 +40,8 @@ MAX_SPEC_BYTES = 1 << 20  # a spec is a few hundred bytes of JSON
 MAX_BOUNDARY_BYTES = 1 << 20  # a boundary profile is a few kilobytes of JSON
 MAX_DATASET_BYTES = 2 << 30  # the spec does not say how large its dataset is: a node-wide cap
 MAX_EVIDENCE_BYTES = 4 << 30  # the largest E_k (model, optimizer state, probe) a node replays
+# the largest batch manifest a node reads whole (protocol.manifest): at m = 256, about 12,000 steps an interval
+MAX_BATCH_MANIFEST_BYTES = 64 << 20
 # The most rounding-log entries an exact task may allow an interval: a verifier decodes a log into 56 bytes an
 # entry (about 0.9 GB here), for the start and the end file; the tiny language model's cap at s = 10 is 4M
 MAX_LOG_ENTRIES = 1 << 24
@@ -140,6 +143,9 @@ def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLay
     if layout.file_bytes("init") > MAX_EVIDENCE_BYTES:  # a frozen base is in no evidence, but every replay loads it
         raise TaskRefused(f"task {task}: its initial checkpoint would be {layout.file_bytes('init')} bytes, over "
                           f"this node's {MAX_EVIDENCE_BYTES}")  # fmt: skip
+    if (manifest := manifest_limit(spec.layout, spec.intervals_per_batch)) > MAX_BATCH_MANIFEST_BYTES:
+        raise TaskRefused(f"task {task}: its batch manifests could be {manifest} bytes, over this node's "
+                          f"{MAX_BATCH_MANIFEST_BYTES} (fewer intervals a batch, or a shorter stride)")  # fmt: skip
     if spec.numerics is not None:
         _check_numerics(task, spec.numerics)
     return spec, spec_hash, layout

@@ -6,10 +6,15 @@
    can have. Content that cannot be found (``missing``), does not match (``corrupt``) or is larger
    than that (``oversized``) is the provider's failure: the interval is **unavailable**. Our own IPFS
    node being down is not: that raises IpfsUnavailable and the caller tries again later.
-2. Replay and judge against the task's boundary (an exact task: byte for byte, its rounding log applied);
+2. Fetch the batch manifest (the CID ``commitBatch`` put on-chain) and check it whole
+   (:mod:`ovig_node.protocol.manifest`: a row per interval, the rows' leaves giving the on-chain root); its
+   row for k must be E_k's digest and statistics. The manifest's statistics are what watchers judge the
+   unopened intervals by, so a provider must not publish other ones there: a manifest that fails is the
+   opening's fault as a file that fails is, and the interval is faulty without a replay.
+3. Replay and judge against the task's boundary (an exact task: byte for byte, its rounding log applied);
    the report (verdict, reason, every percentile against its bound, profile, timings) is pinned, and its
-   CID goes with a challenge. The downloaded
-   evidence is deleted then: a node keeps reports, not every provider's files.
+   CID goes with a challenge. The downloaded evidence is deleted then: a node keeps reports, not every
+   provider's files.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ from typing import Any
 
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
+from ovig_node.protocol.manifest import ManifestError, encode_stats, manifest_limit, parse_batch_manifest
 from ovig_node.storage.errors import ContentTooLarge, IpfsError, IpfsUnavailable
+from ovig_node.training.evidence import EvidenceError, read_statistics
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import evidence_path
 from ovig_node.verify.layout import layout_of
@@ -51,6 +58,8 @@ class Opened:
     start_digest: str  # sha256 hex of E_{k-1} (the initial checkpoint for k = 0)
     end_digest: str  # sha256 hex of E_k
     opening_cid: str | None  # the batch's opening manifest (None until the whole batch is opened)
+    manifest_cid: str | None = None  # the batch manifest commitBatch named, and its root (None: not indexed)
+    batch_root: bytes | None = None
 
 
 def opened_interval(ctx: NodeContext, task: int, k: int, per_batch: int) -> Opened | None:
@@ -61,8 +70,11 @@ def opened_interval(ctx: NodeContext, task: int, k: int, per_batch: int) -> Open
     if not proven:
         return None
     batch = ctx.scanner.events("BatchOpened", task=task, j=k // per_batch)
+    committed = ctx.scanner.events("BatchCommitted", task=task, j=k // per_batch)
     start, end = (str(proven[-1].args[name]).removeprefix("0x") for name in ("startDigest", "endDigest"))
-    return Opened(k, start, end, str(batch[-1].args["openingCID"]) if batch else None)
+    return Opened(k, start, end, str(batch[-1].args["openingCID"]) if batch else None,
+                  str(committed[-1].args["manifestCID"]) if committed else None,
+                  bytes.fromhex(str(committed[-1].args["root"]).removeprefix("0x")) if committed else None)  # fmt: skip
 
 
 def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, profile: str, who: str) -> Judgement:
@@ -72,7 +84,11 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, pr
     folder = ctx.home / f"task-{task}" / f"{who}-{k}"
     max_bytes = layout_of(fetched.prepared.spec).max_bytes
     unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes)
-    if unavailable is not None:
+    if unavailable is None and (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
+        reason, cause, detail = wrong  # a replay's verdict would change nothing: the opening is not sound
+        report = {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": cause}
+        available = True
+    elif unavailable is not None:
         reason, detail = unavailable
         report = {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": reason}
         available = False
@@ -115,6 +131,34 @@ def _fetch_evidence(ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes
             raise
         except IpfsError as exc:
             return _reason_of(exc), f"E_{index} ({files[digest]}): {exc}"
+    return None
+
+
+def _manifest_problem(
+    ctx: NodeContext, fetched: FetchedTask, opened: Opened, folder: Path
+) -> tuple[str, str, str] | None:
+    """(reason, cause, detail) if the batch manifest of interval k cannot be fetched, is not one its layout and
+    on-chain root allow (protocol.manifest), or its row for k is not E_k's digest and statistics (E_k already
+    fetched and checked into ``folder``); None if it is sound."""
+    k, cid, layout = opened.k, opened.manifest_cid, fetched.prepared.spec.layout
+    if cid is None or opened.batch_root is None:
+        return "missing", "batch_manifest", f"no batch manifest indexed for interval {k}"
+    try:
+        raw = ctx.ipfs.cat_bytes(cid, max_bytes=manifest_limit(layout, layout.intervals_per_batch))
+        row = parse_batch_manifest(raw, task=fetched.task, j=layout.batch_of(k), layout=layout,
+                                   root=opened.batch_root)[k]  # fmt: skip
+    except IpfsUnavailable:
+        raise
+    except IpfsError as exc:
+        return _reason_of(exc), "batch_manifest", f"batch manifest {cid}: {exc}"
+    except ManifestError as exc:
+        return "corrupt", "batch_manifest", f"batch manifest {cid}: {exc}"
+    try:
+        stats = encode_stats(read_statistics(evidence_path(folder, k), layout.end_step(k) - layout.start_step(k)))
+    except (EvidenceError, KeyError, ValueError):
+        return None  # E_k itself is unreadable or lacks statistics: the replay's checks name that fault
+    if row.digest.hex() != opened.end_digest or row.stats != stats:
+        return "wrong_structure", "manifest_mismatch", f"batch manifest {cid}: its row for interval {k} is not E_k's"
     return None
 
 

@@ -18,7 +18,9 @@ from ovig_node.chain.contracts import BatchStatus, DisputeStatus, Reason, TaskSt
 from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256
 from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.fetching import MAX_BATCH_MANIFEST_BYTES
 from ovig_node.nodes.node_state import NodeState
+from ovig_node.protocol.manifest import manifest_limit
 from ovig_node.protocol.spec import ContentRef
 from ovig_node.training.taskfiles import open_task
 from ovig_node.verify.boundary import load_boundary
@@ -65,6 +67,9 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     files: list[tuple[Path, ContentRef | None]] = [(spec_path, None), (prepared.dataset_path, spec.dataset),
                                                 (prepared.init_path, spec.init)]  # fmt: skip
     slowest = 0.0  # an exact task's replays: only the owner's declaration, checked by each trainer's preflight
+    if (manifest := manifest_limit(spec.layout, spec.intervals_per_batch)) > MAX_BATCH_MANIFEST_BYTES:
+        raise PostingError(f"{spec_path}: its batch manifests could be {manifest} bytes, more than nodes read "
+                           f"({MAX_BATCH_MANIFEST_BYTES}): fewer intervals a batch, or a shorter stride")  # fmt: skip
     if spec.exact:
         if boundary_path is not None or spec.boundary is not None:
             raise PostingError(f"{spec_path} is exact: bytes judge it, so it takes no boundary")

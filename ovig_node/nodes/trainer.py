@@ -30,10 +30,11 @@ from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.protocol.manifest import ManifestRow, batch_manifest, encode_stats
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.unixfs import cid_of_bytes
 from ovig_node.training import distributed
-from ovig_node.training.evidence import read_evidence
+from ovig_node.training.evidence import read_evidence, read_statistics
 from ovig_node.training.exact import LogTooLong, decode_log
 from ovig_node.training.execution import get_profile, one_process
 from ovig_node.training.loop import TrainRun, evidence_path, train
@@ -202,9 +203,12 @@ class TrainerNode:
             if done < intervals.stop:
                 return
             tree = self._tree(j)
-            rows = [{"k": k, "end_step": layout.end_step(k), "digest": self._digest(k).hex()} for k in intervals]
-            manifest = {"version": 1, "task": self.task, "batch": j, "intervals": rows}
-            cid = self.ctx.ipfs.add_bytes(json.dumps(manifest, sort_keys=True).encode(), name="manifest.json").cid
+            # the statistics of every interval, so a watcher can judge the ones it never replays
+            steps = {k: layout.end_step(k) - layout.start_step(k) for k in intervals}
+            stats = {k: encode_stats(read_statistics(evidence_path(self.folder, k), steps[k])) for k in intervals}
+            rows = [ManifestRow(k, layout.end_step(k), self._digest(k), stats[k]) for k in intervals]
+            manifest = batch_manifest(self.task, j, layout, rows)
+            cid = self.ctx.ipfs.add_bytes(manifest, name="manifest.json").cid
             fn = self.ctx.protocol.tasks.functions.commitBatch(self.task, j, tree.root, cid)
             self.ctx.client.transact(f"commit:{self.task}:{j}", fn)
             self.ctx.say(f"committed batch {j} of task {self.task} (root 0x{tree.root.hex()[:12]}…)")

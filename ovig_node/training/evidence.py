@@ -3,7 +3,8 @@
 ``E_k`` holds ``model/<name>`` (every trainable parameter and every buffer, :func:`model_tensors`: frozen
 parameters, such as the base under a LoRA adapter, are the initial checkpoint's and never copied),
 ``optim/<name>/<state>`` (every optimizer state tensor; scalars as 0-d tensors), ``probe/<name>`` (the
-gradient at the endpoint weights on the batch of step ``b_k``) and, in exact mode only, ``rounding/<name>`` (the
+gradient at the endpoint weights on the batch of step ``b_k``), ``stats/<name>`` (the statistics of every
+step of the interval, :mod:`ovig_node.training.statistics`) and, in exact mode only, ``rounding/<name>`` (the
 interval's rounding log, :func:`ovig_node.training.exact.encode_log`), with metadata ``task``, ``spec``,
 ``interval``, ``step``. Its digest is the sha256 of the file's bytes. Files are written atomically
 (temporary file, fsync, rename), so a file that
@@ -14,7 +15,7 @@ Errors say which verdict reason they are (protocol section 5):
     EvidenceError (ValueError)          reason "corrupt": unreadable, not safetensors, wrong digest
     ├── EvidenceMissing                 reason "missing": no such file
     ├── EvidenceOversized               reason "oversized": larger than the spec's evidence can be
-    └── EvidenceMisnamed                reason "wrong_structure": a tensor outside model/, optim/, probe/, rounding/
+    └── EvidenceMisnamed                reason "wrong_structure": a tensor outside model/ optim/ probe/ stats/ rounding/
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ from torch import nn
 from ovig_node.errors import OvigError
 from ovig_node.files import write_atomic
 
-SECTIONS = ("model", "optim", "probe")  # the float sections every mode has (rounding/: exact mode's log)
-ROUNDING = "rounding"
+SECTIONS = ("model", "optim", "probe")  # the training state every mode has, rounded alike in exact mode
+STATS = "stats"  # the interval's statistics of every step
+ROUNDING = "rounding"  # exact mode's log
+ALL_SECTIONS = (*SECTIONS, STATS, ROUNDING)
 
 
 class EvidenceError(OvigError, ValueError):
@@ -65,12 +68,13 @@ class Evidence:
     optim: dict[str, torch.Tensor]  # "<param name>/<state name>" -> tensor
     probe: dict[str, torch.Tensor]  # parameter name -> gradient
     metadata: dict[str, str]  # task, spec (specHash hex), interval, step
+    stats: dict[str, torch.Tensor] = field(default_factory=dict)  # statistic -> one value per step of the interval
     rounding: dict[str, torch.Tensor] = field(default_factory=dict)  # exact mode: the encoded rounding log
 
     def to_bytes(self) -> bytes:
         tensors = {
             f"{section}/{name}": tensor.detach().cpu().contiguous().clone()
-            for section in (*SECTIONS, ROUNDING)
+            for section in ALL_SECTIONS
             for name, tensor in getattr(self, section).items()
         }
         return safetensors_bytes(tensors, metadata=self.metadata)
@@ -82,14 +86,14 @@ class Evidence:
             metadata = _metadata(data)
         except Exception as exc:  # safetensors raises its own error types for any malformed header
             raise EvidenceError(f"{label} is not a readable safetensors file: {exc}") from None
-        sections: dict[str, dict[str, torch.Tensor]] = {s: {} for s in (*SECTIONS, ROUNDING)}
+        sections: dict[str, dict[str, torch.Tensor]] = {s: {} for s in ALL_SECTIONS}
         for key, tensor in tensors.items():
             section, _, name = key.partition("/")
             if section not in sections or not name:
-                raise EvidenceMisnamed(f"{label} has a tensor outside model/, optim/, probe/, rounding/: {key!r}")
+                raise EvidenceMisnamed(f"{label} has a tensor outside {', '.join(ALL_SECTIONS)}: {key!r}")
             sections[section][name] = tensor
         return cls(model=sections["model"], optim=sections["optim"], probe=sections["probe"], metadata=metadata,
-                   rounding=sections[ROUNDING])  # fmt: skip
+                   stats=sections[STATS], rounding=sections[ROUNDING])  # fmt: skip
 
 
 def model_tensors(model: nn.Module, *, trainable_only: bool) -> dict[str, torch.Tensor]:
@@ -151,6 +155,26 @@ def read_metadata(path: Path) -> dict[str, str]:
             return _metadata(header_len.to_bytes(8, "little") + stream.read(header_len))
     except (OSError, ValueError) as exc:
         raise EvidenceError(f"cannot read the header of {path}: {exc}") from None
+
+
+def read_statistics(path: Path, steps: int) -> dict[str, list[float]]:
+    """The statistics of every step E_k at ``path`` holds (``stats/``: float32 vectors of ``steps`` values),
+    read without loading the rest; EvidenceError if the file cannot be opened or a statistic is not such a
+    vector (checked in the header, before any value is read: a provider's file could hold a huge one)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as stream:
+            keys = [key for key in stream.keys() if key.startswith(f"{STATS}/")]  # noqa: SIM118 (no __iter__)
+            for key in keys:
+                piece = stream.get_slice(key)
+                if piece.get_dtype() != "F32" or list(piece.get_shape()) != [steps]:
+                    raise EvidenceMisnamed(f"{path}: {key} is not {steps} float32 values")
+            return {key.removeprefix(f"{STATS}/"): stream.get_tensor(key).tolist() for key in keys}
+    except EvidenceError:
+        raise
+    except Exception as exc:  # safetensors raises its own error types for any malformed header
+        raise EvidenceError(f"{path} is not a readable safetensors file: {exc}") from None
 
 
 def sha256_hex(data: bytes) -> str:

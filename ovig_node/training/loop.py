@@ -41,6 +41,7 @@ from ovig_node.training.evidence import (
 from ovig_node.training.exact import ExactNumerics, encode_log
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.optim import build_optimizer, load_optimizer_state, lr_at, optimizer_state, set_lr
+from ovig_node.training.statistics import StepStatistics
 from ovig_node.training.workloads import Dataset, Workload, get_workload, step_batch
 
 
@@ -124,18 +125,20 @@ def train(
         load_optimizer_state(model, optimizer, last.optim)
     resumed = len(digests)
     first_step = layout.end_step(resumed - 1) if resumed else 0
+    statistics = StepStatistics(model, sharded=run.profile.sharded) if evidence else None
 
     # 3. train
     losses = []
     k = resumed
     evidence_seconds = 0.0
     for step in range(first_step, spec.total_steps if stop_at is None else min(stop_at, spec.total_steps)):
-        loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile, run.attack, numerics)
+        loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile, run.attack, numerics,
+                             statistics)  # fmt: skip
         losses.append(loss)
         done = None
         if evidence and step + 1 == layout.end_step(k):
             writing = time.monotonic()
-            digests.append(write_interval_evidence(run, model, optimizer, workload, dataset, k, numerics))
+            digests.append(write_interval_evidence(run, model, optimizer, workload, dataset, k, numerics, statistics))
             evidence_seconds += time.monotonic() - writing
             done, k = k, k + 1
         elif numerics is not None and not evidence:
@@ -164,12 +167,14 @@ def training_step(
     profile: ExecutionProfile,
     attack: Attack | None = None,
     numerics: ExactNumerics | None = None,
+    statistics: StepStatistics | None = None,
 ) -> float:
     """One optimizer step at the learning rate of ``step`` on its batch; returns the loss.
 
     An ``attack`` active at this step may change the batch, the learning rate, the gradients, skip
     the update or change the weights and optimizer state after it; honest training passes None.
-    In exact mode (``numerics``) the update's results are rounded to float32 values too.
+    In exact mode (``numerics``) the update's results are rounded to float32 values too. ``statistics``
+    records the step's loss, the gradient it applied and the change it made.
     """
     cheat = attack if attack is not None and attack.active(step, spec.layout) else None
     lr = lr_at(spec.optimizer, step, spec.total_steps)
@@ -177,10 +182,14 @@ def training_step(
     loss = compute_gradients(model, workload, dataset, spec, step, profile, cheat, numerics)
     if cheat:
         cheat.gradients(step, model)
+    if statistics is not None:
+        statistics.gradients(loss)
     if not (cheat and cheat.skip_update(step)):
         optimizer.step()
         if numerics is not None:
             numerics.round_update(optimizer)
+    if statistics is not None:  # before any edit a cheat makes after the update: it would not report that
+        statistics.updated()
     optimizer.zero_grad(set_to_none=True)
     if cheat:
         cheat.after_update(step, model)
@@ -311,10 +320,11 @@ def write_interval_evidence(
     dataset: Dataset,
     k: int,
     numerics: ExactNumerics | None = None,
+    statistics: StepStatistics | None = None,
 ) -> str:
     """Write E_k atomically (rank 0 of a data-parallel run, the others waiting); return its digest."""
     evidence = endpoint_evidence(
-        model, optimizer, workload, dataset, run.spec, run.spec_hash, run.task, k, run.profile, numerics
+        model, optimizer, workload, dataset, run.spec, run.spec_hash, run.task, k, run.profile, numerics, statistics
     )
     path = evidence_path(run.out_dir, k)
     digest = write_evidence(path, evidence) if distributed.is_writer() else None
@@ -333,24 +343,28 @@ def endpoint_evidence(
     k: int,
     profile: ExecutionProfile,
     numerics: ExactNumerics | None = None,
+    statistics: StepStatistics | None = None,
 ) -> Evidence:
-    """E_k of the current state: weights and optimizer state, and the probe gradient on step b_k's batch
-    (in full: a sharded run's ranks gather their shards). In exact mode the float64 values are float32
+    """E_k of the current state: weights and optimizer state, the probe gradient on step b_k's batch
+    (in full: a sharded run's ranks gather their shards) and the statistics of the interval's steps
+    (``statistics``: None only where no evidence is kept). In exact mode the float64 values are float32
     ones, stored as float32, and E_k carries the interval's rounding log."""
     end = spec.layout.end_step(k)
     compute_gradients(model, workload, dataset, spec, end, profile, numerics=numerics)
     probe = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
+    stats = statistics.take() if statistics is not None else {}
     optimizer.zero_grad(set_to_none=True)
     evidence = Evidence(
         model=distributed.gathered(model_tensors(model, trainable_only=True)),
         optim=distributed.gathered(optimizer_state(model, optimizer)),
         probe=distributed.gathered(probe),
         metadata=evidence_metadata(task, spec_hash, k, end),
+        stats=stats,
     )
     if numerics is None:
         return evidence
     single = {section: _float32(getattr(evidence, section)) for section in SECTIONS}
-    return Evidence(**single, metadata=evidence.metadata, rounding=encode_log(numerics.take_log()))
+    return Evidence(**single, metadata=evidence.metadata, stats=stats, rounding=encode_log(numerics.take_log()))
 
 
 def _float32(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -41,7 +41,9 @@ from ovig_node.protocol.spec import TaskSpec
 from ovig_node.training.evidence import Evidence, read_evidence
 from ovig_node.training.execution import ExecutionProfile, ProfileUnavailable
 from ovig_node.training.loop import TrainRun, evidence_path, train
+from ovig_node.training.statistics import STATISTICS
 from ovig_node.training.taskfiles import PreparedTask
+from ovig_node.verify import step_stats
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.stats import PERCENTILES, SECTION_OF, SIGNALS, difference_profiles
 
@@ -72,6 +74,7 @@ class BoundaryProfile(BaseModel):
     # margin: an interval passes while every value <= max(alpha * bound, floor); finite, or no limit is
     alpha: float = Field(gt=0, allow_inf_nan=False)
     signals: dict[str, SignalBounds]  # weights, optim, probe
+    statistics: dict[str, float]  # per statistic of every step, its largest honest difference (verify.step_stats)
     claim_profile: str  # the profile the honest claims were trained with
     profiles: list[str]  # the profiles honest replays ran under
     intervals: int  # intervals calibrated on (how many, per run)
@@ -93,6 +96,10 @@ class BoundaryProfile(BaseModel):
             raise ValueError(f"percentiles must be {list(PERCENTILES)}, not {self.percentiles}")
         if set(self.signals) != set(SIGNALS):
             raise ValueError(f"signals must be {sorted(SIGNALS)}, not {sorted(self.signals)}")
+        if set(self.statistics) != set(STATISTICS):
+            raise ValueError(f"statistics must be {sorted(STATISTICS)}, not {sorted(self.statistics)}")
+        if not all(math.isfinite(v) and v >= 0 for v in self.statistics.values()):
+            raise ValueError(f"statistics must be finite bounds >= 0, not {self.statistics}")
         for name, bounds in self.signals.items():
             for kind in ("abs", "rel"):
                 values = getattr(bounds, kind)
@@ -184,6 +191,7 @@ class HonestReplay:
     profile: str
     differences: dict[str, dict[str, list[float]]]  # signal -> kind -> value per percentile
     seconds: float  # the replay's wall time
+    statistics: dict[str, float]  # per statistic of every step, its largest difference (verify.step_stats)
 
 
 def honest_replay(
@@ -195,7 +203,7 @@ def honest_replay(
     seconds = time.monotonic() - started
     differences = {signal: difference_profiles(getattr(replayed, SECTION_OF[signal]), getattr(end, SECTION_OF[signal]))
                    for signal in SIGNALS}  # fmt: skip
-    return HonestReplay(k, profile.name, differences, seconds)
+    return HonestReplay(k, profile.name, differences, seconds, step_stats.differences(replayed.stats, end.stats))
 
 
 def boundary_of(
@@ -224,6 +232,7 @@ def boundary_of(
         stride=spec.stride,
         alpha=alpha,
         signals={signal: SignalBounds(abs=bounds[signal, "abs"], rel=bounds[signal, "rel"]) for signal in SIGNALS},
+        statistics={name: max(r.statistics[name] for r in replays) for name in STATISTICS},
         claim_profile=claim_profile,
         profiles=list(dict.fromkeys(r.profile for r in replays)),
         intervals=len(positions),

@@ -27,11 +27,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ovig_node.training.evidence import Evidence
+from ovig_node.training.evidence import SECTIONS, STATS, Evidence
 from ovig_node.training.optim import is_step_counter
+from ovig_node.verify import step_stats
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.layout import EvidenceLayout, non_finite
 from ovig_node.verify.stats import SECTION_OF, SIGNALS, difference_profiles, rounding_floor
+
+JUDGED = (*SIGNALS, STATS)  # what a verdict compares: three signals of tensors, and the statistics of every step
 
 VALID = "valid"
 FAULTY = "faulty"
@@ -73,17 +76,18 @@ def judge(
     boundary: BoundaryProfile,
     *,
     expected_metadata: dict[str, str],
-    signals: Sequence[str] = SIGNALS,
+    signals: Sequence[str] = JUDGED,
     profiles_seen: dict[str, dict[str, list[float]]] | None = None,
 ) -> Verdict:
     """Compare a claimed endpoint with an honest replay of it, on ``signals`` (a subset only for
-    ablations: the protocol judges all three). ``profiles_seen`` keeps each signal's percentile profiles
-    (and the claim's floor) across calls on the same pair of endpoints, so ablations judge each signal's
-    differences once."""
+    ablations: the protocol judges all three and the statistics of every step, ``JUDGED``). ``profiles_seen``
+    keeps each signal's percentile profiles (and the claim's floor) across calls on the same pair of
+    endpoints, so ablations judge each signal's differences once."""
     if (problem := structure_problem(claimed_end, replayed_end, expected_metadata)) is not None:
         return structural(*problem)
     seen = profiles_seen if profiles_seen is not None else {}
-    for signal in signals:
+    tensors = [signal for signal in signals if signal != STATS]
+    for signal in tensors:
         if signal not in seen:
             section = SECTION_OF[signal]
             seen[signal] = difference_profiles(getattr(replayed_end, section), getattr(claimed_end, section))
@@ -93,7 +97,37 @@ def judge(
             seen[key] = rounding_floor(getattr(claimed_end, SECTION_OF[signal]), boundary.floor_ulps)
         return seen[key]
 
-    return within_bounds(boundary, seen, floor, signals)
+    verdict = within_bounds(boundary, seen, floor, tensors)
+    if STATS not in signals:
+        return verdict
+    return with_statistics(
+        verdict, statistics_rows(boundary, step_stats.differences(replayed_end.stats, claimed_end.stats))
+    )
+
+
+def statistics_rows(boundary: BoundaryProfile, differences: dict[str, float]) -> dict[str, dict[str, list[Any]]]:
+    """The statistics' rows of a report: each statistic's largest difference against its limit."""
+    return step_stats.rows(differences, boundary.statistics, alpha=boundary.alpha, floor_ulps=boundary.floor_ulps)
+
+
+def with_statistics(verdict: Verdict, rows: dict[str, dict[str, list[dict[str, Any]]]]) -> Verdict:
+    """``verdict`` with the statistics' rows added: faulty (out of bounds) if one exceeds its limit."""
+    worst = verdict.margin
+    for kinds in rows.values():
+        for checked in kinds.values():
+            for row in checked:
+                if row["value"] > 0.0 and row["limit"] > 0.0:
+                    ratio = math.log10(row["value"] / row["limit"])
+                    worst = ratio if worst is None else max(worst, ratio)
+    ok = all(row["ok"] for kinds in rows.values() for checked in kinds.values() for row in checked)
+    signals = {**verdict.signals, **rows}
+    if verdict.valid and ok:
+        return Verdict(VALID, WITHIN_BOUNDS, signals=signals, margin=worst)
+    if verdict.valid:  # only statistics failed: say which
+        beyond = [name for name, kinds in rows.items() if not all(r["ok"] for c in kinds.values() for r in c)]
+        return Verdict(FAULTY, OUT_OF_BOUNDS, f"{', '.join(beyond)} beyond the limit", signals=signals, margin=worst,
+                       cause="statistics")  # fmt: skip
+    return Verdict(FAULTY, OUT_OF_BOUNDS, verdict.detail, signals=signals, margin=worst, cause=verdict.cause)
 
 
 def within_bounds(
@@ -143,7 +177,7 @@ def structural(cause: str, detail: str) -> Verdict:
 def start_problem(start: Evidence, layout: EvidenceLayout, expected_metadata: dict[str, str]) -> Verdict | None:
     """The fault of a claimed start E_{k-1}, checked before a replay loads it: the spec's names, shapes
     and dtypes, E_{k-1}'s metadata and counters, and no NaN or infinity. None if it may be loaded."""
-    problem = layout.problem(start) or _metadata_problem(start, expected_metadata)
+    problem = layout.problem(start, int(expected_metadata["interval"])) or _metadata_problem(start, expected_metadata)
     if problem is not None:
         return structural(problem[0], f"start evidence: {problem[1]}")
     if (bad := non_finite(start)) is not None:
@@ -153,7 +187,7 @@ def start_problem(start: Evidence, layout: EvidenceLayout, expected_metadata: di
 
 def structure_problem(claim: Evidence, replay: Evidence, expected_metadata: dict[str, str]) -> tuple[str, str] | None:
     """(cause, detail) of the first structural difference, or None."""
-    for section in ("model", "optim", "probe"):
+    for section in (*SECTIONS, STATS):
         mine, theirs = getattr(replay, section), getattr(claim, section)
         if set(mine) != set(theirs):
             missing, extra = sorted(set(mine) - set(theirs)), sorted(set(theirs) - set(mine))

@@ -11,7 +11,7 @@ every interval of the evaluated run is held out:
 - ASR: for each attack, a run that fakes one held-out interval (or, for an adaptive attacker, every
   interval); the attack succeeds when a faked interval passes. The margin is log10 of the largest
   statistic over its limit (> 0: caught by that factor);
-- the same verdicts judged on signal subsets (weights only, probe only, both, all three);
+- the same verdicts judged on signal subsets (weights only, probe only, both, the statistics only, all four);
 - what each attack did to the model at the faked endpoint: the change of the target objective's loss
   and the backdoor's success rate on held-out triggered inputs, next to the honest model's, and how
   far the same honest run ends on other hardware (the floor any effect must clear to mean anything).
@@ -42,6 +42,7 @@ from ovig_node.training.execution import ExecutionProfile, get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, attach_numerics, prepare_task
 from ovig_node.verify.boundary import FLOOR_ULPS, BoundaryProfile, calibrate
+from ovig_node.verify.check import JUDGED
 from ovig_node.verify.exact import calibrate_numerics
 from ovig_node.verify.report import ALL, IntervalJudgement, replay_and_judge
 from ovig_node.verify.stats import flatten
@@ -51,7 +52,8 @@ SUBSETS: dict[str, tuple[str, ...]] = {
     "weights": ("weights",),
     "probe": ("probe",),
     "weights+probe": ("weights", "probe"),
-    ALL: ("weights", "optim", "probe"),
+    "stats": ("stats",),  # the statistics of every step alone: what they catch where an interval is opened
+    ALL: JUDGED,
 }
 # Attack parameters filled in per stride: a later honest checkpoint, the published boundary.
 ANCHOR, BOUNDARY = "{anchor}", "{boundary}"

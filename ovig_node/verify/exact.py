@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from ovig_node.protocol.spec import NumericsSpec, TaskSpec
-from ovig_node.training.evidence import SECTIONS, Evidence
+from ovig_node.training.evidence import SECTIONS, STATS, Evidence
 from ovig_node.training.exact import (
     GRADIENT,
     MAX_THRESHOLD,
@@ -63,6 +63,12 @@ GRADIENT_TARGET = 1e-4  # ulps: the gradient threshold the floor is chosen for (
 FLOOR_MARGIN = 4  # bits the chosen floor keeps below the finest that calibration found enough: 16x the discrepancy
 
 
+# A cosine near zero is a dot product that cancels: its float64 error, at most about n x 2^-52 of the norms'
+# product for n values, is absolute, and more than a float32 ulp of a cosine below about 1e-7 (the slack is
+# the larger of this and that bound)
+COSINE_SLACK = 2.0**-30
+
+
 def judge_exact(
     claim: Evidence, replay: Evidence, faults: Sequence[str], *, expected_metadata: dict[str, str]
 ) -> Verdict:
@@ -79,7 +85,25 @@ def judge_exact(
                 differ = int((mine[name] != theirs[name]).sum())
                 return Verdict(FAULTY, OUT_OF_BOUNDS, f"{section}/{name}: {differ} values differ from the replay's",
                                cause="not_reproduced")  # fmt: skip
+    values = sum(t.numel() for t in replay.probe.values())
+    for name in sorted(replay.stats):
+        slack = max(COSINE_SLACK, values * 2.0**-52) if name == "grad_cosine" else 0.0
+        if (differ := _beyond_one_ulp(replay.stats[name], claim.stats[name], slack)) > 0:
+            return Verdict(FAULTY, OUT_OF_BOUNDS, f"{STATS}/{name}: {differ} steps more than one ulp from the replay's",
+                           cause="not_reproduced")  # fmt: skip
     return Verdict(VALID, "reproduced")
+
+
+def _beyond_one_ulp(replay: torch.Tensor, claim: torch.Tensor, slack: float) -> int:
+    """Values of ``claim`` more than one float32 ulp (plus ``slack``) from the replay's (NaN always). The
+    statistics sum float64 values in an order a profile chooses, and round once: two profiles may round a
+    value that sits at a midpoint apart, by one ulp, and every other value alike."""
+    size = replay.abs()
+    ulp = torch.maximum(
+        torch.nextafter(size, torch.tensor(math.inf)) - size, size - torch.nextafter(size, torch.tensor(0.0))
+    )
+    close = (claim.double() - replay.double()).abs() <= ulp.double() + slack
+    return int((~close).sum())
 
 
 @dataclass(frozen=True)

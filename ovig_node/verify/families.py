@@ -30,7 +30,7 @@ from typing import Any
 from ovig_node.training.execution import PROFILES, ExecutionProfile
 from ovig_node.training.loop import train
 from ovig_node.verify.boundary import BoundaryProfile, HonestReplay, boundary_of, honest_replay, read_claim
-from ovig_node.verify.check import Verdict, within_bounds
+from ovig_node.verify.check import Verdict, statistics_rows, with_statistics, within_bounds
 from ovig_node.verify.evaluate import EvalSettings, Log, claim_run, quiet
 from ovig_node.verify.stats import SECTION_OF, SIGNALS, rounding_floor
 
@@ -130,8 +130,10 @@ def _judge_family(split: FamilySplit, boundary: BoundaryProfile, held_out: dict[
     for k, replays in held_out.items():
         chosen = [replays[name] for name in split.held_out]
         inert &= all(_identical(r) for r in chosen)
-        floored = [within_bounds(boundary, r.differences, floors[k].__getitem__) for r in chosen]
-        plain = [within_bounds(unfloored, r.differences, floors[k].__getitem__) for r in chosen]  # never asks
+        floored = [with_statistics(within_bounds(boundary, r.differences, floors[k].__getitem__),
+                                   statistics_rows(boundary, r.statistics)) for r in chosen]  # fmt: skip
+        plain = [with_statistics(within_bounds(unfloored, r.differences, floors[k].__getitem__),  # never asks
+                                 statistics_rows(unfloored, r.statistics)) for r in chosen]  # fmt: skip
         intervals.append({
             "interval": k,
             "valid": _confirmed_valid(floored),
@@ -166,7 +168,9 @@ def _confirmed_valid(verdicts: list[Verdict]) -> bool:
 
 def _identical(replay: HonestReplay) -> bool:
     """Whether the replay is bit-identical to the claim (every difference zero)."""
-    return all(v == 0.0 for kinds in replay.differences.values() for values in kinds.values() for v in values)
+    return all(v == 0.0 for kinds in replay.differences.values() for values in kinds.values() for v in values) and all(
+        v == 0.0 for v in replay.statistics.values()
+    )
 
 
 def _failing_rows(verdict: Verdict) -> list[str]:

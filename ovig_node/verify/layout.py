@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import torch
 
 from ovig_node.protocol.spec import TaskSpec
-from ovig_node.training.evidence import SECTIONS, Evidence, model_tensors
+from ovig_node.training.evidence import SECTIONS, STATS, Evidence, model_tensors
 from ovig_node.training.exact import LOG_TENSORS, LogError, decode_log
 from ovig_node.training.optim import build_optimizer, optimizer_state
+from ovig_node.training.statistics import STATISTICS
 from ovig_node.training.workloads import get_workload
 
 # The safetensors header is JSON: per tensor its name, dtype, shape and offsets; then the metadata
@@ -42,10 +43,15 @@ class EvidenceLayout:
     # weights, frozen ones included (what evidence leaves out)
     sections: dict[str, dict[str, tuple[Shape, torch.dtype]]]
     log_entries: int = 0  # exact mode: the spec's cap on a rounding log's entries; 0: boundary mode, no log
+    stride: int = 1  # steps of an interval: the length of each stats/ vector (the last interval's may be shorter)
+    total_steps: int = 1
 
     def file_bytes(self, *sections: str) -> int:
-        """The largest file honest tensors of ``sections`` (default: all) can make, header included."""
+        """The largest file honest tensors of ``sections`` (default: all, statistics included) can make,
+        header included."""
         shapes = [entry for section in sections or SECTIONS for entry in self.sections[section].values()]
+        if not sections:
+            shapes += [((min(self.stride, self.total_steps),), torch.float32)] * len(STATISTICS)
         data = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes)
         return 8 + data + len(shapes) * HEADER_BYTES_PER_TENSOR + METADATA_BYTES
 
@@ -56,8 +62,9 @@ class EvidenceLayout:
         log = self.log_entries * 57 + len(LOG_TENSORS) * HEADER_BYTES_PER_TENSOR if self.log_entries else 0
         return self.file_bytes() + log
 
-    def problem(self, evidence: Evidence) -> tuple[str, str] | None:
-        """(cause, detail) of the first tensor of ``evidence`` that is not where, or not what, it should be."""
+    def problem(self, evidence: Evidence, k: int) -> tuple[str, str] | None:
+        """(cause, detail) of the first tensor of ``evidence`` (E_k) that is not where, or not what, it should be."""
+        steps = min(self.stride, self.total_steps - k * self.stride)
         if not self.log_entries:  # boundary mode: no log
             if evidence.rounding:
                 return "wrong_names", f"rounding: {sorted(evidence.rounding)} in a boundary-mode task's evidence"
@@ -79,17 +86,24 @@ class EvidenceLayout:
                     return "wrong_shape", f"{section}/{name}: {tuple(tensor.shape)}, expected {shape}"
                 if tensor.dtype != dtype:
                     return "wrong_dtype", f"{section}/{name}: {tensor.dtype}, expected {dtype}"
+        if set(evidence.stats) != set(STATISTICS):
+            return "wrong_names", f"{STATS}: {sorted(evidence.stats)}, expected {list(STATISTICS)}"
+        for name, tensor in evidence.stats.items():
+            if tuple(tensor.shape) != (steps,) or tensor.dtype != torch.float32:
+                given = f"{tensor.dtype} {tuple(tensor.shape)}"
+                return "wrong_shape", f"{STATS}/{name}: {given}, expected torch.float32 ({steps},)"
         return None
 
 
 def layout_of(spec: TaskSpec) -> EvidenceLayout:
     """The layout of the spec's evidence (cached: a node asks once per task, not once per interval)."""
     log_entries = spec.numerics.max_log_entries if spec.numerics is not None else 0
-    return _layout(spec.workload.model_dump_json(), spec.optimizer.model_dump_json(), log_entries)
+    return _layout(spec.workload.model_dump_json(), spec.optimizer.model_dump_json(), log_entries, spec.stride,
+                   spec.total_steps)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=32)
-def _layout(workload_json: str, optimizer_json: str, log_entries: int) -> EvidenceLayout:
+def _layout(workload_json: str, optimizer_json: str, log_entries: int, stride: int, total: int) -> EvidenceLayout:
     from ovig_node.protocol.spec import OptimizerSpec, WorkloadSpec
 
     workload_spec = WorkloadSpec.model_validate_json(workload_json)
@@ -108,13 +122,15 @@ def _layout(workload_json: str, optimizer_json: str, log_entries: int) -> Eviden
     return EvidenceLayout(
         {section: {name: (tuple(t.shape), t.dtype) for name, t in items.items()} for section, items in tensors.items()},
         log_entries,
+        stride,
+        total,
     )
 
 
 def non_finite(evidence: Evidence) -> str | None:
     """The first tensor holding a NaN or infinity, or None. An honest run carries none: a replay from
     such a start would carry it into every signal, which no bound admits."""
-    for section in SECTIONS:
+    for section in (*SECTIONS, STATS):
         for name, tensor in getattr(evidence, section).items():
             if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
                 return f"{section}/{name} holds NaN or infinity"

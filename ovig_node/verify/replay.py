@@ -2,7 +2,7 @@
 
 From the claimed start (for k = 0: the initial checkpoint and a fresh optimizer), train steps
 ``k*s .. b_k - 1`` with the spec's schedule under an execution profile, then take the endpoint
-evidence, probe gradient included, exactly as the trainer does: it is the same step function.
+evidence, probe gradient and statistics included, exactly as the trainer does: it is the same step function.
 In exact mode the replay applies the claimed end's rounding log, and what it finds wrong with the log
 goes to ``faults`` (:class:`ovig_node.training.exact.ExactNumerics`).
 """
@@ -15,6 +15,7 @@ from ovig_node.training.evidence import Evidence, load_model_tensors
 from ovig_node.training.execution import ExecutionProfile, ProfileUnavailable
 from ovig_node.training.loop import endpoint_evidence, exact_numerics, load_initial_model, training_step
 from ovig_node.training.optim import build_optimizer, load_optimizer_state
+from ovig_node.training.statistics import StepStatistics
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.training.workloads import Dataset, get_workload
 
@@ -49,9 +50,11 @@ def replay_interval(
     if start is not None:
         load_model_tensors(model, start.model, trainable_only=True)
         load_optimizer_state(model, optimizer, start.optim)
+    statistics = StepStatistics(model, sharded=False)
     for step in range(layout.start_step(k), layout.end_step(k)):
-        training_step(model, optimizer, workload, dataset, spec, step, profile, numerics=numerics)
-    end = endpoint_evidence(model, optimizer, workload, dataset, spec, prepared.spec_hash, task, k, profile, numerics)
+        training_step(model, optimizer, workload, dataset, spec, step, profile, None, numerics, statistics)
+    end = endpoint_evidence(model, optimizer, workload, dataset, spec, prepared.spec_hash, task, k, profile, numerics,
+                            statistics)  # fmt: skip
     if numerics is not None and faults is not None:
         faults.extend(numerics.faults)
     return end

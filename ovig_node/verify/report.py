@@ -32,11 +32,10 @@ from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import evidence_path
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
-from ovig_node.verify.check import FAULTY, OUT_OF_BOUNDS, Verdict, judge, start_problem, structural
+from ovig_node.verify.check import FAULTY, JUDGED, OUT_OF_BOUNDS, Verdict, judge, start_problem, structural
 from ovig_node.verify.exact import judge_exact
 from ovig_node.verify.layout import layout_of
 from ovig_node.verify.replay import replay_interval
-from ovig_node.verify.stats import SIGNALS
 
 ALL = "all"  # the subset of signals the protocol judges: every one
 
@@ -98,7 +97,7 @@ def replay_and_judge(
     subsets to judge separately (ablations); each is confirmed on its own, sharing the replays."""
     if not profiles:
         raise ValueError("a verdict needs at least one execution profile")
-    subsets = subsets or {ALL: SIGNALS}
+    subsets = subsets or {ALL: JUDGED}
     if (fault := precheck(prepared, k, start, end, task=task)) is not None:
         return IntervalJudgement(verdicts=dict.fromkeys(subsets, fault), deciding=dict.fromkeys(subsets, ""),
                                  first=dict.fromkeys(subsets, fault))  # fmt: skip
@@ -177,7 +176,7 @@ def judge_replay(
     boundary: BoundaryProfile,
     *,
     task: int = 0,
-    signals: Sequence[str] = SIGNALS,
+    signals: Sequence[str] = JUDGED,
     profiles_seen: dict[str, dict[str, list[float]]] | None = None,
 ) -> Verdict:
     """The verdict on the claimed ``end`` of interval ``k`` against one honest replay of it."""
@@ -192,7 +191,7 @@ def precheck(prepared: PreparedTask, k: int, start: Evidence | None, end: Eviden
     layout = layout_of(prepared.spec)
     if start is not None and (fault := start_problem(start, layout, _metadata(prepared, k - 1, task))) is not None:
         return fault
-    if (problem := layout.problem(end)) is not None:
+    if (problem := layout.problem(end, k)) is not None:
         return structural(*problem)
     return None
 

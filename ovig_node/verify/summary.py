@@ -155,7 +155,7 @@ def ablation_markdown(summary: dict[str, Any]) -> str:
             missed = ", ".join(entry["missed"]) or "none"
             frontier = ", ".join(f"{a} {v:g}" for a, v in entry["frontier"].items() if v is not None)
             cells.append(f"FPR {entry['fpr']:.0%}; smallest caught: {frontier or 'none'}; missed: {missed}")
-        lines.append(f"| {name if name != ALL else 'all three (protocol)'} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name if name != ALL else 'all four (protocol)'} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
