@@ -154,7 +154,7 @@ def _manifest_problem(
     except ManifestError as exc:
         return "corrupt", "batch_manifest", f"batch manifest {cid}: {exc}"
     try:
-        stats = encode_stats(read_statistics(evidence_path(folder, k), layout.end_step(k) - layout.start_step(k)))
+        stats = encode_stats(read_statistics(evidence_path(folder, k), layout.steps(k)))
     except (EvidenceError, KeyError, ValueError):
         return None  # E_k itself is unreadable or lacks statistics: the replay's checks name that fault
     if row.digest.hex() != opened.end_digest or row.stats != stats:

@@ -204,9 +204,8 @@ class TrainerNode:
                 return
             tree = self._tree(j)
             # the statistics of every interval, so a watcher can judge the ones it never replays
-            steps = {k: layout.end_step(k) - layout.start_step(k) for k in intervals}
-            stats = {k: encode_stats(read_statistics(evidence_path(self.folder, k), steps[k])) for k in intervals}
-            rows = [ManifestRow(k, layout.end_step(k), self._digest(k), stats[k]) for k in intervals]
+            stats = {k: read_statistics(evidence_path(self.folder, k), layout.steps(k)) for k in intervals}
+            rows = [ManifestRow(k, layout.end_step(k), self._digest(k), encode_stats(stats[k])) for k in intervals]
             manifest = batch_manifest(self.task, j, layout, rows)
             cid = self.ctx.ipfs.add_bytes(manifest, name="manifest.json").cid
             fn = self.ctx.protocol.tasks.functions.commitBatch(self.task, j, tree.root, cid)

@@ -43,6 +43,10 @@ class Layout:
         self._check_interval(k)
         return k * self.stride
 
+    def steps(self, k: int) -> int:
+        """b_k - k*s: the steps interval k trains (the last interval's may be fewer than s)."""
+        return self.end_step(k) - self.start_step(k)
+
     def batch_of(self, k: int) -> int:
         self._check_interval(k)
         return k // self.intervals_per_batch

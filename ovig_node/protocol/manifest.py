@@ -109,7 +109,7 @@ def _row(entry: Any, k: int, layout: Layout) -> ManifestRow:
     if len(digest) != 32:
         raise ManifestError(f"interval {k}: digest is not 32 bytes of hex")
     stats = entry.get("stats")
-    steps = layout.end_step(k) - layout.start_step(k)
+    steps = layout.steps(k)
     if (
         not isinstance(stats, dict)
         or set(stats) != set(STATISTICS)

@@ -11,11 +11,10 @@ optimizer has stepped (the per-step statistics SciCheck's first layer judges):
 
 E_k holds each as a float32 vector of the interval's steps (computed in float64, rounded once), so the
 leaf's digest commits to them; the batch manifest copies them for every interval, opened or not, which is
-what lets a watcher score the intervals it never replays. A replay recomputes them like any signal and the
-boundary bounds their drift (``stats`` in :mod:`ovig_node.verify.stats`); in exact mode they must agree to
-one float32 ulp. Under a sharded profile each rank holds a shard of every gradient and parameter, and the
-sums are all-reduced; a data-parallel rank holds the whole all-reduced gradient, so its sums are already
-the run's.
+what lets a watcher score the intervals it never replays. A replay recomputes them, and the boundary bounds
+each one's drift (:mod:`ovig_node.verify.step_stats`); in exact mode they must agree to one float32 ulp.
+Under a sharded profile each rank holds a shard of every gradient and parameter, and the sums are
+all-reduced; a data-parallel rank holds the whole all-reduced gradient, so its sums are already the run's.
 """
 
 from __future__ import annotations
