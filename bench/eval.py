@@ -5,6 +5,7 @@
     .venv/bin/python bench/eval.py --llm-real [--llm-poison]
     .venv/bin/python bench/eval.py --ddp
     .venv/bin/python bench/eval.py --exact --workloads vision,diffusion
+    .venv/bin/python bench/eval.py --layer-one --workloads vision,diffusion,language
 
 Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false-positive sample:
 12 intervals spread over the run calibrate, and every other one is an honest held-out interval
@@ -45,6 +46,11 @@ profile, which at s = 1 and 100 with the main layouts would take hours more).
 sweeps at s = 1, 10, 100 (language: 1 and 10) with the floor and without it (``--floor-ulps 0``), on a
 smaller layout (24 intervals, 12 at s = 100, 6 calibrated), to bench/results/floor_<workload>_tiny{,_none}/.
 Language's run with the floor judges every non-adaptive attack too: its main evaluation takes hours.
+
+``--layer-one`` measures the statistics judge alone (``ovig eval --layer-one``): every attack's score against
+the owner's reference run on other hardware, and the honest run's, on each workload's main layout (language at
+s = 1 and 10), to bench/results/layer_one_<workload>_tiny/{layer_one.json, layer_one.md}; bench/tables.py
+multiplies its flags with the main evaluation's replay verdicts into the catch rate with targeted openings.
 
 LLM tiny (the 2-layer Llama of SmolLM2's tokenizer, on every English chatterbot-corpus conversation so
 that the poisoned instructions' success is measured on questions they never poisoned) runs s = 1 and
@@ -158,6 +164,15 @@ FLOOR = [
     [("floor_language_tiny", "language", EVERY_ATTACK_LANGUAGE),
      ("floor_language_tiny_none", "language", [*SWEEP_LANGUAGE, *NO_FLOOR])],
 ]  # fmt: skip
+# Layer one (ovig eval --layer-one): the statistics judge alone, on each workload's main layout (the same task and
+# faked interval as its main evaluation; language at s = 1 and 10, whose intervals of the evaluated run are all
+# held out against seed 2's, the way its main evaluation's are).
+LAYER_ONE = [
+    [(f"layer_one_{workload}_tiny", workload, ["--layer-one", *TINY, "--strides", "1,10,100"])
+     for workload in ("vision", "diffusion")],
+    [("layer_one_language_tiny", "language", ["--layer-one", "--tiny", "--strides", "1,10", "--intervals", "120",
+                                              *SEPARATE, "60"])],
+]  # fmt: skip
 REAL_LLM = ["--full", "--strides", "10", "--intervals", "66", "--calibration-positions", "6", *LLM_PROFILES,
             "--no-other-hardware"]  # fmt: skip
 # ... and the poisoned instruction set on it, on a shorter run of its own (20 intervals, 4 calibrated)
@@ -184,11 +199,13 @@ def main() -> None:
     parser.add_argument("--main", action="store_true", help="only the main evaluation (the README's columns)")
     parser.add_argument("--families", action="store_true", help="leave one family out instead")
     parser.add_argument("--floor", action="store_true", help="the swept attacks with and without the floor instead")
+    parser.add_argument("--layer-one", action="store_true", help="the statistics judge alone instead")
     args = parser.parse_args()
     ovig = Path(sys.executable).parent / "ovig"
-    if args.families or args.floor:
+    if args.families or args.floor or args.layer_one:
         wanted = args.workloads.split(",")
-        lanes = [[run for run in lane if run[1] in wanted] for lane in (FAMILIES if args.families else FLOOR)]
+        chosen = FAMILIES if args.families else FLOOR if args.floor else LAYER_ONE
+        lanes = [[run for run in lane if run[1] in wanted] for lane in chosen]
         sys.exit(_run_lanes(ovig, lanes))
     if args.full_language:
         runs = [[("language", "full", FULL_LANGUAGE)]]

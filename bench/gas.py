@@ -271,6 +271,10 @@ def every_call(bench: Bench) -> None:
     bench.register_auditors()
     # Lifecycle: a dispute found valid, a commit left to expire, then finalize.
     ev = bench.run_to_opened(shape, labels=True)
+    # A targeted opening: a watcher asks for an interval batch 0's sample left unopened; the provider opens it.
+    unsampled = next(k for k in range(shape.per_batch) if k not in bench.sampled(ev, 0))
+    bench.send(t.requestOpening(ev.task, unsampled), WATCHER2, value=CHALLENGER_BOND, label="requestOpening")
+    bench.send(t.openRequested(ev.task, "bafyrequested", ev.opening(unsampled)), PROVIDER, label="openRequested")
     dispute = bench.challenge(ev, bench.sampled(ev, 0)[0], labels=True)
     commitment = bench.commit_challenge(ev, 0, WATCHER2, keccak(text="never revealed"))
     bench.warp(WINDOWS[2])
@@ -278,6 +282,7 @@ def every_call(bench: Bench) -> None:
     bench.decide(dispute, VALID, label="resolve (valid)", labels=True)
     bench.send(t.withdraw(), PROVIDER, label="withdraw (tasks)")  # its share of the challenger bond
     bench.finalize(ev, label="finalize")
+    bench.send(t.settleRequest(ev.task, unsampled), KEEPER, label="settleRequest")
     # A dispute found faulty: the task is slashed. The first challenge of this task, but not of the contracts:
     # their counters (commits, disputes) are no longer zero, as on any chain after its first dispute.
     ev = bench.run_to_opened(shape)
@@ -309,6 +314,11 @@ def every_call(bench: Bench) -> None:
     bench.draw(ev, 0)
     bench.warp(WINDOWS[0])
     bench.send(t.slashUnopened(ev.task, 0), KEEPER, label="slashUnopened")
+    ev = bench.run_to_opened(shape)
+    unsampled = next(k for k in range(shape.per_batch) if k not in bench.sampled(ev, 0))
+    bench.send(t.requestOpening(ev.task, unsampled), WATCHER2, value=CHALLENGER_BOND)
+    bench.warp(WINDOWS[0])
+    bench.send(t.slashUnopenedRequest(ev.task, unsampled), KEEPER, label="slashUnopenedRequest")
     # An auditor leaves; credits are pulled.
     auditor = AUDITORS[0]
     bench.send(c.requestExit(), auditor, label="requestExit")

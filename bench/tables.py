@@ -901,6 +901,95 @@ def api_p95_verdict() -> str:
     return f"every p95 is under it (the slowest {max(r['p95_ms'] for r in scenarios.values()):.1f} ms)"
 
 
+# --- layer one: the statistics judge (ovig eval --layer-one) and targeted openings --------------------------
+
+# (workload, layer one's run, the main evaluation whose replay verdicts it multiplies, strides)
+LAYER_ONE = [("vision", "layer_one_vision_tiny", "eval_vision_tiny", (1, 10, 100)),
+             ("diffusion", "layer_one_diffusion_tiny", "eval_diffusion_tiny", (1, 10, 100)),
+             ("language", "layer_one_language_tiny", "eval_language_tiny", (1, 10))]  # fmt: skip
+PHI = 0.25  # the share of a batch's intervals sampled at a spec's default sample_bps (2500)
+
+
+def layer_one_runs() -> list[tuple[str, str, str, tuple[int, ...]]]:
+    return [run for run in LAYER_ONE if (RESULTS / run[1] / "layer_one.json").is_file()]
+
+
+def layer_one_stride(run: str, stride: int) -> dict[str, Any]:
+    return next(s for s in load(f"{run}/layer_one.json")["strides"] if s["stride"] == stride)
+
+
+def layer_one_scores() -> str:
+    """Per workload and stride: the honest run's largest score and each attack's (flagged in bold)."""
+    runs = layer_one_runs()
+    columns = [(workload, run, stride) for workload, run, _, strides in runs for stride in strides]
+    labels = list(dict.fromkeys(a["label"] for _, run, stride in columns
+                                for a in layer_one_stride(run, stride)["attacks"] if "score" in a))  # fmt: skip
+    head = ["attack", *(f"{workload} s={stride}" for workload, _, stride in columns)]
+
+    def score(value: float) -> str:
+        return f"**{value:.2g}**" if value > load(f"{columns[0][1]}/layer_one.json")["threshold"] else f"{value:.2g}"
+
+    honest = [max(layer_one_stride(run, stride)["honest"].values()) for _, run, stride in columns]
+    rows = [["honest (largest of every interval)", *map(score, honest)]]
+    for label in labels:
+        cells = []
+        for _, run, stride in columns:
+            found = [a for a in layer_one_stride(run, stride)["attacks"] if a["label"] == label and "score" in a]
+            cells.append(score(found[0]["score"]) if found else "-")
+        rows.append([label, *cells])
+    return table(head, rows, "l" + "r" * len(columns))
+
+
+def catch_rates() -> dict[str, dict[str, float]]:
+    """Per attack, over every (workload, stride) where it changed the claims: layer one's detections, its
+    ROC area and F1 (pooled), the replay's share caught, and the chance of catching a one-interval fake by
+    sampling alone (phi x caught when opened) and with targeted openings ((phi + (1 - phi) x flagged) x
+    caught when opened)."""
+    out: dict[str, dict[str, Any]] = {}
+    for _, run, main_run, strides in layer_one_runs():
+        summary = load(f"{run}/layer_one.json")["summary"]["attacks"]
+        for stride in strides:
+            for attack in layer_one_stride(run, stride)["attacks"]:
+                replay = row_of(main_run, attack["label"], stride)
+                if "score" not in attack or replay is None or replay["identical"] or replay["every_interval"]:
+                    continue
+                caught = 1 - replay["passed"] / replay["judged"]
+                row = out.setdefault(attack["label"], {"runs": 0, "flagged": 0, "replay": 0.0, "sampling": 0.0,
+                                                       "targeted": 0.0, "auc": [], "f1": []})  # fmt: skip
+                row["runs"] += 1
+                row["flagged"] += attack["flagged"]
+                row["replay"] += caught
+                row["sampling"] += PHI * caught
+                row["targeted"] += (PHI + (1 - PHI) * attack["flagged"]) * caught
+                row["auc"].append(summary[attack["label"]]["auc"])
+                row["f1"].append(summary[attack["label"]]["f1"])
+    for row in out.values():
+        for key in ("replay", "sampling", "targeted"):
+            row[key] /= row["runs"]
+        row["auc"], row["f1"] = min(row["auc"]), min(row["f1"])
+    return out
+
+
+def catch_rate() -> str:
+    rows = [[label, f"{row['flagged']}/{row['runs']}", f"{row['auc']:.3f}", f"{row['f1']:.2f}",
+             share(row["replay"]), share(row["sampling"]), f"**{share(row['targeted'])}**"]
+            for label, row in catch_rates().items()]  # fmt: skip
+    head = ["attack (one faked interval)", "layer one flags it", "ROC area (lowest workload)",
+            "F1 (lowest workload)", "replay catches it once opened", f"caught: sampling alone (phi = {PHI:g})",
+            "caught: with targeted openings"]  # fmt: skip
+    return table(head, rows, "lrrrrrr")
+
+
+def layer_one_honest() -> str:
+    """Honest intervals layer one flags, per workload (a flagged honest interval costs its requester a bond)."""
+    parts = []
+    for workload, run, _, _ in layer_one_runs():
+        summary = load(f"{run}/layer_one.json")["summary"]
+        parts.append(f"{workload} {summary['honest_flagged']}/{summary['honest_intervals']} "
+                     f"(largest score {summary['honest_max']:.2g})")  # fmt: skip
+    return "; ".join(parts)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "test_time": test_time,
     "gas": gas,
@@ -927,8 +1016,12 @@ TABLES: dict[str, Callable[[], str]] = {
     "e2e": e2e,
     "e2e_llm": e2e_llm,
     "api_load": api_load,
+    "layer_one_scores": layer_one_scores,
+    "catch_rate": catch_rate,
 }
 VALUES: dict[str, Callable[[], str]] = {
+    "layer_one_honest": layer_one_honest,
+    "layer_one_threshold": lambda: f"{load(layer_one_runs()[0][1] + '/layer_one.json')['threshold']:g}",
     "test_time_before": lambda: test_minutes("one-process"),
     "test_time_after": lambda: test_minutes("two-workers"),
     "gas_missed": gas_missed,

@@ -172,6 +172,42 @@ error BatchesNotOpened(uint256 task, uint256 opened, uint256 total);
 /// @param j The batch index.
 error EmptyOpening(uint256 task, uint256 j);
 
+/// @notice requestOpening: the interval cannot be requested: it is beyond the task's last interval, or
+/// already opened (sampled, or requested before).
+/// @param task The task id.
+/// @param k The interval.
+error NotRequestable(uint256 task, uint256 k);
+
+/// @notice requestOpening: the batch has had MAX_REQUESTS_PER_BATCH targeted openings already.
+/// @param task The task id.
+/// @param j The batch index.
+/// @param maximum MAX_REQUESTS_PER_BATCH.
+error TooManyRequests(uint256 task, uint256 j, uint256 maximum);
+
+/// @notice requestOpening: the batch's challenge window has closed.
+/// @param task The task id.
+/// @param j The batch index.
+/// @param closedAt When it closed.
+error BatchWindowClosed(uint256 task, uint256 j, uint64 closedAt);
+
+/// @notice The interval has no request in the state this call needs (pending to open or slash, pending or
+/// opened to settle).
+/// @param task The task id.
+/// @param k The interval.
+error NoRequest(uint256 task, uint256 k);
+
+/// @notice The requested interval's opening window has closed (openRequested) or is still open
+/// (slashUnopenedRequest).
+/// @param task The task id.
+/// @param k The interval.
+/// @param openBy When the window closes.
+error RequestWindow(uint256 task, uint256 k, uint64 openBy);
+
+/// @notice Targeted openings of the task are still unopened.
+/// @param task The task id.
+/// @param unopened How many.
+error RequestsNotOpened(uint256 task, uint256 unopened);
+
 /// @notice The interval is not in the batch's sample.
 /// @param task The task id.
 /// @param k The interval.

@@ -19,7 +19,9 @@ import {
     DisputeRecord,
     OpenedInterval,
     Opening,
+    OpeningRequest,
     Reason,
+    RequestStatus,
     Settlement,
     Shares,
     Task,
@@ -31,6 +33,7 @@ import {
 import {
     AdjudicatorMismatch,
     BatchesNotOpened,
+    BatchWindowClosed,
     BatchOutOfOrder,
     BondTooHigh,
     BondTooLow,
@@ -57,6 +60,8 @@ import {
     IntervalWindowNotOpen,
     InvalidReplaySeconds,
     NoChallengeWindowOpen,
+    NoRequest,
+    NotRequestable,
     NotAdjudicator,
     NotOwner,
     NotProvider,
@@ -68,10 +73,13 @@ import {
     RevealWindowClosed,
     RevealWindowOpen,
     RevealWindowTooLong,
+    RequestsNotOpened,
+    RequestWindow,
     SeedNotReady,
     SharesNotWhole,
     TaskNotStalled,
     TaskStalled,
+    TooManyRequests,
     UnknownCommitment,
     UnknownDispute,
     ValueBelowOwnerBond,
@@ -134,6 +142,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     uint256 public immutable MIN_OWNER_BOND;
     /// @notice Counted no-decisions on one interval that stall its task (finalize refused; settleUndecided).
     uint8 public immutable MAX_NO_DECISIONS;
+    /// @notice Targeted openings (requestOpening) a batch may have: each makes the provider open one more
+    /// interval, so a requester can lengthen the provider's work by at most this many openings per batch.
+    uint8 public immutable MAX_REQUESTS_PER_BATCH;
 
     // Payout shares of section 4.2 (constructor `Shares`), in bps.
     uint256 private immutable _FAULTY_LEAD_BPS;
@@ -152,6 +163,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     mapping(address challenger => mapping(bytes32 commitment => ChallengeCommit)) private _commits;
     mapping(uint256 dispute => DisputeRecord) private _disputes;
     mapping(uint256 task => mapping(address account => uint256 blockNumber)) private _firstCommit;
+    mapping(uint256 task => mapping(uint256 k => OpeningRequest)) private _requests;
 
     /// @notice A task was posted; `terms.reward` is escrowed.
     /// @param task The new task's id.
@@ -206,6 +218,30 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param openingCID IPFS CID of the opening manifest (as given with the completing call).
     /// @param challengeWindowEnd When the batch's challenge window closes.
     event BatchOpened(uint256 indexed task, uint256 indexed j, string openingCID, uint64 challengeWindowEnd);
+
+    /// @notice `requester` asked the provider to open interval `k`, which its batch's sample left unopened,
+    /// escrowing the challenger bond (protocol section 8.3).
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @param requester Who asked.
+    /// @param openBy End of the provider's window to open it.
+    event OpeningRequested(uint256 indexed task, uint256 indexed k, address indexed requester, uint64 openBy);
+
+    /// @notice Requested interval `k` was opened (its digests are in the IntervalOpened event before this one);
+    /// its challenge window runs until `challengeWindowEnd`.
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @param openingCID IPFS CID of the opening manifest naming the interval's evidence.
+    /// @param challengeWindowEnd When its challenge window closes.
+    event RequestOpened(uint256 indexed task, uint256 indexed k, string openingCID, uint64 challengeWindowEnd);
+
+    /// @notice A request's bond was paid out: refunded to its requester (the task did not finalize), or
+    /// split as a sound challenge bond, the provider's share first (the task finalized: the opening stood).
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @param requester Who asked.
+    /// @param refunded Whether the bond went back to the requester.
+    event RequestSettled(uint256 indexed task, uint256 indexed k, address indexed requester, bool refunded);
 
     /// @notice A watcher committed a challenge against the task, escrowing the challenger bond.
     /// @param task The task id.
@@ -316,6 +352,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param shares Payout shares of section 4.2; each triple sums to 10000.
     /// @param minBonds The smallest provider, challenger and owner bonds a task may carry (protocol 4.2).
     /// @param maxNoDecisions Counted no-decisions on one interval that stall its task, 1 .. 255.
+    /// @param maxRequestsPerBatch Targeted openings a batch may have, 0 .. 255 (0: none).
     /// @param adjudicator The dispute court; it must already name this contract as its task contract
     /// (deploy it first, at this contract's predicted address).
     constructor(
@@ -324,6 +361,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         Shares memory shares,
         MinBonds memory minBonds,
         uint8 maxNoDecisions,
+        uint8 maxRequestsPerBatch,
         IAdjudicator adjudicator
     ) {
         if (maxNoDecisions == 0) revert InvalidParameter("maxNoDecisions", maxNoDecisions);
@@ -340,6 +378,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         MIN_CHALLENGER_BOND = minBonds.challenger;
         MIN_OWNER_BOND = minBonds.owner;
         MAX_NO_DECISIONS = maxNoDecisions;
+        MAX_REQUESTS_PER_BATCH = maxRequestsPerBatch;
         _FAULTY_LEAD_BPS = shares.faultyLeadBps;
         _FAULTY_PANEL_BPS = shares.faultyPanelBps;
         _SOUND_PROVIDER_BPS = shares.soundProviderBps;
@@ -509,12 +548,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         // faulty slashes itself through a sock-puppet keeper (who gets KEEPER_BPS), mooting the verdict;
         // pending commits count too, or the sock-puppet front-runs the first reveal.
         _requireNoChallenge(task, t);
-        t.status = TaskStatus.Slashed;
-        uint256 bond = t.terms.providerBond;
-        uint256 keeperShare = (bond * KEEPER_BPS) / BPS;
-        emit TaskSlashed(task, j, msg.sender, 0);
-        _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + bond - keeperShare);
-        _credit(msg.sender, task, keeperShare);
+        _slashUnopened(task, t, j);
     }
 
     /// @notice After the deadline, end a task whose batches are not all committed: the owner is
@@ -541,6 +575,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         Task storage t = _requireStatus(task, TaskStatus.Committed);
         // INVARIANT: every batch's sample was opened (so every batch had its challenge window).
         if (t.openedBatches != t.batchCount) revert BatchesNotOpened(task, t.openedBatches, t.batchCount);
+        // INVARIANT: every targeted opening was opened (one left unopened is slashed instead).
+        if (t.unopenedRequests != 0) revert RequestsNotOpened(task, t.unopenedRequests);
         // INVARIANT: watchers keep every challenge window whole.
         if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
         // INVARIANT: every challenge made in a window is revealed (or expired) and decided first.
@@ -562,6 +598,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         Task storage t = _requireActive(task);
         if (!t.stalled) revert TaskNotStalled(task);
         if (t.drawnBatches != t.openedBatches) revert BatchesNotOpened(task, t.openedBatches, t.drawnBatches);
+        if (t.unopenedRequests != 0) revert RequestsNotOpened(task, t.unopenedRequests);
         // INVARIANT: a challenge that can still find the task faulty decides first, as before finalize:
         // every window closed, nothing pending, no dispute open.
         if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
@@ -569,6 +606,107 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         t.status = TaskStatus.Undecided;
         emit TaskUndecided(task, msg.sender);
         _burn(task, t.terms.reward + t.terms.providerBond + t.terms.ownerBond);
+    }
+
+    // --- targeted openings (protocol section 8.3) ---------------------------------------------
+
+    /// @notice Ask the provider to open interval `k`, which its batch's sample left unopened, while the
+    /// batch's challenge window is open, escrowing exactly the challenger bond. The provider must open it
+    /// (openRequested) within the opening window, or anyone may slash the task (slashUnopenedRequest); once
+    /// opened it is challengeable like a sampled interval, for one challenge window. The bond is refunded
+    /// unless the task finalizes, in which case it is split as a sound challenge's bond (the provider's share
+    /// pays for the trouble): settleRequest.
+    /// @param task The task id.
+    /// @param k The interval: in an opened batch, not opened yet, not requested before.
+    function requestOpening(uint256 task, uint256 k) external payable {
+        Task storage t = _requireActive(task);
+        uint256 m = t.terms.intervalsPerBatch;
+        uint256 j = k / m;
+        Batch storage b = _requireBatchStatus(task, j, BatchStatus.Opened);
+        // INVARIANT: a request comes while the batch can be challenged, so the provider still holds its files.
+        if (!_before(b.windowEnd)) revert BatchWindowClosed(task, j, b.windowEnd);
+        // INVARIANT: only an interval of the task nobody opened: not sampled, not requested before.
+        if (k % m >= _batchSize(t, j) || (b.openedBitmap >> (k % m)) & 1 != 0) revert NotRequestable(task, k);
+        OpeningRequest storage r = _requests[task][k];
+        if (r.status != RequestStatus.None) revert NotRequestable(task, k);
+        // INVARIANT: a requester adds at most MAX_REQUESTS_PER_BATCH openings to a batch.
+        if (b.requestCount >= MAX_REQUESTS_PER_BATCH) revert TooManyRequests(task, j, MAX_REQUESTS_PER_BATCH);
+        if (msg.value != t.terms.challengerBond) revert WrongBond(t.terms.challengerBond, msg.value);
+        // INVARIANT: a requester wants k found faulty, as a challenger does: it never judges the task.
+        if (!ADJUDICATOR.mayChallenge(task, msg.sender)) revert PanelistCannotChallenge(task, msg.sender);
+        if (_firstCommit[task][msg.sender] == 0) _firstCommit[task][msg.sender] = block.number;
+        b.requestCount += 1;
+        r.requester = msg.sender;
+        // A place in the commit order, as a commit's: the requester's later challenge of k leads from here.
+        r.seq = ++commitCount;
+        r.openBy = _now() + t.terms.windows.openingWindow;
+        r.status = RequestStatus.Pending;
+        t.unopenedRequests += 1;
+        t.heldBonds += uint128(msg.value);
+        emit OpeningRequested(task, k, msg.sender, r.openBy);
+    }
+
+    /// @notice Open a requested interval: prove its start and end digests against the committed roots
+    /// before the request's window closes. Starts the interval's challenge window.
+    /// @param task The task id.
+    /// @param openingCID IPFS CID of the opening manifest naming the interval's evidence (emitted, not stored).
+    /// @param o The opening of the requested interval `o.k`.
+    function openRequested(uint256 task, string calldata openingCID, Opening calldata o) external {
+        Task storage t = _requireActive(task);
+        _requireProvider(task, t);
+        OpeningRequest storage r = _requests[task][o.k];
+        if (r.status != RequestStatus.Pending) revert NoRequest(task, o.k);
+        // INVARIANT: an opening comes before its window closes; afterwards the task can only be slashed.
+        if (!_before(r.openBy)) revert RequestWindow(task, o.k, r.openBy);
+        _proveDigests(task, t, o);
+        uint256 m = t.terms.intervalsPerBatch;
+        _batches[task][o.k / m].openedBitmap |= 1 << (o.k % m);
+        r.openedAt = _now();
+        r.status = RequestStatus.Opened;
+        t.unopenedRequests -= 1;
+        uint64 end = _now() + t.terms.windows.challengeWindow;
+        if (end > t.challengeEnd) t.challengeEnd = end;
+        emit RequestOpened(task, o.k, openingCID, end);
+    }
+
+    /// @notice Slash a task whose requested interval `k` was not opened in time, as for an unopened batch:
+    /// the owner is credited reward, its own bond and the provider bond minus KEEPER_BPS of it, which the
+    /// caller is credited; the requester is credited its bond back.
+    /// @param task The task id.
+    /// @param k The requested interval.
+    function slashUnopenedRequest(uint256 task, uint256 k) external {
+        Task storage t = _requireActive(task);
+        OpeningRequest storage r = _requests[task][k];
+        if (r.status != RequestStatus.Pending) revert NoRequest(task, k);
+        // INVARIANT: the provider keeps its whole window to open.
+        if (_before(r.openBy)) revert RequestWindow(task, k, r.openBy);
+        // INVARIANT: a challenge decides first (the sock-puppet keeper of slashUnopened).
+        _requireNoChallenge(task, t);
+        r.status = RequestStatus.Settled;
+        emit RequestSettled(task, k, r.requester, true);
+        _releaseBond(task, t, r.requester, t.terms.challengerBond);
+        _slashUnopened(task, t, k / t.terms.intervalsPerBatch);
+    }
+
+    /// @notice Pay out a request's bond once its task has ended: to the requester if the task did not
+    /// finalize; split as a sound challenge's bond (provider, then burned) if it did. Anyone may call it.
+    /// @param task The task id.
+    /// @param k The requested interval.
+    function settleRequest(uint256 task, uint256 k) external {
+        Task storage t = _tasks[task];
+        OpeningRequest storage r = _requests[task][k];
+        if (r.status != RequestStatus.Pending && r.status != RequestStatus.Opened) revert NoRequest(task, k);
+        // INVARIANT: whether the opening stood is known only once the task has ended.
+        if (_isActive(t)) revert WrongTaskStatus(task, t.status);
+        bool refunded = t.status != TaskStatus.Finalized;
+        r.status = RequestStatus.Settled;
+        emit RequestSettled(task, k, r.requester, refunded);
+        if (refunded) {
+            _releaseBond(task, t, r.requester, t.terms.challengerBond);
+        } else {
+            t.heldBonds -= uint128(t.terms.challengerBond);
+            _paySound(task, t, 1, new address[](0));
+        }
     }
 
     // --- challenges and disputes ---------------------------------------------------------------
@@ -627,7 +765,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         // A uint8, not the enum, so an unknown reason gets this error rather than a bare ABI revert.
         if (reason == uint8(Reason.None) || reason > uint8(Reason.Unavailable)) revert InvalidReason(reason);
         t.pendingCommits -= 1;
-        if (!_isLive(t, c.seq)) {
+        uint64 seq = _leadSeqOf(task, k, c.seq);
+        if (!_isLive(t, seq)) {
             c.status = CommitStatus.Settled;
             _releaseBond(task, t, msg.sender, t.terms.challengerBond);
         } else {
@@ -639,7 +778,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
                 t.heldBonds -= uint128(t.terms.challengerBond);
                 _paySound(task, t, 1, new address[](0));
             } else {
-                dispute = _join(task, t, iv, k, c, Reason(reason));
+                dispute = _join(task, t, iv, k, c, seq, Reason(reason));
             }
         }
         emit ChallengeRevealed(task, commitment, msg.sender, k, Reason(reason), reportCID, dispute);
@@ -772,6 +911,14 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         return _opened[task][k];
     }
 
+    /// @notice A targeted opening of interval `k` (status None: never requested).
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @return The request.
+    function getRequest(uint256 task, uint256 k) external view returns (OpeningRequest memory) {
+        return _requests[task][k];
+    }
+
     /// @notice A challenge commit (status None: this sender never committed this commitment).
     /// @param challenger Who committed.
     /// @param commitment The commitment.
@@ -814,8 +961,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         uint256 m = _tasks[task].terms.intervalsPerBatch;
         if (m == 0) return 0;
         Batch storage b = _batches[task][k / m];
-        if (b.status != BatchStatus.Opened) return 0;
-        return _windowEnd(b, _opened[task][k]);
+        if (b.status != BatchStatus.Opened || (b.openedBitmap >> (k % m)) & 1 == 0) return 0;
+        (, uint64 firstEnd) = _firstWindow(task, _tasks[task], k, b);
+        return _windowEnd(firstEnd, _opened[task][k]);
     }
 
     // --- internal ------------------------------------------------------------------------------
@@ -861,22 +1009,45 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     ) internal view returns (OpenedInterval storage iv) {
         uint256 m = t.terms.intervalsPerBatch;
         Batch storage b = _batches[task][k / m];
-        if (b.status != BatchStatus.Opened || (b.sampledBitmap >> (k % m)) & 1 == 0) {
+        // Sampled intervals of an opened batch, and requested ones once opened.
+        if (b.status != BatchStatus.Opened || (b.openedBitmap >> (k % m)) & 1 == 0) {
             revert IntervalNotOpened(task, k);
         }
         iv = _opened[task][k];
         // INVARIANT: the challenge was committed while this very interval's window was open:
-        // [openedAt_j, end_k), where end_k moves later each time a dispute of k ends undecided, less the
-        // gap before a reopening that came after the window had closed.
-        if (at < b.openedAt) revert IntervalWindowNotOpen(task, k, b.openedAt);
-        uint64 end = _windowEnd(b, iv);
-        bool inGap = iv.reopenedAt != 0 && at >= b.windowEnd && at < iv.reopenedAt;
+        // [start_k, end_k), from its opening (its batch's, or its request's), where end_k moves later each
+        // time a dispute of k ends undecided, less the gap before a reopening that came after it had closed.
+        (uint64 start, uint64 firstEnd) = _firstWindow(task, t, k, b);
+        if (at < start) revert IntervalWindowNotOpen(task, k, start);
+        uint64 end = _windowEnd(firstEnd, iv);
+        bool inGap = iv.reopenedAt != 0 && at >= firstEnd && at < iv.reopenedAt;
         if (at >= end || inGap) revert IntervalWindowClosed(task, k, end);
     }
 
-    /// @dev End of an opened interval's challenge window: its batch's, or its reopened one.
-    function _windowEnd(Batch storage b, OpenedInterval storage iv) internal view returns (uint64) {
-        return iv.windowEnd > b.windowEnd ? iv.windowEnd : b.windowEnd;
+    /// @dev An opened interval's first challenge window: its batch's, or one challenge window from its
+    /// opening if it was requested.
+    function _firstWindow(
+        uint256 task,
+        Task storage t,
+        uint256 k,
+        Batch storage b
+    ) internal view returns (uint64 start, uint64 end) {
+        uint64 requestOpenedAt = _requests[task][k].openedAt;
+        if (requestOpenedAt == 0) return (b.openedAt, b.windowEnd);
+        return (requestOpenedAt, requestOpenedAt + t.terms.windows.challengeWindow);
+    }
+
+    /// @dev End of an opened interval's challenge window: its first one's, or its reopened one.
+    function _windowEnd(uint64 firstEnd, OpenedInterval storage iv) internal view returns (uint64) {
+        return iv.windowEnd > firstEnd ? iv.windowEnd : firstEnd;
+    }
+
+    /// @dev The place in the lead order of a reveal of k by the caller whose commit has sequence number
+    /// `commitSeq`: the earlier of it and the caller's request of k, if it asked for k's opening. A copier who
+    /// learns k from the request, and commits the moment k is opened, never leads its requester.
+    function _leadSeqOf(uint256 task, uint256 k, uint64 commitSeq) internal view returns (uint64) {
+        OpeningRequest storage r = _requests[task][k];
+        return r.requester == msg.sender && r.seq < commitSeq ? r.seq : commitSeq;
     }
 
     /// @dev The revealed commit `c` joins k's open dispute, opening one if there is none; the commit of k
@@ -887,6 +1058,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         OpenedInterval storage iv,
         uint256 k,
         ChallengeCommit storage c,
+        uint64 seq,
         Reason reason
     ) internal returns (uint256 dispute) {
         dispute = iv.dispute;
@@ -902,9 +1074,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         }
         // INVARIANT: the earliest commit of k ever revealed leads, whoever revealed first and in whichever of
         // k's disputes: a no-decision cannot hand the lead to a later commit.
-        if (iv.leadSeq == 0 || c.seq < iv.leadSeq) {
+        if (iv.leadSeq == 0 || seq < iv.leadSeq) {
             iv.lead = msg.sender;
-            iv.leadSeq = c.seq;
+            iv.leadSeq = seq;
         }
         _disputes[dispute].joined += 1;
         c.status = CommitStatus.Joined;
@@ -991,7 +1163,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// (most of the last round's panel revealed) brings k closer to stalling its task.
     function _reopenWindow(uint256 task, Task storage t, OpenedInterval storage iv, uint256 k, bool counted) internal {
         uint64 end = _now() + t.terms.windows.challengeWindow;
-        uint64 openUntil = _windowEnd(_batches[task][k / t.terms.intervalsPerBatch], iv);
+        (, uint64 firstEnd) = _firstWindow(task, t, k, _batches[task][k / t.terms.intervalsPerBatch]);
+        uint64 openUntil = _windowEnd(firstEnd, iv);
         // A window still open is extended; a closed one reopens from now, so a commit made while it was
         // closed stays outside it.
         if (!_before(openUntil)) iv.reopenedAt = _now();
@@ -1004,6 +1177,17 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             t.stalled = true;
             emit TaskStalledAt(task, k);
         }
+    }
+
+    /// @dev Slash for an opening not made in time (batch `j`, or a requested interval of it): the owner is
+    /// credited reward, its bond and the provider bond less the keeper's share, the caller that share.
+    function _slashUnopened(uint256 task, Task storage t, uint256 j) internal {
+        t.status = TaskStatus.Slashed;
+        uint256 bond = t.terms.providerBond;
+        uint256 keeperShare = (bond * KEEPER_BPS) / BPS;
+        emit TaskSlashed(task, j, msg.sender, 0);
+        _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + bond - keeperShare);
+        _credit(msg.sender, task, keeperShare);
     }
 
     /// @dev A triple of shares covers the whole.
@@ -1074,7 +1258,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     }
 
     /// @dev Part of postTask's storage writes, in a frame of its own: postTask's parameters leave no stack
-    /// for them (no via-IR).
+    /// for them in the legacy pipeline.
     function _storeTerms(
         uint256 task,
         bytes32 specHash,
@@ -1118,6 +1302,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         uint256 bit = 1 << (o.k - first);
         if (b.sampledBitmap & bit == 0) revert IntervalNotSampled(task, o.k);
         if (opened & bit != 0) revert DuplicateOpening(task, o.k);
+        _proveDigests(task, t, o);
+        return opened | bit;
+    }
+
+    /// @dev Checks an opening's end digest (and its start digest, unless k = 0) against the committed roots
+    /// and emits them.
+    function _proveDigests(uint256 task, Task storage t, Opening calldata o) internal {
         _verifyLeaf(task, t, o.k, o.endStep, o.endDigest, o.endProof);
         bytes32 start = t.terms.initDigest;
         if (o.k > 0) {
@@ -1125,7 +1316,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             start = o.startDigest;
         }
         emit IntervalOpened(task, o.k, start, o.endDigest);
-        return opened | bit;
     }
 
     /// @dev Batch `j` is fully opened: start its challenge window.

@@ -129,6 +129,9 @@ struct Task {
     // are still judged; `releaseLeadShare` pays the share once none is left.
     address waitingLead;
     uint64 waitingLeadSeq;
+    // Targeted openings requested and not opened yet; finalize and settleUndecided wait for them (an
+    // unopened one past its window is slashed like an unopened batch).
+    uint32 unopenedRequests;
 }
 
 /// @notice One batch of a task.
@@ -151,6 +154,35 @@ struct Batch {
     uint16 sampleCount;
     // Where the batch is in its lifecycle.
     BatchStatus status;
+    // Targeted openings requested of its unsampled intervals (at most MAX_REQUESTS_PER_BATCH).
+    uint8 requestCount;
+}
+
+/// @notice Where a targeted opening (requestOpening) is in its life.
+enum RequestStatus {
+    // Never requested.
+    None,
+    // Requested with a bond: the provider must open the interval before `openBy`.
+    Pending,
+    // Opened: the interval is challengeable like a sampled one, from `openedAt` for one challenge window.
+    Opened,
+    // The bond was paid out: refunded, or the provider's share paid once the task finalized.
+    Settled
+}
+
+/// @notice A targeted opening of an interval the sample left unopened (protocol section 8.3).
+struct OpeningRequest {
+    // Who asked, and escrowed the challenger bond.
+    address requester;
+    // End of the provider's window to open it.
+    uint64 openBy;
+    // When it was opened (0 until then): its challenge window starts here.
+    uint64 openedAt;
+    // Its place in the commit order (a number taken from commitCount): the requester's own reveal of a
+    // challenge of the interval leads from here.
+    uint64 seq;
+    // Where it is in its life.
+    RequestStatus status;
 }
 
 /// @notice What the provider proves for one sampled interval k in openBatch (protocol 4.1).

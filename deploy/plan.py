@@ -38,6 +38,9 @@ MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND, MIN_OWNER_BOND)
 # Counted no-decisions (most of the last round's panel revealed, still no majority) on one interval that
 # stall its task: it can then only end Undecided (everything burned) or Slashed.
 MAX_NO_DECISIONS = 3
+# Targeted openings (protocol 8.3) a batch may have: a watcher's layer one asks for the intervals it finds
+# most anomalous; each request makes the provider open one more interval, so a few per batch.
+MAX_REQUESTS_PER_BATCH = 4
 
 HOUR = 3600
 DEVNET_CHAIN_ID = 31337
@@ -95,20 +98,17 @@ def plan(deployer: Deployer) -> None:
     # KEEPER_BPS: 10% of the provider bond pays whoever slashes a batch left unopened.
     tasks_at = deployer.recorded_address("TrainingTasks")
     committee_at = deployer.recorded_address("AuditCommittee")
+    tasks_args = (randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, MAX_REQUESTS_PER_BATCH)
     pair_unchanged = (
         tasks_at is not None
         and committee_at is not None
         and deployer.unchanged("AuditCommittee", tasks_at, randomness, committee_params)
-        and deployer.unchanged(
-            "TrainingTasks", randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee_at
-        )
+        and deployer.unchanged("TrainingTasks", *tasks_args, committee_at)
     )
     if not pair_unchanged:
         tasks_at = deployer.next_address(offset=1)  # the transaction after the committee's
     committee = deployer.deploy("AuditCommittee", tasks_at, randomness, committee_params)
-    tasks = deployer.deploy(
-        "TrainingTasks", randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, committee.address
-    )
+    tasks = deployer.deploy("TrainingTasks", *tasks_args, committee.address)
     assert tasks.address == tasks_at, "the task contract landed away from its committee's address"
 
 

@@ -487,9 +487,13 @@ def _number_or_text(value: str) -> float | str:
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the first spec's claims (the others' go in run-2, run-3, ... inside it).")  # fmt: skip
+@click.option("--reference", "reference_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the first spec's reference run (the statistics of every step its honest claims "
+              "trained) here, for your watchers' layer one (`watcher run --reference`). Keep it private: a "
+              "published reference is a template for forged statistics.")  # fmt: skip
 def calibrate_cmd(
     spec_paths: tuple[Path, ...], profiles: str, claim_profile: str, intervals: int, spread: bool, rel_tail: float,
-    alpha: float, floor_ulps: float, out_path: Path, work_dir: Path | None,
+    alpha: float, floor_ulps: float, out_path: Path, work_dir: Path | None, reference_path: Path | None,
 ) -> None:  # fmt: skip
     """Measure honest drift across execution profiles and write the boundary profile JSON."""
     import tempfile
@@ -524,6 +528,12 @@ def calibrate_cmd(
             floor_ulps=floor_ulps,
             on_replay=lambda k, name: status.update(f"calibrating: replayed interval {k} under {name}"),
         )
+        if reference_path is not None:
+            from ovig_node.verify.statistics_judge import Reference
+
+            reference = Reference.from_claims(claims, prepared.spec)
+            write_atomic(reference_path, reference.to_json())
+            console.print(f"reference run: the statistics of {reference.steps} steps written to {reference_path}")
     write_atomic(out_path, boundary.model_dump_json(indent=2))
     table = Table(
         title=f"boundary of {', '.join(map(str, spec_paths))} (alpha {alpha:g}, floor {floor_ulps:g} ulps, "
@@ -658,6 +668,10 @@ def verify_cmd(
               help="Instead: honest runs only (no attacks, no run on other hardware); for each family of execution "
               "profiles (thread split, micro-batches, accumulation, each kind of kernel), calibrate without it and "
               "judge under it. Writes families.json and families.md.")  # fmt: skip
+@click.option("--layer-one", "layer_one", is_flag=True,
+              help="Instead: the statistics judge (layer one) alone: each attack's score against the owner's "
+              "reference run on other hardware, the honest run's, ROC area and F1 per attack. Writes "
+              "layer_one.json and layer_one.md.")  # fmt: skip
 @click.option("--exact", is_flag=True,
               help="Evaluate exact mode: the task's spec gets numerics (threshold measured under the calibration "
               "profiles), every verdict is a bit-for-bit replay; the boundary-aware attacker aims at the boundary "
@@ -673,7 +687,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
              calibration_profiles: str | None,
              only: str | None, extra: tuple[str, ...],
              alpha: float, floor_ulps: float, batch_size: int, other_hardware: bool, families: bool,
-             exact: bool, config: dict[str, Any], warmup_steps: int | None, out_dir: Path,
+             layer_one: bool, exact: bool, config: dict[str, Any], warmup_steps: int | None, out_dir: Path,
              work_dir: Path | None) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
@@ -727,6 +741,9 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
     if families:
         _families(settings, out_dir)
         return
+    if layer_one:
+        _layer_one(settings, out_dir)
+        return
     with contextlib.ExitStack() as stack:
         work = work_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         results = evaluate(settings, work, log=stack.enter_context(_progress(units(settings))))
@@ -744,18 +761,35 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
 
 def _families(settings: Any, out_dir: Path) -> None:
     """``ovig eval --leave-one-family-out``: every family of execution profiles held out in turn."""
+    from ovig_node.verify import families
+
+    _side_evaluation(out_dir, "families", families.units(settings), families.markdown,
+                     lambda tmp, log: families.evaluate_families(settings, tmp, log=log))  # fmt: skip
+
+
+def _layer_one(settings: Any, out_dir: Path) -> None:
+    """``ovig eval --layer-one``: the statistics judge alone."""
+    from ovig_node.verify import layer_one_eval
+
+    _side_evaluation(out_dir, "layer_one", layer_one_eval.units(settings), layer_one_eval.markdown,
+                     lambda tmp, log: layer_one_eval.evaluate_layer_one(settings, tmp, log=log))  # fmt: skip
+
+
+def _side_evaluation(
+    out_dir: Path, name: str, units: int, markdown: Callable[[Any], str], run: Callable[[Path, Any], Any]
+) -> None:
+    """Run an evaluation other than the main one in a temporary folder, with progress; write NAME.json and
+    NAME.md to ``out_dir`` and print the table."""
     import json
     import tempfile
 
-    from ovig_node.verify import families
-
-    with tempfile.TemporaryDirectory() as tmp, _progress(families.units(settings)) as log:
-        summary = families.evaluate_families(settings, Path(tmp), log=log)
-    (out_dir / "families.json").write_text(json.dumps(summary, indent=2, default=float) + "\n")
-    table = families.markdown(summary)
-    (out_dir / "families.md").write_text(table)
+    with tempfile.TemporaryDirectory() as tmp, _progress(units) as log:
+        result = run(Path(tmp), log)
+    (out_dir / f"{name}.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
+    table = markdown(result)
+    (out_dir / f"{name}.md").write_text(table)
     console.print(table)
-    console.print(f"written {out_dir}/families.json, families.md")
+    console.print(f"written {out_dir}/{name}.json, {name}.md")
 
 
 def _positive_ints(text: str, option: str, *, minimum: int = 1) -> list[int]:

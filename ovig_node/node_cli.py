@@ -133,17 +133,41 @@ def watcher() -> None:
 @replay_profile_option
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Parallel replays.")
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
+@click.option(
+    "--reference",
+    "reference_paths",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    multiple=True,
+    help="An owner's reference run (`ovig calibrate --reference`): tasks of its spec are "
+    "screened by their statistics, and their anomalous unopened intervals requested (repeatable).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Layer one's score above which an unopened interval is requested [statistics_judge.THRESHOLD].",
+)
 @connection_options
-def watcher_run(task_ids: tuple[int, ...], profile: str, workers: int, seconds: float | None, **options: Any) -> None:
+def watcher_run(task_ids: tuple[int, ...], profile: str, workers: int, seconds: float | None,
+                reference_paths: tuple[Path, ...], threshold: float | None, **options: Any) -> None:  # fmt: skip
     """Watch until interrupted."""
     import time
 
     from ovig_node.nodes.keeper import Keeper
     from ovig_node.nodes.watcher import WatcherNode
+    from ovig_node.verify.statistics_judge import THRESHOLD, NotAReference, Reference
 
+    references = {}
+    for path in reference_paths:
+        try:
+            reference = Reference.from_json(path.read_bytes())
+        except NotAReference as exc:
+            raise click.BadParameter(f"{path}: {exc}", param_hint="--reference") from None
+        references[reference.training_hash] = reference
     ctx = _open("watcher", options)
     only = frozenset(task_ids) or None
-    node = WatcherNode(ctx, profile_name=profile, only_tasks=only, keeper=Keeper(ctx, only_tasks=only), workers=workers)
+    node = WatcherNode(ctx, profile_name=profile, only_tasks=only, keeper=Keeper(ctx, only_tasks=only), workers=workers,
+                       references=references, threshold=threshold or THRESHOLD)  # fmt: skip
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 

@@ -1,6 +1,6 @@
 """The nodes on a real devnet (anvil + IPFS) with real training: a withholding provider slashed by a
 keeper, an IPFS outage survived, nodes killed at the worst moments and restarted, an exact task judged by
-bytes, a clear RPC error.
+bytes, a fake the sample missed found by its statistics and opened on request, a clear RPC error.
 
 Every node runs its own execution profile, the demo's (``PROFILES``), so each honest interval a watcher
 replays drifts from its claim and passes through the boundary, not by bit-identity. The tests assert
@@ -41,6 +41,7 @@ from ovig_node.training.loop import evidence_path
 from ovig_node.training.statistics import STATISTICS
 from ovig_node.training.taskfiles import attach_boundary, attach_numerics, prepare_task
 from ovig_node.verify.boundary import calibrate, spread_positions
+from ovig_node.verify.statistics_judge import Reference
 from support import EXACT_NUMERICS, deployed_devnet, run_ovig
 
 ETHER = 10**18
@@ -398,6 +399,55 @@ def test_an_exact_task_is_judged_by_bytes_on_chain(system: System) -> None:
     [slash] = events(owner, "TaskSlashed", task=cheated)
     assert owner.protocol.dispute(slash.args["dispute"]).verdict == Verdict.FAULTY
     assert [e.args["k"] for e in events(owner, "ChallengeRevealed", task=cheated)] == [DELIVERABLE]
+
+
+# --- layer one and targeted openings (issue 21) --------------------------------------------------
+
+
+def test_a_fake_the_sample_missed_is_found_by_its_statistics_requested_opened_and_slashed(system: System) -> None:
+    """A provider fakes interval 7 (data perturbation) where sampling cannot see it: at 20% a batch of five
+    intervals samples one, and the last batch's is always the deliverable (protocol 3), so batch 1 opens only
+    interval 9. The watcher holds the owner's reference run (the calibration's honest claims, `ovig calibrate
+    --reference`): the statistics of interval 7 in the batch manifest jump away from it, so it requests 7 and
+    its predecessor 6 with the challenger bond; the provider opens both (or would be slashed); the watcher
+    judges 7 faulty on its replay and challenges it; the panel finds it faulty and the task is slashed, the
+    requester leading. The requests' bonds come back to the watcher once the task has ended."""
+    owner = system.node("owner", 0)
+    prepared = prepare_task("vision", system.folder / "screened", tiny=True, **{**SPEC, "sample_bps": 2000})
+    attach_boundary(prepared.spec_path, system.boundary)  # after calibration, as an owner does: specHash changes
+    reference = Reference.from_claims(system.folder / "calibration", prepared.spec)
+    reference_path = system.folder / "reference.json"
+    reference_path.write_bytes(reference.to_json())
+    faked = 7
+    auditors = [system.start("auditor", i) for i in (4, 5, 6)]
+    watcher = system.start("watcher", 3, "--reference", str(reference_path))
+    trainer = None
+    try:
+        wait_for_auditors(owner)
+        task = post_task(owner, prepared.spec_path, system.boundary, terms(challenge_window=150))
+        trainer = system.start("trainer", 1, "--task", str(task), "--attack", "data_perturbation",
+                               "--attack-intervals", str(faked))  # fmt: skip
+        wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=600, what="the slash")
+        refunds = lambda: [e for e in events(owner, "RequestSettled", task=task) if e.args["refunded"]]  # noqa: E731
+        wait_for(lambda: len(refunds()) == len(events(owner, "OpeningRequested", task=task)), timeout=120,
+                 what="the requests' bonds refunded by a keeper")  # fmt: skip
+    finally:
+        stop(*auditors, watcher, *([trainer] if trainer else []))
+    assert sampled(owner, task) & {5, 6, 7, 8} == set()  # the premise: only sampling's 0..4 picks and 9
+    watcher_address = devnet_account(3).address
+    requests = {int(e.args["k"]): e.args["requester"] for e in events(owner, "OpeningRequested", task=task)}
+    assert {6, 7} <= set(requests) <= {5, 6, 7, 8} and set(requests.values()) == {watcher_address}
+    screened = system.state("watcher", 3)["screened"]
+    assert screened[f"{task}:1"]["requested"][:2] == [faked, faked - 1]  # the highest score first, then before it
+    assert screened[f"{task}:0"]["requested"] == []  # the honest batch: nothing above the threshold
+    assert {int(e.args["k"]) for e in events(owner, "RequestOpened", task=task)} == set(requests)
+    judged = system.state("watcher", 3)["judged"]
+    assert judged[f"{task}:{faked}"]["verdict"] == "faulty" and judged[f"{task}:{faked - 1}"]["verdict"] == "valid"
+    [slash] = events(owner, "TaskSlashed", task=task)
+    assert owner.protocol.dispute(slash.args["dispute"]).verdict == Verdict.FAULTY
+    assert slash.args["by"] == watcher_address
+    assert [e.args["k"] for e in events(owner, "ChallengeRevealed", task=task)] == [faked]
+    assert {int(e.args["k"]) for e in refunds()} == set(requests)
 
 
 def test_an_unreachable_rpc_is_one_clear_line(tmp_path: Path) -> None:

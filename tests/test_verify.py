@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from ovig_node.attacks.base import Attack, AttackError, load_attack
 from ovig_node.attacks.builtin import RowTamper
 from ovig_node.cli import cli
+from ovig_node.protocol.spec import training_hash
 from ovig_node.training.evidence import Evidence, read_evidence, write_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
@@ -27,6 +28,7 @@ from ovig_node.verify.evaluate import AttackCase, EvalSettings, OtherEvaluation,
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import closest_to_limit, replay_and_judge
+from ovig_node.verify.statistics_judge import Reference
 from ovig_node.verify.stats import PERCENTILES, REL_EPS, difference_profiles, percentiles
 from ovig_node.verify.summary import markdown, summarise
 from support import run_ovig
@@ -305,9 +307,14 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
     task: PreparedTask, claims: Path, tmp_path: Path
 ) -> None:
     boundary_file = tmp_path / "boundary.json"
+    reference_file = tmp_path / "reference.json"
     made = run_ovig("calibrate", "--spec", str(task.spec_path), "--intervals", "3", "--out", str(boundary_file),
-                    "--work", str(claims))  # fmt: skip
+                    "--work", str(claims), "--reference", str(reference_file))  # fmt: skip
     assert made.returncode == 0, made.stderr
+    # The reference run for layer one: the calibration claims' statistics, named by the training hash.
+    reference = Reference.from_json(reference_file.read_bytes())
+    assert reference.training_hash == training_hash(task.spec).hex() and reference.steps >= 5 * task.spec.stride
+    assert reference.values["loss"].tolist() == Reference.from_claims(claims, task.spec).values["loss"].tolist()
     written = BoundaryProfile.model_validate_json(boundary_file.read_text())
     assert written.profiles == DEFAULT_PROFILES and written.positions == [0, 2, 4] and written.floor_ulps == 4.0
 

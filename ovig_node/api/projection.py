@@ -45,6 +45,7 @@ class Projection:
             "ChallengeExpired": self._challenge_expired,
             "DisputeSettled": self._dispute_settled,
             "IntervalWindowReopened": self._window_reopened,
+            "RequestOpened": lambda e, a: self._interval_window(e, a, int(a["challengeWindowEnd"])),
             "BondClaimed": lambda e, a: self._update(
                 "challenges", {"status": "claimed"}, challenger=a["challenger"], commitment=a["commitment"]
             ),
@@ -177,7 +178,10 @@ class Projection:
         self._task(task, e)
 
     def _window_reopened(self, e: Event, a: Args) -> None:
-        end = int(a["windowEnd"])
+        self._interval_window(e, a, int(a["windowEnd"]))
+
+    def _interval_window(self, e: Event, a: Args, end: int) -> None:
+        """Interval k's own challenge window: reopened after a no-decision, or opened on request."""
         self._update("openings", {"extended_until": end}, task=a["task"], k=a["k"])
         self._extend_challenge_end(a["task"], end)
         self._task(a["task"], e)

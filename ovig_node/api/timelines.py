@@ -27,6 +27,9 @@ KINDS: dict[str, m.TimelineKind] = {
     "SeedDrawn": K.SEED,
     "IntervalOpened": K.OPENING,
     "BatchOpened": K.OPENING,
+    "OpeningRequested": K.OPENING,
+    "RequestOpened": K.OPENING,
+    "RequestSettled": K.PAYOUT,
     "ChallengeCommitted": K.CHALLENGE,
     "ChallengeRevealed": K.CHALLENGE,
     "ChallengeExpired": K.CHALLENGE,
@@ -105,7 +108,7 @@ def _windows(db: sqlite3.Connection, task: int) -> list[tuple[int, str]]:
     for o in db.execute(
         "SELECT k, extended_until FROM openings WHERE task = ? AND extended_until IS NOT NULL", (task,)
     ):
-        windows.append((o["extended_until"], f"interval {o['k']}: reopened challenge window"))
+        windows.append((o["extended_until"], f"interval {o['k']}: its own challenge window"))
     for c in db.execute("SELECT reveal_by FROM challenges WHERE task = ? AND status = 'pending'", (task,)):
         windows.append((c["reveal_by"], "challenge reveal window"))
     for r in db.execute("SELECT r.* FROM rounds r JOIN disputes d ON d.dispute = r.dispute WHERE d.task = ?", (task,)):

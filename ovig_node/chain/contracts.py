@@ -71,6 +71,15 @@ class CommitStatus(IntEnum):
     EXPIRED = 4
 
 
+class RequestStatus(IntEnum):
+    """A targeted opening's (protocol 8.3)."""
+
+    NONE = 0
+    PENDING = 1  # the provider must open it before openBy
+    OPENED = 2  # challengeable for one challenge window from openedAt
+    SETTLED = 3  # its bond paid out (refunded, or split as a sound bond once the task finalized)
+
+
 @dataclass(frozen=True)
 class Protocol:
     """TrainingTasks and AuditCommittee at their deployed addresses, and the randomness backend they share."""

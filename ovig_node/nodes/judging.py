@@ -57,7 +57,7 @@ class Opened:
     k: int
     start_digest: str  # sha256 hex of E_{k-1} (the initial checkpoint for k = 0)
     end_digest: str  # sha256 hex of E_k
-    opening_cid: str | None  # the batch's opening manifest (None until the whole batch is opened)
+    opening_cid: str | None  # its opening manifest: its request's, or its batch's (None until opened)
     manifest_cid: str | None = None  # the batch manifest commitBatch named, and its root (None: not indexed)
     batch_root: bytes | None = None
 
@@ -69,10 +69,12 @@ def opened_interval(ctx: NodeContext, task: int, k: int, per_batch: int) -> Open
     proven = ctx.scanner.events("IntervalOpened", task=task, k=k)
     if not proven:
         return None
-    batch = ctx.scanner.events("BatchOpened", task=task, j=k // per_batch)
+    # A requested interval (protocol 8.3) has an opening manifest of its own; a sampled one, its batch's.
+    opening = ctx.scanner.events("RequestOpened", task=task, k=k) or ctx.scanner.events("BatchOpened", task=task,
+                                                                                      j=k // per_batch)  # fmt: skip
     committed = ctx.scanner.events("BatchCommitted", task=task, j=k // per_batch)
     start, end = (str(proven[-1].args[name]).removeprefix("0x") for name in ("startDigest", "endDigest"))
-    return Opened(k, start, end, str(batch[-1].args["openingCID"]) if batch else None,
+    return Opened(k, start, end, str(opening[-1].args["openingCID"]) if opening else None,
                   str(committed[-1].args["manifestCID"]) if committed else None,
                   bytes.fromhex(str(committed[-1].args["root"]).removeprefix("0x")) if committed else None)  # fmt: skip
 

@@ -1,7 +1,8 @@
 """Keeper duties (protocol 4.1, 4.2): the transitions anyone may call once they are due.
 
 Every node runs a Keeper between its own work, so no clock of the protocol depends on one party:
-``drawSeed``, ``slashUnopened``, ``finalize``, ``abandon``, ``settleUndecided``, ``expireChallenge``,
+``drawSeed``, ``slashUnopened``, ``slashUnopenedRequest`` and ``settleRequest`` (targeted openings),
+``finalize``, ``abandon``, ``settleUndecided``, ``expireChallenge``,
 ``claimBond``, ``releaseLeadShare`` (a slash's lead share, once no earlier challenge can take it),
 ``drawPanel`` (a panel may take several calls), ``rearm`` (a draw that can no longer complete) and
 ``resolve``; and ``submitRound``: a draw whose drand round is not on-chain yet waits for someone to submit
@@ -16,14 +17,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, TaskStatus, Verdict
+from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, RequestStatus, TaskStatus, Verdict
 from ovig_node.chain.randomness import for_contract
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 from ovig_node.protocol.panel import TRIES_PER_SEAT, panel_size
 
-DUTIES = ("submitRound", "drawSeed", "slashUnopened", "finalize", "abandon", "settleUndecided", "expireChallenge",
-          "claimBond", "releaseLeadShare", "drawPanel", "rearm", "resolve")  # fmt: skip
+DUTIES = ("submitRound", "drawSeed", "slashUnopened", "slashUnopenedRequest", "settleRequest", "finalize", "abandon",
+          "settleUndecided", "expireChallenge", "claimBond", "releaseLeadShare", "drawPanel", "rearm",
+          "resolve")  # fmt: skip
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
 
 
@@ -44,6 +46,7 @@ class Keeper:
         for task in self._tasks():
             done += self._task_duties(task, head)
         done += self._commit_duties(head)
+        done += self._request_duties(head)
         for dispute in self._disputes():
             done += self._dispute_duties(dispute, head)
         return done
@@ -99,11 +102,18 @@ class Keeper:
             elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet:
                 done += self._act("slashUnopened", f"slashUnopened:{task}:{j}", tasks.functions.slashUnopened(task, j),
                                   f"slashed task {task}: batch {j} was not opened in time")  # fmt: skip
-        if t.stalled and quiet and now >= t.challengeEnd and t.drawnBatches == t.openedBatches:
+        opened = t.unopenedRequests == 0  # a request left unopened is slashed (below), never finalized
+        if t.stalled and quiet and now >= t.challengeEnd and t.drawnBatches == t.openedBatches and opened:
             # An interval reached maxNoDecisions counted no-decisions: the task can only end Undecided.
             done += self._act("settleUndecided", f"settleUndecided:{task}", tasks.functions.settleUndecided(task),
                               f"task {task} ended Undecided: reward and bonds burned")  # fmt: skip
-        elif t.status == TaskStatus.COMMITTED and t.openedBatches == t.batchCount and now >= t.challengeEnd and quiet:
+        elif (
+            t.status == TaskStatus.COMMITTED
+            and t.openedBatches == t.batchCount
+            and now >= t.challengeEnd
+            and quiet
+            and opened
+        ):
             done += self._act("finalize", f"finalize:{task}", tasks.functions.finalize(task),
                               f"finalized task {task}")  # fmt: skip
         if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet and not t.stalled:
@@ -136,6 +146,30 @@ class Keeper:
                 fn = tasks.functions.expireChallenge(task, challenger, raw)
                 done += self._act("expireChallenge", f"expire:{key}", fn,
                                   f"expired an unrevealed challenge of task {task}")  # fmt: skip
+        return done
+
+    def _request_duties(self, head: Any) -> list[str]:
+        """Targeted openings: slash a task whose request was not opened in time; pay a request's bond out once
+        its task has ended."""
+        tasks = self.ctx.protocol.tasks
+        done = []
+        for event in self.ctx.scanner.events("OpeningRequested"):
+            task, k = int(event.args["task"]), int(event.args["k"])
+            if ("request", f"{task}:{k}") in self._done or not self._watched(task):
+                continue
+            r = self.ctx.protocol.view(tasks, "getRequest", task, k)
+            if r.status in (RequestStatus.NONE, RequestStatus.SETTLED):
+                self._done.add(("request", f"{task}:{k}"))
+                continue
+            t = self.ctx.protocol.task(task)
+            if t.status not in LIVE:
+                done += self._act("settleRequest", f"settleRequest:{task}:{k}", tasks.functions.settleRequest(task, k),
+                                  f"paid out the bond of the request to open interval {k} of task {task}")  # fmt: skip
+            elif (r.status == RequestStatus.PENDING and int(head["timestamp"]) >= r.openBy
+                  and t.pendingCommits == 0 and t.openDisputes == 0):  # fmt: skip
+                fn = tasks.functions.slashUnopenedRequest(task, k)
+                done += self._act("slashUnopenedRequest", f"slashUnopenedRequest:{task}:{k}", fn,
+                                  f"slashed task {task}: requested interval {k} was not opened in time")  # fmt: skip
         return done
 
     def _dispute_duties(self, dispute: int, head: Any) -> list[str]:

@@ -32,6 +32,12 @@ def describe(event: Event, names: dict[str, str]) -> str | None:
         "BatchCommitted": lambda: f"task {a['task']} batch {a['j']} committed (root {a['root'][:12]}…)",
         "SeedDrawn": lambda: f"task {a['task']} batch {a['j']} sampled: positions {_bits(a['sampledBitmap'])}",
         "BatchOpened": lambda: f"task {a['task']} batch {a['j']} opened; challenge window open",
+        "OpeningRequested": lambda: f"task {a['task']}: {who(a['requester'])} asks interval {a['k']} opened (bonded)",
+        "RequestOpened": lambda: f"task {a['task']} interval {a['k']} opened on request; its challenge window open",
+        "RequestSettled": lambda: (
+            f"task {a['task']}: the request of interval {a['k']} settled, its bond "
+            + ("refunded" if a["refunded"] else "paid to the provider")
+        ),
         "ChallengeCommitted": lambda: f"task {a['task']}: {who(a['challenger'])} committed a challenge (bonded)",
         "ChallengeRevealed": lambda: (
             f"task {a['task']}: {who(a['challenger'])} challenges interval {a['k']} "

@@ -7,6 +7,7 @@ transaction goes through the journal (never sent twice), pins are idempotent.
     Posted     preflight (spec and terms agree; replay interval 0; windows fit) -> acceptTask
     Accepted   train in a background thread; commit each batch once its evidence is complete
     Drawn      pin the sample's start and end evidence and an opening manifest -> openBatch
+    Requested  a watcher asked for an unsampled interval (protocol 8.3): pin it likewise -> openRequested
     ended      delete evidence the retention rule lets go; withdraw credits
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ovig_node.attacks import Attack
-from ovig_node.chain.contracts import BatchStatus, TaskStatus
+from ovig_node.chain.contracts import BatchStatus, RequestStatus, TaskStatus
 from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256
 from ovig_node.nodes.context import NodeContext
@@ -99,6 +100,7 @@ class TrainerNode:
             self._train_in_background()
             self._commit_ready_batches(t)
             self._open_drawn_batches(t)
+            self._open_requested()
         elif t.status in ENDED:
             self._finish(TaskStatus(t.status))
         return TaskStatus(t.status)
@@ -230,6 +232,22 @@ class TrainerNode:
             self.ctx.client.transact(f"open:{self.task}:{j}", tasks.functions.openBatch(self.task, j, cid, openings))
             self.ctx.say(f"opened batch {j} of task {self.task}: intervals {list(sampled)}")
 
+    def _open_requested(self) -> None:
+        """Open every interval a watcher requested (an unopened request slashes the task as an unopened batch
+        would), each with an opening manifest of its own."""
+        tasks = self.ctx.protocol.tasks
+        self.ctx.scanner.poll()
+        for event in self.ctx.scanner.events("OpeningRequested", task=self.task):
+            k = int(event.args["k"])
+            if self.ctx.protocol.view(tasks, "getRequest", self.task, k).status != RequestStatus.PENDING:
+                continue
+            files = self._pin_files([k])
+            manifest = {"version": 1, "task": self.task, "requested": k, "files": files}
+            cid = self.ctx.ipfs.add_bytes(json.dumps(manifest, sort_keys=True).encode(), name="opening.json").cid
+            fn = tasks.functions.openRequested(self.task, cid, self._opening(k))
+            self.ctx.client.transact(f"openRequested:{self.task}:{k}", fn)
+            self.ctx.say(f"opened interval {k} of task {self.task}, as {event.args['requester'][:10]} requested")
+
     def _pin_files(self, sampled: list[int]) -> dict[str, str]:
         """Pins E_k and E_{k-1} of every sampled k (and the deliverable once trained): digest -> CID."""
         layout = self._task_files().prepared.spec.layout
@@ -275,13 +293,15 @@ class TrainerNode:
         self.state.set("finished", True)
 
     def _delete_unneeded_evidence(self) -> None:
-        """Retention (protocol 2.4) once the task has ended: keep the sampled intervals' start and end
-        evidence and the deliverable; drop the rest."""
+        """Retention (protocol 2.4) once the task has ended: keep the start and end evidence of the intervals
+        opened (sampled or requested) and the deliverable; drop the rest."""
         layout = self._task_files().prepared.spec.layout
         keep = {layout.intervals - 1}
+        opened = [int(e.args["k"]) for e in self.ctx.scanner.events("RequestOpened", task=self.task)]
         for j in range(layout.batches):
-            for k in self.ctx.protocol.sampled(self.task, j):
-                keep |= {k, k - 1}
+            opened += self.ctx.protocol.sampled(self.task, j)
+        for k in opened:
+            keep |= {k, k - 1}
         for k in range(layout.intervals):
             path = evidence_path(self.folder, k)
             if k not in keep and path.is_file():

@@ -1,6 +1,10 @@
-"""The watcher node: replay every opened, sampled interval and challenge the ones outside the boundary.
+"""The watcher node: replay every opened interval and challenge the ones outside the boundary.
 
-It follows BatchOpened events (all tasks, or those given), judges each sampled interval once (the
+Given the owner's reference run of a task (its statistics of every step), it first screens each opened batch
+(layer one, :mod:`ovig_node.nodes.screening`): intervals the sample left unopened whose claimed statistics
+jump away from the reference are requested (``requestOpening``), and judged like sampled ones once opened.
+
+It follows BatchOpened and RequestOpened events (all tasks, or those given), judges each opened interval once (the
 verdict and report CID are persisted), and challenges a faulty one with commit-reveal: the salt is
 persisted before the commit is sent, so a restarted watcher still reveals. A faulty interval is
 challenged even when someone else disputes it already: the reveal joins that dispute, and the earliest
@@ -35,6 +39,9 @@ from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.nodes.screening import screen_batch
+from ovig_node.protocol.spec import training_hash
+from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 from ovig_node.verify.stats import warm_up
 
 
@@ -46,6 +53,9 @@ class WatcherNode:
     keeper: Keeper | None = None
     poll_seconds: float = 1.0
     workers: int = 1  # intervals replayed in parallel
+    # The owners' reference runs by spec hash (hex): tasks of these specs are screened by layer one.
+    references: dict[str, Reference] = field(default_factory=dict)
+    threshold: float = THRESHOLD  # layer one's score above which an unopened interval is requested
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
 
     @functools.cached_property
@@ -63,20 +73,52 @@ class WatcherNode:
 
     def step(self) -> None:
         self.ctx.scanner.poll()
+        self._screen()  # first: requests must come while the batch's challenge window is open
         for (task, k, _), judgement in self._judge(self._due()):
             if self._record(task, k, judgement):
                 self._drive_challenges()  # at once: the challenge window is running
         self._drive_challenges()
         withdraw_credits(self.ctx, self.state)
 
+    # --- layer one ---------------------------------------------------------------------------
+
+    def _screen(self) -> None:
+        """Screen every opened batch of a task this watcher has the reference of, once."""
+        if not self.references:
+            return
+        screened = self.state.get("screened", {})
+        for event in self.ctx.scanner.events("BatchOpened"):
+            task, j = int(event.args["task"]), int(event.args["j"])
+            if f"{task}:{j}" in screened or (self.only_tasks is not None and task not in self.only_tasks):
+                continue
+            if not self.isolation.ready(_key(task)) or not self._live(task):
+                continue
+            fetched = self.isolation.call(_key(task), functools.partial(self._fetch, task))
+            reference = None if fetched is None else self.references.get(training_hash(fetched.prepared.spec).hex())
+            if reference is None:
+                continue
+            call = functools.partial(screen_batch, self.ctx, fetched, j, reference, threshold=self.threshold)
+            if (screening := self.isolation.call(_key(task), call)) is not None:
+                screened[f"{task}:{j}"] = {"requested": screening.requested,
+                                           "scores": {str(k): v for k, v in screening.scores.items()}}  # fmt: skip
+                self.state.set("screened", screened)
+
+    def _fetch(self, task: int) -> FetchedTask:
+        if task not in self._fetched:  # the owner's files: a refusal leaves the whole task alone
+            self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
+        return self._fetched[task]
+
+    def _live(self, task: int) -> bool:
+        return self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+
     # --- judging -------------------------------------------------------------------------------
 
     def _due(self) -> list[tuple[int, int, Opened]]:
-        """Sampled intervals of opened batches not judged yet, whose window closes first first."""
+        """Opened intervals (sampled, or requested) not judged yet, whose window closes first first."""
         judged = self.state.get("judged", {})
         due: list[tuple[int, int, int, Opened]] = []
         live: dict[int, bool] = {}  # one status read per task per pass, not one per opened batch
-        for event in self.ctx.scanner.events("BatchOpened"):
+        for event in [*self.ctx.scanner.events("BatchOpened"), *self.ctx.scanner.events("RequestOpened")]:
             task = int(event.args["task"])
             if (self.only_tasks is not None and task not in self.only_tasks) or not self.isolation.ready(_key(task)):
                 continue
@@ -84,22 +126,22 @@ class WatcherNode:
         return [(task, k, opening) for _, task, k, opening in sorted(due)]
 
     def _due_in(self, event: Any, judged: dict[str, Any], live: dict[int, bool]) -> list[tuple[int, int, int, Opened]]:
-        """(window end, task, k, its opening) of the batch of ``event`` still to judge."""
-        task, j = int(event.args["task"]), int(event.args["j"])
+        """(window end, task, k, its opening) of what ``event`` opened (a batch's sample, or one requested
+        interval) still to judge."""
+        task = int(event.args["task"])
         if task not in live:
-            live[task] = self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+            live[task] = self._live(task)
         if not live[task]:
             return []
         due = []
-        for k in self.ctx.protocol.sampled(task, j):
+        requested = event.name == "RequestOpened"
+        for k in [int(event.args["k"])] if requested else self.ctx.protocol.sampled(task, int(event.args["j"])):
             if f"{task}:{k}" in judged or not self.isolation.ready(_key(task, int(k))):
                 continue  # judged before (no need to read its on-chain state again), or waiting out a backoff
             iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
             if iv.sound:
                 continue
-            if task not in self._fetched:  # the owner's files: a refusal leaves the whole task alone
-                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
-            opened = opened_interval(self.ctx, task, int(k), self._fetched[task].prepared.spec.intervals_per_batch)
+            opened = opened_interval(self.ctx, task, int(k), self._fetch(task).prepared.spec.intervals_per_batch)
             if opened is None:  # BatchOpened is indexed, so each of its IntervalOpened events is too
                 raise IndexBehind(f"task {task} interval {k}: its IntervalOpened is not indexed")
             due.append((int(event.args["challengeWindowEnd"]), task, int(k), opened))

@@ -51,6 +51,11 @@ def encode_stats(stats: dict[str, list[float]]) -> dict[str, str]:
     return {name: base64.b64encode(np.asarray(stats[name], dtype="<f4").tobytes()).decode() for name in STATISTICS}
 
 
+def decode_stats(stats: dict[str, str]) -> dict[str, list[float]]:
+    """A checked row's statistics (name -> base64) as values."""
+    return {name: np.frombuffer(base64.b64decode(stats[name]), dtype="<f4").tolist() for name in STATISTICS}
+
+
 def manifest_limit(layout: Layout, intervals_per_batch: int) -> int:
     """The most bytes an honest batch manifest of ``layout`` can have (base64 of a stride of float32 values
     per statistic, per row)."""

@@ -180,6 +180,13 @@ def spec_hash(document: dict[str, Any]) -> bytes:
     return keccak(canonical_bytes(document))
 
 
+def training_hash(spec: TaskSpec) -> bytes:
+    """The hash of what the spec trains: its ``specHash`` with the boundary left out. A boundary is attached
+    after calibration (which changes ``specHash``), while the reference run calibration writes is of the
+    training alone; a watcher matches references to tasks by this hash."""
+    return spec_hash({k: v for k, v in spec.document().items() if k != "boundary"})
+
+
 def parse_spec(data: bytes | str) -> tuple[TaskSpec, bytes]:
     """Validate a spec document; return it and its ``specHash``. Raises SpecError naming the field."""
     try:

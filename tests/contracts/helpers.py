@@ -28,6 +28,7 @@ KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened bat
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 MIN_BONDS = (10**17, 10**16, 10**16)  # provider, challenger, owner: the smallest bonds a task may carry
 MAX_NO_DECISIONS = 2  # counted no-decisions on one interval that stall its task
+MAX_REQUESTS_PER_BATCH = 2  # targeted openings a batch may have
 
 # Constructor parameters of AuditCommittee (CommitteeParams, in field order).
 COMMITTEE: dict[str, int] = {
@@ -117,7 +118,14 @@ def deploy_pair(project: Any, owner: Any, randomness: Any = None, **committee: i
     tasks_at = create_address(owner.address, owner.nonce + 1)
     court = owner.deploy(project.AuditCommittee, tasks_at, randomness, tuple({**COMMITTEE, **committee}.values()))
     tasks = owner.deploy(
-        project.TrainingTasks, randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, court.address
+        project.TrainingTasks,
+        randomness,
+        KEEPER_BPS,
+        SHARES,
+        MIN_BONDS,
+        MAX_NO_DECISIONS,
+        MAX_REQUESTS_PER_BATCH,
+        court.address,
     )
     assert tasks.address == tasks_at
     return court, tasks

@@ -27,6 +27,7 @@ from helpers import (
     COMMITTEE,
     KEEPER_BPS,
     MAX_NO_DECISIONS,
+    MAX_REQUESTS_PER_BATCH,
     MIN_BONDS,
     SEED_DELAY,
     SHARES,
@@ -84,7 +85,7 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
         committee = deploy(rpc, deployer, *artifact("AuditCommittee"), tasks_at, randomness.address,
                            tuple(COMMITTEE.values()))  # fmt: skip
         tasks = deploy(rpc, deployer, *artifact("TrainingTasks"), randomness.address, KEEPER_BPS, SHARES, MIN_BONDS,
-                       MAX_NO_DECISIONS, committee.address)  # fmt: skip
+                       MAX_NO_DECISIONS, MAX_REQUESTS_PER_BATCH, committee.address)  # fmt: skip
         assert tasks.address == tasks_at.lower()
         cast = Cast.of(accounts)
         errors = {**tasks.errors, **committee.errors}

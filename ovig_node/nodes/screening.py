@@ -1,0 +1,74 @@
+"""Layer one on the chain (protocol 8.2 and 8.3): score a just-opened batch's unopened intervals by their
+statistics and ask the provider to open the most anomalous ones.
+
+When batch j is opened, its challenge window runs; within it anyone may ``requestOpening`` (with the challenger
+bond) an interval the sample left unopened, up to MAX_REQUESTS_PER_BATCH per batch. The watcher scores every
+interval of batches 0..j from their batch manifests (each checked whole against its batch's on-chain root, as
+:mod:`ovig_node.nodes.judging` does) against the owner's reference run
+(:mod:`ovig_node.verify.statistics_judge`), and requests those above the threshold. A requested interval, once
+opened, is judged and challenged like a sampled one. A manifest that cannot be fetched or checked leaves its
+rows unscored: the sampled openings' judgement names that fault.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ovig_node.chain.contracts import RequestStatus
+from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.fetching import FetchedTask
+from ovig_node.protocol.manifest import ManifestError, decode_stats, manifest_limit, parse_batch_manifest
+from ovig_node.storage.errors import IpfsError, IpfsUnavailable
+from ovig_node.verify.statistics_judge import Reference, scores, to_request
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What layer one made of batch j: every scored interval's score, and what was requested."""
+
+    scores: dict[int, float]
+    requested: list[int]
+
+
+def screen_batch(
+    ctx: NodeContext, fetched: FetchedTask, j: int, reference: Reference, *, threshold: float
+) -> Screening:
+    """Score batch j's intervals (and the earlier batches', their baseline) and request the anomalous unopened
+    ones the batch still has room for. IpfsUnavailable (our own node down) propagates: try again later."""
+    task, layout = fetched.task, fetched.prepared.spec.layout
+    claimed = {}
+    for i in range(j + 1):
+        claimed.update(_manifest_stats(ctx, fetched, i))
+    scored = scores(claimed, reference, layout)
+    tasks = ctx.protocol.tasks
+    batch = ctx.protocol.batch(task, j)
+    first = j * layout.intervals_per_batch
+    candidates = [k for k in layout.batch_intervals(j) if not (int(batch.openedBitmap) >> (k - first)) & 1
+                  and ctx.protocol.view(tasks, "getRequest", task, k).status == RequestStatus.NONE]  # fmt: skip
+    room = int(tasks.functions.MAX_REQUESTS_PER_BATCH().call()) - int(batch.requestCount)
+    picked = to_request({k: scored[k] for k in layout.batch_intervals(j) if k in scored}, candidates, room,
+                        threshold)  # fmt: skip
+    bond = fetched.terms.challengerBond
+    for k in picked:
+        ctx.client.transact(f"request:{task}:{k}", tasks.functions.requestOpening(task, k), value=bond)
+        ctx.say(f"task {task} interval {k}: its statistics score {scored.get(k, 0.0):.3g} (threshold {threshold:g}): "
+                f"requested its opening (bond {bond / 1e18:g} ETH)", style="magenta")  # fmt: skip
+    return Screening(scored, picked)
+
+
+def _manifest_stats(ctx: NodeContext, fetched: FetchedTask, j: int) -> dict[int, dict[str, list[float]]]:
+    """Batch j's claimed statistics by interval, from its manifest checked against the on-chain root ({} if the
+    manifest cannot be fetched or is not the one the root allows)."""
+    layout = fetched.prepared.spec.layout
+    committed = ctx.scanner.events("BatchCommitted", task=fetched.task, j=j)
+    if not committed:
+        return {}
+    cid, root = str(committed[-1].args["manifestCID"]), bytes.fromhex(str(committed[-1].args["root"])[2:])
+    try:
+        raw = ctx.ipfs.cat_bytes(cid, max_bytes=manifest_limit(layout, layout.intervals_per_batch))
+        rows = parse_batch_manifest(raw, task=fetched.task, j=j, layout=layout, root=root)
+    except IpfsUnavailable:
+        raise
+    except (IpfsError, ManifestError):
+        return {}
+    return {k: decode_stats(row.stats) for k, row in rows.items()}
