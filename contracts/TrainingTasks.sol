@@ -164,6 +164,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     mapping(uint256 dispute => DisputeRecord) private _disputes;
     mapping(uint256 task => mapping(address account => uint256 blockNumber)) private _firstCommit;
     mapping(uint256 task => mapping(uint256 k => OpeningRequest)) private _requests;
+    mapping(uint256 task => mapping(uint256 j => mapping(address requester => uint8 count))) private _requestsBy;
+    mapping(uint256 task => mapping(address requester => uint64 seq)) private _firstRequestSeq;
 
     /// @notice A task was posted; `terms.reward` is escrowed.
     /// @param task The new task's id.
@@ -548,7 +550,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         // faulty slashes itself through a sock-puppet keeper (who gets KEEPER_BPS), mooting the verdict;
         // pending commits count too, or the sock-puppet front-runs the first reveal.
         _requireNoChallenge(task, t);
-        _slashUnopened(task, t, j);
+        _slashUnopened(task, t, j, msg.sender);
     }
 
     /// @notice After the deadline, end a task whose batches are not all committed: the owner is
@@ -629,16 +631,21 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (k % m >= _batchSize(t, j) || (b.openedBitmap >> (k % m)) & 1 != 0) revert NotRequestable(task, k);
         OpeningRequest storage r = _requests[task][k];
         if (r.status != RequestStatus.None) revert NotRequestable(task, k);
-        // INVARIANT: a requester adds at most MAX_REQUESTS_PER_BATCH openings to a batch.
-        if (b.requestCount >= MAX_REQUESTS_PER_BATCH) revert TooManyRequests(task, j, MAX_REQUESTS_PER_BATCH);
+        // INVARIANT: each requester adds at most MAX_REQUESTS_PER_BATCH openings to a batch. Per requester, not
+        // per batch: a provider's sock-puppets filling a batch's room would keep everyone else from asking.
+        if (_requestsBy[task][j][msg.sender] >= MAX_REQUESTS_PER_BATCH) {
+            revert TooManyRequests(task, j, MAX_REQUESTS_PER_BATCH);
+        }
         if (msg.value != t.terms.challengerBond) revert WrongBond(t.terms.challengerBond, msg.value);
         // INVARIANT: a requester wants k found faulty, as a challenger does: it never judges the task.
         if (!ADJUDICATOR.mayChallenge(task, msg.sender)) revert PanelistCannotChallenge(task, msg.sender);
         if (_firstCommit[task][msg.sender] == 0) _firstCommit[task][msg.sender] = block.number;
         b.requestCount += 1;
+        _requestsBy[task][j][msg.sender] += 1;
         r.requester = msg.sender;
         // A place in the commit order, as a commit's: the requester's later challenge of k leads from here.
         r.seq = ++commitCount;
+        if (_firstRequestSeq[task][msg.sender] == 0) _firstRequestSeq[task][msg.sender] = r.seq;
         r.openBy = _now() + t.terms.windows.openingWindow;
         r.status = RequestStatus.Pending;
         t.unopenedRequests += 1;
@@ -685,7 +692,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         r.status = RequestStatus.Settled;
         emit RequestSettled(task, k, r.requester, true);
         _releaseBond(task, t, r.requester, t.terms.challengerBond);
-        _slashUnopened(task, t, k / t.terms.intervalsPerBatch);
+        // The requester found what the provider would not open: the keeper's share is its, whoever calls.
+        _slashUnopened(task, t, k / t.terms.intervalsPerBatch, r.requester);
     }
 
     /// @notice Pay out a request's bond once its task has ended: to the requester if the task did not
@@ -765,7 +773,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         // A uint8, not the enum, so an unknown reason gets this error rather than a bare ABI revert.
         if (reason == uint8(Reason.None) || reason > uint8(Reason.Unavailable)) revert InvalidReason(reason);
         t.pendingCommits -= 1;
-        uint64 seq = _leadSeqOf(task, k, c.seq);
+        uint64 seq = _leadSeqOf(task, k, c);
         if (!_isLive(t, seq)) {
             c.status = CommitStatus.Settled;
             _releaseBond(task, t, msg.sender, t.terms.challengerBond);
@@ -792,7 +800,11 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     function expireChallenge(uint256 task, address challenger, bytes32 commitment) external {
         ChallengeCommit storage c = _requirePending(task, challenger, commitment);
         Task storage t = _tasks[task];
-        bool moot = !_isLive(t, c.seq);
+        // The commit hides k, so a requester's commit may lead from its first request's place (_leadSeqOf):
+        // it is moot only if that place is not live either, or a slash's waiting lead share could be released
+        // past a commit that would take it.
+        uint64 requested = _firstRequestSeq[task][challenger];
+        bool moot = !_isLive(t, requested != 0 && requested < c.seq ? requested : c.seq);
         uint64 revealBy = uint64(c.committedAt) + t.terms.windows.challengeRevealWindow;
         // INVARIANT: the challenger keeps its whole reveal window.
         if (!moot && _before(revealBy)) revert RevealWindowOpen(commitment, revealBy);
@@ -917,6 +929,24 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @return The request.
     function getRequest(uint256 task, uint256 k) external view returns (OpeningRequest memory) {
         return _requests[task][k];
+    }
+
+    /// @notice How many openings `requester` has asked of batch `j` (at most MAX_REQUESTS_PER_BATCH).
+    /// @param task The task id.
+    /// @param j The batch.
+    /// @param requester Who asked.
+    /// @return The count.
+    function requestsBy(uint256 task, uint256 j, address requester) external view returns (uint256) {
+        return _requestsBy[task][j][requester];
+    }
+
+    /// @notice The commit-order place of `requester`'s first request on the task (0: none); expireChallenge
+    /// judges a pending commit of it moot from the earlier of this and the commit's own.
+    /// @param task The task id.
+    /// @param requester Who asked.
+    /// @return The sequence number.
+    function firstRequestSeq(uint256 task, address requester) external view returns (uint64) {
+        return _firstRequestSeq[task][requester];
     }
 
     /// @notice A challenge commit (status None: this sender never committed this commitment).
@@ -1045,9 +1075,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @dev The place in the lead order of a reveal of k by the caller whose commit has sequence number
     /// `commitSeq`: the earlier of it and the caller's request of k, if it asked for k's opening. A copier who
     /// learns k from the request, and commits the moment k is opened, never leads its requester.
-    function _leadSeqOf(uint256 task, uint256 k, uint64 commitSeq) internal view returns (uint64) {
+    function _leadSeqOf(uint256 task, uint256 k, ChallengeCommit storage c) internal view returns (uint64) {
         OpeningRequest storage r = _requests[task][k];
-        return r.requester == msg.sender && r.seq < commitSeq ? r.seq : commitSeq;
+        uint64 revealed = _opened[task][k].firstRevealCount;
+        // INVARIANT: the requester's place holds only for a commit it made before anyone revealed against k:
+        // a requester who waits to see another's replay and then commits does not take its lead.
+        bool before = revealed == 0 || c.seq <= revealed;
+        return r.requester == msg.sender && r.seq < c.seq && before ? r.seq : c.seq;
     }
 
     /// @dev The revealed commit `c` joins k's open dispute, opening one if there is none; the commit of k
@@ -1078,6 +1112,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             iv.lead = msg.sender;
             iv.leadSeq = seq;
         }
+        if (iv.firstRevealCount == 0) iv.firstRevealCount = commitCount;
         _disputes[dispute].joined += 1;
         c.status = CommitStatus.Joined;
         c.dispute = uint64(dispute);
@@ -1181,13 +1216,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
 
     /// @dev Slash for an opening not made in time (batch `j`, or a requested interval of it): the owner is
     /// credited reward, its bond and the provider bond less the keeper's share, the caller that share.
-    function _slashUnopened(uint256 task, Task storage t, uint256 j) internal {
+    function _slashUnopened(uint256 task, Task storage t, uint256 j, address keeper) internal {
         t.status = TaskStatus.Slashed;
         uint256 bond = t.terms.providerBond;
         uint256 keeperShare = (bond * KEEPER_BPS) / BPS;
-        emit TaskSlashed(task, j, msg.sender, 0);
+        emit TaskSlashed(task, j, keeper, 0);
         _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + bond - keeperShare);
-        _credit(msg.sender, task, keeperShare);
+        _credit(keeper, task, keeperShare);
     }
 
     /// @dev A triple of shares covers the whole.

@@ -142,7 +142,10 @@ class Keeper:
             if c.status != CommitStatus.PENDING:
                 self._done.add(("commit", key))
                 continue
-            if _moot(self.ctx.protocol.task(task), c.seq) or int(head["timestamp"]) >= int(event.args["revealBy"]):
+            # A requester's commit may lead from its first request's place, as expireChallenge judges it.
+            requested = int(tasks.functions.firstRequestSeq(task, challenger).call())
+            seq = min(c.seq, requested) if requested else c.seq
+            if _moot(self.ctx.protocol.task(task), seq) or int(head["timestamp"]) >= int(event.args["revealBy"]):
                 fn = tasks.functions.expireChallenge(task, challenger, raw)
                 done += self._act("expireChallenge", f"expire:{key}", fn,
                                   f"expired an unrevealed challenge of task {task}")  # fmt: skip

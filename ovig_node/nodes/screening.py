@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ovig_node.chain.contracts import RequestStatus
+from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
 from ovig_node.protocol.manifest import ManifestError, decode_stats, manifest_limit, parse_batch_manifest
@@ -24,36 +25,56 @@ from ovig_node.verify.statistics_judge import Reference, scores, to_request
 
 @dataclass(frozen=True)
 class Screening:
-    """What layer one made of batch j: every scored interval's score, and what was requested."""
+    """What layer one made of batch j: every scored interval's score, what was requested, and whether the
+    batch's window had closed before it could be screened (nothing to request then)."""
 
     scores: dict[int, float]
     requested: list[int]
+    closed: bool = False
+
+
+# A batch's checked statistics by (task, j): a manifest is fetched and checked against its root once, not at
+# every later batch's screening (each can be tens of MB).
+Checked = dict[tuple[int, int], dict[int, dict[str, list[float]]]]
 
 
 def screen_batch(
-    ctx: NodeContext, fetched: FetchedTask, j: int, reference: Reference, *, threshold: float
+    ctx: NodeContext, fetched: FetchedTask, j: int, reference: Reference, *, threshold: float, checked: Checked
 ) -> Screening:
     """Score batch j's intervals (and the earlier batches', their baseline) and request the anomalous unopened
-    ones the batch still has room for. IpfsUnavailable (our own node down) propagates: try again later."""
+    ones this watcher still has room for in the batch. A request the contract refuses (another asked first,
+    the window closed meanwhile) is skipped. IpfsUnavailable (our own node down) propagates: try again later."""
     task, layout = fetched.task, fetched.prepared.spec.layout
-    claimed = {}
-    for i in range(j + 1):
-        claimed.update(_manifest_stats(ctx, fetched, i))
-    scored = scores(claimed, reference, layout)
     tasks = ctx.protocol.tasks
     batch = ctx.protocol.batch(task, j)
+    if ctx.now() >= int(batch.windowEnd):
+        return Screening({}, [], closed=True)
+    claimed = {}
+    for i in range(j + 1):
+        if (task, i) not in checked:
+            checked[(task, i)] = _manifest_stats(ctx, fetched, i)
+        claimed.update(checked[(task, i)])
+    scored = scores(claimed, reference, layout)
     first = j * layout.intervals_per_batch
     candidates = [k for k in layout.batch_intervals(j) if not (int(batch.openedBitmap) >> (k - first)) & 1
                   and ctx.protocol.view(tasks, "getRequest", task, k).status == RequestStatus.NONE]  # fmt: skip
-    room = int(tasks.functions.MAX_REQUESTS_PER_BATCH().call()) - int(batch.requestCount)
+    room = int(tasks.functions.MAX_REQUESTS_PER_BATCH().call()) - int(
+        tasks.functions.requestsBy(task, j, ctx.address).call()
+    )
     picked = to_request({k: scored[k] for k in layout.batch_intervals(j) if k in scored}, candidates, room,
                         threshold)  # fmt: skip
     bond = fetched.terms.challengerBond
+    requested = []
     for k in picked:
-        ctx.client.transact(f"request:{task}:{k}", tasks.functions.requestOpening(task, k), value=bond)
+        try:
+            ctx.client.transact(f"request:{task}:{k}", tasks.functions.requestOpening(task, k), value=bond)
+        except ContractReverted as exc:
+            ctx.say(f"task {task} interval {k}: the request was refused ({exc}); skipped", style="yellow")
+            continue
+        requested.append(k)
         ctx.say(f"task {task} interval {k}: its statistics score {scored.get(k, 0.0):.3g} (threshold {threshold:g}): "
                 f"requested its opening (bond {bond / 1e18:g} ETH)", style="magenta")  # fmt: skip
-    return Screening(scored, picked)
+    return Screening(scored, requested)
 
 
 def _manifest_stats(ctx: NodeContext, fetched: FetchedTask, j: int) -> dict[int, dict[str, list[float]]]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ovig_node.attacks import Attack
 from ovig_node.chain.contracts import BatchStatus, RequestStatus, TaskStatus
+from ovig_node.chain.reverts import ContractReverted
 from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256
 from ovig_node.nodes.context import NodeContext
@@ -237,15 +238,21 @@ class TrainerNode:
         would), each with an opening manifest of its own."""
         tasks = self.ctx.protocol.tasks
         self.ctx.scanner.poll()
+        now = self.ctx.now()
         for event in self.ctx.scanner.events("OpeningRequested", task=self.task):
             k = int(event.args["k"])
-            if self.ctx.protocol.view(tasks, "getRequest", self.task, k).status != RequestStatus.PENDING:
-                continue
+            r = self.ctx.protocol.view(tasks, "getRequest", self.task, k)
+            if r.status != RequestStatus.PENDING or now >= int(r.openBy):
+                continue  # opened, or too late: the request slashes the task, and nothing here changes that
             files = self._pin_files([k])
             manifest = {"version": 1, "task": self.task, "requested": k, "files": files}
             cid = self.ctx.ipfs.add_bytes(json.dumps(manifest, sort_keys=True).encode(), name="opening.json").cid
             fn = tasks.functions.openRequested(self.task, cid, self._opening(k))
-            self.ctx.client.transact(f"openRequested:{self.task}:{k}", fn)
+            try:
+                self.ctx.client.transact(f"openRequested:{self.task}:{k}", fn)
+            except ContractReverted as exc:  # one refused opening must not keep the others (and keeping) back
+                self.ctx.say(f"task {self.task}: opening requested interval {k} was refused: {exc}", style="red")
+                continue
             self.ctx.say(f"opened interval {k} of task {self.task}, as {event.args['requester'][:10]} requested")
 
     def _pin_files(self, sampled: list[int]) -> dict[str, str]:

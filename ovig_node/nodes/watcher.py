@@ -39,7 +39,7 @@ from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
-from ovig_node.nodes.screening import screen_batch
+from ovig_node.nodes.screening import Checked, screen_batch
 from ovig_node.protocol.spec import training_hash
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 from ovig_node.verify.stats import warm_up
@@ -57,6 +57,7 @@ class WatcherNode:
     references: dict[str, Reference] = field(default_factory=dict)
     threshold: float = THRESHOLD  # layer one's score above which an unopened interval is requested
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
+    _checked: Checked = field(default_factory=dict)  # batch manifests' statistics, checked once (layer one)
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -91,15 +92,17 @@ class WatcherNode:
             task, j = int(event.args["task"]), int(event.args["j"])
             if f"{task}:{j}" in screened or (self.only_tasks is not None and task not in self.only_tasks):
                 continue
-            if not self.isolation.ready(_key(task)) or not self._live(task):
+            key = f"{_key(task)} batch {j} screening"  # its own: a failure here must not stop judging the task
+            if not self.isolation.ready(_key(task)) or not self.isolation.ready(key) or not self._live(task):
                 continue
             fetched = self.isolation.call(_key(task), functools.partial(self._fetch, task))
             reference = None if fetched is None else self.references.get(training_hash(fetched.prepared.spec).hex())
             if reference is None:
                 continue
-            call = functools.partial(screen_batch, self.ctx, fetched, j, reference, threshold=self.threshold)
-            if (screening := self.isolation.call(_key(task), call)) is not None:
-                screened[f"{task}:{j}"] = {"requested": screening.requested,
+            call = functools.partial(screen_batch, self.ctx, fetched, j, reference, threshold=self.threshold,
+                                     checked=self._checked)  # fmt: skip
+            if (screening := self.isolation.call(key, call)) is not None:
+                screened[f"{task}:{j}"] = {"requested": screening.requested, "closed": screening.closed,
                                            "scores": {str(k): v for k, v in screening.scores.items()}}  # fmt: skip
                 self.state.set("screened", screened)
 

@@ -3,11 +3,14 @@ unopened; the provider must open it or be slashed; once opened it is challengeab
 
 The promises tested, against who would break them:
 - the provider: an interval it is asked for and does not open slashes it as an unopened batch would (the
-  requester gets its bond back, the keeper its share); it cannot open it after its window, nor with a wrong
-  digest;
+  requester gets its bond back and the keeper's share); it cannot open it after its window, nor with a wrong
+  digest; its sock-puppets cannot use up a batch's room for requests;
 - the requester: its bond comes back unless the task finalizes; a copier who learns k from the request
-  and commits the moment k opens does not lead the requester's challenge;
-- the owner and provider: requests are bounded per batch, come only while the batch can be challenged,
+  and commits the moment k opens does not lead the requester's challenge, and its pending commit is not
+  expired as moot while its request's place could still take a waiting lead share;
+- the diligent challenger: a requester who commits only after another revealed against k does not take
+  the lead from it;
+- the owner and provider: each requester's requests are bounded per batch, come only while the batch can be challenged,
   never for an opened interval, and a finalized task pays the provider the sound share of each request's bond;
 - everyone: finalize waits for every request to be opened and its window to close; a commit made before a
   requested interval opened cannot be revealed against it.
@@ -37,6 +40,7 @@ from helpers import (
     commit_challenge,
     reveal,
     sampled_intervals,
+    settle,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
@@ -139,23 +143,27 @@ def test_requests_are_refused_for_opened_or_absent_intervals_beyond_the_limit_or
     with ape.reverts(tasks.NotRequestable, task=task, k=free[0]):
         request(tasks, task, free[0], watcher2)  # once
     request(tasks, task, free[1], watcher2)
-    assert tasks.getBatch(task, 0).requestCount == MAX_REQUESTS_PER_BATCH
+    assert tasks.getBatch(task, 0).requestCount == 2
+    assert (tasks.requestsBy(task, 0, watcher), tasks.requestsBy(task, 0, watcher2)) == (1, 1)
     chain.pending_timestamp = tasks.getBatch(task, 1).windowEnd
     k = unsampled(tasks, ev, 1)[0]
     with ape.reverts(tasks.BatchWindowClosed, task=task, j=1, closedAt=tasks.getBatch(task, 1).windowEnd):
         request(tasks, task, k, watcher)
 
 
-def test_at_most_max_requests_per_batch(
-    tasks: Any, opened_task: Callable[..., tuple[int, Evidence]], watcher: Any
+def test_each_requester_asks_at_most_max_requests_per_batch_so_sock_puppets_cannot_fill_it_for_others(
+    tasks: Any, opened_task: Callable[..., tuple[int, Evidence]], watcher: Any, watcher2: Any
 ) -> None:
     task, ev = opened_task(sampleBps=2500)  # one interval of four sampled: three are free
     free = unsampled(tasks, ev, 0)
     assert len(free) == 3
-    for k in free[:MAX_REQUESTS_PER_BATCH]:
-        request(tasks, task, k, watcher)
+    for k in free[:MAX_REQUESTS_PER_BATCH]:  # a provider's sock-puppet asks first, for honest intervals
+        request(tasks, task, k, watcher2)
     with ape.reverts(tasks.TooManyRequests, task=task, j=0, maximum=MAX_REQUESTS_PER_BATCH):
-        request(tasks, task, free[2], watcher)
+        request(tasks, task, free[2], watcher2)
+    request(tasks, task, free[2], watcher)  # the watcher who found the fake still asks for it
+    assert tasks.getRequest(task, free[2]).requester == watcher.address
+    assert tasks.getBatch(task, 0).requestCount == 3
 
 
 def test_a_batch_not_opened_yet_takes_no_request(
@@ -206,15 +214,16 @@ def test_a_request_left_unopened_slashes_the_task_and_refunds_the_requester(
     chain.pending_timestamp = chain.pending_timestamp + DEFAULTS["windows"][2]
     tasks.expireChallenge(task, watcher2.address, pending, sender=keeper)  # never revealed: burned
     tx = tasks.slashUnopenedRequest(task, k, sender=keeper)
+    # The keeper's share is the requester's, whoever calls: a provider's sock-puppet calling at openBy gains nothing.
     assert [(e.task, e.j, e.by, e.dispute) for e in tx.events.filter(tasks.TaskSlashed)] == [
-        (task, k // ev.per_batch, keeper.address, 0)
+        (task, k // ev.per_batch, watcher.address, 0)
     ]
     assert [(e.k, e.refunded) for e in tx.events.filter(tasks.RequestSettled)] == [(k, True)]
     keeper_share = PBOND * KEEPER_BPS // 10_000
     assert tasks.getTask(task).status == SLASHED
-    assert tasks.credits(keeper) == keeper_share
+    assert tasks.credits(keeper) == 0
     assert tasks.credits(owner) == REWARD + OWNER_BOND + PBOND - keeper_share
-    assert tasks.credits(watcher) == CBOND
+    assert tasks.credits(watcher) == CBOND + keeper_share
     assert tasks.getRequest(task, k).status == R_SETTLED
     tasks.settleRequest(task, other, sender=keeper)  # the task did not finalize: refunded
     assert tasks.credits(watcher2) == CBOND
@@ -229,6 +238,7 @@ def test_a_requested_interval_is_challenged_and_its_requester_leads_a_copier_who
     k = unsampled(tasks, ev, 1)[0]
     request(tasks, task, k, watcher)
     early = commit_challenge(tasks, task, k, watcher2, salt=b"\x02" * 32)  # before k is opened
+    chain.pending_timestamp = chain.blocks.head.timestamp + 1  # a later second (the same one is within k's window)
     tasks.openRequested(task, "bafyrequested", ev.opening(k), sender=provider)
     with ape.reverts(tasks.IntervalWindowNotOpen):
         reveal(tasks, task, k, watcher2, salt=b"\x02" * 32)
@@ -266,3 +276,46 @@ def test_a_requested_interval_opened_after_its_batch_s_window_keeps_a_whole_wind
     chain.pending_timestamp = at + CHALLENGE_WINDOW - 1
     commit_challenge(tasks, task, k, watcher)
     assert reveal(tasks, task, k, watcher) != 0  # after the batch's window, within k's own
+
+
+def test_a_requester_who_commits_after_another_revealed_does_not_take_the_lead(
+    tasks: Any, opened: tuple[int, Evidence], watcher: Any, watcher2: Any, provider: Any,
+    panel_of_three: list[Any],
+) -> None:  # fmt: skip
+    task, ev = opened
+    k = unsampled(tasks, ev, 1)[0]
+    request(tasks, task, k, watcher)
+    tasks.openRequested(task, "bafyrequested", ev.opening(k), sender=provider)
+    commit_challenge(tasks, task, k, watcher2)  # the diligent one replays and reveals
+    dispute = reveal(tasks, task, k, watcher2)
+    assert tasks.getOpenedInterval(task, k).firstRevealCount == tasks.commitCount()
+    commit_challenge(tasks, task, k, watcher)  # the requester, having seen that reveal
+    assert reveal(tasks, task, k, watcher) == dispute
+    iv = tasks.getOpenedInterval(task, k)
+    assert (iv.lead, iv.leadSeq) == (watcher2.address, tasks.commitCount() - 1)
+
+
+def test_a_requester_s_pending_commit_is_not_expired_as_moot_while_its_request_could_take_the_lead_share(
+    tasks: Any, committee: Any, opened_task: Callable[..., tuple[int, Evidence]], watcher: Any, watcher2: Any,
+    provider: Any, keeper: Any, panel_of_three: list[Any], draw_panel: Any, vote: Any,
+) -> None:  # fmt: skip
+    # The longest reveal window (MAX_REVEAL_WINDOW): the requester's commit still reveals after the slash.
+    task, ev = opened_task(windows=(3600, 7200, 3600), replaySeconds=30)
+    k = unsampled(tasks, ev, 1)[0]
+    other = sampled_intervals(tasks, task, 1)[0]
+    request(tasks, task, k, watcher)
+    request_seq = tasks.getRequest(task, k).seq
+    assert tasks.firstRequestSeq(task, watcher) == request_seq
+    tasks.openRequested(task, "bafyrequested", ev.opening(k), sender=provider)
+    commit_challenge(tasks, task, other, watcher2)  # another fault, committed after the request
+    dispute = reveal(tasks, task, other, watcher2)
+    vote(dispute, dict.fromkeys(draw_panel(dispute), FAULTY))
+    pending = commit_challenge(tasks, task, k, watcher)  # the requester's replay of k ends during the vote
+    settle(committee, dispute, keeper)  # slashed; the lead's share waits for the pending commit
+    t = tasks.getTask(task)
+    assert t.status == SLASHED and request_seq < t.waitingLeadSeq < tasks.getCommit(watcher, pending).seq
+    reveal_by = tasks.getCommit(watcher, pending).committedAt + 3600
+    with ape.reverts(tasks.RevealWindowOpen, commitment=pending, revealBy=reveal_by):
+        tasks.expireChallenge(task, watcher.address, pending, sender=keeper)  # not moot: it may lead still
+    assert reveal(tasks, task, k, watcher) != 0
+    assert tasks.getOpenedInterval(task, k).leadSeq == request_seq
