@@ -142,8 +142,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     uint256 public immutable MIN_OWNER_BOND;
     /// @notice Counted no-decisions on one interval that stall its task (finalize refused; settleUndecided).
     uint8 public immutable MAX_NO_DECISIONS;
-    /// @notice Targeted openings (requestOpening) a batch may have: each makes the provider open one more
-    /// interval, so a requester can lengthen the provider's work by at most this many openings per batch.
+    /// @notice Targeted openings (requestOpening) one requester may ask of a batch. Per requester, so that
+    /// nobody can fill a batch's room for others; each request costs its own bond (the provider's share of
+    /// it, the rest burned, when the task finalizes), which is what bounds the work of opening them.
     uint8 public immutable MAX_REQUESTS_PER_BATCH;
 
     // Payout shares of section 4.2 (constructor `Shares`), in bps.
@@ -354,7 +355,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param shares Payout shares of section 4.2; each triple sums to 10000.
     /// @param minBonds The smallest provider, challenger and owner bonds a task may carry (protocol 4.2).
     /// @param maxNoDecisions Counted no-decisions on one interval that stall its task, 1 .. 255.
-    /// @param maxRequestsPerBatch Targeted openings a batch may have, 0 .. 255 (0: none).
+    /// @param maxRequestsPerBatch Targeted openings one requester may ask of a batch, 0 .. 255 (0: none).
     /// @param adjudicator The dispute court; it must already name this contract as its task contract
     /// (deploy it first, at this contract's predicted address).
     constructor(
@@ -678,7 +679,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
 
     /// @notice Slash a task whose requested interval `k` was not opened in time, as for an unopened batch:
     /// the owner is credited reward, its own bond and the provider bond minus KEEPER_BPS of it, which the
-    /// caller is credited; the requester is credited its bond back.
+    /// requester is credited (whoever calls), with its bond back.
     /// @param task The task id.
     /// @param k The requested interval.
     function slashUnopenedRequest(uint256 task, uint256 k) external {
@@ -1072,16 +1073,16 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         return iv.windowEnd > firstEnd ? iv.windowEnd : firstEnd;
     }
 
-    /// @dev The place in the lead order of a reveal of k by the caller whose commit has sequence number
-    /// `commitSeq`: the earlier of it and the caller's request of k, if it asked for k's opening. A copier who
-    /// learns k from the request, and commits the moment k is opened, never leads its requester.
+    /// @dev The place in the lead order of a reveal of k by the caller with commit `c`: the request's, if the
+    /// caller asked for k's opening and committed within k's first challenge window; else the commit's own. A
+    /// copier who learns k from the request, or the provider's sock-puppet revealing the moment k is opened,
+    /// never leads the requester, who must replay k before it commits.
     function _leadSeqOf(uint256 task, uint256 k, ChallengeCommit storage c) internal view returns (uint64) {
         OpeningRequest storage r = _requests[task][k];
-        uint64 revealed = _opened[task][k].firstRevealCount;
-        // INVARIANT: the requester's place holds only for a commit it made before anyone revealed against k:
-        // a requester who waits to see another's replay and then commits does not take its lead.
-        bool before = revealed == 0 || c.seq <= revealed;
-        return r.requester == msg.sender && r.seq < c.seq && before ? r.seq : c.seq;
+        // INVARIANT: a time limit, which nobody but the requester moves (a rule keyed to others' reveals would
+        // let the provider's own reveal at the opening take the lead from the requester).
+        bool inFirstWindow = uint64(c.committedAt) < r.openedAt + _tasks[task].terms.windows.challengeWindow;
+        return r.requester == msg.sender && r.seq < c.seq && inFirstWindow ? r.seq : c.seq;
     }
 
     /// @dev The revealed commit `c` joins k's open dispute, opening one if there is none; the commit of k
@@ -1112,7 +1113,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             iv.lead = msg.sender;
             iv.leadSeq = seq;
         }
-        if (iv.firstRevealCount == 0) iv.firstRevealCount = commitCount;
         _disputes[dispute].joined += 1;
         c.status = CommitStatus.Joined;
         c.dispute = uint64(dispute);
@@ -1215,7 +1215,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     }
 
     /// @dev Slash for an opening not made in time (batch `j`, or a requested interval of it): the owner is
-    /// credited reward, its bond and the provider bond less the keeper's share, the caller that share.
+    /// credited reward, its bond and the provider bond less the keeper's share, `keeper` that share.
     function _slashUnopened(uint256 task, Task storage t, uint256 j, address keeper) internal {
         t.status = TaskStatus.Slashed;
         uint256 bond = t.terms.providerBond;

@@ -154,7 +154,7 @@ struct Batch {
     uint16 sampleCount;
     // Where the batch is in its lifecycle.
     BatchStatus status;
-    // Targeted openings requested of its unsampled intervals (at most MAX_REQUESTS_PER_BATCH).
+    // Targeted openings requested of its unsampled intervals (at most MAX_REQUESTS_PER_BATCH per requester).
     uint8 requestCount;
 }
 
@@ -224,9 +224,6 @@ struct OpenedInterval {
     uint8 noDecisions;
     // Set when a dispute found the interval sound: it is final, never challenged again.
     bool sound;
-    // The contract's commit count when k was first revealed against (0: never): a requester of k leads from
-    // its request only with a commit made before then, not with one made after seeing another's reveal.
-    uint64 firstRevealCount;
 }
 
 /// @notice Why a challenger disputes an interval (protocol section 4.1).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -282,8 +283,13 @@ def write_watcher_state(home: Path, honest: int, slashed: int, sampled: dict[int
         f"{honest}:{k}": {"verdict": "valid", "reason": "within_bounds", "report": "QmWatch"} for k in sampled[honest]
     }
     judged[f"{slashed}:{CHALLENGED}"] = {"verdict": "faulty", "reason": "out_of_bounds", "report": "QmChallenge"}
+    # Layer one's scores of the slashed task's first batch (a claimed NaN scores infinite).
+    screened = {f"{slashed}:0": {"requested": [1], "scores": {str(k): score for k, score in LAYER_ONE.items()}}}
     home.mkdir(parents=True, exist_ok=True)
-    (home / "watcher.json").write_text(json.dumps({"judged": judged}))
+    (home / "watcher.json").write_text(json.dumps({"judged": judged, "screened": screened}))
+
+
+LAYER_ONE = {0: 0.0, 1: 7.5, 2: math.inf}
 
 
 @pytest.fixture(scope="module")
@@ -398,6 +404,8 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
     }
     for k in range(K - 1):
         assert intervals[k]["status"] == ("opened" if k in h.sampled[h.slashed] else "committed")
+    expected = {**{k: None for k in range(K)}, **LAYER_ONE, 2: sys.float_info.max}  # JSON has no infinity
+    assert {k: iv["layer_one_score"] for k, iv in intervals.items()} == expected
     assert [iv["status"] for iv in h.get(f"/api/tasks/{h.posted}/intervals")["items"]] == ["pending"] * K
 
     dispute = h.get(f"/api/disputes/{h.dispute}")
@@ -655,6 +663,8 @@ def test_dashboard_shows_the_slashed_task_and_its_dispute(history: History, tmp_
             legend = page.locator("#legend [data-legend='faulty']").evaluate("c => getComputedStyle(c).backgroundColor")
             assert colour == legend == "rgb(220, 38, 38)"
             assert faulty.get_attribute("data-status") == "faulty"
+            assert page.locator("#intervals [data-k='1']").get_attribute("data-score") == "7.5"
+            assert "layer-one score 7.50" in (page.locator("#intervals [data-k='1']").get_attribute("title") or "")
             shot = tmp_path / "dashboard-task.png"
             page.screenshot(path=str(shot), full_page=True)
             if os.environ.get("OVIG_UPDATE_SCREENSHOT"):  # the README's picture, refreshed on request only

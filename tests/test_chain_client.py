@@ -69,7 +69,8 @@ def tasks(w3: Web3) -> Any:
     code = build.constructor(create_address(deployer.address, nonce + 2), randomness, COMMITTEE).data_in_transaction
     committee = send(w3, deployer, {"data": code})["contractAddress"]
     build = w3.eth.contract(abi=tasks_art.abi, bytecode=tasks_art.bytecode)
-    code = build.constructor(randomness, 1000, SHARES, MIN_BONDS, 2, committee).data_in_transaction
+    # keeper share 10%, at most 2 no-decisions an interval, 4 requests per requester and batch
+    code = build.constructor(randomness, 1000, SHARES, MIN_BONDS, 2, 4, committee).data_in_transaction
     receipt = send(w3, deployer, {"data": code})
     return w3.eth.contract(address=receipt["contractAddress"], abi=tasks_art.abi)
 

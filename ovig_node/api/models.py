@@ -194,6 +194,11 @@ class Interval(BaseModel):
     end_digest: Hash | None
     disputes: list[int]
     watcher: WatcherVerdict | None
+    layer_one_score: float | None = Field(
+        default=None,
+        description="the owner's watcher's layer-one score of its statistics, opened or not (docs/layer-one.md); "
+        "above the watcher's threshold, it asked for the interval's opening",
+    )
 
 
 class Opening(BaseModel):

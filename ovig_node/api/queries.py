@@ -156,7 +156,7 @@ def task_intervals(
         "SELECT * FROM disputes WHERE task = ? AND k BETWEEN ? AND ? ORDER BY dispute", (task, first, last)
     ):
         disputes.setdefault(d["k"], []).append(d)
-    verdicts = watchers.for_task(task)
+    verdicts, scores = watchers.for_task(task), watchers.scores_for_task(task)
     items = []
     for k in range(first, last + 1):
         batch_status, sample = batches.get(k // per_batch, (None, set()))
@@ -179,6 +179,7 @@ def task_intervals(
                 )
                 if watched
                 else None,
+                layer_one_score=scores.get(k),
             )
         )
     return m.Page[m.Interval](total=total, limit=limit, offset=offset, items=items)

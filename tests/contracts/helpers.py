@@ -28,7 +28,7 @@ KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened bat
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 MIN_BONDS = (10**17, 10**16, 10**16)  # provider, challenger, owner: the smallest bonds a task may carry
 MAX_NO_DECISIONS = 2  # counted no-decisions on one interval that stall its task
-MAX_REQUESTS_PER_BATCH = 2  # targeted openings a batch may have
+MAX_REQUESTS_PER_BATCH = 2  # targeted openings each requester may ask of a batch
 
 # Constructor parameters of AuditCommittee (CommitteeParams, in field order).
 COMMITTEE: dict[str, int] = {

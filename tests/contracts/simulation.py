@@ -16,7 +16,9 @@ Agents (each episode draws its mix from the seed):
   may leave a batch unopened, stop committing, challenge their own faked interval (reason 1 or 2, early, late
   or right after the watcher's commit, revealing at once, at the last second or never; a **decoy** challenges
   one faked interval only, so its dispute may end before the watcher's), and run a **sock-puppet keeper**
-  that tries ``slashUnopened`` and ``abandon`` ahead of every reveal;
+  that tries ``slashUnopened`` and ``abandon`` ahead of every reveal; a cheater opens an interval a watcher
+  requested (at some moment or at the last second), or refuses, its sock-puppet then calling
+  ``slashUnopenedRequest`` the moment it may;
 - **owners** post with owner bonds at the minimum or above and declare ``replaySeconds`` of 1 s (false: below
   any honest replay), 600 s or the committee's cap. On chain the declaration moves nothing (the committee's
   windows cover ``maxReplaySeconds`` whatever a task declares), so every property must hold whatever it is;
@@ -25,7 +27,9 @@ Agents (each episode draws its mix from the seed):
 - the **honest watcher** commits a challenge of every faked, opened interval while its window is open (now,
   at some moment, or at its last second), reveals within its reveal window (promptly or at the last second),
   joins disputes others opened, challenges again in a window reopened by a no-decision, and appeals a decided
-  round whose outcome is wrong;
+  round whose outcome is wrong; its layer one flags each faked interval its batch's sample missed with
+  chance 0.8, and it requests those (targeted openings, protocol 8.3) while the batch's window is open, then
+  challenges them once opened (these draws come from a generator of their own);
 - **copiers** mirror every reveal they see (commit after seeing it, then reveal the same k);
 - **blind committers** commit on every sampled interval of a task; some reveal, some never do;
 - **sybil auditors**, at most (P_last - 1) / 2 registered and not leaving at any block, vote against the
@@ -64,8 +68,12 @@ After every episode (each message names the episode's seed), ``check`` asserts:
   task's owner and provider; earlier seats) and the seed from the hash of the round's randomness target,
   the arm block + SEED_DELAY (BlockhashRandomness; the committee's ``panelTarget`` names that block); the
   committee's ``isEligible`` agrees with that history for every occupant;
+- targeted openings: a faked interval opened on request is one more opened faked interval for soundness; the
+  lead of a requester's reveal is its request's place when it committed within k's first challenge window
+  (as ``_leadSeqOf``); an Undecided task's requesters put their request bonds in;
 - no ETH stuck: once the agents stop (at the natural end, or at a random cut-off in some episodes), only
-  calls anyone may make (keeper transitions, and auditors leaving) end every task, commit and dispute;
+  calls anyone may make (keeper transitions, and auditors leaving) end every task, commit, dispute and
+  request;
   everyone withdraws; each contract is left holding its ``burned`` (plus the stakes of auditors that stay).
   One episode in ``REAL_EXITS_EVERY`` exits and withdraws by transactions; the others make each of those
   calls with ``eth_call`` on the final state (each must succeed) and check the balances against the
@@ -96,6 +104,7 @@ from helpers import (
     C_PENDING,
     COMMITTEE,
     FAULTY,
+    MAX_REQUESTS_PER_BATCH,
     MIN_BONDS,
     MOOT,
     NO_DECISION,
@@ -365,6 +374,17 @@ class CommitInfo:
 
 
 @dataclass
+class RequestInfo:
+    """A targeted opening as the simulation saw it asked (its place in the commit order included)."""
+
+    requester: str
+    seq: int
+    open_by: int
+    window_end: int = 0  # its own challenge window's end, once opened
+    settled: bool = False
+
+
+@dataclass
 class Snap:
     """The chain state agents look at, read in one batched round trip."""
 
@@ -423,6 +443,11 @@ class World:
         self.sampled: dict[tuple[int, int], list[int]] = {}  # (task, j) -> sampled intervals
         self.opened_ks: dict[int, list[int]] = {}  # task -> sampled intervals of its opened batches
         self.pending_made: list[CommitInfo] = []  # commits sent, waiting for their ChallengeCommitted
+        # Targeted openings (protocol 8.3): (task, k) -> the request, in the contract's one commit order.
+        self.requests: dict[tuple[int, int], RequestInfo] = {}
+        self.commit_count = 0  # the contract's commitCount: every commit and every request takes the next
+        # Requests decide with a generator of their own, so the rest of a seed's episode draws as it did.
+        self.request_rng = random.Random(f"requests {seed}")
 
     # --- clock and schedule ---------------------------------------------------------------------------
 
@@ -511,7 +536,7 @@ class World:
                 handler(event)
 
     ENDINGS = frozenset({"TaskFinalized", "TaskSlashed", "TaskAbandoned", "TaskCancelled", "DisputeResolved",
-                         "ChallengeExpired", "ChallengeRevealed", "LeadShareReleased"})  # fmt: skip
+                         "ChallengeExpired", "ChallengeRevealed", "LeadShareReleased", "RequestSettled"})  # fmt: skip
 
     def ledger(self, e: Event) -> None:
         who = "tasks" if e.address == self.tasks.address else "committee"
@@ -526,6 +551,17 @@ class World:
             self.pending_made.remove(info)
             info.seq, info.reveal_by = e.args.seq, e.args.revealBy
             self.commits[(e.args.challenger, e.args.commitment)] = info
+            if e.args.seq != self.commit_count + 1:
+                self.fail(f"commit order: commit {e.args.seq} after {self.commit_count}")
+            self.commit_count = e.args.seq
+        elif e.name == "OpeningRequested":
+            self.commit_count += 1
+            self.requests[(e.args.task, e.args.k)] = RequestInfo(e.args.requester, self.commit_count, e.args.openBy)
+        elif e.name == "RequestOpened":
+            self.requests[(e.args.task, e.args.k)].window_end = e.args.challengeWindowEnd
+            self.opened_ks.setdefault(e.args.task, []).append(e.args.k)
+        elif e.name == "RequestSettled":
+            self.requests[(e.args.task, e.args.k)].settled = True
         elif e.name == "DisputeOpened":
             self.disputes[e.args.dispute] = (e.args.task, e.args.k)
         elif e.name == "SeedDrawn":
@@ -665,10 +701,15 @@ class World:
         return list(self.opened_ks.get(task, ()))
 
     def window_of(self, task: int, k: int) -> tuple[int, int, int, int]:
-        """k's challenge window: (opened at, batch window end, reopened at, end)."""
+        """k's challenge window: (opened at, first window's end: its batch's, or its own if opened on request,
+        reopened at, end)."""
         b = self.snap.batches[(task, k // self.plans[task].per_batch)]
         iv = self.snap.intervals[(task, k)]
-        return b.openedAt, b.windowEnd, iv.reopenedAt, max(b.windowEnd, iv.windowEnd)
+        opened_at, first_end = b.openedAt, b.windowEnd
+        request = self.requests.get((task, k))
+        if request is not None and request.window_end:
+            opened_at, first_end = request.window_end - self.plans[task].windows[1], request.window_end
+        return opened_at, first_end, iv.reopenedAt, max(first_end, iv.windowEnd)
 
     def window_open(self, task: int, k: int, at: int) -> bool:
         """Whether a commit made at ``at`` may challenge k (TrainingTasks._requireChallengeable)."""
@@ -683,6 +724,21 @@ class World:
         """Whether a challenge whose (lead) commit has sequence number ``seq`` can still change who is paid: its
         task is active, or slashed with the lead's share waiting for commits made before ``seq``."""
         return self.active(task) or 0 < seq < self.snap.tasks[task].waitingLeadSeq
+
+    def lead_seq(self, info: CommitInfo) -> int:
+        """The place a reveal of ``info`` leads from (TrainingTasks._leadSeqOf): its request's, if its
+        challenger requested k before committing and committed within k's first challenge window."""
+        request = self.requests.get((info.task, info.k))
+        if request is None or request.requester != info.challenger or request.seq >= info.seq:
+            return info.seq
+        committed_at = info.reveal_by - self.plans[info.task].windows[2]
+        return request.seq if request.window_end and committed_at < request.window_end else info.seq
+
+    def moot_seq(self, task: int, who: str, seq: int) -> int:
+        """The place expireChallenge judges a pending commit moot from: the earlier of its own and its
+        challenger's first request on the task (a commit hides k)."""
+        requested = [r.seq for (t, _), r in self.requests.items() if t == task and r.requester == who]
+        return min([seq, *requested])
 
     def draw_moment(self, start: int, end: int, last: float = 0.15, now: float = 0.3) -> tuple[int, int]:
         """A moment to act before ``end``: at once, at random until RESERVE before it, or at its last second
@@ -860,6 +916,7 @@ class Provider(Agent):
         world.on("BatchOpened", self.batch_opened)
         world.on("ChallengeCommitted", self.challenge_committed)
         world.on("RoundDecided", self.round_decided)
+        world.on("OpeningRequested", self.opening_requested)
 
     def sock_call(self, fn: str, *args: Any) -> None:
         """The provider's sock-puppet keeper calls ``fn`` (a slash or abandon that may pay it or moot a verdict)."""
@@ -930,6 +987,35 @@ class Provider(Agent):
         openings = [p.evidence.opening(k) for k in ks]
         self.w.send(p.provider, self.w.tasks, "openBatch", p.id, j, f"bafyopening{j}", openings, honest=self.honest)
 
+    # --- targeted openings -------------------------------------------------------------------------------
+
+    def opening_requested(self, e: Event) -> None:
+        """Open what a watcher asks for before openBy; a cheater may refuse (its faked interval would be
+        replayed), its sock-puppet then racing to slash the task at openBy (the requester gets the share)."""
+        p, rng = self.plan, self.w.request_rng
+        if e.args.task != p.id:
+            return
+        k, open_by = e.args.k, e.args.openBy
+        if not self.honest and rng.random() < 0.3:
+            if self.sock:
+                self.later(
+                    open_by, "sock slashUnopenedRequest", lambda: self.sock_call("slashUnopenedRequest", p.id, k)
+                )
+            return
+        moment = open_by - 1 if rng.random() < 0.2 else rng.randint(self.now, max(self.now, open_by - RESERVE))
+        self.later(moment, "open requested", lambda: self.open_requested(k, open_by), 0)
+
+    def open_requested(self, k: int, open_by: int) -> None:
+        p = self.plan
+        if not self.w.active(p.id):
+            return
+        if self.now >= open_by:
+            self.w.late(p, "provider's requested opening")
+            return
+        assert p.evidence is not None
+        self.w.send(p.provider, self.w.tasks, "openRequested", p.id, "bafyrequested", p.evidence.opening(k),
+                    honest=self.honest)  # fmt: skip
+
     # --- a cheater's own challenges ----------------------------------------------------------------------
 
     def batch_opened(self, e: Event) -> None:
@@ -987,6 +1073,8 @@ class Watcher(Agent):
         super().__init__(world)
         self.me = world.cast.watcher
         world.on("BatchOpened", self.batch_opened)
+        world.on("BatchOpened", self.request_unsampled)
+        world.on("RequestOpened", self.reopened)
         world.on("IntervalWindowReopened", self.reopened)
         world.on("RoundDecided", lambda e: self.w.appeal_if_wrong(e, self.me, "watcher"))
 
@@ -997,8 +1085,31 @@ class Watcher(Agent):
                 self.plan_commit(plan.id, k)
 
     def reopened(self, e: Event) -> None:
+        """A window of k opened again after a no-decision, or for the first time on its request."""
         if e.args.k in self.w.plans[e.args.task].faked:
             self.plan_commit(e.args.task, e.args.k)
+
+    def request_unsampled(self, e: Event) -> None:
+        """Layer one: the watcher's statistics judge flags most faked intervals the sample missed (here, each
+        with chance 0.8), and it asks for them, at most MAX_REQUESTS_PER_BATCH of a batch."""
+        plan, rng = self.w.plans[e.args.task], self.w.request_rng
+        sampled = set(self.w.sampled[(plan.id, e.args.j)])
+        flagged = [k for k in sorted(plan.faked) if k // plan.per_batch == e.args.j and k not in sampled
+                   and k < plan.intervals and rng.random() < 0.8]  # fmt: skip
+        end = e.args.challengeWindowEnd
+        for k in flagged[:MAX_REQUESTS_PER_BATCH]:
+            moment = end - 1 if rng.random() < 0.15 else rng.randint(self.now, max(self.now, end - RESERVE))
+            self.later(moment, "watcher request", lambda k=k: self.request(plan, k, end), 0)
+
+    def request(self, plan: TaskPlan, k: int, end: int) -> None:
+        if not self.w.active(plan.id):
+            return
+        if self.now >= end:
+            self.w.late(plan, "watcher's request")
+            return
+        # The task may end in the same second (another dispute slashed it): a race.
+        self.w.send(self.me, self.w.tasks, "requestOpening", plan.id, k, value=plan.challenger_bond, honest="watcher",
+                    races=("WrongTaskStatus",))  # fmt: skip
 
     def plan_commit(self, task: int, k: int) -> None:
         end = self.w.window_of(task, k)[3]
@@ -1025,7 +1136,7 @@ class Watcher(Agent):
             self.w.late(self.w.plans[info.task], "watcher's reveal")
             return
         # Once the task has ended anyone may expire the commit (refunded) before the watcher reveals: a race.
-        races = () if self.w.live(info.task, info.seq) else ("UnknownCommitment",)
+        races = () if self.w.live(info.task, self.w.lead_seq(info)) else ("UnknownCommitment",)
         if self.w.send(info.challenger, self.w.tasks, "revealChallenge", info.task, info.k, info.reason, info.salt,
                        "bafyreport", honest="watcher", races=races).ok:  # fmt: skip
             self.w.watcher_revealed.add((info.task, info.k))
@@ -1215,7 +1326,7 @@ class Keeper(Agent):
     EDGE_EVENTS = ("TaskAccepted", "BatchCommitted", "SeedDrawn", "BatchOpened", "ChallengeCommitted",
                    "ChallengeRevealed", "DisputeOpened", "PanelDrawn", "RoundDecided", "RoundFailed", "Appealed",
                    "PanelRearmed", "DisputeSettled", "IntervalWindowReopened", "TaskSlashed", "ChallengeExpired",
-                   "TaskFinalized", "LeadShareWaiting")  # fmt: skip
+                   "TaskFinalized", "LeadShareWaiting", "OpeningRequested", "RequestOpened")  # fmt: skip
 
     def __init__(self, world: World, me: str, honest: bool) -> None:
         super().__init__(world)
@@ -1242,6 +1353,10 @@ class Keeper(Agent):
             calls.append((a.challengeWindowEnd, w.tasks, "finalize", (a.task,)))
         elif e.name == "IntervalWindowReopened":
             calls.append((a.windowEnd, w.tasks, "finalize", (a.task,)))
+        elif e.name == "OpeningRequested":
+            calls.append((a.openBy, w.tasks, "slashUnopenedRequest", (a.task, a.k)))
+        elif e.name == "RequestOpened":
+            calls.append((a.challengeWindowEnd, w.tasks, "finalize", (a.task,)))
         elif e.name == "ChallengeCommitted":
             calls.append((a.revealBy, w.tasks, "expireChallenge", (a.task, a.challenger, a.commitment)))
         elif e.name == "PanelDrawn":
@@ -1257,6 +1372,13 @@ class Keeper(Agent):
                     calls.append((self.now, w.tasks, "claimBond", (a.task, who, commitment)))
         elif e.name == "TaskSlashed":
             calls.append((self.now, w.tasks, "withdraw", ()))
+            for task, k in w.requests:
+                if task == a.task:
+                    calls.append((self.now, w.tasks, "settleRequest", (task, k)))
+        elif e.name == "TaskFinalized":
+            for task, k in w.requests:
+                if task == a.task:
+                    calls.append((self.now, w.tasks, "settleRequest", (task, k)))
         elif e.name == "LeadShareWaiting":
             calls.append((self.now, w.tasks, "releaseLeadShare", (a.task,)))
         if self.honest:
@@ -1301,11 +1423,17 @@ def due(w: World, me: str) -> int:
                 call(w.tasks, "slashUnopened", i, j)
         for fn, args in Interface.ended_task_calls(i, t):
             call(w.tasks, fn, *args)
+    for (i, k), r in w.requests.items():
+        t = w.snap.tasks[i]
+        if not r.settled and t.status in Interface.TERMINAL:
+            call(w.tasks, "settleRequest", i, k)
+        elif not r.settled and not r.window_end and w.next_time >= r.open_by and w.active(i) and quiet(i):
+            call(w.tasks, "slashUnopenedRequest", i, k)
     for (who, commitment), info in w.commits.items():
         c = w.snap.commits.get((who, commitment))
         if c is None:
             continue
-        moot = not w.live(info.task, c.seq)
+        moot = not w.live(info.task, w.moot_seq(info.task, who, c.seq))
         if c.status == C_PENDING and (w.next_time >= info.reveal_by or moot):
             call(w.tasks, "expireChallenge", info.task, who, commitment)
         elif c.status == C_JOINED and w.snap.records[c.dispute].verdict not in (0, VALID):
@@ -1329,7 +1457,8 @@ def due(w: World, me: str) -> int:
             call(w.committee, "resolve", d)
     for i, t in w.snap.tasks.items():
         b_opened = t.openedBatches == t.batchCount
-        if t.status == COMMITTED_TASK and b_opened and w.next_time >= t.challengeEnd and quiet(i):
+        quiet_end = w.next_time >= t.challengeEnd and quiet(i) and not t.unopenedRequests
+        if t.status == COMMITTED_TASK and b_opened and quiet_end:
             call(w.tasks, "finalize", i)
     return done
 
@@ -1431,6 +1560,7 @@ class Episode:
             all(t.status in Interface.TERMINAL and not t.waitingLeadSeq for t in s.tasks.values())
             and all(c.status != C_PENDING for c in s.commits.values())
             and all(x.status == 3 for x in s.disputes.values())
+            and all(r.settled for r in self.w.requests.values())
         )
 
     # --- the way out: calls anyone may make --------------------------------------------------------------
@@ -1528,6 +1658,8 @@ class Episode:
             bonds: Counter[str] = Counter()
             for e in self.events("ChallengeCommitted", task=plan.id):
                 bonds[str(e.args.challenger)] += plan.challenger_bond
+            for e in self.events("OpeningRequested", task=plan.id):
+                bonds[str(e.args.requester)] += plan.challenger_bond
             put_in = Counter({plan.owner: plan.reward + plan.owner_bond}) + Counter({plan.provider: plan.provider_bond})
             for who in {*put_in, *bonds, *(str(e.args.account) for e in self.events("Credited", source=plan.id))}:
                 got = self.credited(w.tasks, who, plan.id)
@@ -1573,6 +1705,8 @@ class Episode:
             w.fail("no ETH stuck: a dispute is still open")
         if s.scalars["heldAppealBonds"]:
             w.fail("no ETH stuck: appeal bonds still held")
+        if any(not r.settled for r in w.requests.values()):
+            w.fail("no ETH stuck: a request's bond is still held")
         # What is left once everyone has withdrawn (or would have: the credits still owed come out too).
         owed = {c: sum(v for (contract, _), v in w.credits.items() if contract == c) for c in ("tasks", "committee")}
         if s.scalars["task_eth"] - owed["tasks"] != s.scalars["task_burned"]:
@@ -1651,7 +1785,8 @@ class Episode:
         return min(joined, key=self.seq) if joined else None
 
     def seq(self, revealed: Event) -> int:
-        return self.w.commits[(revealed.args.challenger, revealed.args.commitment)].seq
+        """The place a reveal led from: its commit's, or its challenger's request of k (TrainingTasks._leadSeqOf)."""
+        return self.w.lead_seq(self.w.commits[(revealed.args.challenger, revealed.args.commitment)])
 
     def check_lead_paid(self, plan: TaskPlan) -> None:
         """Protocol 4.3 (soundness, as amended): the lead's share goes to the earliest commit revealed into a

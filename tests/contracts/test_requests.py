@@ -8,8 +8,8 @@ The promises tested, against who would break them:
 - the requester: its bond comes back unless the task finalizes; a copier who learns k from the request
   and commits the moment k opens does not lead the requester's challenge, and its pending commit is not
   expired as moot while its request's place could still take a waiting lead share;
-- the diligent challenger: a requester who commits only after another revealed against k does not take
-  the lead from it;
+- the requester: the provider's sock-puppet revealing against k the moment it is opened does not take the
+  lead (and the lead's share of the provider's own bond) from the requester who replays k first;
 - the owner and provider: each requester's requests are bounded per batch, come only while the batch can be challenged,
   never for an opened interval, and a finalized task pays the provider the sound share of each request's bond;
 - everyone: finalize waits for every request to be opened and its window to close; a commit made before a
@@ -278,21 +278,24 @@ def test_a_requested_interval_opened_after_its_batch_s_window_keeps_a_whole_wind
     assert reveal(tasks, task, k, watcher) != 0  # after the batch's window, within k's own
 
 
-def test_a_requester_who_commits_after_another_revealed_does_not_take_the_lead(
-    tasks: Any, opened: tuple[int, Evidence], watcher: Any, watcher2: Any, provider: Any,
+def test_the_requester_leads_the_provider_s_sock_puppet_that_reveals_the_moment_k_opens(
+    tasks: Any, opened: tuple[int, Evidence], watcher: Any, watcher2: Any, provider: Any, chain: Any,
     panel_of_three: list[Any],
 ) -> None:  # fmt: skip
+    """The provider opens its faked k and its sock-puppet (watcher2) challenges k at once, to win back the lead's
+    share of its own bond; the requester replays k first and commits later in k's first window: it leads."""
     task, ev = opened
     k = unsampled(tasks, ev, 1)[0]
     request(tasks, task, k, watcher)
-    tasks.openRequested(task, "bafyrequested", ev.opening(k), sender=provider)
-    commit_challenge(tasks, task, k, watcher2)  # the diligent one replays and reveals
+    tx = tasks.openRequested(task, "bafyrequested", ev.opening(k), sender=provider)
+    first_end = chain.blocks[tx.block_number].timestamp + CHALLENGE_WINDOW
+    commit_challenge(tasks, task, k, watcher2)
     dispute = reveal(tasks, task, k, watcher2)
-    assert tasks.getOpenedInterval(task, k).firstRevealCount == tasks.commitCount()
-    commit_challenge(tasks, task, k, watcher)  # the requester, having seen that reveal
+    chain.pending_timestamp = first_end - 1  # the requester's replay took the whole window
+    commit_challenge(tasks, task, k, watcher)
     assert reveal(tasks, task, k, watcher) == dispute
     iv = tasks.getOpenedInterval(task, k)
-    assert (iv.lead, iv.leadSeq) == (watcher2.address, tasks.commitCount() - 1)
+    assert (iv.lead, iv.leadSeq) == (watcher.address, tasks.getRequest(task, k).seq)
 
 
 def test_a_requester_s_pending_commit_is_not_expired_as_moot_while_its_request_could_take_the_lead_share(

@@ -135,8 +135,10 @@ async function taskPage(id) {
   for (const d of task.disputes) disputeOf[d.k] = d.dispute;
   const cells = intervals.items.map((iv) => {
     const tip = `interval ${iv.k} (batch ${iv.batch}, steps to ${iv.end_step}): ${iv.status}` +
-      (iv.end_digest ? `; end digest ${iv.end_digest}` : "") + (iv.watcher ? `; watcher: ${iv.watcher.verdict}` : "");
-    const attrs = `class="cell s-${iv.status}" data-k="${iv.k}" data-status="${iv.status}" title="${esc(tip)}"`;
+      (iv.end_digest ? `; end digest ${iv.end_digest}` : "") + (iv.watcher ? `; watcher: ${iv.watcher.verdict}` : "") +
+      (iv.layer_one_score != null ? `; layer-one score ${iv.layer_one_score.toPrecision(3)}` : "");
+    const scored = iv.layer_one_score != null ? ` data-score="${iv.layer_one_score}"` : "";
+    const attrs = `class="cell s-${iv.status}" data-k="${iv.k}" data-status="${iv.status}"${scored} title="${esc(tip)}"`;
     const dispute = iv.disputes.length ? iv.disputes[iv.disputes.length - 1] : null;
     return dispute ? `<a href="#/disputes/${dispute}" ${attrs}>${iv.k}</a>` : `<div ${attrs}>${iv.k}</div>`;
   }).join("");
