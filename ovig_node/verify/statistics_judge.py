@@ -45,7 +45,7 @@ REFERENCE_VERSION = 1
 # so without a floor the first rounding difference anywhere would be an infinite jump.
 FLOOR = {"rel": 1e-3, "abs": 1e-3}
 # A score above this is anomalous: the watcher asks for the interval's opening. Chosen on the tiny workloads'
-# honest runs against a reference on other hardware (bench/layer_one.py: docs/layer-one.md has the scores).
+# honest runs against a reference on other hardware (`bench/eval.py --layer-one`: docs/layer-one.md has the scores).
 THRESHOLD = 4.0
 
 
