@@ -44,8 +44,8 @@ REFERENCE_VERSION = 1
 # Departures below these count as no departure: an honest run on the reference's own hardware departs by 0,
 # so without a floor the first rounding difference anywhere would be an infinite jump.
 FLOOR = {"rel": 1e-3, "abs": 1e-3}
-# A score above this is anomalous: the watcher asks for the interval's opening. Chosen on the tiny workloads'
-# honest runs against a reference on other hardware (`bench/eval.py --layer-one`: docs/layer-one.md has the scores).
+# A score above this is anomalous: the watcher asks for the interval's opening. What it flags, honest and
+# attacked, is measured by `bench/eval.py --layer-one` (docs/layer-one.md), not assumed; a watcher may set its own.
 THRESHOLD = 4.0
 
 
