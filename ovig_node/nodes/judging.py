@@ -27,7 +27,7 @@ from typing import Any
 
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
-from ovig_node.protocol.manifest import ManifestError, encode_stats, manifest_limit, parse_batch_manifest
+from ovig_node.protocol.manifest import ManifestError, ManifestRow, encode_stats, manifest_limit, parse_batch_manifest
 from ovig_node.storage.errors import ContentTooLarge, IpfsError, IpfsUnavailable
 from ovig_node.training.evidence import EvidenceError, read_statistics
 from ovig_node.training.execution import get_profile
@@ -72,11 +72,27 @@ def opened_interval(ctx: NodeContext, task: int, k: int, per_batch: int) -> Open
     # A requested interval (protocol 8.3) has an opening manifest of its own; a sampled one, its batch's.
     opening = ctx.scanner.events("RequestOpened", task=task, k=k) or ctx.scanner.events("BatchOpened", task=task,
                                                                                       j=k // per_batch)  # fmt: skip
-    committed = ctx.scanner.events("BatchCommitted", task=task, j=k // per_batch)
+    manifest_cid, root = committed_manifest(ctx, task, k // per_batch) or (None, None)
     start, end = (str(proven[-1].args[name]).removeprefix("0x") for name in ("startDigest", "endDigest"))
-    return Opened(k, start, end, str(opening[-1].args["openingCID"]) if opening else None,
-                  str(committed[-1].args["manifestCID"]) if committed else None,
-                  bytes.fromhex(str(committed[-1].args["root"]).removeprefix("0x")) if committed else None)  # fmt: skip
+    return Opened(k, start, end, str(opening[-1].args["openingCID"]) if opening else None, manifest_cid, root)
+
+
+def committed_manifest(ctx: NodeContext, task: int, j: int) -> tuple[str, bytes] | None:
+    """(CID, root) of the batch manifest commitBatch named for batch j, from the event index (None: not indexed)."""
+    committed = ctx.scanner.events("BatchCommitted", task=task, j=j)
+    if not committed:
+        return None
+    return str(committed[-1].args["manifestCID"]), bytes.fromhex(str(committed[-1].args["root"]).removeprefix("0x"))
+
+
+def fetch_batch_manifest(
+    ctx: NodeContext, fetched: FetchedTask, j: int, cid: str, root: bytes
+) -> dict[int, ManifestRow]:
+    """Batch j's manifest rows, fetched within the size its layout allows and checked whole against ``root``.
+    Raises IpfsError (IpfsUnavailable: our own node is down) or ManifestError."""
+    layout = fetched.prepared.spec.layout
+    raw = ctx.ipfs.cat_bytes(cid, max_bytes=manifest_limit(layout, layout.intervals_per_batch))
+    return parse_batch_manifest(raw, task=fetched.task, j=j, layout=layout, root=root)
 
 
 def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, profile: str, who: str) -> Judgement:
@@ -146,9 +162,7 @@ def _manifest_problem(
     if cid is None or opened.batch_root is None:
         return "missing", "batch_manifest", f"no batch manifest indexed for interval {k}"
     try:
-        raw = ctx.ipfs.cat_bytes(cid, max_bytes=manifest_limit(layout, layout.intervals_per_batch))
-        row = parse_batch_manifest(raw, task=fetched.task, j=layout.batch_of(k), layout=layout,
-                                   root=opened.batch_root)[k]  # fmt: skip
+        row = fetch_batch_manifest(ctx, fetched, layout.batch_of(k), cid, opened.batch_root)[k]
     except IpfsUnavailable:
         raise
     except IpfsError as exc:

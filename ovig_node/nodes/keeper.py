@@ -142,10 +142,12 @@ class Keeper:
             if c.status != CommitStatus.PENDING:
                 self._done.add(("commit", key))
                 continue
-            # A requester's commit may lead from its first request's place, as expireChallenge judges it.
-            requested = int(tasks.functions.firstRequestSeq(task, challenger).call())
-            seq = min(c.seq, requested) if requested else c.seq
-            if _moot(self.ctx.protocol.task(task), seq) or int(head["timestamp"]) >= int(event.args["revealBy"]):
+            t, seq = self.ctx.protocol.task(task), c.seq
+            if t.status not in LIVE:  # a commit is moot only once its task has ended
+                # A requester's commit may lead from its first request's place, as expireChallenge judges it.
+                requested = int(tasks.functions.firstRequestSeq(task, challenger).call())
+                seq = min(seq, requested) if requested else seq
+            if _moot(t, seq) or int(head["timestamp"]) >= int(event.args["revealBy"]):
                 fn = tasks.functions.expireChallenge(task, challenger, raw)
                 done += self._act("expireChallenge", f"expire:{key}", fn,
                                   f"expired an unrevealed challenge of task {task}")  # fmt: skip

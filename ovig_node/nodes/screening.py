@@ -2,9 +2,9 @@
 statistics and ask the provider to open the most anomalous ones.
 
 When batch j is opened, its challenge window runs; within it anyone may ``requestOpening`` (with the challenger
-bond) an interval the sample left unopened, up to MAX_REQUESTS_PER_BATCH per batch. The watcher scores every
-interval of batches 0..j from their batch manifests (each checked whole against its batch's on-chain root, as
-:mod:`ovig_node.nodes.judging` does) against the owner's reference run
+bond) an interval the sample left unopened, up to MAX_REQUESTS_PER_BATCH per requester and batch. The watcher
+scores every interval of batches 0..j from their batch manifests (each checked whole against its batch's on-chain
+root, by :func:`ovig_node.nodes.judging.fetch_batch_manifest`) against the owner's reference run
 (:mod:`ovig_node.verify.statistics_judge`), and requests those above the threshold. A requested interval, once
 opened, is judged and challenged like a sampled one. A manifest that cannot be fetched or checked leaves its
 rows unscored: the sampled openings' judgement names that fault.
@@ -18,7 +18,8 @@ from ovig_node.chain.contracts import RequestStatus
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
-from ovig_node.protocol.manifest import ManifestError, decode_stats, manifest_limit, parse_batch_manifest
+from ovig_node.nodes.judging import committed_manifest, fetch_batch_manifest
+from ovig_node.protocol.manifest import ManifestError, decode_stats
 from ovig_node.storage.errors import IpfsError, IpfsUnavailable
 from ovig_node.verify.statistics_judge import Reference, scores, to_request
 
@@ -80,14 +81,11 @@ def screen_batch(
 def _manifest_stats(ctx: NodeContext, fetched: FetchedTask, j: int) -> dict[int, dict[str, list[float]]]:
     """Batch j's claimed statistics by interval, from its manifest checked against the on-chain root ({} if the
     manifest cannot be fetched or is not the one the root allows)."""
-    layout = fetched.prepared.spec.layout
-    committed = ctx.scanner.events("BatchCommitted", task=fetched.task, j=j)
-    if not committed:
+    named = committed_manifest(ctx, fetched.task, j)
+    if named is None:
         return {}
-    cid, root = str(committed[-1].args["manifestCID"]), bytes.fromhex(str(committed[-1].args["root"])[2:])
     try:
-        raw = ctx.ipfs.cat_bytes(cid, max_bytes=manifest_limit(layout, layout.intervals_per_batch))
-        rows = parse_batch_manifest(raw, task=fetched.task, j=j, layout=layout, root=root)
+        rows = fetch_batch_manifest(ctx, fetched, j, *named)
     except IpfsUnavailable:
         raise
     except (IpfsError, ManifestError):

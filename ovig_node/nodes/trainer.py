@@ -238,8 +238,9 @@ class TrainerNode:
         would), each with an opening manifest of its own."""
         tasks = self.ctx.protocol.tasks
         self.ctx.scanner.poll()
-        now = self.ctx.now()
-        for event in self.ctx.scanner.events("OpeningRequested", task=self.task):
+        requested = self.ctx.scanner.events("OpeningRequested", task=self.task)
+        now = self.ctx.now() if requested else 0  # no chain read on the common pass, with nothing requested
+        for event in requested:
             k = int(event.args["k"])
             r = self.ctx.protocol.view(tasks, "getRequest", self.task, k)
             if r.status != RequestStatus.PENDING or now >= int(r.openBy):

@@ -53,7 +53,7 @@ class WatcherNode:
     keeper: Keeper | None = None
     poll_seconds: float = 1.0
     workers: int = 1  # intervals replayed in parallel
-    # The owners' reference runs by spec hash (hex): tasks of these specs are screened by layer one.
+    # The owners' reference runs by training hash (hex): tasks that train the same are screened by layer one.
     references: dict[str, Reference] = field(default_factory=dict)
     threshold: float = THRESHOLD  # layer one's score above which an unopened interval is requested
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
