@@ -305,6 +305,7 @@ class TrainerNode:
         opened (sampled or requested) and the deliverable; drop the rest."""
         layout = self._task_files().prepared.spec.layout
         keep = {layout.intervals - 1}
+        self.ctx.scanner.poll()  # a trainer restarted after the task ended has not indexed its last openings
         opened = [int(e.args["k"]) for e in self.ctx.scanner.events("RequestOpened", task=self.task)]
         for j in range(layout.batches):
             opened += self.ctx.protocol.sampled(self.task, j)
