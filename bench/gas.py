@@ -50,6 +50,7 @@ from ovig_node.devnet.beacon import DEVNET_BEACON_SECRET, devnet_network
 from ovig_node.devnet.manager import anvil_health
 from ovig_node.devnet.processes import free_port, start_process, terminate
 from ovig_node.protocol import drand, merkle
+from ovig_node.protocol.attestation import Attestation, AttestedVerdict, Domain, sign
 from ovig_node.protocol.intervals import Layout
 from ovig_node.protocol.sampling import sampled_intervals
 
@@ -73,6 +74,7 @@ REGISTRY = 256  # AuditCommittee.MAX_AUDITORS
 # Not the devnet's chain id, so deploy/plan.py deploys the production committee parameters (the devnet's
 # 30-second windows would expire under the bench's clock jumps).
 BENCH_CHAIN_ID = 31338
+CIDV1 = "bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi"  # a CIDv1's 59 characters, as IPFS names files
 
 
 @dataclass(frozen=True)
@@ -275,6 +277,11 @@ def every_call(bench: Bench) -> None:
     unsampled = next(k for k in range(shape.per_batch) if k not in bench.sampled(ev, 0))
     bench.send(t.requestOpening(ev.task, unsampled), WATCHER2, value=CHALLENGER_BOND, label="requestOpening")
     bench.send(t.openRequested(ev.task, "bafyrequested", ev.opening(unsampled)), PROVIDER, label="openRequested")
+    # An attestation (protocol 8.4) of the requested interval, as a watcher announces one: real signature and CIDs.
+    attestation = Attestation(ev.task, unsampled, int(AttestedVerdict.SOUND), CIDV1, "micro8,micro3 on AMD EPYC")
+    signature = sign(attestation, Domain(bench.w3.eth.chain_id, bench.tasks.address), devnet_account(WATCHER2))
+    bench.send(t.attest(ev.task, unsampled, bench.accounts[WATCHER2], attestation.verdict, attestation.profile,
+                        CIDV1, CIDV1, signature), WATCHER2, label="attest")  # fmt: skip
     dispute = bench.challenge(ev, bench.sampled(ev, 0)[0], labels=True)
     commitment = bench.commit_challenge(ev, 0, WATCHER2, keccak(text="never revealed"))
     bench.warp(WINDOWS[2])

@@ -1026,6 +1026,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "test_time_after": lambda: test_minutes("two-workers"),
     "gas_missed": gas_missed,
     "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
+    "attest_gas": lambda: f"{load('gas.json')['calls']['attest']:,} gas",
     "closest_fixed": closest_fixed,
     "main_calibration": main_calibration,
     "maxpool_rate": lambda: maxpool_share(per=False),

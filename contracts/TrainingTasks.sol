@@ -246,6 +246,28 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param refunded Whether the bond went back to the requester.
     event RequestSettled(uint256 indexed task, uint256 indexed k, address indexed requester, bool refunded);
 
+    /// @notice A watcher's attestation of interval `k` was announced (protocol section 8.4). Nothing checks it
+    /// here and nothing is stored: readers keep it only if `signature` is `watcher`'s EIP-712 signature of
+    /// (task, k, verdict, reportCID, profile) under this contract's domain, and `k` was opened.
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @param watcher Who claims to have signed it (not necessarily the sender: anyone may relay it).
+    /// @param verdict 1: sound (its replay was within the boundary).
+    /// @param profile The execution profile the watcher replayed on.
+    /// @param reportCID IPFS CID of the watcher's replay report.
+    /// @param attestationCID IPFS CID of the signed attestation as a JSON document.
+    /// @param signature The EIP-712 signature (65 bytes: r, s, v).
+    event Attested(
+        uint256 indexed task,
+        uint256 indexed k,
+        address indexed watcher,
+        uint8 verdict,
+        string profile,
+        string reportCID,
+        string attestationCID,
+        bytes signature
+    );
+
     /// @notice A watcher committed a challenge against the task, escrowing the challenger bond.
     /// @param task The task id.
     /// @param commitment keccak256(abi.encode(task, k, reason, salt, challenger)).
@@ -716,6 +738,31 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             t.heldBonds -= uint128(t.terms.challengerBond);
             _paySound(task, t, 1, new address[](0));
         }
+    }
+
+    // --- attestations (protocol section 8.4) --------------------------------------------------
+
+    /// @notice Announce a watcher's signed attestation of interval `k`: an event and nothing else (no state,
+    /// no checks, no value), so coverage costs watchers only gas, and readers verify what they fold in.
+    /// @param task The task id.
+    /// @param k The interval.
+    /// @param watcher The signer the signature claims.
+    /// @param verdict 1: sound.
+    /// @param profile The execution profile of the replay.
+    /// @param reportCID IPFS CID of the replay report.
+    /// @param attestationCID IPFS CID of the signed attestation document.
+    /// @param signature The watcher's EIP-712 signature.
+    function attest(
+        uint256 task,
+        uint256 k,
+        address watcher,
+        uint8 verdict,
+        string calldata profile,
+        string calldata reportCID,
+        string calldata attestationCID,
+        bytes calldata signature
+    ) external {
+        emit Attested(task, k, watcher, verdict, profile, reportCID, attestationCID, signature);
     }
 
     // --- challenges and disputes ---------------------------------------------------------------

@@ -117,6 +117,15 @@ def _replay_profiles(ctx: click.Context, param: click.Parameter, value: str) -> 
     return value
 
 
+def _addresses(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> frozenset[str]:
+    from ovig_node.chain.accounts import checksum_addresses
+
+    try:
+        return checksum_addresses(values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
 replay_profile_option = click.option(
     "--profile", default=REPLAY_PROFILES, show_default=True, callback=_replay_profiles,
     help="Replay profiles 'a,b': replay under a; a rejection stands only if b's replay rejects too.",
@@ -147,9 +156,17 @@ def watcher() -> None:
     default=None,
     help="Layer one's score above which an unopened interval is requested [statistics_judge.THRESHOLD].",
 )
+@click.option("--trust", "trusted", multiple=True, callback=_addresses,
+              help="A partner watcher's address: intervals it attested are left to it, and this watcher replays "
+              "those fewest partners attested first (repeatable) [none: replay every opened interval].")  # fmt: skip
+@click.option("--enough", type=click.IntRange(min=1), default=1, show_default=True,
+              help="How many trusted partners' attestations leave an interval to them.")  # fmt: skip
+@click.option("--attest/--no-attest", default=True, show_default=True,
+              help="Announce an attestation (a transaction) of every interval judged sound.")  # fmt: skip
 @connection_options
 def watcher_run(task_ids: tuple[int, ...], profile: str, workers: int, seconds: float | None,
-                reference_paths: tuple[Path, ...], threshold: float | None, **options: Any) -> None:  # fmt: skip
+                reference_paths: tuple[Path, ...], threshold: float | None, trusted: frozenset[str], enough: int,
+                attest: bool, **options: Any) -> None:  # fmt: skip
     """Watch until interrupted."""
     import time
 
@@ -167,7 +184,8 @@ def watcher_run(task_ids: tuple[int, ...], profile: str, workers: int, seconds: 
     ctx = _open("watcher", options)
     only = frozenset(task_ids) or None
     node = WatcherNode(ctx, profile_name=profile, only_tasks=only, keeper=Keeper(ctx, only_tasks=only), workers=workers,
-                       references=references, threshold=threshold or THRESHOLD)  # fmt: skip
+                       references=references, threshold=threshold or THRESHOLD, attest=attest, trusted=trusted,
+                       enough=enough)  # fmt: skip
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 
@@ -262,17 +280,35 @@ def owner_post(spec_path: Path, boundary_path: Path | None, reward: str, provide
 @connection_options
 def owner_status(task_id: int, **options: Any) -> None:
     """Batches, samples, openings, disputes, votes and payouts of a task."""
+    from rich.markup import escape
+
     from ovig_node.nodes.owner import task_status
 
     report = task_status(_open("owner", options), task_id)
     console.print(f"[bold]task {report.task}[/]: {report.status.name.lower()}; owner {report.owner}, "
                   f"provider {report.provider}; reward {report.terms.reward / 1e18:g} ETH")  # fmt: skip
     batches = Table(title="batches")
-    for column in ("j", "status", "sampled", "opening manifest"):
+    for column in ("j", "status", "sampled", "opening manifest", "attested sound (interval: watchers)"):
         batches.add_column(column)
+    sound = {k: sorted(w for w, a in by.items() if a.sound) for k, by in report.attested.items()}
     for b in report.batches:
-        batches.add_row(str(b["j"]), b["status"], ",".join(map(str, b["sampled"])), b["opening"])
+        attested = " ".join(
+            f"{k}:{len(sound[k])}" for k in sorted(sound) if k // report.terms.intervalsPerBatch == b["j"]
+        )
+        batches.add_row(str(b["j"]), b["status"], ",".join(map(str, b["sampled"])), b["opening"], attested)
     console.print(batches)
+    if by_watcher := {w for ws in sound.values() for w in ws}:
+        watchers = Table(
+            title="watchers' verified attestations (signatures checked; who holds each key is yours to judge)"
+        )
+        for column in ("watcher", "intervals", "profiles"):
+            watchers.add_column(column)
+        for w in sorted(by_watcher):
+            mine = [by[w] for by in report.attested.values() if w in by and by[w].sound]
+            profiles = sorted({a.attestation.profile for a in mine})
+            watchers.add_row(w, ",".join(str(a.attestation.k) for a in sorted(mine, key=lambda a: a.attestation.k)),
+                             escape("; ".join(profiles)))  # fmt: skip
+        console.print(watchers)
     if report.disputes:
         disputes = Table(title="disputes")
         for column in ("dispute", "interval", "reason", "status", "verdict", "round", "votes"):

@@ -41,6 +41,7 @@ from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.randomness import BeaconRelays, for_contract
 from ovig_node.chain.rpc import connect
 from ovig_node.devnet.processes import free_port
+from ovig_node.protocol.attestation import Attestation, AttestedVerdict, Domain, sign
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.ipfs import IpfsClient
 from support import deployed_devnet
@@ -48,6 +49,7 @@ from support import deployed_devnet
 REPO = Path(__file__).resolve().parents[1]
 ETHER = 10**18
 OWNER, PROVIDER_A, PROVIDER_B, WATCHER, AUDITORS = 0, 1, 2, 3, (4, 5, 6)
+WATCHER_2, UNKNOWN = 7, 8  # attesters: a watcher the API trusts, and one it knows nothing of
 N, S, M, SAMPLE_BPS = 120, 10, 4, 5000  # K = 12 intervals in B = 3 batches; two of each batch sampled
 K, B = 12, 3
 REWARD, PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND = 2 * ETHER, 3 * ETHER, ETHER // 10, ETHER // 100
@@ -181,6 +183,7 @@ class History:
     report_cid: str
     sampled: dict[int, list[int]]  # task -> sampled intervals, ascending, as the contract reports them
     opening_cids: dict[tuple[int, int], str]
+    attested: dict[str, int]  # the slashed task's intervals attest_the_slashed_task attested (k1, k2, unopened)
 
     def get(self, path: str, **params: Any) -> Any:
         response = httpx.get(f"{self.url}{path}", params=params, timeout=10)
@@ -265,7 +268,9 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
     chain.send(WATCHER, tasks.claimBond(slashed, address(WATCHER), commitment))  # the joined bond comes back
     chain.send(WATCHER, tasks.finalize(honest))
     chain.send(PROVIDER_A, tasks.withdraw())
+    attested = attest_the_slashed_task(chain, slashed, sampled[slashed])
     return {
+        "attested": attested,
         "honest": honest,
         "slashed": slashed,
         "posted": posted,
@@ -275,6 +280,44 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
         "sampled": sampled,
         "opening_cids": opening_cids,
     }
+
+
+def attest_the_slashed_task(chain: Chain, task: int, sampled: list[int]) -> dict[str, int]:
+    """Attestations of the slashed task's sound intervals (protocol 8.4): the trusted watcher 2 (account 7) and
+    an unknown watcher (account 8) attest k1, the unknown one k2, and what readers must not keep: k2 in watcher
+    2's name but signed by account 8, an unopened interval, a signature for another chain; and watcher 2's
+    attestation of k1 relayed again by account 8 (kept once)."""
+    domain = Domain(int(chain.w3.eth.chain_id), chain.protocol.tasks.address)
+    k1, k2 = sampled[0], sampled[1]
+    unopened = next(k for k in range(K) if k not in sampled)
+
+    def announce(sender: int, k: int, *, signer: int, named: int | None = None, on: Domain = domain) -> None:
+        a = Attestation(task, k, int(AttestedVerdict.SOUND), f"QmReport{signer}x{k}", f"profile of {signer}")
+        signature = sign(a, on, devnet_account(signer))
+        chain.send(sender, chain.protocol.tasks.functions.attest(task, k, address(named or signer), a.verdict,
+                                                                 a.profile, a.report_cid, f"QmDoc{signer}x{k}",
+                                                                 signature))  # fmt: skip
+
+    announce(WATCHER_2, k1, signer=WATCHER_2)
+    announce(UNKNOWN, k1, signer=UNKNOWN)
+    announce(UNKNOWN, k2, signer=UNKNOWN)
+    announce(UNKNOWN, k2, signer=UNKNOWN, named=WATCHER_2)  # forged
+    announce(WATCHER_2, unopened, signer=WATCHER_2)  # nothing was opened to replay
+    announce(WATCHER_2, k2, signer=WATCHER_2, on=Domain(1, chain.protocol.tasks.address))  # another chain's
+    announce(UNKNOWN, k1, signer=WATCHER_2)  # watcher 2's, relayed
+    # Watcher 2's first attestation of k1 again with another (unsigned) document CID: the first one stands.
+    first = Attestation(task, k1, int(AttestedVerdict.SOUND), f"QmReport{WATCHER_2}x{k1}", f"profile of {WATCHER_2}")
+    signature = sign(first, domain, devnet_account(WATCHER_2))
+    tasks = chain.protocol.tasks.functions
+    chain.send(UNKNOWN, tasks.attest(task, k1, address(WATCHER_2), 1, first.profile, first.report_cid, "QmSwapped",
+                                     signature))  # fmt: skip
+    # What no reader may choke on: ids past SQLite's integers, markup in a profile, a verdict nobody defined.
+    for bad_task, bad_k, profile, verdict in ((2**200, 2**255, "p", 1), (task, k2, "[bold]x[/bold]; trusted", 1),
+                                              (task, k2, "p", 2)):  # fmt: skip
+        bad = Attestation(bad_task, bad_k, verdict, "QmReport", profile)
+        chain.send(UNKNOWN, tasks.attest(bad_task, bad_k, address(UNKNOWN), verdict, profile, "QmReport", "QmDoc",
+                                         sign(bad, domain, devnet_account(UNKNOWN))))  # fmt: skip
+    return {"k1": k1, "k2": k2, "unopened": unopened}
 
 
 def write_watcher_state(home: Path, honest: int, slashed: int, sampled: dict[int, list[int]]) -> None:
@@ -304,13 +347,15 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
         built = build_history(chain, info.ipfs_api_url)
         write_watcher_state(folder / "watcher", built["honest"], built["slashed"], built["sampled"])
         labels = {address(OWNER): "owner", address(WATCHER): "watcher", address(PROVIDER_A): "provider A",
-                  address(PROVIDER_B): "provider B", **{address(a): f"auditor {a - 3}" for a in AUDITORS}}  # fmt: skip
+                  address(PROVIDER_B): "provider B", address(WATCHER_2): "watcher 2",
+                  **{address(a): f"auditor {a - 3}" for a in AUDITORS}}  # fmt: skip
         api_settings = devnet_settings(
             net.data_dir,
             home=folder / "api",
             watcher_homes=(folder / "watcher",),
             labels=labels,
             gateway="https://ipfs.example",
+            trusted_attesters=frozenset({address(WATCHER_2)}),
         )
         app = create_app(api_settings)
         with serving(app, port=free_port()) as url:
@@ -402,8 +447,11 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
         "reason": "out_of_bounds",
         "report_cid": "QmChallenge",
     }
-    for k in range(K - 1):
-        assert intervals[k]["status"] == ("opened" if k in h.sampled[h.slashed] else "committed")
+    for k in range(K - 1):  # k1: watcher 2, whom the API trusts, attested it sound
+        expected_status = (
+            "verified" if k == h.attested["k1"] else "opened" if k in h.sampled[h.slashed] else "committed"
+        )
+        assert intervals[k]["status"] == expected_status
     expected = {**{k: None for k in range(K)}, **LAYER_ONE, 2: sys.float_info.max}  # JSON has no infinity
     assert {k: iv["layer_one_score"] for k, iv in intervals.items()} == expected
     assert [iv["status"] for iv in h.get(f"/api/tasks/{h.posted}/intervals")["items"]] == ["pending"] * K
@@ -452,6 +500,46 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
         {k: v for k, v in dispute.items() if k not in ("commitment", "opened_block", "rounds", "appeals", "payouts")}
     ]
     assert h.get("/api/disputes", status="voting")["total"] == 0
+
+
+def test_attestations_are_kept_when_signed_by_who_they_name_and_trusted_ones_mark_verified(history: History) -> None:
+    h = history
+    k1, k2, unopened = h.attested["k1"], h.attested["k2"], h.attested["unopened"]
+    intervals = {iv["k"]: iv for iv in h.get(f"/api/tasks/{h.slashed}/intervals")["items"]}
+    block = {iv["k"]: [a.pop("block") for a in iv["attestations"]] for iv in intervals.values()}
+
+    def attestation(who: int, k: int, *, name: str | None, trusted: bool) -> dict[str, Any]:
+        return {"watcher": address(who), "name": name, "trusted": trusted, "sound": True,
+                "profile": f"profile of {who}", "report_cid": f"QmReport{who}x{k}",
+                "attestation_cid": f"QmDoc{who}x{k}"}  # fmt: skip
+
+    assert intervals[k1]["attestations"] == [  # trusted first; the swapped document CID did not replace the first
+        attestation(WATCHER_2, k1, name="watcher 2", trusted=True),
+        attestation(UNKNOWN, k1, name=None, trusted=False),
+    ]
+    assert [iv["attested_by"] for iv in (intervals[k1], intervals[k2])] == [2, 1]
+    assert block[k1] == sorted(block[k1])
+    # The forged one (watcher 2's name, account 8's key) and the other chain's are not kept: k2 stays "opened".
+    assert intervals[k2]["attestations"] == [attestation(UNKNOWN, k2, name=None, trusted=False)]
+    assert (intervals[k1]["status"], intervals[k2]["status"]) == ("verified", "opened")
+    assert intervals[unopened]["attestations"] == [] and intervals[unopened]["status"] == "committed"
+    assert all(iv["attestations"] == [] for k, iv in intervals.items() if k not in (k1, k2))
+    coverage = h.get(f"/api/tasks/{h.slashed}/coverage")
+    assert coverage == {
+        "intervals": K, "opened": len(h.sampled[h.slashed]), "attested": 2, "trusted_attested": 1,
+        "by_watchers": [len(h.sampled[h.slashed]) - 2, 1, 1], "profiles": 2, "watcher_count": 2,
+        "watchers": [
+            {"watcher": address(WATCHER_2), "name": "watcher 2", "trusted": True, "intervals": 1,
+             "profiles": [f"profile of {WATCHER_2}"]},
+            {"watcher": address(UNKNOWN), "name": None, "trusted": False, "intervals": 2,
+             "profiles": [f"profile of {UNKNOWN}"]},
+        ],
+    }  # fmt: skip
+    assert h.get(f"/api/tasks/{h.honest}/coverage")["by_watchers"] == [len(h.sampled[h.honest])]
+    assert h.get(f"/api/tasks/{h.posted}/coverage")["opened"] == 0
+    lines = [e["text"] for e in h.get(f"/api/tasks/{h.slashed}/timeline") if e["kind"] == "attested"]
+    # The timeline tells only the trusted watchers' (a flood by throwaway keys would bury it).
+    assert lines == [f"watcher 2 attests interval {k1} sound (replayed on profile of {WATCHER_2})"]
 
 
 def test_credits_and_auditors_match_the_contracts(history: History) -> None:
@@ -665,6 +753,17 @@ def test_dashboard_shows_the_slashed_task_and_its_dispute(history: History, tmp_
             assert faulty.get_attribute("data-status") == "faulty"
             assert page.locator("#intervals [data-k='1']").get_attribute("data-score") == "7.5"
             assert "layer-one score 7.50" in (page.locator("#intervals [data-k='1']").get_attribute("title") or "")
+            # Coverage: each cell's count of sound attestations, and who attested how much.
+            attested = page.locator("#intervals [data-k]").evaluate_all("cells => cells.map(c => c.dataset.attested)")
+            assert attested == [str(sum(a["sound"] and a["trusted"] for a in iv["attestations"])) for iv in api]
+            k1 = page.locator(f"#intervals [data-k='{h.attested['k1']}']")
+            expect(k1.locator("sup.attested")).to_have_text("1")  # trusted watchers only: keys are free
+            assert f"attested sound by watcher 2 (trusted) on profile of {WATCHER_2}" in (
+                k1.get_attribute("title") or ""
+            )
+            rows = page.locator("#attesters tbody tr").evaluate_all("rows => rows.map(r => r.cells[1].textContent)")
+            assert rows == ["1", "2"]  # trusted first
+            expect(page.locator("#coverage")).to_contain_text(f"2 of {len(h.sampled[h.slashed])} opened")
             shot = tmp_path / "dashboard-task.png"
             page.screenshot(path=str(shot), full_page=True)
             if os.environ.get("OVIG_UPDATE_SCREENSHOT"):  # the README's picture, refreshed on request only

@@ -28,15 +28,18 @@ from ovig_node.chain.contracts import TaskStatus, Verdict
 from ovig_node.devnet.manager import Devnet
 from ovig_node.devnet.processes import free_port
 from ovig_node.files import file_sha256
+from ovig_node.nodes.attesting import attestations, domain_of
 from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES
 from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.owner import PostingError, Terms, post_task
+from ovig_node.nodes.watcher import WatcherNode
+from ovig_node.protocol.attestation import Attestation, AttestedVerdict, sign, verified
 from ovig_node.protocol.manifest import encode_stats
 from ovig_node.training.evidence import read_statistics
-from ovig_node.training.execution import get_profile
+from ovig_node.training.execution import get_profile, host_cpu
 from ovig_node.training.loop import evidence_path
 from ovig_node.training.statistics import STATISTICS
 from ovig_node.training.taskfiles import attach_boundary, attach_numerics, prepare_task
@@ -48,8 +51,8 @@ ETHER = 10**18
 OWNER_BOND = ETHER // 100
 SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
 DELIVERABLE = 9  # K - 1
-# By devnet account: the demo's (trainers 1 and 2, watcher 3, auditors 4-6), and a second honest trainer that
-# trains data-parallel on two processes (ddp2), judged by the watcher's one-process replays.
+# By devnet account: the demo's (trainers 1 and 2, watchers 3 and 7, auditors 4-6), and a second honest trainer
+# that trains data-parallel on two processes (ddp2), judged by the watcher's one-process replays.
 PROFILES = {**DEMO_PROFILES, 9: "ddp2"}
 WATCHER_PROFILES = PROFILES[3]
 
@@ -448,6 +451,87 @@ def test_a_fake_the_sample_missed_is_found_by_its_statistics_requested_opened_an
     assert slash.args["by"] == watcher_address
     assert [e.args["k"] for e in events(owner, "ChallengeRevealed", task=task)] == [faked]
     assert {int(e.args["k"]) for e in refunds()} == set(requests)
+
+
+def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for_nothing(system: System) -> None:
+    """Watchers 3 and 7 trust each other (``--trust``): each replays the opened intervals the other has not
+    attested, one per pass, and attests the ones it judged sound, so together they judge every sampled interval
+    once. Account 8 attacks the split: it announces, for every opened interval, attestations naming watcher 3 and
+    watcher 7 but signed with its own key (each would make the other skip the interval), and a genuine one of
+    its own, which neither trusts. Neither skips anything for them; the owner's reading of the attestations
+    keeps each watcher's genuine ones and account 8's, never the forged; every pinned document checks on its own.
+    """
+    owner, forger = system.node("owner", 0), system.node("watcher", 8)
+    a_ctx, b_ctx = system.node("watcher", 3), system.node("watcher", 7)
+    a = WatcherNode(a_ctx, profile_name=PROFILES[3], trusted=frozenset({b_ctx.address}))
+    b = WatcherNode(b_ctx, profile_name=PROFILES[7], trusted=frozenset({a_ctx.address}))
+    task = post_task(owner, system.spec, system.boundary, terms(challenge_window=90))
+    trainer = system.start("trainer", 1, "--task", str(task))
+    domain = domain_of(forger)
+    forged: set[int] = set()
+
+    def forge_the_new_openings() -> None:
+        for event in events(forger, "IntervalOpened", task=task):
+            k = int(event.args["k"])
+            if k in forged:
+                continue
+            for claimed in (a_ctx.address, b_ctx.address, forger.address):
+                attestation = Attestation(task, k, int(AttestedVerdict.SOUND), "QmNotAReplay", "forged")
+                signature = sign(attestation, domain, forger.client.account)
+                call = forger.protocol.tasks.functions.attest(task, k, claimed, attestation.verdict, "forged",
+                                                              "QmNotAReplay", "QmNotADocument", signature)  # fmt: skip
+                forger.client.transact(f"forge:{task}:{k}:{claimed}", call)
+            forged.add(k)
+
+    def done() -> bool:
+        judged = {**a.state.get("judged", {}), **b.state.get("judged", {})}
+        opened = {int(e.args["j"]) for e in events(owner, "BatchOpened", task=task)}
+        return opened == {0, 1} and {f"{task}:{k}" for k in sampled(owner, task)} <= set(judged)
+
+    try:
+        deadline = time.monotonic() + 600
+        while not done():
+            assert time.monotonic() < deadline, "timed out waiting for the watchers to judge every sampled interval"
+            forge_the_new_openings()
+            a.step()
+            forge_the_new_openings()
+            b.step()
+            time.sleep(0.5)
+        a.step()  # one more pass each (the windows are still open): each sees the other's last attestation
+        b.step()
+        wait_for(lambda: owner.protocol.task(task).status == TaskStatus.FINALIZED, timeout=300, what="the finalize")
+    finally:
+        stop(trainer)
+    ours = {f"{task}:{k}" for k in sampled(owner, task)}
+    judged_a = {key for key in a.state.get("judged", {}) if key.startswith(f"{task}:")}
+    judged_b = {key for key in b.state.get("judged", {}) if key.startswith(f"{task}:")}
+    assert judged_a and judged_b and judged_a.isdisjoint(judged_b) and judged_a | judged_b == ours
+    assert set(a.state.get("covered", {})) == judged_b and set(b.state.get("covered", {})) == judged_a
+    assert {v["verdict"] for v in [*a.state.get("judged").values(), *b.state.get("judged").values()]} == {"valid"}
+    owner.scanner.poll()
+    kept = attestations(owner, task)
+    assert forged == {int(key.split(":")[1]) for key in ours}  # every sampled interval was a forgery's target
+    for key in ours:
+        k, (index, node) = int(key.split(":")[1]), (3, a) if key in judged_a else (7, b)
+        assert set(kept[k]) == {node.ctx.address, forger.address}, k  # not the other watcher: its claim was forged
+        mine = kept[k][node.ctx.address]
+        assert mine.attestation.profile == f"{PROFILES[index]} on {host_cpu()}"
+        assert mine.attestation.report_cid == node.state.get("judged")[key]["report"]
+        doc = json.loads(owner.ipfs.cat_bytes(mine.attestation_cid, max_bytes=1 << 16))
+        signed = Attestation(**doc["attestation"])
+        assert signed == mine.attestation and doc["watcher"] == node.ctx.address
+        assert verified(signed, domain, bytes.fromhex(doc["signature"][2:]), node.ctx.address)
+    # The owner's command line shows the same: every sampled interval attested by two (its judge and account
+    # 8), and one row per attester (the forgeries in 3's and 7's names add nothing).
+    status = run_ovig("owner", "status", str(task), "--account", "0", "--home", str(system.folder / "owner-status"),
+                      env={"OVIG_DEVNET_DIR": str(system.net.data_dir), "COLUMNS": "250"})  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    batches, watchers = status.stdout.split("watchers' verified attestations")
+    assert all(f" {key.split(':')[1]}:2" in batches for key in ours), status.stdout
+    rows = {line.split()[1] for line in watchers.split("payouts")[0].splitlines() if "0x" in line}
+    assert rows == {a_ctx.address, b_ctx.address, forger.address}, status.stdout
+    for ctx in (owner, forger, a_ctx, b_ctx):
+        ctx.close()
 
 
 def test_an_unreachable_rpc_is_one_clear_line(tmp_path: Path) -> None:

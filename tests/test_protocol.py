@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import random
 
 import pytest
 from eth_abi import encode
+from eth_account import Account
 from eth_utils import keccak
 
-from ovig_node.protocol import merkle, sampling
+from ovig_node.protocol import attestation, merkle, sampling
 from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.intervals import Layout
 from ovig_node.protocol.schedule import batch_indices, epoch_order
@@ -229,3 +231,80 @@ def test_shared_sampling_vectors() -> None:
     assert sampling.draw_positions(seed, 256, 500, is_last=False) == [
         229, 166, 66, 17, 96, 62, 13, 70, 192, 196, 139, 245, 94,
     ]  # fmt: skip
+
+
+# --- attestations (protocol 8.4) -----------------------------------------------------------------
+
+ATTESTER = Account.from_key(b"\x07" * 32)
+DOMAIN = attestation.Domain(31337, "0x" + "ab" * 20)
+SIGNED = attestation.Attestation(task=3, k=17, verdict=1, report_cid=CID_A, profile="micro8,micro3 on some CPU")
+
+
+def eip712_digest(a: attestation.Attestation, chain_id: int, contract: str) -> bytes:
+    """EIP-712's hashStruct and domain separator, written out from the EIP."""
+    domain_type = keccak(b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
+    separator = keccak(encode(["bytes32", "bytes32", "bytes32", "uint256", "address"],
+                              [domain_type, keccak(b"OVIG"), keccak(b"1"), chain_id, contract]))  # fmt: skip
+    type_hash = keccak(b"Attestation(uint256 task,uint256 k,uint8 verdict,string reportCID,string profile)")
+    struct = keccak(encode(["bytes32", "uint256", "uint256", "uint8", "bytes32", "bytes32"],
+                           [type_hash, a.task, a.k, a.verdict, keccak(a.report_cid.encode()),
+                            keccak(a.profile.encode())]))  # fmt: skip
+    return keccak(b"\x19\x01" + separator + struct)
+
+
+def test_an_attestation_signature_is_eip712_over_the_fields_and_the_deployment() -> None:
+    signature = attestation.sign(SIGNED, DOMAIN, ATTESTER)
+    by_hand = ATTESTER.unsafe_sign_hash(eip712_digest(SIGNED, DOMAIN.chain_id, DOMAIN.contract)).signature
+    assert signature == bytes(by_hand)
+    assert attestation.signer_of(SIGNED, DOMAIN, signature) == ATTESTER.address
+    assert attestation.verified(SIGNED, DOMAIN, signature, ATTESTER.address.lower())
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"k": 18},
+        {"task": 4},
+        {"verdict": 2},
+        {"report_cid": CID_A[:-1] + "p"},
+        {"profile": "reference on another CPU"},
+    ],
+)
+def test_an_attestation_changed_after_signing_recovers_someone_else(changed: dict[str, object]) -> None:
+    signature = attestation.sign(SIGNED, DOMAIN, ATTESTER)
+    altered = dataclasses.replace(SIGNED, **changed)  # type: ignore[arg-type]
+    assert not attestation.verified(altered, DOMAIN, signature, ATTESTER.address)
+    other_chain = attestation.Domain(1, DOMAIN.contract)  # another deployment: the same bytes mean nothing there
+    assert not attestation.verified(SIGNED, other_chain, signature, ATTESTER.address)
+    assert not attestation.verified(SIGNED, attestation.Domain(31337, "0x" + "cd" * 20), signature, ATTESTER.address)
+
+
+def test_announced_keeps_only_a_signature_of_the_watcher_it_names() -> None:
+    signature = attestation.sign(SIGNED, DOMAIN, ATTESTER)
+    args = {"task": 3, "k": 17, "watcher": ATTESTER.address, "verdict": 1, "profile": SIGNED.profile,
+            "reportCID": CID_A, "attestationCID": "bafydoc", "signature": "0x" + signature.hex()}  # fmt: skip
+    kept = attestation.announced(args, DOMAIN)
+    assert kept == attestation.Announced(SIGNED, ATTESTER.address, "bafydoc") and kept.sound
+    forger = Account.from_key(b"\x08" * 32)
+    forged = attestation.sign(SIGNED, DOMAIN, forger)  # a genuine signature, by someone else than it names
+    assert attestation.announced({**args, "signature": "0x" + forged.hex()}, DOMAIN) is None
+    assert attestation.announced({**args, "watcher": forger.address, "signature": "0x" + forged.hex()}, DOMAIN)
+    high_s = bytearray(signature)  # the other (malleable) s for the same r: EIP-2 refuses it
+    n = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+    high_s[32:64] = (n - int.from_bytes(signature[32:64], "big")).to_bytes(32, "big")
+    high_s[64] ^= 1
+    for bad in ("0x", "0x" + signature.hex()[:-2], "0x" + bytes(high_s).hex(), "not hex", "0x" + "00" * 65):
+        assert attestation.announced({**args, "signature": bad}, DOMAIN) is None, bad
+    assert attestation.announced({**args, "profile": "x" * 129}, DOMAIN) is None
+    # Checked before any signature: ids past SQLite's integers, markup or control characters in a profile (it
+    # reaches terminals and tooltips), a CID that is not base32 or base58, a verdict nobody defined.
+    for bad in ({"task": 2**63}, {"k": 2**255}, {"profile": "[bold]x[/bold]"}, {"profile": "a; trusted"},
+                {"profile": "a\x1b]8;;"}, {"reportCID": "Qm/../x"}, {"attestationCID": "bafy doc"},
+                {"verdict": 2}):  # fmt: skip
+        assert attestation.announced({**args, **bad}, DOMAIN) is None, bad
+    assert attestation.announced({k: v for k, v in args.items() if k != "watcher"}, DOMAIN) is None
+    cpu = "micro8 on Intel(R) Xeon(R) CPU @ 2.20GHz"
+    assert attestation.profile_text(cpu) == cpu
+    assert attestation.profile_text("a;\x1b[31m b\n") == "a 31m b"
+    doc = attestation.document(SIGNED, DOMAIN, ATTESTER.address, signature)
+    assert json.loads(json.dumps(doc)) == doc and attestation.Attestation(**doc["attestation"]) == SIGNED

@@ -30,13 +30,16 @@ def api() -> None:
 @click.option("--watcher-home", "watcher_homes", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="A watcher node's --home: its verdicts mark intervals verified (repeatable).")  # fmt: skip
 @click.option("--label", "labels", multiple=True, metavar="ADDRESS=NAME", help="Show NAME for ADDRESS (repeatable).")
+@click.option("--trust-attester", "trusted", multiple=True, metavar="ADDRESS",
+              help="A watcher whose attestations mark intervals verified (repeatable); all are shown.")  # fmt: skip
 @click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Index folder.")
 @click.option("--confirmations", type=int, help="Blocks under the head before indexing [devnet 0, else 3].")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8000, show_default=True)
 def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, deployments: Path | None,
               ipfs_url: str | None, gateway: str | None, watcher_homes: tuple[Path, ...], labels: tuple[str, ...],
-              home: Path | None, confirmations: int | None, host: str, port: int) -> None:  # fmt: skip
+              trusted: tuple[str, ...], home: Path | None, confirmations: int | None, host: str,
+              port: int) -> None:  # fmt: skip
     """Index the contracts' events and serve the JSON API (/docs) and the dashboard (/) until Ctrl-C."""
     from ovig_node.api.main import create_app
     from ovig_node.api.server import serve
@@ -45,7 +48,14 @@ def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, de
 
     if use_devnet == (rpc_url is not None):
         raise click.UsageError("choose --devnet, or --rpc URL with --deployments FILE")
-    options: dict[str, object] = {"gateway": gateway, "watcher_homes": watcher_homes, "labels": parse_labels(labels)}
+    from ovig_node.chain.accounts import checksum_addresses
+
+    try:
+        trusted_attesters = checksum_addresses(trusted)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--trust-attester") from None
+    options: dict[str, object] = {"gateway": gateway, "watcher_homes": watcher_homes, "labels": parse_labels(labels),
+                                  "trusted_attesters": trusted_attesters}  # fmt: skip
     options |= {
         name: value for name, value in (("confirmations", confirmations), ("ipfs_url", ipfs_url)) if value is not None
     }

@@ -32,6 +32,7 @@ from ovig_node.chain.contracts import Protocol
 from ovig_node.chain.rpc import connect
 from ovig_node.chain.scanner import Event, EventScanner
 from ovig_node.errors import OvigError
+from ovig_node.protocol.attestation import Domain
 
 log = logging.getLogger(__name__)
 # What a poll may fail with and be retried on the next tick: the RPC, the node's answers, the disk.
@@ -143,7 +144,9 @@ class _Session:
         index = sqlite3.connect(f"file:{index_path}?mode=ro", uri=True)
         db = store.writer()
         penalty = int(protocol.committee.functions.PENALTY().call())
-        return cls(w3, int(w3.eth.chain_id), scanner, index, db, Projection(db, penalty=penalty))
+        chain_id = int(w3.eth.chain_id)
+        projection = Projection(db, penalty=penalty, domain=Domain(chain_id, protocol.tasks.address))
+        return cls(w3, chain_id, scanner, index, db, projection)
 
     def poll(self) -> IndexerStatus:
         new = self.scanner.poll()

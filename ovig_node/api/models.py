@@ -48,6 +48,7 @@ class TimelineKind(StrEnum):
     COMMITTED = "committed"
     SEED = "seed"
     OPENING = "opening"
+    ATTESTED = "attested"
     WINDOW = "window"
     CHALLENGE = "challenge"
     DISPUTE = "dispute"
@@ -183,6 +184,19 @@ class WatcherVerdict(BaseModel):
     report_cid: str | None
 
 
+class IntervalAttestation(BaseModel):
+    """A watcher's verified attestation of an interval (protocol 8.4): signed by it, made after the opening."""
+
+    watcher: Address
+    name: str | None = Field(description="the API's label for the watcher, if it has one")
+    trusted: bool = Field(description="the API was told to trust this watcher (`--trust-attester`)")
+    sound: bool
+    profile: str = Field(description="the execution profile and host its replay ran on")
+    report_cid: str
+    attestation_cid: str = Field(description="the signed EIP-712 document, pinned to IPFS")
+    block: int
+
+
 class Interval(BaseModel):
     k: int
     batch: int
@@ -199,6 +213,34 @@ class Interval(BaseModel):
         description="the owner's watcher's layer-one score of its statistics, opened or not (docs/layer-one.md); "
         "above the watcher's threshold, it asked for the interval's opening",
     )
+    attestations: list[IntervalAttestation] = Field(
+        default_factory=list,
+        description="verified attestations by distinct watchers, trusted ones first, then oldest first; at most 16",
+    )
+    attested_by: int = Field(default=0, description="distinct watchers whose verified attestations say sound")
+
+
+class CoverageWatcher(BaseModel):
+    watcher: Address
+    name: str | None
+    trusted: bool
+    intervals: int = Field(description="intervals it attested sound")
+    profiles: list[str]
+
+
+class Coverage(BaseModel):
+    """How much of a task's run independent watchers attested sound (protocol 8.4)."""
+
+    intervals: int
+    opened: int = Field(description="intervals whose evidence was opened: only these can be replayed")
+    attested: int = Field(description="opened intervals at least one watcher attested sound")
+    trusted_attested: int = Field(description="opened intervals a trusted watcher attested sound")
+    by_watchers: list[int] = Field(
+        description="by_watchers[n]: opened intervals exactly n distinct watchers attested sound"
+    )
+    profiles: int = Field(description="distinct execution profiles the attested replays ran on")
+    watcher_count: int = Field(description="distinct watchers with a verified attestation")
+    watchers: list[CoverageWatcher] = Field(description="trusted ones first, then by intervals attested; at most 16")
 
 
 class Opening(BaseModel):

@@ -5,6 +5,11 @@ so no row needs an RPC call, and a re-fold from the event index rebuilds every t
 committee's immutable ``PENALTY`` is the one constant an event does not carry: an auditor's stake at risk
 (``locked``: PENALTY per seat on a dispute not resolved yet) is counted in it.
 
+Attestations (protocol 8.4) are the exception to "the events are the state": ``attest`` checks nothing, so an
+Attested event is folded in only if its signature is the watcher's it names, for this chain and contract,
+and interval k was opened before it; it reaches a task's timeline only through the queries, for watchers the
+API trusts (a flood of attestations by throwaway keys would otherwise bury the timeline).
+
 Each handler mirrors one state change of the contracts; where a contract changes two things in one
 transaction (a dispute resolves, then the task contract settles it), both events arrive, in order.
 """
@@ -18,6 +23,7 @@ from typing import Any
 
 from ovig_node.chain.contracts import Reason, Verdict
 from ovig_node.chain.scanner import Event
+from ovig_node.protocol.attestation import Domain, announced
 
 Args = dict[str, Any]
 
@@ -29,9 +35,10 @@ def name_of(enum: Any, value: int) -> str:
 class Projection:
     """Applies events to the tables through ``db`` (the caller owns the transaction)."""
 
-    def __init__(self, db: sqlite3.Connection, *, penalty: int) -> None:
+    def __init__(self, db: sqlite3.Connection, *, penalty: int, domain: Domain) -> None:
         self.db = db
         self.penalty = penalty
+        self.domain = domain  # the deployment attestations must be signed for
         tasks: dict[str, Callable[[Event, Args], None]] = {
             "TaskPosted": self._task_posted,
             "TaskAccepted": lambda e, a: self._task(a["task"], e, provider=a["provider"], status="accepted"),
@@ -46,6 +53,7 @@ class Projection:
             "DisputeSettled": self._dispute_settled,
             "IntervalWindowReopened": self._window_reopened,
             "RequestOpened": lambda e, a: self._interval_window(e, a, int(a["challengeWindowEnd"])),
+            "Attested": self._attested,
             "BondClaimed": lambda e, a: self._update(
                 "challenges", {"status": "claimed"}, challenger=a["challenger"], commitment=a["commitment"]
             ),
@@ -87,20 +95,15 @@ class Projection:
         if handler is not None:
             handler(event, event.args)
         task = self._task_of(event)
-        if task is not None:
-            self.db.execute(
-                "INSERT OR REPLACE INTO timeline VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    event.block_hash,
-                    event.log_index,
-                    task,
-                    event.block_number,
-                    event.tx_hash,
-                    event.contract,
-                    event.name,
-                    json.dumps(event.args, sort_keys=True),
-                ),
-            )
+        if task is not None and event.name != "Attested":  # anyone may announce one: timelines show trusted ones
+            self._timeline(event, task)
+
+    def _timeline(self, event: Event, task: int) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO timeline VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (event.block_hash, event.log_index, task, event.block_number, event.tx_hash, event.contract, event.name,
+             json.dumps(event.args, sort_keys=True)),
+        )  # fmt: skip
 
     # --- tasks ---------------------------------------------------------------------------------
 
@@ -185,6 +188,21 @@ class Projection:
         self._update("openings", {"extended_until": end}, task=a["task"], k=a["k"])
         self._extend_challenge_end(a["task"], end)
         self._task(a["task"], e)
+
+    def _attested(self, e: Event, a: Args) -> None:
+        """A watcher's attestation: kept if well formed, signed by the watcher it names and made after k's
+        opening; a watcher's first attestation of k stands (a relay cannot swap its unsigned document CID)."""
+        found = announced(a, self.domain)
+        if found is None:
+            return
+        task, k = found.attestation.task, found.attestation.k
+        if self.db.execute("SELECT 1 FROM openings WHERE task = ? AND k = ?", (task, k)).fetchone() is None:
+            return
+        self.db.execute(
+            "INSERT OR IGNORE INTO attestations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (task, k, found.watcher, found.attestation.verdict, found.attestation.profile, found.attestation.report_cid,
+             found.attestation_cid, e.block_number, e.block_hash, e.log_index, e.tx_hash),
+        )  # fmt: skip
 
     def _task_slashed(self, e: Event, a: Args) -> None:
         # Paid at once unless LeadShareWaiting follows in the same transaction (it then overwrites this).

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from ovig_node.api import models as m
 from ovig_node.api.timelines import timeline_entries
 from ovig_node.api.watchers import WatcherVerdict, WatcherVerdicts
+from ovig_node.protocol.attestation import AttestedVerdict
 
 Row = sqlite3.Row
 M = TypeVar("M", bound=BaseModel)
@@ -132,7 +133,14 @@ def get_task(db: sqlite3.Connection, task: int) -> m.TaskDetail | None:
 
 
 def task_intervals(
-    db: sqlite3.Connection, task: int, watchers: WatcherVerdicts, *, limit: int, offset: int
+    db: sqlite3.Connection,
+    task: int,
+    watchers: WatcherVerdicts,
+    *,
+    limit: int,
+    offset: int,
+    names: dict[str, str] | None = None,
+    trusted: frozenset[str] = frozenset(),
 ) -> m.Page[m.Interval] | None:
     """Intervals ``offset ..`` of the task with the status the dashboard colours them by."""
     row = _task_row(db, task)
@@ -156,11 +164,14 @@ def task_intervals(
         "SELECT * FROM disputes WHERE task = ? AND k BETWEEN ? AND ? ORDER BY dispute", (task, first, last)
     ):
         disputes.setdefault(d["k"], []).append(d)
+    attested = _attestations(db, task, first, last, names or {}, trusted)
     verdicts, scores = watchers.for_task(task), watchers.scores_for_task(task)
     items = []
     for k in range(first, last + 1):
         batch_status, sample = batches.get(k // per_batch, (None, set()))
         opening, watched, on_k = opened.get(k), verdicts.get(k), disputes.get(k, [])
+        listed = attested.get(k, [])
+        on_trust = any(a.trusted and a.sound for a in listed)
         # Unvalidated: every value comes from our own read model, and a page holds up to 4096 intervals
         # (validating them again would double this endpoint's time; the API tests check the shape).
         items.append(
@@ -168,7 +179,9 @@ def task_intervals(
                 k=k,
                 batch=k // per_batch,
                 end_step=min((k + 1) * stride, steps),
-                status=_interval_status(batch_status is not None, k in sample, opening is not None, on_k, watched),
+                status=_interval_status(
+                    batch_status is not None, k in sample, opening is not None, on_k, watched, attested=on_trust
+                ),
                 sampled=k in sample,
                 opened=opening is not None,
                 start_digest=opening["start_digest"] if opening else None,
@@ -180,6 +193,8 @@ def task_intervals(
                 if watched
                 else None,
                 layer_one_score=scores.get(k),
+                attestations=listed[:MAX_LISTED],
+                attested_by=sum(1 for a in listed if a.sound),
             )
         )
     return m.Page[m.Interval](total=total, limit=limit, offset=offset, items=items)
@@ -188,8 +203,74 @@ def task_intervals(
 UNDECIDED = frozenset({"none", "no_decision", "moot"})  # a dispute open, or ended deciding nothing about k
 
 
+MAX_LISTED = 16  # attestations listed per interval, and watchers per task's coverage: trusted ones first
+
+
+def _attestations(
+    db: sqlite3.Connection, task: int, first: int, last: int, names: dict[str, str], trusted: frozenset[str]
+) -> dict[int, list[m.IntervalAttestation]]:
+    """k -> its verified attestations (the projection kept only those), trusted ones first, then oldest first."""
+    found: dict[int, list[m.IntervalAttestation]] = {}
+    for a in db.execute(
+        "SELECT * FROM attestations WHERE task = ? AND k BETWEEN ? AND ? ORDER BY block, log_index", (task, first, last)
+    ):
+        found.setdefault(a["k"], []).append(
+            m.IntervalAttestation.model_construct(
+                watcher=a["watcher"],
+                name=names.get(a["watcher"]),
+                trusted=a["watcher"] in trusted,
+                sound=a["verdict"] == AttestedVerdict.SOUND,
+                profile=a["profile"],
+                report_cid=a["report_cid"],
+                attestation_cid=a["attestation_cid"],
+                block=a["block"],
+            )
+        )
+    return {k: sorted(listed, key=lambda a: not a.trusted) for k, listed in found.items()}
+
+
+def task_coverage(
+    db: sqlite3.Connection, task: int, *, names: dict[str, str], trusted: frozenset[str]
+) -> m.Coverage | None:
+    """How many opened intervals how many distinct watchers attested sound, and who."""
+    row = _task_row(db, task)
+    if row is None:
+        return None
+    opened = {o["k"] for o in db.execute("SELECT k FROM openings WHERE task = ?", (task,))}
+    by_k: dict[int, set[str]] = {}
+    by_watcher: dict[str, tuple[set[int], set[str]]] = {}
+    for a in db.execute("SELECT * FROM attestations WHERE task = ? AND verdict = ?", (task, AttestedVerdict.SOUND)):
+        by_k.setdefault(a["k"], set()).add(a["watcher"])
+        intervals, profiles = by_watcher.setdefault(a["watcher"], (set(), set()))
+        intervals.add(a["k"])
+        profiles.add(a["profile"])
+    counts = [len(by_k.get(k, ())) for k in opened]
+    ranked = sorted(by_watcher.items(), key=lambda item: (item[0] not in trusted, -len(item[1][0]), item[0]))
+    return m.Coverage(
+        intervals=row["intervals"],
+        opened=len(opened),
+        attested=sum(1 for n in counts if n),
+        trusted_attested=sum(1 for k in opened if by_k.get(k, set()) & trusted),
+        by_watchers=[counts.count(n) for n in range(max(counts, default=0) + 1)],
+        profiles=len({p for _, profiles in by_watcher.values() for p in profiles}),
+        watcher_count=len(by_watcher),
+        watchers=[
+            m.CoverageWatcher(
+                watcher=w, name=names.get(w), trusted=w in trusted, intervals=len(ks), profiles=sorted(profiles)
+            )
+            for w, (ks, profiles) in ranked[:MAX_LISTED]
+        ],
+    )
+
+
 def _interval_status(
-    committed: bool, sampled: bool, opened: bool, disputes: list[Row], watched: WatcherVerdict | None
+    committed: bool,
+    sampled: bool,
+    opened: bool,
+    disputes: list[Row],
+    watched: WatcherVerdict | None,
+    *,
+    attested: bool = False,
 ) -> m.IntervalState:
     panel_valid = False
     if disputes:
@@ -201,7 +282,9 @@ def _interval_status(
         # A valid verdict on reason "unavailable" says the files were there, not that the replay passed.
         panel_valid = any(d["verdict"] == "valid" and d["reason"] == "out_of_bounds" for d in disputes)
     if opened:
-        valid = panel_valid or (watched is not None and watched.verdict == "valid")
+        # The owner's own watcher saying faulty outweighs anyone's attestation until a panel decides.
+        disowned = watched is not None and watched.verdict != "valid"
+        valid = panel_valid or (not disowned and (attested or watched is not None))
         return m.IntervalState.VERIFIED if valid else m.IntervalState.OPENED
     if sampled:
         return m.IntervalState.SAMPLED
@@ -233,11 +316,16 @@ def task_openings(db: sqlite3.Connection, task: int) -> list[m.Opening] | None:
 
 
 def task_timeline(
-    db: sqlite3.Connection, task: int, *, names: dict[str, str], head_time: int | None
+    db: sqlite3.Connection,
+    task: int,
+    *,
+    names: dict[str, str],
+    head_time: int | None,
+    trusted: frozenset[str] = frozenset(),
 ) -> list[m.TimelineEntry] | None:
     if _task_row(db, task) is None:
         return None
-    return timeline_entries(db, task, names=names, head_time=head_time)
+    return timeline_entries(db, task, names=names, head_time=head_time, trusted=trusted)
 
 
 # --- disputes ------------------------------------------------------------------------------------

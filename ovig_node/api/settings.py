@@ -28,6 +28,7 @@ class ApiSettings:
     gateway: str | None = None  # an IPFS gateway the dashboard links CIDs to (none: no links)
     watcher_homes: tuple[Path, ...] = ()  # watcher node folders whose verdicts mark intervals verified
     labels: dict[str, str] = field(default_factory=dict)  # checksummed address -> name shown for it
+    trusted_attesters: frozenset[str] = frozenset()  # checksummed watchers whose attestations mark "verified"
     poll_seconds: float = 1.0  # the indexer's period
 
 

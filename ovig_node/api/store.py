@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -90,6 +90,11 @@ CREATE TABLE IF NOT EXISTS timeline (
     PRIMARY KEY (block_hash, log_index)
 );
 CREATE INDEX IF NOT EXISTS timeline_by_task ON timeline (task, block, log_index);
+CREATE TABLE IF NOT EXISTS attestations (
+    task INTEGER NOT NULL, k INTEGER NOT NULL, watcher TEXT NOT NULL, verdict INTEGER NOT NULL, profile TEXT NOT NULL,
+    report_cid TEXT NOT NULL, attestation_cid TEXT NOT NULL, block INTEGER NOT NULL, block_hash TEXT NOT NULL,
+    log_index INTEGER NOT NULL, tx TEXT NOT NULL, PRIMARY KEY (task, k, watcher)
+);
 CREATE TABLE IF NOT EXISTS blocks (hash TEXT PRIMARY KEY, number INTEGER NOT NULL, timestamp INTEGER NOT NULL);
 """
 # Everything the projection writes; `blocks` survives a re-fold (a block hash's timestamp never changes).
@@ -106,6 +111,7 @@ FOLDED = (
     "balances",
     "auditors",
     "timeline",
+    "attestations",
 )
 
 

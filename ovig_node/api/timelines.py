@@ -30,6 +30,7 @@ KINDS: dict[str, m.TimelineKind] = {
     "OpeningRequested": K.OPENING,
     "RequestOpened": K.OPENING,
     "RequestSettled": K.PAYOUT,
+    "Attested": K.ATTESTED,
     "ChallengeCommitted": K.CHALLENGE,
     "ChallengeRevealed": K.CHALLENGE,
     "ChallengeExpired": K.CHALLENGE,
@@ -60,7 +61,12 @@ KINDS: dict[str, m.TimelineKind] = {
 
 
 def timeline_entries(
-    db: sqlite3.Connection, task: int, *, names: dict[str, str], head_time: int | None
+    db: sqlite3.Connection,
+    task: int,
+    *,
+    names: dict[str, str],
+    head_time: int | None,
+    trusted: frozenset[str] = frozenset(),
 ) -> list[m.TimelineEntry]:
     keyed: list[tuple[tuple[int, int, int, int], m.TimelineEntry]] = []
     rows = db.execute(
@@ -82,6 +88,16 @@ def timeline_entries(
             tx=event.tx_hash,
         )
         keyed.append(((r["timestamp"] or 0, 0, event.block_number, event.log_index), entry))
+    for a in db.execute(
+        "SELECT a.*, b.timestamp FROM attestations a LEFT JOIN blocks b ON b.hash = a.block_hash WHERE a.task = ?",
+        (task,),
+    ):
+        if a["watcher"] not in trusted:
+            continue  # anyone may attest, from as many keys as they like: the timeline tells the trusted ones
+        text = f"{_short(a['watcher'], names)} attests interval {a['k']} sound (replayed on {a['profile']})"
+        entry = m.TimelineEntry(kind=K.ATTESTED, time=a["timestamp"], block=a["block"], event="Attested", text=text,
+                                upcoming=False, tx=a["tx"])  # fmt: skip
+        keyed.append(((a["timestamp"] or 0, 0, a["block"], a["log_index"]), entry))
     for closes, text in _windows(db, task):
         upcoming = head_time is None or closes > head_time
         entry = m.TimelineEntry(

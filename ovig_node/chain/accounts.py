@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from web3 import Web3
 
 from ovig_node.chain.errors import KeystoreError
 
@@ -69,3 +71,11 @@ def write_keystore(account: LocalAccount, path: str | os.PathLike[str], password
     with os.fdopen(fd, "w") as out:
         json.dump(Account.encrypt(account.key, password), out)
     return target
+
+
+def checksum_addresses(values: Iterable[str]) -> frozenset[str]:
+    """The checksummed forms of ``values``; ValueError naming the first that is not an address."""
+    for value in values:
+        if not Web3.is_address(value):
+            raise ValueError(f"{value!r} is not an address")
+    return frozenset(Web3.to_checksum_address(v.lower()) for v in values)

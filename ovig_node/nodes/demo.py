@@ -4,14 +4,17 @@
 2. the owner prepares a tiny vision task (``--workload llm``: a tiny chat model with LoRA; with ``--full``
    the real SmolLM2-135M-Instruct, on a committee whose clocks run 6 times slower), calibrates its
    boundary on three execution profiles at intervals spread over the run, and posts it twice;
-3. three auditors, a watcher and two trainers start as separate processes (`ovig ... run`), each on
+3. three auditors, two watchers and two trainers start as separate processes (`ovig ... run`), each on
    its own execution profile, as different hardware would be: an honest replay drifts from the claim
-   in the last bits and passes through the boundary, not by bit-identity;
+   in the last bits and passes through the boundary, not by bit-identity. The watchers trust each other
+   (``--trust``): each replays the opened intervals the other has not attested yet, and attests those it
+   judged sound (protocol 8.4), so together they cover every opened interval;
 4. trainer A trains honestly: its sample is opened, watched, and the task finalizes and pays;
-5. trainer B drops micro-batches in the deliverable interval (always sampled): the watcher's replay
-   falls outside the boundary, it challenges, the panel replays and votes faulty, B is slashed;
+5. trainer B drops micro-batches in the deliverable interval (always sampled): the replay of whichever
+   watcher takes it falls outside the boundary, it challenges, the panel replays and votes faulty, B is
+   slashed;
 6. a timeline of the chain's events runs meanwhile; the summary shows how close each honest replay
-   came to the boundary, and a table of payouts ends it.
+   came to the boundary, which watcher attested what, and a table of payouts ends it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.contracts import TaskStatus
 from ovig_node.devnet.manager import Devnet
 from ovig_node.errors import OvigError
+from ovig_node.nodes.attesting import attestations
 from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.nodes.node_state import NodeState
@@ -46,8 +50,9 @@ from ovig_node.verify.report import closest_to_limit
 
 ETHER = 10**18
 # Devnet test accounts by role.
-OWNER, HONEST, CHEAT, WATCHER, AUDITORS = 0, 1, 2, 3, (4, 5, 6)
-ROLES = {OWNER: "owner", HONEST: "provider A", CHEAT: "provider B", WATCHER: "watcher",
+OWNER, HONEST, CHEAT, WATCHER, AUDITORS, WATCHER2 = 0, 1, 2, 3, (4, 5, 6), 7
+WATCHERS = (WATCHER, WATCHER2)
+ROLES = {OWNER: "owner", HONEST: "provider A", CHEAT: "provider B", WATCHER: "watcher", WATCHER2: "watcher 2",
          **{a: f"auditor {i + 1}" for i, a in enumerate(AUDITORS)}}  # fmt: skip
 # Replays declared at the devnet committee's maximum (15 s): the demo's replays take a few seconds, and a
 # busy machine must not make a node refuse the task.
@@ -67,8 +72,8 @@ ALPHA = 3.0  # an interval passes while every value <= alpha x the largest hones
 # not fraud). No node here uses intra-op threads: on two busy cores a threaded profile waits on its other
 # thread, many times slower (a watcher on threads2 took 74 s of its 90 s challenge window, a trainer on
 # threads2-micro2 added half a minute to the demo); the node tests run a trainer data-parallel (ddp2).
-PROFILES = {HONEST: "micro4", CHEAT: "micro4-fp64acc", WATCHER: "micro8,micro3", AUDITORS[0]: "micro2,micro3",
-            AUDITORS[1]: "micro3,micro2", AUDITORS[2]: "reference,micro8"}  # fmt: skip
+PROFILES = {HONEST: "micro4", CHEAT: "micro4-fp64acc", WATCHER: "micro8,micro3", WATCHER2: "micro3,micro8",
+            AUDITORS[0]: "micro2,micro3", AUDITORS[1]: "micro3,micro2", AUDITORS[2]: "reference,micro8"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,8 @@ class Cast:
 
 # The chat models (llm): a batch of 4 makes micro8 micro4, so the watcher confirms on the attention kernel
 # instead. The tiny one trains 200 steps of batch 4 in the vision layout.
-LLM_PROFILES = {**PROFILES, WATCHER: "micro3,math-attention", AUDITORS[2]: "reference,math-attention"}
+LLM_PROFILES = {**PROFILES, WATCHER: "micro3,math-attention", WATCHER2: "math-attention,micro3",
+                AUDITORS[2]: "reference,math-attention"}  # fmt: skip
 CASTS = {
     "vision": Cast("vision", SPEC, CALIBRATION_PROFILES, PROFILES),
     # Its steps and replays cost several times the CNN's (a 49,152-token output layer): more time to end.
@@ -123,8 +129,9 @@ class DemoFailed(OvigError, RuntimeError):
 
 @dataclass(frozen=True)
 class Replay:
-    """The watcher's judgement of one sampled interval, from its pinned report."""
+    """A watcher's judgement of one sampled interval, from its pinned report."""
 
+    watcher: str  # its role
     task: int
     k: int
     honest: bool  # False only for the interval provider B cheated in
@@ -143,7 +150,11 @@ class DemoResult:
     lines: list[str] = field(default_factory=list)
     deliverable: int = 0  # the interval provider B cheated in
     sampled: dict[int, list[int]] = field(default_factory=dict)  # task -> its sampled intervals
-    replays: list[Replay] = field(default_factory=list)  # the watcher's, of both tasks' sampled intervals
+    replays: list[Replay] = field(default_factory=list)  # the watchers', of both tasks' sampled intervals
+    # task -> k -> the roles of the watchers whose verified attestations of k the owner's index holds
+    attested: dict[int, dict[int, set[str]]] = field(default_factory=dict)
+    lead: str = ""  # the role the slash named (the challenge that led), and the others that challenged
+    joined: list[str] = field(default_factory=list)
     # Every draw (a batch's sample, a dispute's panel) -> the randomness it was drawn from, and whether the
     # chain's seed is that value's.
     draws: dict[str, tuple[str, bool]] = field(default_factory=dict)
@@ -180,9 +191,13 @@ def run_demo(
     logs = folder / "logs"
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        for index in (*AUDITORS, WATCHER):
-            role = "auditor" if index in AUDITORS else "watcher"
-            processes.append(_start(net, cast, role, index, logs, folder, timeout))
+        for index in AUDITORS:
+            processes.append(_start(net, cast, "auditor", index, logs, folder, timeout))
+        for index in WATCHERS:  # partners: each leaves to the other what the other attested
+            partners = [
+                arg for other in WATCHERS if other != index for arg in ("--trust", devnet_account(other).address)
+            ]
+            processes.append(_start(net, cast, "watcher", index, logs, folder, timeout, *partners))
         _wait_for_auditors(owner, console, deadline=time.monotonic() + 90)
         honest = post_task(owner, spec_path, boundary_path, cast.terms)
         cheated = post_task(owner, spec_path, boundary_path, cast.terms)
@@ -191,14 +206,16 @@ def run_demo(
         processes.append(_start(net, cast, "trainer", CHEAT, logs, folder, timeout, "--task", str(cheated),
                                 "--attack", ATTACK, "--attack-intervals", str(deliverable)))  # fmt: skip
         console.print(f"provider B will {ATTACK.replace('_', ' ')} in interval {deliverable} (the deliverable)")
-        nodes = "; ".join(f"{ROLES[i]} {_profiles(cast, i)}" for i in (HONEST, CHEAT, WATCHER, *AUDITORS))
+        nodes = "; ".join(f"{ROLES[i]} {_profiles(cast, i)}" for i in (HONEST, CHEAT, *WATCHERS, *AUDITORS))
         console.print(f"execution profiles (no claim and replay pair of these was calibrated): {nodes}")
         console.print(f"node logs: {logs}")
 
         console.rule("4. timeline (chain events)")
         result = DemoResult(honest, cheated, {}, {}, 0.0, logs, deliverable=deliverable, cast=cast)
         _follow(owner, result, console, deadline=started + timeout)
-        _collect_replays(owner, folder / "nodes" / f"watcher-{WATCHER}", result)
+        for index in WATCHERS:
+            _collect_replays(owner, folder / "nodes" / f"watcher-{index}", ROLES[index], result)
+        _collect_attestations(owner, result)
         _collect_draws(owner, result)
     finally:
         for process in processes:
@@ -209,6 +226,7 @@ def run_demo(
 
     console.rule("5. summary: honest drift and payouts")
     console.print(_replays_table(result))
+    console.print(_coverage_table(result))
     console.print(_summary(result))
     by_source: dict[str, list[str]] = {}
     for what, (source, _) in result.draws.items():
@@ -315,12 +333,20 @@ def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadlin
         states = {t: owner.protocol.task(t) for t in tasks}
         status = {t: TaskStatus(s.status) for t, s in states.items()}
         withdrawn = {e.args["account"] for e in owner.scanner.events("Withdrawn") if e.contract == "TrainingTasks"}
-        providers = {devnet_account(HONEST).address, devnet_account(WATCHER).address}
+        leads = {e.args["by"] for e in owner.scanner.events("TaskSlashed", task=result.cheated)}
+        providers = {devnet_account(HONEST).address, *leads}
         claimed = all(s.heldBonds == 0 for s in states.values())  # every joined bond pulled back (claimBond)
         ended = all(s in (TaskStatus.FINALIZED, TaskStatus.SLASHED) for s in status.values())
         if ended and claimed and providers <= withdrawn:
             result.status = status
             result.credited = _credited(owner, tasks)
+            result.lead = names.get(leads.pop(), "someone else") if leads else "nobody"
+            # Every other commit's bond comes back: joined and claimed, or revealed or expired after the slash.
+            challengers = [names.get(e.args["challenger"], "someone else")
+                           for e in owner.scanner.events("ChallengeCommitted", task=result.cheated)]  # fmt: skip
+            if result.lead in challengers:
+                challengers.remove(result.lead)
+            result.joined = sorted(challengers)
             return
         time.sleep(1)
     raise DemoFailed(f"the tasks did not end within the time allowed; node logs: {result.logs}")
@@ -337,8 +363,8 @@ def _credited(owner: NodeContext, tasks: tuple[int, int]) -> dict[int, dict[str,
     return credited
 
 
-def _collect_replays(owner: NodeContext, watcher_home: Path, result: DemoResult) -> None:
-    """The watcher's verdict on every sampled interval of both tasks, from its state and pinned reports."""
+def _collect_replays(owner: NodeContext, watcher_home: Path, role: str, result: DemoResult) -> None:
+    """A watcher's verdict on the sampled intervals of both tasks it judged, from its state and pinned reports."""
     judged = NodeState(watcher_home / "watcher.json").get("judged", {})
     owner.scanner.poll()
     for task in (result.honest, result.cheated):
@@ -349,7 +375,15 @@ def _collect_replays(owner: NodeContext, watcher_home: Path, result: DemoResult)
                 continue
             report = json.loads(owner.ipfs.cat_bytes(entry["report"], max_bytes=MAX_REPORT_BYTES))
             honest = task == result.honest or k != result.deliverable
-            result.replays.append(Replay(task, k, honest, report["verdict"], closest_to_limit(report)))
+            result.replays.append(Replay(role, task, k, honest, report["verdict"], closest_to_limit(report)))
+
+
+def _collect_attestations(owner: NodeContext, result: DemoResult) -> None:
+    """Which watchers' verified attestations the owner's event index holds for each opened interval."""
+    names = {devnet_account(i).address: role for i, role in ROLES.items()}
+    for task in (result.honest, result.cheated):
+        found = attestations(owner, task)
+        result.attested[task] = {k: {names.get(w, w) for w, a in by.items() if a.sound} for k, by in found.items()}
 
 
 def _profiles(cast: Cast, index: int) -> str:
@@ -364,7 +398,7 @@ def expected_credits(terms: Terms = TERMS) -> tuple[dict[str, int], dict[str, in
     panelist = bond * 1_000 // 10_000 // len(AUDITORS)
     # The recommended split (deploy/plan.py): 20% lead, 10% panel, 70% owner; the lead's bond comes back.
     cheated = {"owner": reward + terms.owner_bond + bond * 7_000 // 10_000,
-               "watcher": bond * 2_000 // 10_000 + challenger_bond}  # fmt: skip
+               "lead": bond * 2_000 // 10_000 + challenger_bond}  # fmt: skip
     cheated |= {ROLES[a]: panelist for a in AUDITORS}
     return {"provider A": reward + bond, "owner": terms.owner_bond}, cheated
 
@@ -391,6 +425,10 @@ def _collect_draws(owner: NodeContext, result: DemoResult) -> None:
 def _check(result: DemoResult) -> None:
     """The demo checks its own outcome, to the wei: it is also a test (CI runs it)."""
     honest, cheated = expected_credits(result.cast.terms)
+    # Whichever watcher's challenge led is paid the lead's share; one that joined gets its bond back.
+    cheated[result.lead] = cheated.pop("lead")
+    for role in result.joined:
+        cheated[role] = cheated.get(role, 0) + result.cast.terms.challenger_bond
     problems = []
     if not result.draws or not all(ok for _, ok in result.draws.values()):
         problems.append(f"not every draw came from a verified drand round: {result.draws}")
@@ -404,9 +442,22 @@ def _check(result: DemoResult) -> None:
         problems.append("no dispute was resolved faulty")
     replayed = {(r.task, r.k) for r in result.replays}
     if unjudged := [f"{t}:{k}" for t, ks in result.sampled.items() for k in ks if (t, k) not in replayed]:
-        problems.append(f"sampled intervals the watcher did not judge: {unjudged}")
-    if wrong := [f"{r.task}:{r.k} {r.verdict}" for r in result.replays if (r.verdict == "valid") != r.honest]:
-        problems.append(f"the watcher judged these intervals against what their provider did: {wrong}")
+        problems.append(f"sampled intervals no watcher judged: {unjudged}")
+    if wrong := [
+        f"{r.watcher} {r.task}:{r.k} {r.verdict}" for r in result.replays if (r.verdict == "valid") != r.honest
+    ]:
+        problems.append(f"a watcher judged these intervals against what their provider did: {wrong}")
+    # Coverage: every interval a watcher judged sound is attested, by it, and both watchers attested some.
+    attested = {(t, k): roles for t, by in result.attested.items() for k, roles in by.items()}
+    if missing := [f"{r.watcher} {r.task}:{r.k}" for r in result.replays
+                   if r.verdict == "valid" and r.watcher not in attested.get((r.task, r.k), set())]:  # fmt: skip
+        problems.append(f"sound verdicts with no verified attestation: {missing}")
+    # Both watchers share the work: with a few sound intervals to split, each attests some (one watcher alone
+    # could take all of two or three, as the full chat model's cast has).
+    sound = [r for r in result.replays if r.verdict == "valid"]
+    attesters = set().union(*attested.values())
+    if not attesters <= {ROLES[i] for i in WATCHERS} or (len(sound) >= 4 and len(attesters) < len(WATCHERS)):
+        problems.append(f"attestations came from {sorted(attesters)}, not from both watchers")
     if problems:
         raise DemoFailed("the demo did not end as the protocol says: " + "; ".join(problems))
 
@@ -426,17 +477,17 @@ def _summary(result: DemoResult) -> Table:
 
 
 def _replays_table(result: DemoResult) -> Table:
-    """Every sampled interval the watcher replayed, with its report's value nearest a limit."""
+    """Every sampled interval the watchers replayed, with its report's value nearest a limit."""
     profiles = result.cast.profiles
     claims = f"provider A's claims on {profiles[HONEST]} (task {result.honest}) and B's on {profiles[CHEAT]}"
-    table = Table(title=f"the watcher's replays on {_profiles(result.cast, WATCHER)}, of {claims} "
-                  f"(task {result.cheated})")  # fmt: skip
-    for name in ("task", "interval", "verdict", "value / limit", "nearest row"):
-        table.add_column(name, justify="left" if name in ("verdict", "nearest row") else "right")
-    for r in sorted(result.replays, key=lambda r: (r.task, r.k)):
+    watchers = " and ".join(f"{ROLES[i]} on {_profiles(result.cast, i)}" for i in WATCHERS)
+    table = Table(title=f"the replays of {watchers}, of {claims} (task {result.cheated})")
+    for name in ("task", "interval", "watcher", "verdict", "value / limit", "nearest row"):
+        table.add_column(name, justify="left" if name in ("watcher", "verdict", "nearest row") else "right")
+    for r in sorted(result.replays, key=lambda r: (r.task, r.k, r.watcher)):
         ratio, where = r.closest if r.closest is not None else (None, "")
-        table.add_row(str(r.task), str(r.k) if r.honest else f"{r.k} (cheat)", r.verdict, _ratio(ratio), where,
-                      style="" if r.honest else "red")  # fmt: skip
+        table.add_row(str(r.task), str(r.k) if r.honest else f"{r.k} (cheat)", r.watcher, r.verdict, _ratio(ratio),
+                      where, style="" if r.honest else "red")  # fmt: skip
     honest = [r for r in result.replays if r.honest]
     if drifted := [r.closest for r in honest if r.closest is not None]:
         ratio, where = max(drifted)
@@ -445,6 +496,23 @@ def _replays_table(result: DemoResult) -> Table:
                          f"largest reads 1 / alpha = {1 / ALPHA:.2f}. {len(honest)} honest replays, {len(drifted)} of "
                          f"them off the claim by rounding (the rest bit-identical); the closest came to "
                          f"{_ratio(ratio)} ({where}).")  # fmt: skip
+    return table
+
+
+def _coverage_table(result: DemoResult) -> Table:
+    """Per task: how many opened intervals each watcher attested sound (protocol 8.4), as the dashboard shows."""
+    table = Table(title="coverage: opened intervals attested sound, by verified EIP-712 attestations")
+    table.add_column("task", justify="right")
+    table.add_column("sampled", justify="right")
+    for index in WATCHERS:
+        table.add_column(f"by {ROLES[index]}", justify="right")
+    table.add_column("by any", justify="right")
+    for task in (result.honest, result.cheated):
+        by_k = result.attested.get(task, {})
+        per = [sum(1 for roles in by_k.values() if ROLES[i] in roles) for i in WATCHERS]
+        table.add_row(str(task), str(len(result.sampled.get(task, []))), *map(str, per),
+                      str(sum(1 for roles in by_k.values() if roles)))  # fmt: skip
+    table.caption = "the cheated interval is attested by nobody: its replay failed, and a challenge went instead"
     return table
 
 
@@ -463,8 +531,9 @@ def _serve_dashboard(net: Devnet, folder: Path, console: Console) -> None:
 
     console.rule("6. the owner's dashboard")
     labels = {devnet_account(i).address: role for i, role in ROLES.items()}
-    watchers = (folder / "nodes" / f"watcher-{WATCHER}",)
-    app = create_app(devnet_settings(net.data_dir, labels=labels, watcher_homes=watchers))
+    homes = tuple(folder / "nodes" / f"watcher-{i}" for i in WATCHERS)
+    trusted = frozenset(devnet_account(i).address for i in WATCHERS)
+    app = create_app(devnet_settings(net.data_dir, labels=labels, watcher_homes=homes, trusted_attesters=trusted))
     port = 8000 if port_free("127.0.0.1", 8000) else free_port()
     console.print(f"dashboard: [bold]http://127.0.0.1:{port}/[/]  (API docs: /docs). Ctrl-C to stop serving.")
     serve(app, host="127.0.0.1", port=port)

@@ -8,7 +8,7 @@ gathers, from chain state and events only, what an owner wants to see.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +17,11 @@ from web3.logs import DISCARD
 from ovig_node.chain.contracts import BatchStatus, DisputeStatus, Reason, TaskStatus, Verdict
 from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256
+from ovig_node.nodes.attesting import attestations
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import MAX_BATCH_MANIFEST_BYTES
 from ovig_node.nodes.node_state import NodeState
+from ovig_node.protocol.attestation import Announced
 from ovig_node.protocol.manifest import manifest_limit
 from ovig_node.protocol.spec import ContentRef
 from ovig_node.training.taskfiles import open_task
@@ -123,6 +125,8 @@ class TaskReport:
     batches: list[dict[str, Any]]
     disputes: list[dict[str, Any]]
     credits: list[dict[str, Any]]
+    # k -> watcher -> its verified attestation (protocol 8.4; nodes.attesting)
+    attested: dict[int, dict[str, Announced]] = field(default_factory=dict)
 
 
 def task_status(ctx: NodeContext, task: int) -> TaskReport:
@@ -158,4 +162,5 @@ def task_status(ctx: NodeContext, task: int) -> TaskReport:
         for e in ctx.scanner.events("Credited", source=task)
         if e.contract == "TrainingTasks"
     ]
-    return TaskReport(task, TaskStatus(t.status), t.terms, t.owner, t.provider, batches, disputes, credits)
+    return TaskReport(task, TaskStatus(t.status), t.terms, t.owner, t.provider, batches, disputes, credits,
+                      attestations(ctx, task))  # fmt: skip

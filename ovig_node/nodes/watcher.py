@@ -11,6 +11,12 @@ challenged even when someone else disputes it already: the reveal joins that dis
 commit leads it. Intervals found sound are final and skipped. Its keeper duties keep every clock moving
 (claiming joined bonds back among them); it withdraws its credits.
 
+Every interval it judges sound it attests (protocol 8.4, :mod:`ovig_node.nodes.attesting`): a signed
+claim, pinned and announced on-chain, that the owner's dashboard counts as coverage. Given partners to
+trust (``trusted``), it splits the work with them: it replays the intervals fewest of them attested first,
+``workers`` at a time, and skips those they covered. Anyone else's attestations count for nothing here: an
+address is free, so a provider could attest its own fakes.
+
 Each task, interval and challenge is handled on its own (:mod:`ovig_node.nodes.isolation`): one whose
 files make anything raise is logged once and retried or left alone, and the others go on.
 """
@@ -31,6 +37,7 @@ from web3.logs import DISCARD
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
+from ovig_node.nodes.attesting import attestations, publish, sound_by
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
 from ovig_node.nodes.isolation import Isolation
@@ -40,7 +47,9 @@ from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.nodes.screening import Checked, screen_batch
+from ovig_node.protocol.attestation import profile_text
 from ovig_node.protocol.spec import training_hash
+from ovig_node.training.execution import host_cpu
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 from ovig_node.verify.stats import warm_up
 
@@ -56,8 +65,12 @@ class WatcherNode:
     # The owners' reference runs by training hash (hex): tasks that train the same are screened by layer one.
     references: dict[str, Reference] = field(default_factory=dict)
     threshold: float = THRESHOLD  # layer one's score above which an unopened interval is requested
+    attest: bool = True  # publish an attestation of every interval judged sound
+    trusted: frozenset[str] = frozenset()  # partners whose attestations of an interval cover it (checksummed)
+    enough: int = 1  # how many trusted partners' attestations cover an interval
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _checked: Checked = field(default_factory=dict)  # batch manifests' statistics, checked once (layer one)
+    _attested: dict[tuple[str, int], Any] = field(default_factory=dict)  # Attested events, verified once each
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -78,7 +91,9 @@ class WatcherNode:
         for (task, k, _), judgement in self._judge(self._due()):
             if self._record(task, k, judgement):
                 self._drive_challenges()  # at once: the challenge window is running
+            self._drive_attestations()  # at once too: partners pick their next interval by them
         self._drive_challenges()
+        self._drive_attestations()
         withdraw_credits(self.ctx, self.state)
 
     # --- layer one ---------------------------------------------------------------------------
@@ -117,8 +132,9 @@ class WatcherNode:
     # --- judging -------------------------------------------------------------------------------
 
     def _due(self) -> list[tuple[int, int, Opened]]:
-        """Opened intervals (sampled, or requested) not judged yet, whose window closes first first."""
-        judged = self.state.get("judged", {})
+        """Opened intervals (sampled, or requested) not judged yet, whose window closes first first; with
+        partners, those fewest of them attested first, ``workers`` of them (:meth:`_by_coverage`)."""
+        judged = {**self.state.get("judged", {}), **self._still_covered()}
         due: list[tuple[int, int, int, Opened]] = []
         live: dict[int, bool] = {}  # one status read per task per pass, not one per opened batch
         for event in [*self.ctx.scanner.events("BatchOpened"), *self.ctx.scanner.events("RequestOpened")]:
@@ -126,7 +142,38 @@ class WatcherNode:
             if (self.only_tasks is not None and task not in self.only_tasks) or not self.isolation.ready(_key(task)):
                 continue
             due.extend(self.isolation.call(_key(task), functools.partial(self._due_in, event, judged, live)) or [])
+        if self.trusted:
+            return self._by_coverage(due)
         return [(task, k, opening) for _, task, k, opening in sorted(due)]
+
+    def _still_covered(self) -> dict[str, Any]:
+        """The intervals left to partners that are still trusted now (a partner dropped from ``--trust``, or a
+        larger ``--enough``, gives its intervals back)."""
+        partners = self.trusted - {self.ctx.address}
+        return {
+            key: c for key, c in self.state.get("covered", {}).items() if len(set(c["by"]) & partners) >= self.enough
+        }
+
+    def _by_coverage(self, due: list[tuple[int, int, int, Opened]]) -> list[tuple[int, int, Opened]]:
+        """The ``workers`` intervals of ``due`` fewest trusted partners attested, ties by window end and then by
+        a hash of this watcher's address (partners starting together start apart); the next pass sees what they
+        attested meanwhile. Those ``enough`` partners attested are covered: recorded, and never replayed."""
+        found: dict[int, Any] = {}
+        covered = self.state.get("covered", {})
+        partners = self.trusted - {self.ctx.address}
+        ranked = []
+        for window_end, task, k, opening in due:
+            if task not in found:
+                found[task] = attestations(self.ctx, task, signers=partners, checked=self._attested)
+            by = sound_by(found[task], k, partners)
+            if len(by) >= self.enough:
+                covered[f"{task}:{k}"] = {"by": sorted(by)}
+                self.state.set("covered", covered)
+                self.ctx.say(f"task {task} interval {k}: covered by {', '.join(sorted(by))}", style="dim")
+                continue
+            tiebreak = keccak(encode(["address", "uint256", "uint256"], [self.ctx.address, task, k]))
+            ranked.append((len(by), window_end, tiebreak, task, k, opening))
+        return [(task, k, opening) for *_, task, k, opening in sorted(ranked, key=lambda r: r[:3])][: self.workers]
 
     def _due_in(self, event: Any, judged: dict[str, Any], live: dict[int, bool]) -> list[tuple[int, int, int, Opened]]:
         """(window end, task, k, its opening) of what ``event`` opened (a batch's sample, or one requested
@@ -178,6 +225,11 @@ class WatcherNode:
         self.state.set("judged", judged)
         if not judgement.faulty:
             self.ctx.say(f"task {task} interval {k}: valid (report {judgement.report_cid[:12]}…)", style="green")
+            if self.attest:
+                pending = self.state.get("attestations", {})
+                profile = profile_text(f"{self.profile_name} on {host_cpu()}")
+                pending[key] = {"report": judgement.report_cid, "profile": profile}
+                self.state.set("attestations", pending)
             return False
         reason = Reason.OUT_OF_BOUNDS if judgement.available else Reason.UNAVAILABLE
         self.ctx.say(f"task {task} interval {k}: FAULTY ({judgement.report.get('reason')}): challenging", style="red")
@@ -186,6 +238,23 @@ class WatcherNode:
         challenges[key] = {"salt": os.urandom(32).hex(), "reason": int(reason), "report": judgement.report_cid}
         self.state.set("challenges", challenges)
         return True
+
+    # --- attesting -----------------------------------------------------------------------------
+
+    def _drive_attestations(self) -> None:
+        """Publish every attestation recorded and not announced yet (persisted: a restart sends the rest)."""
+        if not self.attest:
+            return
+        pending = self.state.get("attestations", {})
+        for key, a in pending.items():
+            if a.get("cid") or not self.isolation.ready(f"attest {key}"):
+                continue
+            task, k = (int(x) for x in key.split(":"))
+            call = functools.partial(publish, self.ctx, task, k, a["report"], a["profile"])
+            if (cid := self.isolation.call(f"attest {key}", call)) is not None:
+                pending[key] = {**a, "cid": cid}
+                self.state.set("attestations", pending)
+                self.ctx.say(f"task {task} interval {k}: attested sound (attestation {cid[:12]}…)")
 
     # --- challenging ---------------------------------------------------------------------------
 

@@ -20,7 +20,9 @@ one would see (``ovig eval --leave-one-family-out``).
 
 from __future__ import annotations
 
+import platform
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -127,3 +129,15 @@ def get_profile(name: str) -> ExecutionProfile:
     if name not in PROFILES:
         raise ProfileUnavailable(f"unknown execution profile {name!r}; known: {', '.join(PROFILES)}")
     return PROFILES[name]
+
+
+def host_cpu() -> str:
+    """This machine's CPU model ("x86_64" when the OS does not say): profiles replay alike on one host, and
+    drift across hosts, so a watcher's attestation names both."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.machine() or "unknown"

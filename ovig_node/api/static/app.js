@@ -120,8 +120,9 @@ async function tasksPage(params) {
 }
 
 async function taskPage(id) {
-  const [task, intervals, timeline] = await Promise.all([
+  const [task, intervals, timeline, coverage] = await Promise.all([
     getJSON(`/api/tasks/${id}`), getJSON(`/api/tasks/${id}/intervals?limit=4096`), getJSON(`/api/tasks/${id}/timeline`),
+    getJSON(`/api/tasks/${id}/coverage`),
   ]);
   const openings = await getJSON(`/api/tasks/${id}/openings`);
   const t = task.terms;
@@ -136,11 +137,16 @@ async function taskPage(id) {
   const cells = intervals.items.map((iv) => {
     const tip = `interval ${iv.k} (batch ${iv.batch}, steps to ${iv.end_step}): ${iv.status}` +
       (iv.end_digest ? `; end digest ${iv.end_digest}` : "") + (iv.watcher ? `; watcher: ${iv.watcher.verdict}` : "") +
-      (iv.layer_one_score != null ? `; layer-one score ${iv.layer_one_score.toPrecision(3)}` : "");
+      (iv.layer_one_score != null ? `; layer-one score ${iv.layer_one_score.toPrecision(3)}` : "") +
+      iv.attestations.map((a) => `; attested sound by ${a.name || a.watcher}${a.trusted ? " (trusted)" : ""} on ${a.profile}`).join("") +
+      (iv.attested_by > iv.attestations.length ? `; and ${iv.attested_by - iv.attestations.length} more` : "");
     const scored = iv.layer_one_score != null ? ` data-score="${iv.layer_one_score}"` : "";
-    const attrs = `class="cell s-${iv.status}" data-k="${iv.k}" data-status="${iv.status}"${scored} title="${esc(tip)}"`;
+    // The count shown is of trusted watchers: anyone may attest from as many keys as they like.
+    const sound = iv.attestations.filter((a) => a.sound && a.trusted).length;
+    const attrs = `class="cell s-${iv.status}" data-k="${iv.k}" data-status="${iv.status}" data-attested="${sound}"${scored} title="${esc(tip)}"`;
+    const label = `${iv.k}${sound ? `<sup class="attested">${sound}</sup>` : ""}`;
     const dispute = iv.disputes.length ? iv.disputes[iv.disputes.length - 1] : null;
-    return dispute ? `<a href="#/disputes/${dispute}" ${attrs}>${iv.k}</a>` : `<div ${attrs}>${iv.k}</div>`;
+    return dispute ? `<a href="#/disputes/${dispute}" ${attrs}>${label}</a>` : `<div ${attrs}>${label}</div>`;
   }).join("");
   const more = intervals.total > intervals.items.length ? `<p class="muted">first ${intervals.items.length} of ${intervals.total} intervals</p>` : "";
   const batches = task.batches.map((b) => `<tr><td>${b.j}</td><td>${badge(b.status)}</td><td>${hash(b.root)}</td>
@@ -151,6 +157,9 @@ async function taskPage(id) {
   const disputes = task.disputes.map((d) => `<tr><td><a href="#/disputes/${d.dispute}">dispute ${d.dispute}</a></td>
       <td>${d.k}</td><td>${esc(d.reason)}</td><td>${badge(d.status)}</td><td>${badge(d.verdict)}</td>
       <td>${who(d.challenger)}</td><td>${cid(d.report_cid)}</td></tr>`);
+  const share = (n) => (coverage.opened ? `${n} of ${coverage.opened} opened (${Math.round((100 * n) / coverage.opened)}%)` : "none opened yet");
+  const attesters = coverage.watchers.map((w) => `<tr><td>${who(w.watcher)}${w.trusted ? ' <span class="muted">trusted</span>' : ""}</td>
+      <td class="num">${w.intervals}</td><td>${esc(w.profiles.join("; "))}</td></tr>`);
   const payouts = task.payouts.map((p) => `<tr><td>${who(p.account)}</td><td>${esc(p.contract)}</td>
       <td class="num">${eth(p.amount)}</td><td class="num">${p.block}</td></tr>`);
   const events = timeline.map((e) => `<li data-kind="${e.kind}" class="${e.upcoming ? "upcoming" : ""}">
@@ -163,6 +172,11 @@ async function taskPage(id) {
       ${fact("commit deadline", when(t.deadline))}${fact("spec", cid(task.spec_cid))}${fact("spec hash", hash(t.spec_hash))}</section>
     <div class="columns"><div>
       <h2>Intervals</h2><section><div class="legend" id="legend">${legend}</div><div class="grid" id="intervals">${cells}</div>${more}</section>
+      <h2>Coverage</h2><section id="coverage"><div class="facts">${fact("attested by a trusted watcher", share(coverage.trusted_attested))}
+        ${fact("attested by any key (untrusted too)", share(coverage.attested))}
+        ${fact("watchers per opened interval", coverage.by_watchers.map((n, i) => `${i}: ${n}`).join(", ") || "—")}
+        ${fact("execution profiles", String(coverage.profiles))}${fact("attesting keys", String(coverage.watcher_count))}</div>
+        ${table(["watcher", { label: "intervals attested", num: 1 }, "profiles"], attesters, 'id="attesters"')}</section>
       <h2>Batches</h2><section>${table(["j", "status", "root", "sampled", "manifest", "opening manifest", "opening window", "challenge window"], batches, 'id="batches"')}</section>
       <h2>Openings</h2><section>${table(["k", "start digest", "end digest", "opening manifest", { label: "block", num: 1 }], opened, 'id="openings"')}</section>
       <h2>Disputes</h2><section>${table(["dispute", "interval", "reason", "status", "verdict", "lead", "report"], disputes, 'id="disputes"')}</section>
