@@ -278,10 +278,11 @@ def every_call(bench: Bench) -> None:
     bench.send(t.requestOpening(ev.task, unsampled), WATCHER2, value=CHALLENGER_BOND, label="requestOpening")
     bench.send(t.openRequested(ev.task, "bafyrequested", ev.opening(unsampled)), PROVIDER, label="openRequested")
     # An attestation (protocol 8.4) of the requested interval, as a watcher announces one: real signature and CIDs.
-    attestation = Attestation(ev.task, unsampled, int(AttestedVerdict.SOUND), CIDV1, "micro8,micro3 on AMD EPYC")
+    attestation = Attestation(ev.task, unsampled, ev.digest(unsampled), int(AttestedVerdict.SOUND), CIDV1,
+                              "micro8,micro3 on AMD EPYC")  # fmt: skip
     signature = sign(attestation, Domain(bench.w3.eth.chain_id, bench.tasks.address), devnet_account(WATCHER2))
-    bench.send(t.attest(ev.task, unsampled, bench.accounts[WATCHER2], attestation.verdict, attestation.profile,
-                        CIDV1, CIDV1, signature), WATCHER2, label="attest")  # fmt: skip
+    bench.send(t.attest(ev.task, unsampled, attestation.verdict, attestation.profile, CIDV1, CIDV1, signature),
+               WATCHER2, label="attest")  # fmt: skip
     dispute = bench.challenge(ev, bench.sampled(ev, 0)[0], labels=True)
     commitment = bench.commit_challenge(ev, 0, WATCHER2, keccak(text="never revealed"))
     bench.warp(WINDOWS[2])

@@ -248,10 +248,10 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
 
     /// @notice A watcher's attestation of interval `k` was announced (protocol section 8.4). Nothing checks it
     /// here and nothing is stored: readers keep it only if `signature` is `watcher`'s EIP-712 signature of
-    /// (task, k, verdict, reportCID, profile) under this contract's domain, and `k` was opened.
+    /// (task, k, the end digest k was opened with, verdict, reportCID, profile) under this contract's domain.
     /// @param task The task id.
     /// @param k The interval.
-    /// @param watcher Who claims to have signed it (not necessarily the sender: anyone may relay it).
+    /// @param watcher Who sent it: only a watcher announces its own attestations (no relay can pre-empt them).
     /// @param verdict 1: sound (its replay was within the boundary).
     /// @param profile The execution profile the watcher replayed on.
     /// @param reportCID IPFS CID of the watcher's replay report.
@@ -742,11 +742,10 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
 
     // --- attestations (protocol section 8.4) --------------------------------------------------
 
-    /// @notice Announce a watcher's signed attestation of interval `k`: an event and nothing else (no state,
+    /// @notice Announce the sender's signed attestation of interval `k`: an event and nothing else (no state,
     /// no checks, no value), so coverage costs watchers only gas, and readers verify what they fold in.
     /// @param task The task id.
     /// @param k The interval.
-    /// @param watcher The signer the signature claims.
     /// @param verdict 1: sound.
     /// @param profile The execution profile of the replay.
     /// @param reportCID IPFS CID of the replay report.
@@ -755,14 +754,13 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     function attest(
         uint256 task,
         uint256 k,
-        address watcher,
         uint8 verdict,
         string calldata profile,
         string calldata reportCID,
         string calldata attestationCID,
         bytes calldata signature
     ) external {
-        emit Attested(task, k, watcher, verdict, profile, reportCID, attestationCID, signature);
+        emit Attested(task, k, msg.sender, verdict, profile, reportCID, attestationCID, signature);
     }
 
     // --- challenges and disputes ---------------------------------------------------------------

@@ -288,7 +288,7 @@ def owner_status(task_id: int, **options: Any) -> None:
     console.print(f"[bold]task {report.task}[/]: {report.status.name.lower()}; owner {report.owner}, "
                   f"provider {report.provider}; reward {report.terms.reward / 1e18:g} ETH")  # fmt: skip
     batches = Table(title="batches")
-    for column in ("j", "status", "sampled", "opening manifest", "attested sound (interval: watchers)"):
+    for column in ("j", "status", "sampled", "opening manifest", "attested sound (interval: keys, any)"):
         batches.add_column(column)
     sound = {k: sorted(w for w, a in by.items() if a.sound) for k, by in report.attested.items()}
     for b in report.batches:

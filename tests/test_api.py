@@ -41,7 +41,7 @@ from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.randomness import BeaconRelays, for_contract
 from ovig_node.chain.rpc import connect
 from ovig_node.devnet.processes import free_port
-from ovig_node.protocol.attestation import Attestation, AttestedVerdict, Domain, sign
+from ovig_node.protocol.attestation import Attestation, Domain, sign
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.ipfs import IpfsClient
 from support import deployed_devnet
@@ -49,7 +49,7 @@ from support import deployed_devnet
 REPO = Path(__file__).resolve().parents[1]
 ETHER = 10**18
 OWNER, PROVIDER_A, PROVIDER_B, WATCHER, AUDITORS = 0, 1, 2, 3, (4, 5, 6)
-WATCHER_2, UNKNOWN = 7, 8  # attesters: a watcher the API trusts, and one it knows nothing of
+WATCHER_2, UNKNOWN, COPIER = 7, 8, 9  # attesters: a watcher the API trusts, one it knows nothing of, a copier
 N, S, M, SAMPLE_BPS = 120, 10, 4, 5000  # K = 12 intervals in B = 3 batches; two of each batch sampled
 K, B = 12, 3
 REWARD, PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND = 2 * ETHER, 3 * ETHER, ETHER // 10, ETHER // 100
@@ -283,40 +283,37 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
 
 
 def attest_the_slashed_task(chain: Chain, task: int, sampled: list[int]) -> dict[str, int]:
-    """Attestations of the slashed task's sound intervals (protocol 8.4): the trusted watcher 2 (account 7) and
-    an unknown watcher (account 8) attest k1, the unknown one k2, and what readers must not keep: k2 in watcher
-    2's name but signed by account 8, an unopened interval, a signature for another chain; and watcher 2's
-    attestation of k1 relayed again by account 8 (kept once)."""
+    """Attestations of the slashed task's sound intervals (protocol 8.4), each in its sender's name: the trusted
+    watcher 2 (account 7) and an unknown watcher (account 8) attest k1, the unknown one k2. What readers must
+    not keep: account 9 announcing watcher 2's signature of k2 (a copy: the signer is not the sender), watcher
+    2's attestation of an unopened interval, one signed for another chain, one signed over another opening of
+    k2, watcher 2's k1 again with another document CID (its first stands), and malformed ones."""
     domain = Domain(int(chain.w3.eth.chain_id), chain.protocol.tasks.address)
+    tasks = chain.protocol.tasks.functions
     k1, k2 = sampled[0], sampled[1]
     unopened = next(k for k in range(K) if k not in sampled)
 
-    def announce(sender: int, k: int, *, signer: int, named: int | None = None, on: Domain = domain) -> None:
-        a = Attestation(task, k, int(AttestedVerdict.SOUND), f"QmReport{signer}x{k}", f"profile of {signer}")
-        signature = sign(a, on, devnet_account(signer))
-        chain.send(sender, chain.protocol.tasks.functions.attest(task, k, address(named or signer), a.verdict,
-                                                                 a.profile, a.report_cid, f"QmDoc{signer}x{k}",
-                                                                 signature))  # fmt: skip
+    def announce(sender: int, k: int, *, signer: int | None = None, on: Domain = domain, end: bytes | None = None,
+                 doc: str | None = None, at: int = task, verdict: int = 1,
+                 profile: str | None = None) -> None:  # fmt: skip
+        who = sender if signer is None else signer
+        a = Attestation(at, k, digest(task, k) if end is None else end, verdict, f"QmReport{who}x{k}",
+                        f"profile of {who}" if profile is None else profile)  # fmt: skip
+        signature = sign(a, on, devnet_account(who))
+        chain.send(sender, tasks.attest(at, k, verdict, a.profile, a.report_cid, doc or f"QmDoc{who}x{k}", signature))
 
-    announce(WATCHER_2, k1, signer=WATCHER_2)
-    announce(UNKNOWN, k1, signer=UNKNOWN)
-    announce(UNKNOWN, k2, signer=UNKNOWN)
-    announce(UNKNOWN, k2, signer=UNKNOWN, named=WATCHER_2)  # forged
-    announce(WATCHER_2, unopened, signer=WATCHER_2)  # nothing was opened to replay
-    announce(WATCHER_2, k2, signer=WATCHER_2, on=Domain(1, chain.protocol.tasks.address))  # another chain's
-    announce(UNKNOWN, k1, signer=WATCHER_2)  # watcher 2's, relayed
-    # Watcher 2's first attestation of k1 again with another (unsigned) document CID: the first one stands.
-    first = Attestation(task, k1, int(AttestedVerdict.SOUND), f"QmReport{WATCHER_2}x{k1}", f"profile of {WATCHER_2}")
-    signature = sign(first, domain, devnet_account(WATCHER_2))
-    tasks = chain.protocol.tasks.functions
-    chain.send(UNKNOWN, tasks.attest(task, k1, address(WATCHER_2), 1, first.profile, first.report_cid, "QmSwapped",
-                                     signature))  # fmt: skip
+    announce(WATCHER_2, k1)
+    announce(UNKNOWN, k1)
+    announce(UNKNOWN, k2)
+    announce(COPIER, k2, signer=WATCHER_2)  # watcher 2's signature, sent by someone else
+    announce(WATCHER_2, unopened)  # nothing was opened to replay
+    announce(WATCHER_2, k2, on=Domain(1, chain.protocol.tasks.address))  # another chain's
+    announce(WATCHER_2, k2, end=hashlib.sha256(b"another opening").digest())  # another opening's
+    announce(WATCHER_2, k1, doc="QmSwapped")  # again: the first stands
     # What no reader may choke on: ids past SQLite's integers, markup in a profile, a verdict nobody defined.
-    for bad_task, bad_k, profile, verdict in ((2**200, 2**255, "p", 1), (task, k2, "[bold]x[/bold]; trusted", 1),
-                                              (task, k2, "p", 2)):  # fmt: skip
-        bad = Attestation(bad_task, bad_k, verdict, "QmReport", profile)
-        chain.send(UNKNOWN, tasks.attest(bad_task, bad_k, address(UNKNOWN), verdict, profile, "QmReport", "QmDoc",
-                                         sign(bad, domain, devnet_account(UNKNOWN))))  # fmt: skip
+    announce(COPIER, 2**255, at=2**200)
+    announce(COPIER, k2, profile="[bold]x[/bold]; trusted")
+    announce(COPIER, k2, verdict=2)
     return {"k1": k1, "k2": k2, "unopened": unopened}
 
 

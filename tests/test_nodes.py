@@ -36,7 +36,7 @@ from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.owner import PostingError, Terms, post_task
 from ovig_node.nodes.watcher import WatcherNode
-from ovig_node.protocol.attestation import Attestation, AttestedVerdict, sign, verified
+from ovig_node.protocol.attestation import Attestation, AttestedVerdict, from_document, sign, verified
 from ovig_node.protocol.manifest import encode_stats
 from ovig_node.training.evidence import read_statistics
 from ovig_node.training.execution import get_profile, host_cpu
@@ -456,10 +456,11 @@ def test_a_fake_the_sample_missed_is_found_by_its_statistics_requested_opened_an
 def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for_nothing(system: System) -> None:
     """Watchers 3 and 7 trust each other (``--trust``): each replays the opened intervals the other has not
     attested, one per pass, and attests the ones it judged sound, so together they judge every sampled interval
-    once. Account 8 attacks the split: it announces, for every opened interval, attestations naming watcher 3 and
-    watcher 7 but signed with its own key (each would make the other skip the interval), and a genuine one of
-    its own, which neither trusts. Neither skips anything for them; the owner's reading of the attestations
-    keeps each watcher's genuine ones and account 8's, never the forged; every pinned document checks on its own.
+    once. Account 8 attacks the split: the moment each interval is opened it announces an attestation of it
+    signed by another key (account 9's: a signature it holds is not its own) and a genuine one of its own,
+    which neither watcher trusts; nobody can announce in a watcher's name (``attest`` names its sender). Neither
+    watcher skips anything for them; the owner's reading keeps each watcher's genuine attestations and account
+    8's own, never the one signed by a key that did not send it; every pinned document checks on its own.
     """
     owner, forger = system.node("owner", 0), system.node("watcher", 8)
     a_ctx, b_ctx = system.node("watcher", 3), system.node("watcher", 7)
@@ -475,12 +476,13 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
             k = int(event.args["k"])
             if k in forged:
                 continue
-            for claimed in (a_ctx.address, b_ctx.address, forger.address):
-                attestation = Attestation(task, k, int(AttestedVerdict.SOUND), "QmNotAReplay", "forged")
-                signature = sign(attestation, domain, forger.client.account)
-                call = forger.protocol.tasks.functions.attest(task, k, claimed, attestation.verdict, "forged",
-                                                              "QmNotAReplay", "QmNotADocument", signature)  # fmt: skip
-                forger.client.transact(f"forge:{task}:{k}:{claimed}", call)
+            end = bytes.fromhex(str(event.args["endDigest"]).removeprefix("0x"))
+            attestation = Attestation(task, k, end, int(AttestedVerdict.SOUND), "QmNotAReplay", "forged")
+            for key in (devnet_account(9), forger.client.account):  # not its own key, then its own
+                signature = sign(attestation, domain, key)
+                call = forger.protocol.tasks.functions.attest(task, k, attestation.verdict, "forged", "QmNotAReplay",
+                                                              "QmNotADocument", signature)  # fmt: skip
+                forger.client.transact(f"forge:{task}:{k}:{key.address}", call)
             forged.add(k)
 
     def done() -> bool:
@@ -513,12 +515,13 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
     assert forged == {int(key.split(":")[1]) for key in ours}  # every sampled interval was a forgery's target
     for key in ours:
         k, (index, node) = int(key.split(":")[1]), (3, a) if key in judged_a else (7, b)
-        assert set(kept[k]) == {node.ctx.address, forger.address}, k  # not the other watcher: its claim was forged
+        assert set(kept[k]) == {node.ctx.address, forger.address}, k
+        assert kept[k][forger.address].attestation.profile == "forged"  # its own, first: account 9's was dropped
         mine = kept[k][node.ctx.address]
         assert mine.attestation.profile == f"{PROFILES[index]} on {host_cpu()}"
         assert mine.attestation.report_cid == node.state.get("judged")[key]["report"]
         doc = json.loads(owner.ipfs.cat_bytes(mine.attestation_cid, max_bytes=1 << 16))
-        signed = Attestation(**doc["attestation"])
+        signed = from_document(doc)
         assert signed == mine.attestation and doc["watcher"] == node.ctx.address
         assert verified(signed, domain, bytes.fromhex(doc["signature"][2:]), node.ctx.address)
     # The owner's command line shows the same: every sampled interval attested by two (its judge and account

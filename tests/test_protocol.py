@@ -237,7 +237,9 @@ def test_shared_sampling_vectors() -> None:
 
 ATTESTER = Account.from_key(b"\x07" * 32)
 DOMAIN = attestation.Domain(31337, "0x" + "ab" * 20)
-SIGNED = attestation.Attestation(task=3, k=17, verdict=1, report_cid=CID_A, profile="micro8,micro3 on some CPU")
+END = hashlib.sha256(b"E_17").digest()  # the end digest interval 17 was opened with
+SIGNED = attestation.Attestation(task=3, k=17, end_digest=END, verdict=1, report_cid=CID_A,
+                                 profile="micro8,micro3 on some CPU")  # fmt: skip
 
 
 def eip712_digest(a: attestation.Attestation, chain_id: int, contract: str) -> bytes:
@@ -245,9 +247,11 @@ def eip712_digest(a: attestation.Attestation, chain_id: int, contract: str) -> b
     domain_type = keccak(b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
     separator = keccak(encode(["bytes32", "bytes32", "bytes32", "uint256", "address"],
                               [domain_type, keccak(b"OVIG"), keccak(b"1"), chain_id, contract]))  # fmt: skip
-    type_hash = keccak(b"Attestation(uint256 task,uint256 k,uint8 verdict,string reportCID,string profile)")
-    struct = keccak(encode(["bytes32", "uint256", "uint256", "uint8", "bytes32", "bytes32"],
-                           [type_hash, a.task, a.k, a.verdict, keccak(a.report_cid.encode()),
+    type_hash = keccak(
+        b"Attestation(uint256 task,uint256 k,bytes32 endDigest,uint8 verdict,string reportCID,string profile)"
+    )
+    struct = keccak(encode(["bytes32", "uint256", "uint256", "bytes32", "uint8", "bytes32", "bytes32"],
+                           [type_hash, a.task, a.k, a.end_digest, a.verdict, keccak(a.report_cid.encode()),
                             keccak(a.profile.encode())]))  # fmt: skip
     return keccak(b"\x19\x01" + separator + struct)
 
@@ -265,6 +269,7 @@ def test_an_attestation_signature_is_eip712_over_the_fields_and_the_deployment()
     [
         {"k": 18},
         {"task": 4},
+        {"end_digest": hashlib.sha256(b"another opening of 17").digest()},
         {"verdict": 2},
         {"report_cid": CID_A[:-1] + "p"},
         {"profile": "reference on another CPU"},
@@ -279,32 +284,41 @@ def test_an_attestation_changed_after_signing_recovers_someone_else(changed: dic
     assert not attestation.verified(SIGNED, attestation.Domain(31337, "0x" + "cd" * 20), signature, ATTESTER.address)
 
 
-def test_announced_keeps_only_a_signature_of_the_watcher_it_names() -> None:
+def test_announced_keeps_only_a_signature_of_its_sender_over_the_opening_seen() -> None:
     signature = attestation.sign(SIGNED, DOMAIN, ATTESTER)
     args = {"task": 3, "k": 17, "watcher": ATTESTER.address, "verdict": 1, "profile": SIGNED.profile,
             "reportCID": CID_A, "attestationCID": "bafydoc", "signature": "0x" + signature.hex()}  # fmt: skip
-    kept = attestation.announced(args, DOMAIN)
+    kept = attestation.announced(args, DOMAIN, END)
     assert kept == attestation.Announced(SIGNED, ATTESTER.address, "bafydoc") and kept.sound
+    # Signed over another opening of k (a redeployed devnet, a fork, a task id reused after a reorg): not this one.
+    assert attestation.announced(args, DOMAIN, hashlib.sha256(b"another opening of 17").digest()) is None
     forger = Account.from_key(b"\x08" * 32)
-    forged = attestation.sign(SIGNED, DOMAIN, forger)  # a genuine signature, by someone else than it names
-    assert attestation.announced({**args, "signature": "0x" + forged.hex()}, DOMAIN) is None
-    assert attestation.announced({**args, "watcher": forger.address, "signature": "0x" + forged.hex()}, DOMAIN)
-    high_s = bytearray(signature)  # the other (malleable) s for the same r: EIP-2 refuses it
-    n = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
-    high_s[32:64] = (n - int.from_bytes(signature[32:64], "big")).to_bytes(32, "big")
-    high_s[64] ^= 1
-    for bad in ("0x", "0x" + signature.hex()[:-2], "0x" + bytes(high_s).hex(), "not hex", "0x" + "00" * 65):
-        assert attestation.announced({**args, "signature": bad}, DOMAIN) is None, bad
-    assert attestation.announced({**args, "profile": "x" * 129}, DOMAIN) is None
+    forged = attestation.sign(SIGNED, DOMAIN, forger)  # a genuine signature, by someone else than its sender
+    assert attestation.announced({**args, "signature": "0x" + forged.hex()}, DOMAIN, END) is None
+    assert attestation.announced({**args, "watcher": forger.address, "signature": "0x" + forged.hex()}, DOMAIN, END)
+    # The malleable twin (s -> n - s, v flipped between 27 and 28) recovers the same key: refused (EIP-2).
+    twin = bytearray(signature)
+    twin[32:64] = (attestation.SECP256K1_N - int.from_bytes(signature[32:64], "big")).to_bytes(32, "big")
+    twin[64] = 55 - twin[64]
+    assert Account._recover_hash(eip712_digest(SIGNED, DOMAIN.chain_id, DOMAIN.contract), signature=bytes(twin)) == (
+        ATTESTER.address
+    )
+    v_off = bytearray(signature)
+    v_off[64] -= 27  # v = 0 or 1: the same key too, in another encoding
+    for bad in ("0x", "0x" + signature.hex()[:-2], "0x" + bytes(twin).hex(), "0x" + bytes(v_off).hex(), "not hex",
+                "0x" + "00" * 65):  # fmt: skip
+        assert attestation.announced({**args, "signature": bad}, DOMAIN, END) is None, bad
+    assert attestation.announced({**args, "profile": "x" * 129}, DOMAIN, END) is None
     # Checked before any signature: ids past SQLite's integers, markup or control characters in a profile (it
     # reaches terminals and tooltips), a CID that is not base32 or base58, a verdict nobody defined.
     for bad in ({"task": 2**63}, {"k": 2**255}, {"profile": "[bold]x[/bold]"}, {"profile": "a; trusted"},
                 {"profile": "a\x1b]8;;"}, {"reportCID": "Qm/../x"}, {"attestationCID": "bafy doc"},
                 {"verdict": 2}):  # fmt: skip
-        assert attestation.announced({**args, **bad}, DOMAIN) is None, bad
-    assert attestation.announced({k: v for k, v in args.items() if k != "watcher"}, DOMAIN) is None
+        assert attestation.announced({**args, **bad}, DOMAIN, END) is None, bad
+    assert attestation.announced({k: v for k, v in args.items() if k != "watcher"}, DOMAIN, END) is None
+    assert attestation.announced(args, DOMAIN, END[:31]) is None
     cpu = "micro8 on Intel(R) Xeon(R) CPU @ 2.20GHz"
     assert attestation.profile_text(cpu) == cpu
     assert attestation.profile_text("a;\x1b[31m b\n") == "a 31m b"
     doc = attestation.document(SIGNED, DOMAIN, ATTESTER.address, signature)
-    assert json.loads(json.dumps(doc)) == doc and attestation.Attestation(**doc["attestation"]) == SIGNED
+    assert json.loads(json.dumps(doc)) == doc and attestation.from_document(doc) == SIGNED

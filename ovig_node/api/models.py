@@ -236,9 +236,10 @@ class Coverage(BaseModel):
     attested: int = Field(description="opened intervals at least one watcher attested sound")
     trusted_attested: int = Field(description="opened intervals a trusted watcher attested sound")
     by_watchers: list[int] = Field(
-        description="by_watchers[n]: opened intervals exactly n distinct watchers attested sound"
+        description="by_watchers[n]: opened intervals exactly n distinct watchers (any key) attested sound; "
+        "the last of at most 17 buckets counts 16 or more"
     )
-    profiles: int = Field(description="distinct execution profiles the attested replays ran on")
+    profiles: int = Field(description="distinct execution profiles the attested replays ran on (any key)")
     watcher_count: int = Field(description="distinct watchers with a verified attestation")
     watchers: list[CoverageWatcher] = Field(description="trusted ones first, then by intervals attested; at most 16")
 

@@ -6,9 +6,9 @@ committee's immutable ``PENALTY`` is the one constant an event does not carry: a
 (``locked``: PENALTY per seat on a dispute not resolved yet) is counted in it.
 
 Attestations (protocol 8.4) are the exception to "the events are the state": ``attest`` checks nothing, so an
-Attested event is folded in only if its signature is the watcher's it names, for this chain and contract,
-and interval k was opened before it; it reaches a task's timeline only through the queries, for watchers the
-API trusts (a flood of attestations by throwaway keys would otherwise bury the timeline).
+Attested event is folded in only if interval k was opened before it and its signature, over the end digest
+of that opening, for this chain and contract, is its sender's; it reaches a task's timeline only through
+the queries, for watchers the API trusts (a flood by throwaway keys would otherwise bury the timeline).
 
 Each handler mirrors one state change of the contracts; where a contract changes two things in one
 transaction (a dispute resolves, then the task contract settles it), both events arrive, in order.
@@ -23,7 +23,7 @@ from typing import Any
 
 from ovig_node.chain.contracts import Reason, Verdict
 from ovig_node.chain.scanner import Event
-from ovig_node.protocol.attestation import Domain, announced
+from ovig_node.protocol.attestation import MAX_ID, Domain, announced
 
 Args = dict[str, Any]
 
@@ -190,16 +190,23 @@ class Projection:
         self._task(a["task"], e)
 
     def _attested(self, e: Event, a: Args) -> None:
-        """A watcher's attestation: kept if well formed, signed by the watcher it names and made after k's
-        opening; a watcher's first attestation of k stands (a relay cannot swap its unsigned document CID)."""
-        found = announced(a, self.domain)
+        """A watcher's attestation: kept if well formed, made after k's opening and signed by its sender over the
+        end digest k was opened with. A watcher's first attestation of k stands; the cheap checks come first,
+        so announcing again, or of an interval never opened, costs the indexer no ECDSA."""
+        task, k, watcher = int(a["task"]), int(a["k"]), str(a["watcher"])
+        if not (0 <= task <= MAX_ID and 0 <= k <= MAX_ID):
+            return
+        opened = self.db.execute("SELECT end_digest FROM openings WHERE task = ? AND k = ?", (task, k)).fetchone()
+        seen = self.db.execute(
+            "SELECT 1 FROM attestations WHERE task = ? AND k = ? AND watcher = ?", (task, k, watcher)
+        ).fetchone()
+        if opened is None or seen is not None:
+            return
+        found = announced(a, self.domain, bytes.fromhex(str(opened[0]).removeprefix("0x")))
         if found is None:
             return
-        task, k = found.attestation.task, found.attestation.k
-        if self.db.execute("SELECT 1 FROM openings WHERE task = ? AND k = ?", (task, k)).fetchone() is None:
-            return
         self.db.execute(
-            "INSERT OR IGNORE INTO attestations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO attestations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (task, k, found.watcher, found.attestation.verdict, found.attestation.profile, found.attestation.report_cid,
              found.attestation_cid, e.block_number, e.block_hash, e.log_index, e.tx_hash),
         )  # fmt: skip

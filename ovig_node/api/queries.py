@@ -164,7 +164,7 @@ def task_intervals(
         "SELECT * FROM disputes WHERE task = ? AND k BETWEEN ? AND ? ORDER BY dispute", (task, first, last)
     ):
         disputes.setdefault(d["k"], []).append(d)
-    attested = _attestations(db, task, first, last, names or {}, trusted)
+    attested, attested_by = _attestations(db, task, first, last, names or {}, trusted)
     verdicts, scores = watchers.for_task(task), watchers.scores_for_task(task)
     items = []
     for k in range(first, last + 1):
@@ -193,8 +193,8 @@ def task_intervals(
                 if watched
                 else None,
                 layer_one_score=scores.get(k),
-                attestations=listed[:MAX_LISTED],
-                attested_by=sum(1 for a in listed if a.sound),
+                attestations=listed,
+                attested_by=attested_by.get(k, 0),
             )
         )
     return m.Page[m.Interval](total=total, limit=limit, offset=offset, items=items)
@@ -208,11 +208,16 @@ MAX_LISTED = 16  # attestations listed per interval, and watchers per task's cov
 
 def _attestations(
     db: sqlite3.Connection, task: int, first: int, last: int, names: dict[str, str], trusted: frozenset[str]
-) -> dict[int, list[m.IntervalAttestation]]:
-    """k -> its verified attestations (the projection kept only those), trusted ones first, then oldest first."""
+) -> tuple[dict[int, list[m.IntervalAttestation]], dict[int, int]]:
+    """(k -> its verified attestations (the projection kept only those), trusted ones first, then oldest first,
+    at most MAX_LISTED; k -> how many there are): SQLite ranks and cuts them, however many keys attested."""
+    marks = ",".join("?" * len(trusted))
     found: dict[int, list[m.IntervalAttestation]] = {}
     for a in db.execute(
-        "SELECT * FROM attestations WHERE task = ? AND k BETWEEN ? AND ? ORDER BY block, log_index", (task, first, last)
+        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY watcher IN"
+        f" ({marks}) DESC, block, log_index) AS rank FROM attestations WHERE task = ? AND k BETWEEN ? AND ?)"
+        " WHERE rank <= ? ORDER BY k, rank",
+        (*sorted(trusted), task, first, last, MAX_LISTED),
     ):
         found.setdefault(a["k"], []).append(
             m.IntervalAttestation.model_construct(
@@ -226,7 +231,13 @@ def _attestations(
                 block=a["block"],
             )
         )
-    return {k: sorted(listed, key=lambda a: not a.trusted) for k, listed in found.items()}
+    counts = dict(
+        db.execute(
+            "SELECT k, COUNT(*) FROM attestations WHERE task = ? AND k BETWEEN ? AND ? AND verdict = ? GROUP BY k",
+            (task, first, last, AttestedVerdict.SOUND),
+        ).fetchall()
+    )
+    return found, counts
 
 
 def task_coverage(
@@ -244,7 +255,7 @@ def task_coverage(
         intervals, profiles = by_watcher.setdefault(a["watcher"], (set(), set()))
         intervals.add(a["k"])
         profiles.add(a["profile"])
-    counts = [len(by_k.get(k, ())) for k in opened]
+    counts = [min(len(by_k.get(k, ())), MAX_LISTED) for k in opened]  # the last bucket: MAX_LISTED or more
     ranked = sorted(by_watcher.items(), key=lambda item: (item[0] not in trusted, -len(item[1][0]), item[0]))
     return m.Coverage(
         intervals=row["intervals"],

@@ -88,12 +88,13 @@ def timeline_entries(
             tx=event.tx_hash,
         )
         keyed.append(((r["timestamp"] or 0, 0, event.block_number, event.log_index), entry))
+    # Anyone may attest, from as many keys as they like: the timeline tells the trusted ones.
+    marks = ",".join("?" * len(trusted))
     for a in db.execute(
-        "SELECT a.*, b.timestamp FROM attestations a LEFT JOIN blocks b ON b.hash = a.block_hash WHERE a.task = ?",
-        (task,),
+        "SELECT a.*, b.timestamp FROM attestations a LEFT JOIN blocks b ON b.hash = a.block_hash"
+        f" WHERE a.task = ? AND a.watcher IN ({marks})",
+        (task, *sorted(trusted)),
     ):
-        if a["watcher"] not in trusted:
-            continue  # anyone may attest, from as many keys as they like: the timeline tells the trusted ones
         text = f"{_short(a['watcher'], names)} attests interval {a['k']} sound (replayed on {a['profile']})"
         entry = m.TimelineEntry(kind=K.ATTESTED, time=a["timestamp"], block=a["block"], event="Attested", text=text,
                                 upcoming=False, tx=a["tx"])  # fmt: skip

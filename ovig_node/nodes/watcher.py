@@ -88,8 +88,8 @@ class WatcherNode:
     def step(self) -> None:
         self.ctx.scanner.poll()
         self._screen()  # first: requests must come while the batch's challenge window is open
-        for (task, k, _), judgement in self._judge(self._due()):
-            if self._record(task, k, judgement):
+        for (task, k, opened), judgement in self._judge(self._due()):
+            if self._record(task, k, opened, judgement):
                 self._drive_challenges()  # at once: the challenge window is running
             self._drive_attestations()  # at once too: partners pick their next interval by them
         self._drive_challenges()
@@ -216,7 +216,7 @@ class WatcherNode:
                 if (judgement := self.isolation.call(_key(*item[:2]), future.result)) is not None:
                     yield item, judgement
 
-    def _record(self, task: int, k: int, judgement: Judgement) -> bool:
+    def _record(self, task: int, k: int, opened: Opened, judgement: Judgement) -> bool:
         """Persist the verdict; for a faulty one, persist a challenge to make. True if faulty."""
         key = f"{task}:{k}"
         judged = self.state.get("judged", {})
@@ -228,7 +228,7 @@ class WatcherNode:
             if self.attest:
                 pending = self.state.get("attestations", {})
                 profile = profile_text(f"{self.profile_name} on {host_cpu()}")
-                pending[key] = {"report": judgement.report_cid, "profile": profile}
+                pending[key] = {"report": judgement.report_cid, "profile": profile, "end_digest": opened.end_digest}
                 self.state.set("attestations", pending)
             return False
         reason = Reason.OUT_OF_BOUNDS if judgement.available else Reason.UNAVAILABLE
@@ -250,7 +250,8 @@ class WatcherNode:
             if a.get("cid") or not self.isolation.ready(f"attest {key}"):
                 continue
             task, k = (int(x) for x in key.split(":"))
-            call = functools.partial(publish, self.ctx, task, k, a["report"], a["profile"])
+            end_digest = bytes.fromhex(a["end_digest"])
+            call = functools.partial(publish, self.ctx, task, k, end_digest, a["report"], a["profile"])
             if (cid := self.isolation.call(f"attest {key}", call)) is not None:
                 pending[key] = {**a, "cid": cid}
                 self.state.set("attestations", pending)

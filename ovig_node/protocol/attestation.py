@@ -1,10 +1,12 @@
 """Attestations (protocol section 8.4): a watcher's signed claim that it replayed interval k and judged it.
 
-An attestation is an EIP-712 signature over ``Attestation(uint256 task,uint256 k,uint8 verdict,string
-reportCID,string profile)`` under the domain (name "OVIG", version "1", the chain id, TrainingTasks' address),
-so it names one deployment on one chain and cannot be replayed on another. The contract's ``attest`` only
-announces it (an event, nothing checked or stored): a reader keeps it when the signature recovers the signer
-it claims (:func:`signer_of`), and when interval k was opened at all (the caller's check: it needs the chain).
+An attestation is an EIP-712 signature over ``Attestation(uint256 task,uint256 k,bytes32 endDigest,uint8
+verdict,string reportCID,string profile)`` under the domain (name "OVIG", version "1", the chain id,
+TrainingTasks' address): it names one deployment on one chain, and the very evidence k was opened with
+(``endDigest``, E_k's sha256 as IntervalOpened proved it), so a signature over another opening (a redeployed
+devnet, a fork, a task id reused after a reorg) verifies nowhere else. The contract's ``attest`` only
+announces it, in its sender's name (an event, nothing checked or stored): a reader keeps it when it is well
+formed and the signature, over the end digest the reader saw opened, recovers that sender (:func:`announced`).
 
 The signed document, pinned to IPFS, is the same fields and the signature as JSON (:func:`document`), so an
 attestation can be checked without the chain's events, by anyone holding the document.
@@ -29,6 +31,7 @@ TYPES = {
     "Attestation": [
         {"name": "task", "type": "uint256"},
         {"name": "k", "type": "uint256"},
+        {"name": "endDigest", "type": "bytes32"},
         {"name": "verdict", "type": "uint8"},
         {"name": "reportCID", "type": "string"},
         {"name": "profile", "type": "string"},
@@ -38,6 +41,7 @@ TYPES = {
 # interval (and would overflow the API's tables). A CID is base32 or base58; a profile is a profile's name and
 # a CPU model: anything else (markup, ";", control characters) would reach a terminal or a tooltip as is.
 MAX_ID = 2**63 - 1
+SECP256K1_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 CID = re.compile(r"[A-Za-z0-9]{1,128}")
 PROFILE = re.compile(r"[A-Za-z0-9 ,.()@+/:_-]{1,128}")
 
@@ -52,13 +56,14 @@ class Attestation:
 
     task: int
     k: int
+    end_digest: bytes  # E_k's sha256, as k's opening proved it on-chain
     verdict: int
     report_cid: str
     profile: str
 
     def message(self) -> dict[str, Any]:
-        return {"task": self.task, "k": self.k, "verdict": self.verdict, "reportCID": self.report_cid,
-                "profile": self.profile}  # fmt: skip
+        return {"task": self.task, "k": self.k, "endDigest": self.end_digest, "verdict": self.verdict,
+                "reportCID": self.report_cid, "profile": self.profile}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,7 @@ def well_formed(attestation: Attestation) -> bool:
     return (
         0 <= attestation.task <= MAX_ID
         and 0 <= attestation.k <= MAX_ID
+        and len(attestation.end_digest) == 32
         and attestation.verdict == AttestedVerdict.SOUND
         and CID.fullmatch(attestation.report_cid) is not None
         and PROFILE.fullmatch(attestation.profile) is not None
@@ -115,8 +121,12 @@ def profile_text(text: str) -> str:
 
 
 def signer_of(attestation: Attestation, domain: Domain, signature: bytes) -> str | None:
-    """The checksummed address that signed ``attestation`` (None: not a signature of it at all)."""
-    if len(signature) != 65:
+    """The checksummed address that signed ``attestation`` (None: not a signature of it at all, or the
+    malleable twin of one: s in the upper half, or v other than 27 or 28, as EIP-2 and OpenZeppelin's ECDSA
+    refuse, so one signature has one form)."""
+    if len(signature) != 65 or signature[64] not in (27, 28):
+        return None
+    if int.from_bytes(signature[32:64], "big") > SECP256K1_N // 2:
         return None
     try:
         return str(Account.recover_message(_typed(attestation, domain), signature=signature))
@@ -132,8 +142,15 @@ def verified(attestation: Attestation, domain: Domain, signature: bytes, watcher
 
 def document(attestation: Attestation, domain: Domain, watcher: str, signature: bytes) -> dict[str, Any]:
     """The JSON document pinned to IPFS: enough to check the attestation with no chain index."""
-    return {"domain": domain.as_dict(), "attestation": asdict(attestation), "watcher": to_checksum_address(watcher),
+    fields = {**asdict(attestation), "end_digest": "0x" + attestation.end_digest.hex()}
+    return {"domain": domain.as_dict(), "attestation": fields, "watcher": to_checksum_address(watcher),
             "signature": "0x" + signature.hex()}  # fmt: skip
+
+
+def from_document(doc: Mapping[str, Any]) -> Attestation:
+    """The attestation a :func:`document` holds (KeyError, TypeError or ValueError if it holds none)."""
+    fields = dict(doc["attestation"])
+    return Attestation(**{**fields, "end_digest": bytes.fromhex(str(fields["end_digest"]).removeprefix("0x"))})
 
 
 @dataclass(frozen=True)
@@ -149,12 +166,13 @@ class Announced:
         return self.attestation.verdict == AttestedVerdict.SOUND
 
 
-def announced(args: Mapping[str, Any], domain: Domain) -> Announced | None:
-    """The attestation an Attested event's decoded ``args`` announce (bytes as 0x-hex), or None unless it is
-    well formed (:func:`well_formed`) and its signature is the named watcher's."""
+def announced(args: Mapping[str, Any], domain: Domain, end_digest: bytes) -> Announced | None:
+    """The attestation an Attested event's decoded ``args`` announce (bytes as 0x-hex) of interval k opened
+    with ``end_digest``, or None unless it is well formed (:func:`well_formed`) and its signature, over that
+    digest, is its sender's (the event's ``watcher``)."""
     try:
-        attestation = Attestation(int(args["task"]), int(args["k"]), int(args["verdict"]), str(args["reportCID"]),
-                                  str(args["profile"]))  # fmt: skip
+        attestation = Attestation(int(args["task"]), int(args["k"]), end_digest, int(args["verdict"]),
+                                  str(args["reportCID"]), str(args["profile"]))  # fmt: skip
         signature = bytes.fromhex(str(args["signature"]).removeprefix("0x"))
         watcher = to_checksum_address(str(args["watcher"]))
         cid = str(args["attestationCID"])

@@ -174,8 +174,8 @@ async function taskPage(id) {
       <h2>Intervals</h2><section><div class="legend" id="legend">${legend}</div><div class="grid" id="intervals">${cells}</div>${more}</section>
       <h2>Coverage</h2><section id="coverage"><div class="facts">${fact("attested by a trusted watcher", share(coverage.trusted_attested))}
         ${fact("attested by any key (untrusted too)", share(coverage.attested))}
-        ${fact("watchers per opened interval", coverage.by_watchers.map((n, i) => `${i}: ${n}`).join(", ") || "—")}
-        ${fact("execution profiles", String(coverage.profiles))}${fact("attesting keys", String(coverage.watcher_count))}</div>
+        ${fact("keys per opened interval (any key)", coverage.by_watchers.map((n, i) => `${i}: ${n}`).join(", ") || "—")}
+        ${fact("execution profiles (any key)", String(coverage.profiles))}${fact("attesting keys", String(coverage.watcher_count))}</div>
         ${table(["watcher", { label: "intervals attested", num: 1 }, "profiles"], attesters, 'id="attesters"')}</section>
       <h2>Batches</h2><section>${table(["j", "status", "root", "sampled", "manifest", "opening manifest", "opening window", "challenge window"], batches, 'id="batches"')}</section>
       <h2>Openings</h2><section>${table(["k", "start digest", "end digest", "opening manifest", { label: "block", num: 1 }], opened, 'id="openings"')}</section>
