@@ -455,12 +455,13 @@ def test_a_fake_the_sample_missed_is_found_by_its_statistics_requested_opened_an
 
 def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for_nothing(system: System) -> None:
     """Watchers 3 and 7 trust each other (``--trust``): each replays the opened intervals the other has not
-    attested, one per pass, and attests the ones it judged sound, so together they judge every sampled interval
-    once. Account 8 attacks the split: the moment each interval is opened it announces an attestation of it
-    signed by another key (account 9's: a signature it holds is not its own) and a genuine one of its own,
-    which neither watcher trusts; nobody can announce in a watcher's name (``attest`` names its sender). Neither
-    watcher skips anything for them; the owner's reading keeps each watcher's genuine attestations and account
-    8's own, never the one signed by a key that did not send it; every pinned document checks on its own.
+    attested, one per pass, its own share of each batch's sample first, and attests the ones it judged sound,
+    so together they judge every sampled interval once, each exactly its share. Account 8 attacks the split:
+    the moment each interval is opened it announces an attestation of it signed by another key (account 9's: a
+    signature it holds is not its own) and a genuine one of its own, which neither watcher trusts; nobody can
+    announce in a watcher's name (``attest`` names its sender). Neither watcher skips anything for them; the
+    owner's reading keeps each watcher's genuine attestations and account 8's own, never the one signed by a
+    key that did not send it; every pinned document checks on its own.
     """
     owner, forger = system.node("owner", 0), system.node("watcher", 8)
     a_ctx, b_ctx = system.node("watcher", 3), system.node("watcher", 7)
@@ -508,6 +509,13 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
     judged_a = {key for key in a.state.get("judged", {}) if key.startswith(f"{task}:")}
     judged_b = {key for key in b.state.get("judged", {}) if key.startswith(f"{task}:")}
     assert judged_a and judged_b and judged_a.isdisjoint(judged_b) and judged_a | judged_b == ours
+    # Each took its share: a batch's sample in turn, in order of k, the team sorted by address.
+    team = sorted([a_ctx.address, b_ctx.address])
+    shares: dict[str, set[str]] = {address: set() for address in team}
+    for j in (0, 1):
+        for position, k in enumerate(sorted(owner.protocol.sampled(task, j))):
+            shares[team[position % 2]].add(f"{task}:{k}")
+    assert (judged_a, judged_b) == (shares[a_ctx.address], shares[b_ctx.address])
     assert set(a.state.get("covered", {})) == judged_b and set(b.state.get("covered", {})) == judged_a
     assert {v["verdict"] for v in [*a.state.get("judged").values(), *b.state.get("judged").values()]} == {"valid"}
     owner.scanner.poll()

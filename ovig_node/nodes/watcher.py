@@ -71,6 +71,7 @@ class WatcherNode:
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _checked: Checked = field(default_factory=dict)  # batch manifests' statistics, checked once (layer one)
     _attested: dict[tuple[str, int], Any] = field(default_factory=dict)  # Attested events, verified once each
+    _samples: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (task, j) -> its sample, ascending
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -155,9 +156,10 @@ class WatcherNode:
         }
 
     def _by_coverage(self, due: list[tuple[int, int, int, Opened]]) -> list[tuple[int, int, Opened]]:
-        """The ``workers`` intervals of ``due`` fewest trusted partners attested, ties by window end and then by
-        a hash of this watcher's address (partners starting together start apart); the next pass sees what they
-        attested meanwhile. Those ``enough`` partners attested are covered: recorded, and never replayed."""
+        """The ``workers`` intervals of ``due`` fewest trusted partners attested, ties by window end, then this
+        watcher's share first (:meth:`_mine`: partners that start together start apart), then a hash of its
+        address; the next pass sees what they attested meanwhile. Those ``enough`` partners attested are
+        covered: recorded, and never replayed."""
         found: dict[int, Any] = {}
         covered = self.state.get("covered", {})
         partners = self.trusted - {self.ctx.address}
@@ -172,8 +174,20 @@ class WatcherNode:
                 self.ctx.say(f"task {task} interval {k}: covered by {', '.join(sorted(by))}", style="dim")
                 continue
             tiebreak = keccak(encode(["address", "uint256", "uint256"], [self.ctx.address, task, k]))
-            ranked.append((len(by), window_end, tiebreak, task, k, opening))
-        return [(task, k, opening) for *_, task, k, opening in sorted(ranked, key=lambda r: r[:3])][: self.workers]
+            ranked.append((len(by), window_end, not self._mine(task, k), tiebreak, task, k, opening))
+        return [(task, k, opening) for *_, task, k, opening in sorted(ranked, key=lambda r: r[:4])][: self.workers]
+
+    def _mine(self, task: int, k: int) -> bool:
+        """Whether k is this watcher's share: the team (itself and its partners, by address) takes a batch's
+        sample in turn, in order of k (a requested interval by k itself). Every member computes the same split
+        from the chain alone, so partners starting on a batch together start on different intervals."""
+        team = sorted(self.trusted | {self.ctx.address})
+        j = k // self._fetch(task).prepared.spec.intervals_per_batch
+        if (task, j) not in self._samples:  # a batch's sample never changes once drawn: one read each
+            self._samples[(task, j)] = sorted(self.ctx.protocol.sampled(task, j))
+        sample = self._samples[(task, j)]
+        position = sample.index(k) if k in sample else k
+        return position % len(team) == team.index(self.ctx.address)
 
     def _due_in(self, event: Any, judged: dict[str, Any], live: dict[int, bool]) -> list[tuple[int, int, int, Opened]]:
         """(window end, task, k, its opening) of what ``event`` opened (a batch's sample, or one requested
