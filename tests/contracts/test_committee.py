@@ -389,12 +389,15 @@ def test_panel_never_seats_the_provider_owner_a_challenger_or_the_unwarmed(
     assert [committee.isEligible(dispute, a) for a in auditors[:5]] == [True, True, False, False, False]
     late = committee.getAuditor(auditors[4]).registeredBlock
     assert late > arm - WARMUP and committee.standingAt(auditors[4], arm - 1) == (STAKE, late, False)
-    # Two eligible of three seats: the draw makes all its tries and seats two.
+    # Two eligible of three seats: the draw makes all its tries and seats those its tries land on, which is
+    # both of them unless the seed's tries miss one (a few seeds in a thousand do: the mirror says which).
     mine_to_seed(committee, chain, dispute)
+    expected = expected_panel(committee, chain, dispute, addresses(auditors[:2]))
+    assert expected and set(expected) <= set(addresses(auditors[:2]))
     committee.drawPanel(dispute, sender=keeper)
     d = committee.getDispute(dispute)
-    assert (d.status, d.tries, d.seated) == (AWAITING_PANEL, TRIES_PER_SEAT * 3, 2)
-    assert sorted(committee.panelOf(dispute)) == sorted(addresses(auditors[:2]))
+    assert (d.status, d.tries, d.seated) == (AWAITING_PANEL, TRIES_PER_SEAT * 3, len(expected))
+    assert sorted(committee.panelOf(dispute)) == sorted(expected)
     with ape.reverts(committee.DrawExpired, dispute=dispute):
         committee.drawPanel(dispute, sender=keeper)
 
@@ -783,8 +786,8 @@ def test_the_draw_runs_over_several_calls_with_a_cursor(
     committee: Any, chain: Any, keeper: Any, register: Any, auditors: list[Any], dispute_of: Any, vote: Any,
     draw_panel: Any,
 ) -> None:  # fmt: skip
-    """Nine eligible auditors in twenty slots: round 0 seats three and splits; round 1 has six left for
-    seven seats, so its 112 tries take two calls (64, then 48) and cannot seat."""
+    """Nine eligible auditors in twenty slots: round 0 seats three and splits; round 1 has at most six left
+    for seven seats, so its 112 tries take two calls (64, then 48) and cannot seat."""
     register(auditors[:20])
     for a in auditors[9:20]:
         committee.requestExit(sender=a)
@@ -793,12 +796,17 @@ def test_the_draw_runs_over_several_calls_with_a_cursor(
     vote(dispute, {first[0]: VALID, first[1]: FAULTY})
     settle(committee, dispute, keeper)
     mine_to_seed(committee, chain, dispute)
+    # Those its tries land on of the six left: all six unless the seed's 112 tries over the slots miss one
+    # (some seeds in a hundred do; the mirror says which).
+    left = [a.address for a in auditors[:9] if a.address not in first]
+    expected = expected_panel(committee, chain, dispute, left)
+    assert expected and set(expected) <= set(left)
     committee.drawPanel(dispute, sender=keeper)
     assert committee.getDispute(dispute).tries == TRIES_PER_CALL
     committee.drawPanel(dispute, sender=keeper)
     d = committee.getDispute(dispute)
-    assert (d.status, d.tries, d.seated) == (AWAITING_PANEL, 7 * TRIES_PER_SEAT, 6)
-    assert sorted(committee.panelOf(dispute)) == sorted(a.address for a in auditors[:9] if a.address not in first)
+    assert (d.status, d.tries, d.seated) == (AWAITING_PANEL, 7 * TRIES_PER_SEAT, len(expected))
+    assert sorted(committee.panelOf(dispute)) == sorted(expected)
     with ape.reverts(committee.DrawExpired, dispute=dispute):
         committee.drawPanel(dispute, sender=keeper)
 
