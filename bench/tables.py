@@ -518,6 +518,33 @@ def exact_eval() -> str:
     return table(head, rows)
 
 
+def exact_summary() -> str:
+    """Per workload at s = 10, boundary mode against exact mode: honest false positives, attacks caught (the
+    same attacks, the boundary-aware attacker apart), and what exact mode costs (training time, the log)."""
+    replays = {name.removeprefix("exact_").removesuffix(".json"): name for name, _ in EXACT_WORKLOADS}
+    rows = []
+    for w in EXACT_EVALS:
+        boundary, exact = f"eval_{w}_tiny", f"exact_eval_{w}_tiny"
+        verdicts: dict[str, list[tuple[bool, bool]]] = {"plain": [], "adaptive": []}
+        for row in rows_of(exact, 10):
+            other = row_of(boundary, row["label"], 10)
+            if other is None or row["identical"] or other["identical"]:
+                continue  # an attack boundary mode did not run, or one that changed nothing
+            kind = "adaptive" if row["attack"] == "boundary_aware" else "plain"
+            verdicts[kind].append((not other["passed"], not row["passed"]))
+        counts = {kind: [f"{sum(pair[i] for pair in pairs)}/{len(pairs)}" if pairs else "none defined"
+                         for i in (0, 1)] for kind, pairs in verdicts.items()}  # fmt: skip
+        cost = "not measured"
+        if (name := replays.get(f"{w}_tiny")) is not None:
+            r = load(name)
+            size = sum(r["log_bytes"]) / len(r["log_bytes"])
+            cost = f"{r['time_ratio']:.1f}x; {mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
+        rows.append([f"{w} (tiny)", fp(boundary, 10), fp(exact, 10), *counts["plain"], *counts["adaptive"], cost])
+    head = ["s = 10", "honest judged faulty: boundary", "exact", "attacks caught: boundary", "exact",
+            "boundary-aware attacker caught: boundary", "exact", "exact mode's training time; log per interval"]
+    return table(head, rows, "lrrrrrrl")
+
+
 def llm_target() -> str:
     """Attacks caught and false positives of the chat model's columns against their held-out targets."""
     targets = {run: LLM_HELD_OUT_TARGET.get(run, HELD_OUT_TARGET[s]) for _, run, s in LLM}
@@ -1004,6 +1031,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "eval_ddp": eval_ddp,
     "exact_replays": exact_replays,
     "exact_eval": exact_eval,
+    "exact_summary": exact_summary,
     "eval_llm_poison": eval_llm_poison,
     "eval_runs": eval_runs,
     "eval_warmup": eval_warmup,

@@ -117,7 +117,8 @@ def _replay_profiles(ctx: click.Context, param: click.Parameter, value: str) -> 
     return value
 
 
-def _addresses(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> frozenset[str]:
+def checksummed_addresses(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> frozenset[str]:
+    """A repeatable ADDRESS option's values, checksummed (a click callback; a bad one is a usage error)."""
     from ovig_node.chain.accounts import checksum_addresses
 
     try:
@@ -156,7 +157,7 @@ def watcher() -> None:
     default=None,
     help="Layer one's score above which an unopened interval is requested [statistics_judge.THRESHOLD].",
 )
-@click.option("--trust", "trusted", multiple=True, callback=_addresses,
+@click.option("--trust", "trusted", multiple=True, callback=checksummed_addresses,
               help="A partner watcher's address: intervals it attested are left to it, and this watcher replays "
               "those fewest partners attested first (repeatable) [none: replay every opened interval].")  # fmt: skip
 @click.option("--enough", type=click.IntRange(min=1), default=1, show_default=True,

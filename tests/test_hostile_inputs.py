@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 import torch
+from click.testing import CliRunner
 from pydantic import ValidationError
 
+from ovig_node.cli import cli
 from ovig_node.nodes.isolation import Isolation
 from ovig_node.storage.errors import ContentTooLarge, IpfsUnavailable
 from ovig_node.storage.ipfs import IpfsClient
@@ -301,3 +303,16 @@ def test_a_unit_that_raises_is_logged_once_and_the_others_go_on() -> None:
     assert isolation.ready("task 2 interval 4")  # our outage: tried again after its backoff
     assert isolation.call("task 2 interval 4", lambda: "judged") == "judged"
     assert said[-1] == "task 2 interval 4: recovered"
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["watcher", "run", "--trust", "0x12"], "--trust"),
+        (["api", "serve", "--devnet", "--trust-attester", "nope"], "--trust-attester"),
+    ],
+)
+def test_a_trusted_address_that_is_not_one_is_a_usage_error(argv: list[str], option: str) -> None:
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 2
+    assert f"Invalid value for '{option}': '{argv[-1]}' is not an address" in result.output

@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from ovig_node.node_cli import checksummed_addresses
+
 console = Console(highlight=False)
 
 
@@ -30,7 +32,7 @@ def api() -> None:
 @click.option("--watcher-home", "watcher_homes", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="A watcher node's --home: its verdicts mark intervals verified (repeatable).")  # fmt: skip
 @click.option("--label", "labels", multiple=True, metavar="ADDRESS=NAME", help="Show NAME for ADDRESS (repeatable).")
-@click.option("--trust-attester", "trusted", multiple=True, metavar="ADDRESS",
+@click.option("--trust-attester", "trusted", multiple=True, metavar="ADDRESS", callback=checksummed_addresses,
               help="A watcher whose attestations mark intervals verified (repeatable); all are shown.")  # fmt: skip
 @click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Index folder.")
 @click.option("--confirmations", type=int, help="Blocks under the head before indexing [devnet 0, else 3].")
@@ -38,7 +40,7 @@ def api() -> None:
 @click.option("--port", type=int, default=8000, show_default=True)
 def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, deployments: Path | None,
               ipfs_url: str | None, gateway: str | None, watcher_homes: tuple[Path, ...], labels: tuple[str, ...],
-              trusted: tuple[str, ...], home: Path | None, confirmations: int | None, host: str,
+              trusted: frozenset[str], home: Path | None, confirmations: int | None, host: str,
               port: int) -> None:  # fmt: skip
     """Index the contracts' events and serve the JSON API (/docs) and the dashboard (/) until Ctrl-C."""
     from ovig_node.api.main import create_app
@@ -48,14 +50,9 @@ def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, de
 
     if use_devnet == (rpc_url is not None):
         raise click.UsageError("choose --devnet, or --rpc URL with --deployments FILE")
-    from ovig_node.chain.accounts import checksum_addresses
 
-    try:
-        trusted_attesters = checksum_addresses(trusted)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--trust-attester") from None
     options: dict[str, object] = {"gateway": gateway, "watcher_homes": watcher_homes, "labels": parse_labels(labels),
-                                  "trusted_attesters": trusted_attesters}  # fmt: skip
+                                  "trusted_attesters": trusted}  # fmt: skip
     options |= {
         name: value for name, value in (("confirmations", confirmations), ("ipfs_url", ipfs_url)) if value is not None
     }

@@ -136,25 +136,26 @@ class TrainerNode:
             # its own profile reproduces its claim whatever the thresholds: another one tests them
             replayers.append(get_profile("micro2" if replayers[0].name == "micro3" else "micro3"))
         judged_by = "is not reproduced bit for bit" if numerics is not None else "fails the boundary"
+        slowest = 0.0  # the slowest of this machine's replays: any of them may be the one a dispute waits for
         for replayer in replayers:
             report = verify_interval(fetched.prepared, work, 0, fetched.boundary, profile=replayer, task=self.task)
             if report["verdict"] != "valid":
                 raise TaskRefused(f"task {self.task}: a replay of interval 0 under {replayer.name} on this machine "
                                   f"{judged_by} ({report.get('reason')}): its claims would be challenged")  # fmt: skip
+            slowest = max(slowest, report["seconds"]["replay"])
         windows = fetched.terms.windows
         calibrated = fetched.boundary.replay_seconds_max if fetched.boundary is not None else 0.0
-        replay = max(report["seconds"]["replay"], calibrated)
+        replay = max(slowest, calibrated)
         if windows.challengeWindow <= replay or windows.openingWindow <= train_seconds:
             raise TaskRefused(f"task {self.task}: windows too short for this machine (replay {replay:.1f}s, "
                               f"interval {train_seconds:.1f}s, windows {windows})")  # fmt: skip
-        if fetched.terms.replaySeconds < report["seconds"]["replay"]:
-            declared, took = fetched.terms.replaySeconds, report["seconds"]["replay"]
+        if fetched.terms.replaySeconds < slowest:
+            declared = fetched.terms.replaySeconds
             raise TaskRefused(f"task {self.task}: it declares replays of {declared}s, this machine's took "
-                              f"{took:.1f}s: its disputes could stall")  # fmt: skip
+                              f"{slowest:.1f}s: its disputes could stall")  # fmt: skip
         judged = "bit for bit" if fetched.boundary is None else "within the boundary"
-        self.ctx.say(f"preflight of task {self.task}: interval 0 replays {judged} "
-                     f"({report['seconds']['replay']:.1f}s)")  # fmt: skip
-        return {"verdict": "valid", "replay_seconds": report["seconds"]["replay"], "train_seconds": train_seconds}
+        self.ctx.say(f"preflight of task {self.task}: interval 0 replays {judged} ({slowest:.1f}s)")
+        return {"verdict": "valid", "replay_seconds": slowest, "train_seconds": train_seconds}
 
     # --- accepted: train, commit, open ---------------------------------------------------------
 
