@@ -4,7 +4,9 @@ checks (money, soundness, completeness, fixity, no ETH stuck).
 
 ``OVIG_SIM_EPISODES`` episodes run (default: a subset that takes about two minutes here; CI runs 1,000),
 seeds ``OVIG_SIM_SEED``, ``OVIG_SIM_SEED + 1``, ... (default 1). Every failure names its seed; rerun it
-alone with ``OVIG_SIM_SEED=<seed> OVIG_SIM_EPISODES=1``.
+alone with ``OVIG_SIM_SEED=<seed> OVIG_SIM_EPISODES=1``. ``OVIG_SIM_SHARDS=n`` deals the seeds to n tests
+(shard i takes every n-th seed from the i-th), which pytest-xdist runs side by side, each on its own anvil:
+CI's 1,000 run as two shards on its two cores.
 
 The episodes run on an anvil of their own with a fixed genesis time, not on Ape's (whose earlier blocks carry
 wall-clock times): block hashes feed every sample and panel, so only a chain whose every block is the
@@ -41,6 +43,7 @@ from ovig_node.devnet.processes import free_port, start_process, terminate
 
 EPISODES = int(os.environ.get("OVIG_SIM_EPISODES", "40"))
 FIRST_SEED = int(os.environ.get("OVIG_SIM_SEED", "1"))
+SHARDS = int(os.environ.get("OVIG_SIM_SHARDS", "1"))
 GENESIS = 1_700_000_000
 ACCOUNTS = 100
 REPLAYED_SEED = 21  # an episode with disputes and appeals (12 panels, 8 appeals on this base state)
@@ -105,13 +108,15 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
 
 
 @pytest.mark.timeout(120 + 10 * EPISODES)  # every episode runs in this one test: the default 600 s is per test
-def test_adversarial_simulation(base: Base) -> None:
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_adversarial_simulation(base: Base, shard: int) -> None:
     """Every episode keeps protocol 4.3's money, soundness, completeness, fixity and no-ETH-stuck."""
     failures: list[str] = []
     durations: list[tuple[float, int, int]] = []  # (seconds, seed, panels drawn)
     stats: Counter[str] = Counter()
     started = time.monotonic()
-    for seed in range(FIRST_SEED, FIRST_SEED + EPISODES):
+    seeds = range(FIRST_SEED + shard, FIRST_SEED + EPISODES, SHARDS)
+    for seed in seeds:
         snapshot = base.rpc("evm_snapshot")
         begun = time.monotonic()
         try:
@@ -124,7 +129,7 @@ def test_adversarial_simulation(base: Base) -> None:
         finally:
             assert base.rpc("evm_revert", snapshot)
     elapsed = time.monotonic() - started
-    print(f"\n{EPISODES} episodes in {elapsed:.0f} s")
+    print(f"\n{len(seeds)} episodes in {elapsed:.0f} s")
     for key, count in sorted(stats.items()):
         print(f"  {key}: {count}")
     print(
