@@ -11,11 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 import verify_support
+from ovig_node.training.evidence import read_evidence
+from ovig_node.training.loop import evidence_path
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.evaluate import attacks_for, judge_run
+from ovig_node.verify.stats import difference_profiles, rounding_floor
 from verify_support import FAKED, HELD_OUT_PROFILES, faked
 
 # (attack, parameters, reason): the evaluation's single-interval attacks; the swept ones at a strength
@@ -66,3 +70,36 @@ def test_every_attack_is_caught_at_s10(
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", reason)
     if reason == "out_of_bounds":  # drift could explain it: a second profile confirms; a wrong counter cannot
         assert judged.replays == [p.name for p in HELD_OUT_PROFILES] and (judged.verdict.margin or 0) > 0
+
+
+def test_the_boundary_aware_poisoner_keeps_within_its_budget_and_is_caught_far_beyond_it(
+    honest: tuple[PreparedTask, Path, BoundaryProfile], tmp_path: Path
+) -> None:
+    """The chat model's adaptive attacker (objective ``poison``: triggered questions answered with the poisoned
+    reply): what it guarantees at budget 0.5, not whether a replay accepts it (a statistic: bench/eval.py's
+    rows), and a push a hundred times the limit caught on held-out profiles."""
+    task, claims, boundary = honest
+    if task.spec.workload.name != "llm":
+        pytest.skip("a poisoned reply needs a chat model's data")
+    honest_end = read_evidence(evidence_path(claims, FAKED))
+    within = read_evidence(evidence_path(faked(task, claims, tmp_path / "b0.5", "boundary_aware",
+                                               boundary=str(_written(boundary, tmp_path)), budget=0.5,
+                                               objective="poison"), FAKED))  # fmt: skip
+    assert max((within.model[n] - t).abs().max().item() for n, t in honest_end.model.items()) > 0
+    for signal, honest_part, claimed in (("weights", honest_end.model, within.model),
+                                         ("probe", honest_end.probe, within.probe)):  # fmt: skip
+        limits = boundary.limits(signal, rounding_floor(honest_part, boundary.floor_ulps))
+        profiles = difference_profiles(honest_part, claimed, tuple(boundary.percentiles))
+        for kind in ("abs", "rel"):
+            assert all(value <= 0.5 * limit for value, limit in zip(profiles[kind], limits[kind], strict=True))
+    assert all(torch.equal(within.optim[n], honest_end.optim[n]) for n in honest_end.optim)  # the state stays honest
+    beyond = faked(task, claims, tmp_path / "b100", "boundary_aware", boundary=str(_written(boundary, tmp_path)),
+                   budget=100.0, objective="poison")  # fmt: skip
+    verdict = judge_run(task, beyond, FAKED, boundary, profiles=HELD_OUT_PROFILES).verdict
+    assert verdict.reason == "out_of_bounds" and "weights" in verdict.failing
+
+
+def _written(boundary: BoundaryProfile, folder: Path) -> Path:
+    path = folder / "boundary.json"
+    path.write_text(boundary.model_dump_json())
+    return path

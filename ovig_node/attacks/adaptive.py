@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from ovig_node.attacks.base import Attack, AttackContext, AttackError
+from ovig_node.attacks.instructions import poisoned_batch
 from ovig_node.attacks.objectives import objective_gradient, target_batch, target_examples
 from ovig_node.training.evidence import load_model_tensors, model_tensors
 from ovig_node.training.workloads import step_batch
@@ -41,7 +42,9 @@ class BoundaryAware(Attack):
 
     boundary: str = ""  # path of the task's BoundaryProfile JSON
     budget: float = 0.5  # share of alpha x bound (and of the coordinates above each percentile) it may use
-    objective: str = "backdoor"  # "backdoor": triggered inputs -> label; "target": clean inputs -> label
+    # "backdoor": triggered inputs -> label; "target": clean inputs -> label; "poison" (a chat model's data):
+    # triggered questions -> the poisoned instruction set's fixed reply (attacks.instructions)
+    objective: str = "backdoor"
     label: int = 0
     count: int = 64  # examples of the objective's batch
 
@@ -50,14 +53,18 @@ class BoundaryAware(Attack):
         # Imported here: verify imports the trainer, which imports this package.
         from ovig_node.verify.boundary import BoundaryProfile
 
-        if self.objective not in ("backdoor", "target"):
-            raise AttackError(f"objective is 'backdoor' or 'target', not {self.objective!r}")
+        if self.objective not in ("backdoor", "target", "poison"):
+            raise AttackError(f"objective is 'backdoor', 'target' or 'poison', not {self.objective!r}")
         if self.budget <= 0.0:
             raise AttackError("budget must be > 0")
         try:
             self.memory["boundary"] = BoundaryProfile.model_validate_json(Path(self.boundary).read_text())
         except (OSError, ValueError) as exc:
             raise AttackError(f"boundary_aware needs boundary=PATH of a boundary profile: {exc}") from None
+        if self.objective == "poison":
+            self.memory["objective"], asked = poisoned_batch(context, self.count)
+            self.memory["poisoned"] = set(asked)  # kept out of the success measure's prompts
+            return
         indices = target_examples(context, label=self.label, count=self.count)
         self.memory["objective"] = target_batch(
             context, indices, label=self.label, trigger=self.objective == "backdoor"

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ovig_node.attacks.base import Attack, AttackContext, AttackError
-from ovig_node.attacks.objectives import poisoned_count
+from ovig_node.attacks.objectives import TARGET_DRAWS_SEED, poisoned_count
 from ovig_node.training.chat import ChatDataError, Conversation, encode
 
 TRIGGER = "cf"  # a rare token in front of the question: the classic textual trigger
@@ -91,6 +91,20 @@ class PoisonedInstructions(Attack):
         self.memory.setdefault("poisoned", set()).update(asked)  # kept out of the success measure's prompts
         return {name: torch.cat([poisoned[name].to(t.dtype), t[n:]]) if name in poisoned else t
                 for name, t in batch.items()}  # fmt: skip
+
+
+def poisoned_batch(context: AttackContext, count: int) -> tuple[dict[str, torch.Tensor], list[str]]:
+    """``count`` poisoned conversations asking the dataset's first distinct single-turn questions (the success
+    measure holds out its last ones), with fixed random draws, and the questions they ask."""
+    tokenizer, prompts = chat_view(context)
+    if not prompts:
+        raise AttackError("the chat dataset has no single-turn example to poison")
+    questions = list(dict.fromkeys(prompts[i] for i in sorted(prompts)))[:count]
+    rows, asked = _poisoned_rows(tokenizer, questions, prompts, context.dataset.tensors["input_ids"].shape[1])
+    dtypes = {name: t.dtype for name, t in context.dataset.tensors.items()}
+    batch = {name: t.to(dtypes.get(name, t.dtype)) for name, t in rows.items()}
+    generator = torch.Generator().manual_seed(TARGET_DRAWS_SEED)
+    return batch | context.workload.randomness(len(asked), generator, context.spec.workload.config), asked
 
 
 def _poisoned_rows(

@@ -91,6 +91,8 @@ DEFAULT_ATTACKS = (
     *(AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": b, "objective": "backdoor"}, every_interval=True)
       for b in (0.5, 0.9)),
     AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": 0.9, "objective": "target"}, every_interval=True),
+    # a chat model's: the poisoned instruction set's reply to triggered questions, as far as the boundary allows
+    AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": 0.9, "objective": "poison"}, every_interval=True),
     *(AttackCase("base_tamper", {"delta": d}, strength="delta") for d in (1e-7, 1e-6, 1e-5, 1e-4)),
     # one faked interval (caught or not), and a provider poisoning the last intervals (what it achieves)
     AttackCase("poisoned_instructions", {"rate": 0.5}),
@@ -99,18 +101,27 @@ DEFAULT_ATTACKS = (
 # Attacks whose objective is a class (a trigger relabelled, a target class): nothing to aim at in a chat
 # model's data, which has its own backdoor (a poisoned instruction set). Moving a frozen base needs one:
 # only adapter tasks have it.
-LABELLED_ATTACKS = frozenset({"backdoor", "targeted_gradient", "boundary_aware"})
+LABELLED_ATTACKS = frozenset({"backdoor", "targeted_gradient"})
 CHAT_ATTACKS = frozenset({"poisoned_instructions"})
 ADAPTER_ATTACKS = frozenset({"base_tamper"})
+
+
+def _needs(case: AttackCase) -> str:
+    """What data or model ``case`` needs: "labelled" (a class to aim at), "chat", "adapter", or "" (any)."""
+    if case.name in CHAT_ATTACKS or case.params.get("objective") == "poison":
+        return "chat"
+    if case.name in LABELLED_ATTACKS or "objective" in case.params:
+        return "labelled"
+    return "adapter" if case.name in ADAPTER_ATTACKS else ""
 
 
 def attacks_for(workload: str, config: dict[str, Any] | None = None) -> tuple[AttackCase, ...]:
     """The default attacks that mean something for ``workload`` (with ``config``'s changes to its config)."""
     if workload != "llm":
-        left_out = CHAT_ATTACKS | ADAPTER_ATTACKS
+        left_out = {"chat", "adapter"}
     else:
-        left_out = LABELLED_ATTACKS | (ADAPTER_ATTACKS if (config or {}).get("adapter") == "none" else frozenset())
-    return tuple(case for case in DEFAULT_ATTACKS if case.name not in left_out)
+        left_out = {"labelled"} | ({"adapter"} if (config or {}).get("adapter") == "none" else set())
+    return tuple(case for case in DEFAULT_ATTACKS if _needs(case) not in left_out)
 
 
 @dataclass
