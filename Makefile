@@ -12,6 +12,8 @@ STAMP_TOOLS := .tools/.installed
 # Two workers, one test file per work unit (a file's module fixtures are built once), in the order the tests
 # conftest sets (the long node tests first) rather than xdist's largest-file-first.
 PYTEST_PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
+# The slowest tests pytest lists at the end; 0 lists every one (what bench/test_time.py reads from a saved run).
+PYTEST_DURATIONS ?= 20
 
 # Our tools first: the wasm solc for Ape, native anvil, Node 22 and the venv's commands.
 export PATH := $(CURDIR)/.tools/bin:$(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
@@ -68,7 +70,7 @@ demo: setup
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/pytest $(PYTEST_PARALLEL) --durations=20
+	$(VENV)/bin/pytest $(PYTEST_PARALLEL) --durations=$(PYTEST_DURATIONS)
 
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

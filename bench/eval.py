@@ -55,7 +55,9 @@ multiplies its flags with the main evaluation's replay verdicts into the catch r
 LLM tiny (the 2-layer Llama of SmolLM2's tokenizer, on every English chatterbot-corpus conversation so
 that the poisoned instructions' success is measured on questions they never poisoned) runs s = 1 and
 10 with 100 held-out intervals each (12 calibrate), and s = 100 as a second process, lighter: 36 intervals,
-6 calibrated, no second honest run. Both calibrate under the four profiles that change an llm step
+6 calibrated, no second honest run; a third process runs the boundary-aware attacker (aiming at the poisoned
+reply, added after the first) alone on the s = 10 layout, to bench/results/eval_llm_tiny_adaptive/. All
+calibrate under the four profiles that change an llm step
 (:data:`LLM_PROFILES`: a batch of 4 makes micro8 micro4, and there is no convolution for native-conv).
 ``--llm-real`` evaluates SmolLM2-135M-Instruct with LoRA at s = 10: 66 intervals, 6 calibrated, 60 held
 out (about 2.5 s a step on one core), to bench/results/eval_llm/; ``--llm-poison`` runs the poisoned
@@ -128,6 +130,9 @@ GROUPS = {
         ([*TINY_LLM, "--strides", "1,10", "--intervals", "112", "--calibration-positions", "12"], ""),
         ([*TINY_LLM, "--strides", "100", "--intervals", "36", "--calibration-positions", "6", "--no-other-hardware"],
          "_s100"),
+        # the boundary-aware attacker aiming at the poisoned reply, added after the main run: its layout at s = 10
+        ([*TINY_LLM, "--strides", "10", "--intervals", "112", "--calibration-positions", "12",
+          "--attacks", "boundary_aware"], "_adaptive"),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),

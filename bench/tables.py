@@ -41,6 +41,9 @@ POISON_RUN = ("SmolLM2 LoRA, short run", "eval_llm_poison", 10)
 LLM_POISON = [*LLM, *([POISON_RUN] if (RESULTS / POISON_RUN[1] / "eval.json").is_file() else [])]
 LLM_HELD_OUT_TARGET = {"eval_llm": 60}  # the real model's target (the tiny base's are HELD_OUT_TARGET's)
 DDP = [("vision, ddp2 provider", "eval_vision_tiny_ddp2", s) for s in (1, 10, 100)]
+# The chat model's boundary-aware attacker (objective poison), added after eval_llm_tiny ran: the same layout at
+# s = 10, that attacker alone (bench/eval.py's llm group).
+LLM_ADAPTIVE = ("llm tiny", "eval_llm_tiny_adaptive", 10)
 
 # Every committed evaluation (bench/eval.py runs them all), with what its results do not record.
 RUNS = {
@@ -64,6 +67,7 @@ RUNS = {
     "eval_llm_tiny_s100": "llm, tiny base with LoRA",
     "eval_llm": "llm, SmolLM2-135M-Instruct with LoRA",
     "eval_llm_poison": "llm, SmolLM2-135M-Instruct with LoRA (poisoned instructions only)",
+    "eval_llm_tiny_adaptive": "llm, tiny base with LoRA (the boundary-aware attacker only)",
 }
 RUNS = {run: what for run, what in RUNS.items() if (RESULTS / run / "eval.json").is_file()}  # the long ones once run
 # The language runs that explain its warm-up and its boundary, in the order the story goes.
@@ -146,7 +150,9 @@ def test_time() -> str:
         r["file_seconds"].get(f, 0) for r in runs.values()), f))  # fmt: skip
     rows = [["pytest session", *(f"{runs[label]['session_seconds']:.0f}" for label in labels)]]
     rows += [[f"`{f}`", *(f"{runs[label]['file_seconds'].get(f, 0):.0f}" for label in labels)] for f in files[:12]]
-    return table(["seconds", *labels], rows, align="l" + "r" * len(labels))
+    # the runs may be of different suites (recorded at different times): each says how many tests it passed
+    head = [f"{label} ({runs[label]['counts'].get('passed', 0)} passed)" for label in labels]
+    return table(["seconds", *head], rows, align="l" + "r" * len(labels))
 
 
 # --- the dispute game: gas and committee odds ------------------------------------------------------------
@@ -527,12 +533,14 @@ def exact_summary() -> str:
         boundary, exact = f"eval_{w}_tiny", f"exact_eval_{w}_tiny"
         verdicts: dict[str, list[tuple[bool, bool]]] = {"plain": [], "adaptive": []}
         for row in rows_of(exact, 10):
-            other = row_of(boundary, row["label"], 10)
+            other = row_of(boundary, row["label"], 10) or (
+                row_of(LLM_ADAPTIVE[1], row["label"], 10) if w == "llm" and RUNS.get(LLM_ADAPTIVE[1]) else None
+            )
             if other is None or row["identical"] or other["identical"]:
                 continue  # an attack boundary mode did not run, or one that changed nothing
             kind = "adaptive" if row["attack"] == "boundary_aware" else "plain"
             verdicts[kind].append((not other["passed"], not row["passed"]))
-        counts = {kind: [f"{sum(pair[i] for pair in pairs)}/{len(pairs)}" if pairs else "none defined"
+        counts = {kind: [f"{sum(pair[i] for pair in pairs)}/{len(pairs)}" if pairs else "not run"
                          for i in (0, 1)] for kind, pairs in verdicts.items()}  # fmt: skip
         cost = "not measured"
         if (name := replays.get(f"{w}_tiny")) is not None:
@@ -540,8 +548,16 @@ def exact_summary() -> str:
             size = sum(r["log_bytes"]) / len(r["log_bytes"])
             cost = f"{r['time_ratio']:.1f}x; {mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
         rows.append([f"{w} (tiny)", fp(boundary, 10), fp(exact, 10), *counts["plain"], *counts["adaptive"], cost])
-    head = ["s = 10", "honest judged faulty: boundary", "exact", "attacks caught: boundary", "exact",
-            "boundary-aware attacker caught: boundary", "exact", "exact mode's training time; log per interval"]
+    head = [
+        "s = 10",
+        "honest judged faulty: boundary",
+        "exact",
+        "attacks caught: boundary",
+        "exact",
+        "boundary-aware attacker caught: boundary",
+        "exact",
+        "exact mode's training time; log per interval",
+    ]
     return table(head, rows, "lrrrrrrl")
 
 
@@ -636,6 +652,24 @@ def eval_adaptive() -> str:
     head = ["run", "attacker", "verdict", "target loss change", "backdoor success (honest)", "weights moved",
             "honest rerun on other hardware moved"]  # fmt: skip
     return table(head, rows, "lllrrrr")
+
+
+def eval_adaptive_llm() -> str:
+    """What the chat model's boundary-aware attacker (aiming at the poisoned reply) achieves."""
+    name, run, s = LLM_ADAPTIVE
+    if not (RESULTS / run / "eval.json").is_file():
+        return "Not run yet."
+    base = evaluation(run)["baseline"][str(s)]
+    rows = []
+    for r in rows_of(run, s):
+        e, final, other = r["effect"], base["final"], base["other_hardware"]
+        honest_success = e.get("honest_backdoor_success", final["backdoor_success"])  # on the same held-out prompts
+        success = [share(x) for x in (e["backdoor_success"], honest_success)]
+        rows.append([f"{name} s={s}", r["label"].removeprefix(f"{ADAPTIVE} "), cell(r), f"{success[0]} ({success[1]})",
+                     f"{e['moved']:.1e}", "not run" if other is None else f"{other['moved']:.1e}"])  # fmt: skip
+    head = ["run", "attacker", "verdict", "triggered prompts answered with the reply (honest)", "weights moved",
+            "honest rerun on other hardware moved"]  # fmt: skip
+    return table(head, rows, "lllrrr")
 
 
 def eval_backdoor() -> str:
@@ -1037,6 +1071,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "eval_warmup": eval_warmup,
     "eval_signals": eval_signals,
     "eval_adaptive": eval_adaptive,
+    "eval_adaptive_llm": eval_adaptive_llm,
     "eval_backdoor": eval_backdoor,
     "compare_cost": compare_cost,
     "ipfs": ipfs,
@@ -1050,7 +1085,6 @@ TABLES: dict[str, Callable[[], str]] = {
 VALUES: dict[str, Callable[[], str]] = {
     "layer_one_honest": layer_one_honest,
     "layer_one_threshold": lambda: f"{load(layer_one_runs()[0][1] + '/layer_one.json')['threshold']:g}",
-    "test_time_before": lambda: test_minutes("one-process"),
     "test_time_after": lambda: test_minutes("two-workers"),
     "gas_missed": gas_missed,
     "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
