@@ -531,30 +531,30 @@ def exact_summary() -> str:
     rows = []
     for w in EXACT_EVALS:
         boundary, exact = f"eval_{w}_tiny", f"exact_eval_{w}_tiny"
-        verdicts: dict[str, list[tuple[bool, bool]]] = {"plain": [], "adaptive": []}
+        plain: list[tuple[bool, bool]] = []  # (caught in boundary mode, caught in exact mode), the same attacks
         for row in rows_of(exact, 10):
-            other = row_of(boundary, row["label"], 10) or (
-                row_of(LLM_ADAPTIVE[1], row["label"], 10) if w == "llm" and RUNS.get(LLM_ADAPTIVE[1]) else None
-            )
-            if other is None or row["identical"] or other["identical"]:
-                continue  # an attack boundary mode did not run, or one that changed nothing
-            kind = "adaptive" if row["attack"] == "boundary_aware" else "plain"
-            verdicts[kind].append((not other["passed"], not row["passed"]))
-        counts = {kind: [f"{sum(pair[i] for pair in pairs)}/{len(pairs)}" if pairs else "not run"
-                         for i in (0, 1)] for kind, pairs in verdicts.items()}  # fmt: skip
+            other = row_of(boundary, row["label"], 10)
+            if row["attack"] != ADAPTIVE and other is not None and not (row["identical"] or other["identical"]):
+                plain.append((not other["passed"], not row["passed"]))  # (an attack that changed nothing is left out)
+        # the boundary-aware attacker in each mode, wherever it ran (the chat model's boundary mode: its own run)
+        adaptive_runs = [boundary, *([LLM_ADAPTIVE[1]] if w == "llm" and LLM_ADAPTIVE[1] in RUNS else [])], [exact]
+        adaptive = [[(r["judged"] - r["passed"], r["judged"]) for run in runs for r in rows_of(run, 10)
+                     if r["attack"] == ADAPTIVE] for runs in adaptive_runs]  # fmt: skip
+        counts = [f"{sum(c[i] for c in plain)}/{len(plain)}" for i in (0, 1)]
+        counts += [f"{sum(c for c, _ in rows)}/{sum(n for _, n in rows)}" if rows else "not run" for rows in adaptive]
         cost = "not measured"
         if (name := replays.get(f"{w}_tiny")) is not None:
             r = load(name)
             size = sum(r["log_bytes"]) / len(r["log_bytes"])
             cost = f"{r['time_ratio']:.1f}x; {mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
-        rows.append([f"{w} (tiny)", fp(boundary, 10), fp(exact, 10), *counts["plain"], *counts["adaptive"], cost])
+        rows.append([f"{w} (tiny)", fp(boundary, 10), fp(exact, 10), *counts, cost])
     head = [
         "s = 10",
         "honest judged faulty: boundary",
         "exact",
         "attacks caught: boundary",
         "exact",
-        "boundary-aware attacker caught: boundary",
+        "boundary-aware attacker's intervals caught: boundary",
         "exact",
         "exact mode's training time; log per interval",
     ]
