@@ -539,7 +539,7 @@ def exact_summary() -> str:
         # the boundary-aware attacker in each mode, wherever it ran (the chat model's boundary mode: its own run)
         adaptive_runs = [boundary, *([LLM_ADAPTIVE[1]] if w == "llm" and LLM_ADAPTIVE[1] in RUNS else [])], [exact]
         adaptive = [[(r["judged"] - r["passed"], r["judged"]) for run in runs for r in rows_of(run, 10)
-                     if r["attack"] == ADAPTIVE] for runs in adaptive_runs]  # fmt: skip
+                     if r["attack"] == ADAPTIVE and not r["identical"]] for runs in adaptive_runs]  # fmt: skip
         counts = [f"{sum(c[i] for c in plain)}/{len(plain)}" for i in (0, 1)]
         counts += [f"{sum(c for c, _ in rows)}/{sum(n for _, n in rows)}" if rows else "not run" for rows in adaptive]
         cost = "not measured"
