@@ -13,6 +13,8 @@ Read top to bottom:
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -155,6 +157,11 @@ def _rank_main(run: TrainRun, rank: int, port: int, parent: int, stop_at: int | 
     """Rank ``rank`` (1..N-1) of a data-parallel run, in a child process of rank 0's."""
     with distributed.child_joined(run, rank, port, parent):
         train(run, stop_at=stop_at, evidence=evidence)
+    # Its work is done and the group left: skip the interpreter's teardown, which once aborted a finished rank
+    # (std::terminate from a torch thread still joinable, exit code -6) and so failed a run that had succeeded.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def training_step(
