@@ -467,6 +467,12 @@ EXACT_EVALS = [
 ]
 
 
+def log_per_interval(r: dict[str, Any]) -> str:
+    """A bench/exact.py run's mean rounding log per interval, and its share of E_k."""
+    size = sum(r["log_bytes"]) / len(r["log_bytes"])
+    return f"{mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
+
+
 def exact_replays() -> str:
     """Per workload: the calibrated thresholds, the profiles whose replays reproduced every interval, the log's
     size against E_k's, and exact training's time against boundary mode's."""
@@ -487,13 +493,12 @@ def exact_replays() -> str:
         thresholds += "; gradient floor " + ("none" if floor is None else f"2^-{floor}" if floor != "not recorded"
                                              else floor)  # fmt: skip
         entries = sum(r["log_entries"]) / len(r["log_entries"])
-        size = sum(r["log_bytes"]) / len(r["log_bytes"])
         if beyond:
             thresholds += f"; beyond the probe: {', '.join(beyond)}"
         for name, claims in r.get("distributed_claims", {"ddp2": r.get("ddp2_claims", [])}).items():
             if claims:
                 reproduced += f"; a {name} provider's: {sum(v['valid'] for v in claims)}/{len(claims)} intervals"
-        log = f"{mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
+        log = log_per_interval(r)
         ratio = f"{r['time_ratio']:.1f}x"
         if (busy := r["machine"].get("loadavg_after", 0.0)) > E2E_BUSY_LOAD:  # another run shared the machine
             ratio += f" (a busy machine: load average {busy:.1f})"
@@ -527,7 +532,6 @@ def exact_eval() -> str:
 def exact_summary() -> str:
     """Per workload at s = 10, boundary mode against exact mode: honest false positives, attacks caught (the
     same attacks, the boundary-aware attacker apart), and what exact mode costs (training time, the log)."""
-    replays = {name.removeprefix("exact_").removesuffix(".json"): name for name, _ in EXACT_WORKLOADS}
     rows = []
     for w in EXACT_EVALS:
         boundary, exact = f"eval_{w}_tiny", f"exact_eval_{w}_tiny"
@@ -543,10 +547,9 @@ def exact_summary() -> str:
         counts = [f"{sum(c[i] for c in plain)}/{len(plain)}" for i in (0, 1)]
         counts += [f"{sum(c for c, _ in rows)}/{sum(n for _, n in rows)}" if rows else "not run" for rows in adaptive]
         cost = "not measured"
-        if (name := replays.get(f"{w}_tiny")) is not None:
-            r = load(name)
-            size = sum(r["log_bytes"]) / len(r["log_bytes"])
-            cost = f"{r['time_ratio']:.1f}x; {mb(size)} ({size / r['evidence_bytes']:.0%} of E_k)"
+        if (RESULTS / f"exact_{w}_tiny.json").is_file():
+            r = load(f"exact_{w}_tiny.json")
+            cost = f"{r['time_ratio']:.1f}x; {log_per_interval(r)}"
         rows.append([f"{w} (tiny)", fp(boundary, 10), fp(exact, 10), *counts, cost])
     head = [
         "s = 10",
