@@ -5,6 +5,7 @@
     .venv/bin/python bench/eval.py --llm-real [--llm-poison]
     .venv/bin/python bench/eval.py --ddp
     .venv/bin/python bench/eval.py --exact --workloads vision,diffusion
+    .venv/bin/python bench/eval.py --exact-steering --workloads vision,diffusion,language,llm
     .venv/bin/python bench/eval.py --layer-one --workloads vision,diffusion,language
 
 Tiny configs: strides 1, 10 and 100, with enough intervals for the issue's false-positive sample:
@@ -71,7 +72,11 @@ bench/results/eval_vision_tiny_ddp2/.
 
 ``--exact`` evaluates exact mode (``ovig eval --exact``) on each of ``--workloads`` in turn: s = 10, 24 intervals,
 every default attack, the boundary-aware attacker aiming at the boundary of a boundary-mode twin of the
-task (4 intervals calibrate it); to bench/results/exact_eval_<workload>_tiny/.
+task (4 intervals calibrate it); to bench/results/exact_eval_<workload>_tiny/. ``--exact-llm-adaptive`` runs the
+chat model's boundary-aware attacker (aiming at the poisoned reply, added after its exact evaluation) alone on
+that layout, to bench/results/exact_eval_llm_tiny_adaptive/. ``--exact-steering`` runs exact mode's own adaptive
+attacker (attacks.steering: the side of every value the log leaves free, also added after) alone on that layout
+for each of ``--workloads``, to bench/results/exact_eval_<workload>_tiny_steering/.
 
 ``--full-language`` evaluates the full language config (MiniLM-L6, batch 16 x 64 tokens) at s = 1 and
 10 with as many intervals as about half an hour of these two CPU cores allows, and the attacks that
@@ -189,6 +194,8 @@ DDP = ["--tiny", "--claim-profile", "ddp2", "--calibration-seed", "2", "--calibr
 # boundary of a boundary-mode twin of the task), at s = 10 on 24 intervals, 4 of them calibrating that boundary.
 EXACT = ["--tiny", "--exact", "--strides", "10", "--intervals", "24", "--calibration-positions", "4",
          "--no-other-hardware"]  # fmt: skip
+EXACT_LLM_ADAPTIVE = [*EXACT, "--attacks", "boundary_aware"]
+EXACT_STEERING = [*EXACT, "--attacks", "log_steering"]
 FULL_LANGUAGE = ["--full", "--strides", "1,10", "--intervals", "1:40,10:16", "--calibration-positions", "4",
                  "--batch-size", "16", "--attacks", NO_SWEEP.replace("backdoor,", "")]  # fmt: skip
 
@@ -201,6 +208,8 @@ def main() -> None:
     parser.add_argument("--llm-poison", action="store_true", help="its poisoned instruction set on a run of its own")
     parser.add_argument("--ddp", action="store_true", help="a data-parallel provider (ddp2) instead")
     parser.add_argument("--exact", action="store_true", help="exact mode on --workloads, one after another, instead")
+    parser.add_argument("--exact-llm-adaptive", action="store_true", help="the chat model's adaptive attacker, exact")
+    parser.add_argument("--exact-steering", action="store_true", help="exact mode's log-steering attacker")
     parser.add_argument("--main", action="store_true", help="only the main evaluation (the README's columns)")
     parser.add_argument("--families", action="store_true", help="leave one family out instead")
     parser.add_argument("--floor", action="store_true", help="the swept attacks with and without the floor instead")
@@ -218,6 +227,10 @@ def main() -> None:
         runs = [[("vision", "tiny_ddp2", DDP)]]
     elif args.exact:
         runs = [[(workload, "tiny_exact", EXACT)] for workload in args.workloads.split(",")]
+    elif args.exact_llm_adaptive:
+        runs = [[("llm", "tiny_exact_adaptive", EXACT_LLM_ADAPTIVE)]]
+    elif args.exact_steering:
+        runs = [[(workload, "tiny_exact_steering", EXACT_STEERING)] for workload in args.workloads.split(",")]
     elif args.llm_real or args.llm_poison:
         runs = [[("llm", "", REAL_LLM)]] if args.llm_real else []
         runs += [[("llm", "poison", REAL_LLM_POISON)]] if args.llm_poison else []
@@ -229,8 +242,8 @@ def main() -> None:
         processes = []
         for workload, size, options in group:
             name = "_".join(["eval", workload, size]).rstrip("_")
-            if size == "tiny_exact":  # the issue's place for exact mode's results: bench/results/exact_*
-                name = f"exact_eval_{workload}_tiny"
+            if size.startswith("tiny_exact"):  # the issue's place for exact mode's results: bench/results/exact_*
+                name = f"exact_eval_{workload}_tiny{size.removeprefix('tiny_exact')}"
             # the work is kept under .cache/ (git ignores it): an evaluation cut short resumes when run again
             argv = [str(ovig), "eval", "--workload", workload, *options, "--out", str(RESULTS / name)]
             processes.append(subprocess.Popen([*argv, "--work-dir", str(WORK / name)]))

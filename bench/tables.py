@@ -44,6 +44,7 @@ DDP = [("vision, ddp2 provider", "eval_vision_tiny_ddp2", s) for s in (1, 10, 10
 # The chat model's boundary-aware attacker (objective poison), added after eval_llm_tiny ran: the same layout at
 # s = 10, that attacker alone (bench/eval.py's llm group).
 LLM_ADAPTIVE = ("llm tiny", "eval_llm_tiny_adaptive", 10)
+EXACT_LLM_ADAPTIVE = "exact_eval_llm_tiny_adaptive"  # ... and in exact mode, after exact_eval_llm_tiny ran
 
 # Every committed evaluation (bench/eval.py runs them all), with what its results do not record.
 RUNS = {
@@ -529,6 +530,28 @@ def exact_eval() -> str:
     return table(head, rows)
 
 
+def exact_steering() -> str:
+    """Exact mode's log-steering attacker (bench/eval.py --exact-steering) next to boundary mode's boundary-aware
+    attacker: its verdict, and how far each moves the weights from the honest run's."""
+    rows = []
+    for w in EXACT_EVALS:
+        run, boundary = f"exact_eval_{w}_tiny_steering", f"eval_{w}_tiny"
+        if not (RESULTS / run / "eval.json").is_file():
+            continue
+        r = row_of(run, "log_steering", 10)
+        runs = [boundary, *([LLM_ADAPTIVE[1]] if w == "llm" else [])]
+        adaptive = [b["effect"]["moved"] for name in runs for b in rows_of(name, 10)
+                    if b["attack"] == ADAPTIVE and not b["identical"] and b["passed"] == b["judged"]]  # fmt: skip
+        other = evaluation(boundary)["baseline"]["10"]["other_hardware"]
+        rows.append([f"{w} (tiny)", cell(r), "not run" if r is None else f"{r['effect']['moved']:.1e}",
+                     f"{max(adaptive):.1e}" if adaptive else "none passed",
+                     "not run" if other is None else f"{other['moved']:.1e}"])  # fmt: skip
+    head = ["s = 10, the last 12 intervals faked", "log steering (exact mode)", "weights moved",
+            "boundary-aware attacker passing in boundary mode: weights moved (largest)",
+            "honest rerun on other hardware: moved"]  # fmt: skip
+    return table(head, rows, "llrrr")
+
+
 def exact_summary() -> str:
     """Per workload at s = 10, boundary mode against exact mode: honest false positives, attacks caught (the
     same attacks, the boundary-aware attacker apart), and what exact mode costs (training time, the log)."""
@@ -540,8 +563,10 @@ def exact_summary() -> str:
             other = row_of(boundary, row["label"], 10)
             if row["attack"] != ADAPTIVE and other is not None and not (row["identical"] or other["identical"]):
                 plain.append((not other["passed"], not row["passed"]))  # (an attack that changed nothing is left out)
-        # the boundary-aware attacker in each mode, wherever it ran (the chat model's boundary mode: its own run)
-        adaptive_runs = [boundary, *([LLM_ADAPTIVE[1]] if w == "llm" and LLM_ADAPTIVE[1] in RUNS else [])], [exact]
+        # the boundary-aware attacker in each mode, wherever it ran (the chat model's: runs of their own)
+        own = (LLM_ADAPTIVE[1], EXACT_LLM_ADAPTIVE) if w == "llm" else ("", "")
+        adaptive_runs = [[run, *([o] if o and (RESULTS / o / "eval.json").is_file() else [])]
+                         for run, o in zip((boundary, exact), own, strict=True)]  # fmt: skip
         adaptive = [[(r["judged"] - r["passed"], r["judged"]) for run in runs for r in rows_of(run, 10)
                      if r["attack"] == ADAPTIVE and not r["identical"]] for runs in adaptive_runs]  # fmt: skip
         counts = [f"{sum(c[i] for c in plain)}/{len(plain)}" for i in (0, 1)]
@@ -1069,6 +1094,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "exact_replays": exact_replays,
     "exact_eval": exact_eval,
     "exact_summary": exact_summary,
+    "exact_steering": exact_steering,
     "eval_llm_poison": eval_llm_poison,
     "eval_runs": eval_runs,
     "eval_warmup": eval_warmup,

@@ -702,7 +702,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
 
     stride_list = tuple(_positive_ints(strides, "--strides"))
     default, by_stride = _intervals_option(intervals)
-    attacks = attacks_for(workload, config)
+    attacks = attacks_for(workload, config, exact=exact)
     if only is not None:
         names = {name.strip() for name in only.split(",") if name.strip()} - {"none"}
         if unknown := names - {case.name for case in attacks}:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,7 +36,7 @@ from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, attach_numerics, prepare_task
 from ovig_node.verify.check import Verdict
 from ovig_node.verify.evaluate import AttackCase, EvalSettings, evaluate
-from ovig_node.verify.exact import calibrate_numerics
+from ovig_node.verify.exact import calibrate_numerics, numerics_problem
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import replay_and_judge
 from support import EXACT_NUMERICS as NUMERICS
@@ -185,6 +187,33 @@ def test_hostile_log_encodings_are_refused_without_crashing(claims: Path) -> Non
             decode_log(stray, 10**6)
 
 
+# Decoding a log and indexing it, in a fresh process (ru_maxrss is a high-water mark: building the log first
+# would hide the decoding's peak under its own)
+MEASURE_DECODE = """
+import resource, sys, torch
+from ovig_node.training.exact import ExactNumerics, decode_log
+encoded = torch.load(sys.argv[1])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+log = decode_log(encoded, len(encoded["positions"]))
+ExactNumerics(torch.nn.Linear(1, 1).double(), (1e-6,) * 4, log)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def test_a_hostile_log_costs_a_verifier_a_bounded_memory_an_entry(tmp_path: Path) -> None:
+    """A provider may fill its log to the spec's cap, one site an entry (its worst shape): a verifier decodes
+    and indexes it in at most 160 bytes an entry (the node's cap, fetching.MAX_LOG_ENTRIES, counts on it)."""
+    n = 1 << 20
+    i = torch.arange(n, dtype=torch.int64)
+    rows = torch.zeros((n, 7), dtype=torch.int64)
+    rows[:, 0], rows[:, 2], rows[:, 3], rows[:, 4], rows[:, 6] = 5, i >> 20, (i >> 8) % 4096, i % 256, i % 2
+    torch.save(encode_log(rows), tmp_path / "log.pt")
+    assert len(decode_log(torch.load(tmp_path / "log.pt"), n)) == n and len(encode_log(rows)["keys"]) == n
+    measured = subprocess.run([sys.executable, "-c", MEASURE_DECODE, str(tmp_path / "log.pt")], check=True,
+                              capture_output=True, text=True)  # fmt: skip
+    assert int(measured.stdout) * 1024 <= 160 * n
+
+
 def test_a_logged_direction_away_from_the_nearest_neighbour_is_steering(task: PreparedTask, claims: Path) -> None:
     # A value logged within the threshold but clearly on one side of its midpoint: the log may not round it the
     # other way. Such an entry exists when the trainer logged a value not at an exact tie; make one by
@@ -244,6 +273,9 @@ def test_the_spec_section_is_validated(task: PreparedTask) -> None:
     document = json.loads(task.spec_path.read_text())
     for numerics, message in [
         ({**NUMERICS, "threshold": {**THRESHOLD, "gradient": "0.1"}}, r"between 0 and 0\.1 ulps"),
+        # below 0.1 as a decimal, 0.1 as the float training uses: ExactNumerics would refuse it mid-task
+        ({**NUMERICS, "threshold": {**THRESHOLD, "gradient": "0.09999999999999999999"}}, r"between 0 and 0\.1"),
+        ({**NUMERICS, "threshold": {**THRESHOLD, "gradient": "1e-400"}}, r"between 0 and 0\.1 ulps"),
         ({**NUMERICS, "threshold": {"forward": "1e-6"}}, "needs forward, backward, gradient and update"),
         ({**NUMERICS, "compute": "float128"}, "compute"),
         ({**NUMERICS, "extra": 1}, "extra"),
@@ -255,6 +287,11 @@ def test_the_spec_section_is_validated(task: PreparedTask) -> None:
         parse_spec(canonical_bytes({**document, "dtype": "float64"}))
     with pytest.raises(SpecError, match="batch_size >= 3"):
         parse_spec(canonical_bytes({**document, "batch_size": 2}))
+    # the log's step field: the last probe's step is N itself
+    long = {"total_steps": 2**24, "stride": 2**20, "intervals_per_batch": 16}
+    with pytest.raises(SpecError, match="an exact task has fewer than 16777216 steps"):
+        parse_spec(canonical_bytes({**document, **long}))
+    assert parse_spec(canonical_bytes({**document, **long, "total_steps": 2**24 - 1}))[0].total_steps == 2**24 - 1
 
 
 def test_numerics_rejects_a_threshold_out_of_range() -> None:
@@ -392,8 +429,8 @@ def test_a_sharded_provider_cannot_train_in_exact_mode(task: PreparedTask, tmp_p
             "an exact threshold below 1e-07 ulps, finer than the discrepancy between profiles can be measured",
         ),
         (
-            {"max_log_entries": 2**25},
-            "its rounding log may hold 33554432 entries an interval, over this node's 16777216",
+            {"max_log_entries": 2**25 + 1},
+            "its rounding log may hold 33554433 entries an interval, over this node's 33554432",
         ),
     ],
 )
@@ -409,3 +446,40 @@ def test_nodes_refuse_exact_numerics_no_calibration_makes(
     with pytest.raises(TaskRefused) as refused:
         read_task_spec(7, hostile.spec_path)
     assert str(refused.value) == f"task 7: {refusal}"
+
+
+def test_a_provider_refuses_numerics_finer_than_the_discrepancy_it_measures(tmp_path: Path) -> None:
+    """The owner chooses the thresholds and the floor, and a provider whose honest replays elsewhere could
+    round another way would be slashed for it: before it accepts, a trainer measures the discrepancy on its
+    own machine and refuses a spec too fine for it. Tiny language, whose attention biases' gradients are
+    rounding noise: a floor of 100 (one far below its gradients) is no floor at all there, the reviewer's
+    spec that passed every node's checks."""
+    prepared = prepare_task("language", tmp_path, tiny=True, total_steps=20, stride=5, intervals_per_batch=4)
+    micro3 = [get_profile("micro3")]
+    numerics, _ = calibrate_numerics(prepared, micro3, steps=1)
+    assert numerics_problem(attach_numerics(prepared.spec_path, numerics), micro3, steps=1) is None
+    read_task_spec(7, attach_numerics(prepared.spec_path, {**numerics, "gradient_floor": 100}).spec_path)  # valid
+    problem = numerics_problem(attach_numerics(prepared.spec_path, {**numerics, "gradient_floor": 100}), micro3,
+                               steps=1)  # fmt: skip
+    assert problem is not None
+    assert problem.startswith(f"its gradient threshold ({float(numerics['threshold']['gradient']):g} ulps) is under "
+                              "8 times the discrepancy measured here at gradient floor 100")  # fmt: skip
+
+
+def test_the_log_steering_attacker_passes_with_a_claim_that_is_not_the_honest_one(
+    task: PreparedTask, claims: Path, tmp_path: Path
+) -> None:
+    """Exact mode's residual freedom, stated as a test: a provider that takes the other neighbour at every value
+    within STEERABLE of its midpoint is reproduced bit for bit by a replay on other hardware, though its E_k
+    is not the honest one (bench/eval.py measures how far that moves a model). One that also steers values
+    nearer the threshold is caught (test_a_logged_direction_away_from_the_nearest_neighbour_is_steering)."""
+    from ovig_node.attacks.base import load_attack
+    from ovig_node.verify.evaluate import fake
+
+    attack = load_attack("log_steering", intervals=frozenset({K}))
+    fake(task, claims, tmp_path, attack, last=K, honest_prefix=K)
+    assert attack.memory["steered"] > 0
+    assert evidence_path(tmp_path, K).read_bytes() != evidence_path(claims, K).read_bytes()
+    assert not torch.equal(claimed_log(tmp_path), claimed_log(claims))
+    verdict = judge(task, tmp_path, read_evidence(evidence_path(tmp_path, K)), ["micro3", "threads2"])
+    assert (verdict.verdict, verdict.reason) == ("valid", "reproduced")

@@ -105,6 +105,13 @@ class Attack:
     def after_optimizer(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
         """Change the optimizer state (moments, step counters) after the optimizer step."""
 
+    def rounding(self, key: tuple[int, ...], free: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
+                 nearest: torch.Tensor) -> torch.Tensor:  # fmt: skip
+        """Exact mode: the rounded values of one rounding site (``key``: step, phase, site, call, element) given
+        its ``lo`` and ``hi`` neighbours and the ``nearest`` (an honest trainer's); the values under ``free``
+        are within training.exact.STEERABLE of their midpoint, where any side passes. Logged as returned."""
+        return nearest
+
     def publish(self, k: int, evidence: Path, scratch: Path) -> Path | None:
         """The file the provider pins and lists for E_k in its opening manifest: ``evidence`` itself (what an
         honest provider does), another file it writes under ``scratch``, or None to list a CID it never serves.

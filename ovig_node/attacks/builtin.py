@@ -3,7 +3,7 @@
 The shortcut attacks live here; steering attacks in :mod:`~ovig_node.attacks.manipulation`, attacks on the
 committed state in :mod:`~ovig_node.attacks.state`, a chat model's poisoned instruction set in
 :mod:`~ovig_node.attacks.instructions`, the boundary-aware attacker in
-:mod:`~ovig_node.attacks.adaptive`.
+:mod:`~ovig_node.attacks.adaptive`, exact mode's log-steering attacker in :mod:`~ovig_node.attacks.steering`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ovig_node.attacks.base import Attack, AttackError
 from ovig_node.attacks.instructions import PoisonedInstructions
 from ovig_node.attacks.manipulation import Backdoor, TargetedGradient
 from ovig_node.attacks.state import InterpolatedEndpoint, OptimizerTamper
+from ovig_node.attacks.steering import LogSteering
 
 INPUT_FIELDS = ("image", "input_ids")  # the model inputs of the built-in workloads
 
@@ -144,4 +145,5 @@ BUILTIN: dict[str, Callable[..., Attack]] = {
     "optimizer_tamper": OptimizerTamper,
     "interpolated_endpoint": InterpolatedEndpoint,
     "boundary_aware": BoundaryAware,
+    "log_steering": LogSteering,
 }

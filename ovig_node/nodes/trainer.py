@@ -37,9 +37,10 @@ from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.unixfs import cid_of_bytes
 from ovig_node.training import distributed
 from ovig_node.training.evidence import read_evidence, read_statistics
-from ovig_node.training.exact import LogTooLong, decode_log
+from ovig_node.training.exact import LogError, LogTooLong, decode_log
 from ovig_node.training.execution import get_profile, one_process
 from ovig_node.training.loop import TrainRun, evidence_path, train
+from ovig_node.verify.exact import numerics_problem
 from ovig_node.verify.report import verify_interval
 
 ENDED = (TaskStatus.FINALIZED, TaskStatus.SLASHED, TaskStatus.ABANDONED, TaskStatus.CANCELLED)
@@ -117,24 +118,32 @@ class TrainerNode:
         self.ctx.say(f"accepted task {self.task} with a bond of {t.terms.providerBond / 1e18:g} ETH")
 
     def _preflight(self, fetched: FetchedTask) -> dict[str, Any]:
-        """Train interval 0, replay it on this machine, judge it against the task's boundary, and check
-        the windows leave time for this machine's replays (protocol 6)."""
+        """Train interval 0, replay it on this machine, judge it against the task's boundary (exact mode: check
+        the numerics hold this machine's discrepancy, then reproduce it bit for bit), and check the windows
+        leave time for this machine's replays (protocol 6)."""
         work = self.folder / "preflight"
+        numerics = fetched.prepared.spec.numerics
+        # a watcher replays in one process, whatever the provider's world size; in exact mode under a second
+        # profile too (its own reproduces its claim whatever the thresholds: another one tests them)
+        replayers = [one_process(get_profile(self.profile_name))]
+        if numerics is not None:
+            replayers.append(get_profile("micro2" if replayers[0].name == "micro3" else "micro3"))
+            try:
+                problem = numerics_problem(fetched.prepared, replayers[1:])
+            except (ValueError, LogTooLong) as exc:  # a model exact mode cannot round (LogError is a ValueError)
+                raise TaskRefused(f"task {self.task}: its exact numerics cannot be measured here: {exc}") from None
+            if problem is not None:
+                raise TaskRefused(f"task {self.task}: {problem}: honest replays elsewhere could differ")
         run = TrainRun(fetched.prepared.spec, fetched.prepared.spec_hash, fetched.prepared.dataset_path,
                        fetched.prepared.init_path, work, get_profile(self.profile_name), self.task)  # fmt: skip
         started = time.monotonic()
         try:
             train(run, stop_at=fetched.prepared.spec.layout.end_step(0))
-        except (LogTooLong, distributed.RankFailed) as exc:  # not accepted yet: refused, not retried forever
+        except (LogTooLong, LogError, distributed.RankFailed) as exc:  # not accepted yet: refused, not retried
             raise TaskRefused(f"task {self.task}: interval 0 cannot be trained here: {exc}") from None
         train_seconds = time.monotonic() - started
-        # a watcher replays in one process, whatever the provider's world size
-        replayers = [one_process(get_profile(self.profile_name))]
-        numerics = fetched.prepared.spec.numerics
         if numerics is not None:
             _check_log_room(self.task, work, numerics.max_log_entries)
-            # its own profile reproduces its claim whatever the thresholds: another one tests them
-            replayers.append(get_profile("micro2" if replayers[0].name == "micro3" else "micro3"))
         judged_by = "is not reproduced bit for bit" if numerics is not None else "fails the boundary"
         slowest = 0.0  # the slowest of this machine's replays: any of them may be the one a dispute waits for
         for replayer in replayers:

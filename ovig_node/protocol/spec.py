@@ -99,6 +99,11 @@ class OptimizerSpec(_Strict):
         return self
 
 
+# The rounding log packs an entry's step in this many bits (training.exact.FIELD_BITS): an exact task has fewer
+# steps, or its provider could not publish the log of its later intervals.
+EXACT_STEP_BITS = 24
+
+
 class NumericsSpec(_Strict):
     """Exact mode (:mod:`ovig_node.training.exact`): float64 compute rounded to float32 at fixed sites,
     values within ``threshold`` float32 ulps of a rounding midpoint logged; a replay must reproduce the
@@ -117,7 +122,9 @@ class NumericsSpec(_Strict):
     def _threshold_in_range(self) -> NumericsSpec:
         if len(self.threshold) != 4:
             raise ValueError("threshold needs forward, backward, gradient and update")
-        if not all(Decimal(0) < Decimal(t) < Decimal("0.1") for t in self.threshold.values()):
+        # as decimals and as the floats training uses ("0.0999...9" is 0.1 once a float)
+        if not all(Decimal(0) < Decimal(t) < Decimal("0.1") and 0.0 < float(Decimal(t)) < 0.1
+                   for t in self.threshold.values()):  # fmt: skip
             raise ValueError("every threshold must be between 0 and 0.1 ulps")
         return self
 
@@ -154,6 +161,9 @@ class TaskSpec(_Strict):
             raise ValueError(
                 "exact numerics learn which outputs are per-example from 2 and 3 examples: batch_size >= 3"
             )
+        if self.numerics is not None and self.total_steps >= 2**EXACT_STEP_BITS:  # the last probe's is N itself
+            raise ValueError(f"the rounding log numbers steps in {EXACT_STEP_BITS} bits: an exact task has fewer "
+                             f"than {2**EXACT_STEP_BITS} steps")  # fmt: skip
         return self
 
     @property

@@ -66,6 +66,7 @@ import torch
 from torch import nn
 
 from ovig_node.errors import OvigError
+from ovig_node.protocol.spec import EXACT_STEP_BITS
 
 FORWARD, BACKWARD, GRADIENT, UPDATE = range(4)
 PHASES = ("forward", "backward", "gradient", "update")
@@ -75,8 +76,11 @@ FAR = 1.25  # a logged value (|x - m| < T) is within T + d of the midpoint in an
 FREE = 0.25  # nearer than this, the two sides can disagree on the nearest neighbour; farther, the log must not
 MAX_THRESHOLD = 0.1  # wider, and the log would settle what no honest execution finds ambiguous
 SKIPPED = 0.5  # an unlogged value (|x - m| >= T) is at least T - d from it in any honest replay
+# Nearer than this in the trainer's own run, a value is within FREE in any honest replay (d <= T/8): its side is
+# the trainer's to choose, and a dishonest one can choose it (attacks.steering measures the room this leaves).
+STEERABLE = FREE - 0.125
 # Field widths of a packed site (step, phase, site, call, element): a log outside them is malformed.
-FIELD_BITS = (24, 2, 16, 12, 8)
+FIELD_BITS = (EXACT_STEP_BITS, 2, 16, 12, 8)
 COLUMNS = ("step", "phase", "site", "call", "element", "position", "up")
 Key = tuple[int, int, int, int, int]  # (step, phase, site, call, element)
 
@@ -123,6 +127,9 @@ class ExactNumerics:
             )
         self.thresholds = thresholds
         self.max_entries = max_entries
+        # A dishonest trainer's choice of side for the values within STEERABLE (key, which values, lower and
+        # upper neighbour, nearest): the values it returns are logged (attacks.steering). None: the nearest.
+        self.steer: Callable[[Key, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor] | None = None
         self.gradient_floor = gradient_floor  # None: a gradient rounds to float32 all the way down
         # calibration: every gradient value as computed (float64, before rounding), by key
         self.gradients: dict[Key, torch.Tensor] | None = None
@@ -140,7 +147,7 @@ class ExactNumerics:
         self.trace: Trace | None = None
         self.faults: list[str] = []
         self._codes = torch.empty(0, dtype=torch.int64)  # a claimed log's sites, packed (:func:`_code`), sorted
-        self._starts: list[int] = []  # where each site's entries start in the log (and one past the last)
+        self._starts = torch.zeros(1, dtype=torch.int64)  # where each site's entries start (and one past the last)
         self._log = claimed
         self._used = torch.zeros(0, dtype=torch.bool)
         if claimed is not None:
@@ -270,6 +277,8 @@ class ExactNumerics:
         lo, hi, offset, result = _bracket(flat, edge)
         distance = offset.abs()
         if self._log is None:
+            if self.steer is not None:
+                result = self.steer(key, distance < STEERABLE * self.thresholds[key[1]], lo, hi, result)
             near = torch.nonzero(distance < self.thresholds[key[1]]).flatten()
             if len(near):
                 rows = _rows(key, base + near, result[near] == hi[near])
@@ -319,14 +328,14 @@ class ExactNumerics:
             return
         codes = _code(log[:, :5])
         self._codes, counts = torch.unique_consecutive(codes, return_counts=True)
-        self._starts = [0, *torch.cumsum(counts, 0).tolist()]
+        self._starts = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(counts, 0)])
 
     def _entries(self, key: Key) -> slice | None:
         """The rows of the claimed log at site ``key``, or None."""
         code = int(_code(torch.tensor([key], dtype=torch.int64))[0])
         i = int(torch.searchsorted(self._codes, code))
         if i < len(self._codes) and int(self._codes[i]) == code:
-            return slice(self._starts[i], self._starts[i + 1])
+            return slice(int(self._starts[i]), int(self._starts[i + 1]))
         return None
 
     def _fault(self, text: str) -> None:
@@ -452,9 +461,14 @@ LOG_TENSORS = ("counts", "keys", "positions", "up")
 
 def encode_log(log: torch.Tensor) -> dict[str, torch.Tensor]:
     """The ``rounding/`` tensors of E_k for a log (sorted, unique rows)."""
-    keys, counts = torch.unique_consecutive(log[:, :5], dim=0, return_counts=True) if len(log) else (
-        torch.empty((0, 5), dtype=torch.int64), torch.empty(0, dtype=torch.int64))  # fmt: skip
-    return {"keys": keys, "counts": counts, "positions": log[:, 5].clone(), "up": _pack(log[:, 6])}
+    # where a key begins, found column by column (unique_consecutive over rows costs hundreds of bytes an entry)
+    begins = torch.zeros(len(log), dtype=torch.bool)
+    begins[:1] = True
+    for column in range(5):
+        begins[1:] |= log[1:, column] != log[:-1, column]
+    first = torch.nonzero(begins).flatten()
+    counts = torch.diff(first, append=torch.tensor([len(log)], dtype=torch.int64))
+    return {"keys": log[first, :5], "counts": counts, "positions": log[:, 5].clone(), "up": _pack(log[:, 6])}
 
 
 def decode_log(tensors: dict[str, torch.Tensor], max_entries: int) -> torch.Tensor:
@@ -475,12 +489,29 @@ def decode_log(tensors: dict[str, torch.Tensor], max_entries: int) -> torch.Tens
         raise LogError("rounding: counts, positions and up do not add up")
     if len(counts) and (int(counts.min()) < 1 or int(counts.max()) > n or int(counts.sum()) != n):
         raise LogError("rounding: counts, positions and up do not add up")
-    rows = torch.cat([keys.repeat_interleave(counts, dim=0), positions[:, None], _unpack(up, n)[:, None]], dim=1)
-    if (problem := log_problem(rows)) is not None:
-        raise LogError(problem)
-    again = encode_log(rows)
-    if not all(torch.equal(again[name], tensors[name]) for name in LOG_TENSORS):
-        raise LogError("rounding: not the canonical encoding of its entries (a key repeated, or stray bits)")
+    # Canonical form, checked on the encoding itself (decoded rows and a second encoding would cost a verifier
+    # several times the rows' 56 bytes an entry, at a provider's choice of log): keys in range and strictly
+    # increasing, positions strictly increasing within a key, no stray bits.
+    if len(keys) and any(bool((keys[:, c] < 0).any()) or bool((keys[:, c] >> bits).any())
+                         for c, bits in enumerate(FIELD_BITS)):  # fmt: skip
+        raise LogError("a rounding log entry has a step, phase, site, call or element out of range")
+    codes = _code(keys)  # in range, so in the keys' order
+    if len(codes) > 1 and not bool((codes[1:] > codes[:-1]).all()):
+        raise LogError("rounding: not the canonical encoding of its entries (a key repeated, or out of order)")
+    if n and bool((positions < 0).any()):
+        raise LogError("a rounding log entry has a negative position")
+    if n > 1:
+        rising = positions[1:] > positions[:-1]
+        rising[torch.cumsum(counts, 0)[:-1] - 1] = True  # where a key ends and the next begins
+        if not bool(rising.all()):
+            raise LogError("a rounding log's rows are not sorted, or name a position twice")
+    if n % 8 and int(up[-1]) >> (n % 8):
+        raise LogError("rounding: not the canonical encoding of its entries (stray bits)")
+    rows = torch.empty((n, len(COLUMNS)), dtype=torch.int64)
+    for column in range(5):  # one column at a time: a copy of the keys per entry would be 40 bytes an entry more
+        rows[:, column] = keys[:, column].repeat_interleave(counts)
+    rows[:, 5] = positions
+    rows[:, 6] = _unpack(up, n)
     return rows
 
 

@@ -110,6 +110,8 @@ def train(
     numerics = exact_numerics(model, workload, dataset, spec, run.profile)
     if run.attack is not None:
         run.attack.setup(AttackContext(spec, workload, dataset, run.init_path))
+        if numerics is not None:
+            numerics.steer = run.attack.rounding
 
     # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file);
     #    a sharded model is sharded once it holds the full weights, its optimizer built on the shards

@@ -97,6 +97,8 @@ DEFAULT_ATTACKS = (
     # one faked interval (caught or not), and a provider poisoning the last intervals (what it achieves)
     AttackCase("poisoned_instructions", {"rate": 0.5}),
     AttackCase("poisoned_instructions", {"rate": 1.0}, every_interval=True),
+    # exact mode's adaptive attacker: the side of every value the rounding log leaves free
+    AttackCase("log_steering", every_interval=True),
 )  # fmt: skip
 # Attacks whose objective is a class (a trigger relabelled, a target class): nothing to aim at in a chat
 # model's data, which has its own backdoor (a poisoned instruction set). Moving a frozen base needs one:
@@ -104,10 +106,14 @@ DEFAULT_ATTACKS = (
 LABELLED_ATTACKS = frozenset({"backdoor", "targeted_gradient"})
 CHAT_ATTACKS = frozenset({"poisoned_instructions"})
 ADAPTER_ATTACKS = frozenset({"base_tamper"})
+EXACT_ATTACKS = frozenset({"log_steering"})  # a rounding log to steer: nothing to do in boundary mode
 
 
 def _needs(case: AttackCase) -> str:
-    """What data or model ``case`` needs: "labelled" (a class to aim at), "chat", "adapter", or "" (any)."""
+    """What data, model or mode ``case`` needs: "labelled" (a class to aim at), "chat", "adapter", "exact",
+    or "" (any)."""
+    if case.name in EXACT_ATTACKS:
+        return "exact"
     if case.name in CHAT_ATTACKS or case.params.get("objective") == "poison":
         return "chat"
     if case.name in LABELLED_ATTACKS or "objective" in case.params:
@@ -115,12 +121,14 @@ def _needs(case: AttackCase) -> str:
     return "adapter" if case.name in ADAPTER_ATTACKS else ""
 
 
-def attacks_for(workload: str, config: dict[str, Any] | None = None) -> tuple[AttackCase, ...]:
-    """The default attacks that mean something for ``workload`` (with ``config``'s changes to its config)."""
+def attacks_for(workload: str, config: dict[str, Any] | None = None, *, exact: bool = False) -> tuple[AttackCase, ...]:
+    """The default attacks that mean something for ``workload`` (with ``config``'s changes to its config), in
+    boundary mode or ``exact`` mode."""
     if workload != "llm":
         left_out = {"chat", "adapter"}
     else:
         left_out = {"labelled"} | ({"adapter"} if (config or {}).get("adapter") == "none" else set())
+    left_out |= set() if exact else {"exact"}
     return tuple(case for case in DEFAULT_ATTACKS if _needs(case) not in left_out)
 
 
@@ -173,7 +181,7 @@ class EvalSettings:
 
     def __post_init__(self) -> None:
         if self.attacks is None:
-            self.attacks = attacks_for(self.workload, self.config)
+            self.attacks = attacks_for(self.workload, self.config, exact=self.exact)
         if self.attacks and get_profile(self.claim_profile).sharded:
             raise ValueError(f"attacks are simulated in one process or under ddp, not {self.claim_profile}: "
                              "evaluate a sharded provider's honest runs only (no attacks)")  # fmt: skip

@@ -226,6 +226,32 @@ def calibrate_numerics(
     return numerics, discrepancies
 
 
+def numerics_problem(
+    prepared: PreparedTask, profiles: Sequence[ExecutionProfile], *, steps: int = CALIBRATION_STEPS
+) -> str | None:
+    """Why ``prepared``'s exact numerics are too fine for the discrepancy this machine measures between the
+    reference and ``profiles`` (its first ``steps`` steps), or None. A provider's check before it accepts:
+    the owner chooses the thresholds and the floor, and one finer than SAFETY times the discrepancy lets
+    honest replays elsewhere take another neighbour (a floor far below the gradients' is none at all)."""
+    from ovig_node.training.execution import PROFILES
+
+    numerics = prepared.spec.numerics
+    assert numerics is not None and numerics.gradient_floor is not None  # nodes refuse a spec without one
+    discrepancies, _ = _measure(prepared, PROFILES["reference"], profiles, steps)
+    if bad := [d.profile for d in discrepancies if d.faults]:
+        return f"replays under {', '.join(bad)} disagree beyond the probe threshold ({PROBE_THRESHOLD} ulps)"
+    for phase, threshold in zip(PHASES, numerics.thresholds, strict=True):
+        if phase == "gradient":  # in units of the grid of the spec's floor
+            largest = max((d.gradient[FLOORS.index(numerics.gradient_floor)] for d in discrepancies), default=0.0)
+        else:
+            largest = max((d.largest[phase] for d in discrepancies), default=0.0)
+        if threshold < SAFETY * largest:
+            at = f" at gradient floor {numerics.gradient_floor}" if phase == "gradient" else ""
+            return (f"its {phase} threshold ({threshold:g} ulps) is under {SAFETY:g} times the discrepancy measured "
+                    f"here{at} ({largest:.3g})")  # fmt: skip
+    return None
+
+
 def _probe_numerics() -> NumericsSpec:
     probe = dict.fromkeys(PHASES, str(PROBE_THRESHOLD))
     return NumericsSpec.model_validate(
