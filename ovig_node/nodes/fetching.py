@@ -32,7 +32,7 @@ from ovig_node.storage.errors import ContentNotFound, IpfsError, IpfsUnavailable
 from ovig_node.training.taskfiles import PreparedTask, TaskFileError, open_task
 from ovig_node.training.workloads import Dataset, get_workload
 from ovig_node.verify.boundary import BoundaryError, BoundaryProfile, load_boundary
-from ovig_node.verify.exact import MIN_THRESHOLD
+from ovig_node.verify.exact import MAX_LOG_ENTRIES, MIN_THRESHOLD
 from ovig_node.verify.layout import EvidenceLayout, layout_of
 
 _T = TypeVar("_T")
@@ -42,11 +42,6 @@ MAX_DATASET_BYTES = 2 << 30  # the spec does not say how large its dataset is: a
 MAX_EVIDENCE_BYTES = 4 << 30  # the largest E_k (model, optimizer state, probe) a node replays
 # the largest batch manifest a node reads whole (protocol.manifest): at m = 256, about 12,000 steps an interval
 MAX_BATCH_MANIFEST_BYTES = 64 << 20
-# The most rounding-log entries an exact task may allow an interval: a verifier decodes and indexes a log in at
-# most 160 bytes an entry, whatever its shape (tests/test_exact.py), so at most 5.4 GB here, one file at a time,
-# as much as the evidence it comes with. Calibration leaves a log four times the room it measures: the tiny
-# language model's cap at s = 10 is 4M entries, the full one's (MiniLM-L6, batch 16) 32M.
-MAX_LOG_ENTRIES = 1 << 25
 
 
 class TaskRefused(OvigError, ValueError):

@@ -242,6 +242,15 @@ class ExactNumerics:
 
         return tuple(cast(a) for a in args), {name: cast(v) for name, v in kwargs.items()}
 
+    @contextlib.contextmanager
+    def unsteered(self) -> Iterator[None]:
+        """Every value rounded to its nearest inside (the probe gradient: an attack steers its steps only)."""
+        steer, self.steer = self.steer, None
+        try:
+            yield
+        finally:
+            self.steer = steer
+
     def discard(self) -> None:
         """Forget what was logged (plain training keeps no evidence, so no log: no collective either)."""
         self._recorded = []
@@ -485,9 +494,9 @@ def decode_log(tensors: dict[str, torch.Tensor], max_entries: int) -> torch.Tens
     if n > max_entries:
         raise LogError(f"{n} rounding log entries, more than the spec's {max_entries}")
     # each count checked before any sum: int64 sums of hostile counts wrap (and repeat_interleave then crashes)
-    if len(counts) != len(keys) or len(keys) > n or len(up) != (n + 7) // 8:
+    if len(counts) != len(keys) or len(keys) > n or (n > 0) != (len(keys) > 0) or len(up) != (n + 7) // 8:
         raise LogError("rounding: counts, positions and up do not add up")
-    if len(counts) and (int(counts.min()) < 1 or int(counts.max()) > n or int(counts.sum()) != n):
+    if n and (int(counts.min()) < 1 or int(counts.max()) > n or int(counts.sum()) != n):
         raise LogError("rounding: counts, positions and up do not add up")
     # Canonical form, checked on the encoding itself (decoded rows and a second encoding would cost a verifier
     # several times the rows' 56 bytes an entry, at a provider's choice of log): keys in range and strictly

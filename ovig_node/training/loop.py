@@ -359,7 +359,8 @@ def endpoint_evidence(
     (``statistics``: None only where no evidence is kept). In exact mode the float64 values are float32
     ones, stored as float32, and E_k carries the interval's rounding log."""
     end = spec.layout.end_step(k)
-    compute_gradients(model, workload, dataset, spec, end, profile, numerics=numerics)
+    with numerics.unsteered() if numerics is not None else contextlib.nullcontext():
+        compute_gradients(model, workload, dataset, spec, end, profile, numerics=numerics)
     probe = {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
     stats = statistics.take() if statistics is not None else {}
     optimizer.zero_grad(set_to_none=True)

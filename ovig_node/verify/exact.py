@@ -208,6 +208,12 @@ def threshold_for(discrepancies: Sequence[Discrepancy], gradient: float) -> dict
 
 CALIBRATION_STEPS = 3  # steps each profile runs to measure the discrepancy
 LOG_SAFETY = 4  # the spec's cap on a log is this many times the measured entries per step, per interval
+# ... and at most this many entries, the most a node takes a task with (nodes.fetching): a verifier holds the
+# claimed end's log (up to 56 bytes an entry in the encoding's worst shape) and the start's, and decodes, indexes
+# and re-encodes the end's in at most 200 more (tests/test_exact.py): about 5 GB here, as much as E_k may be.
+# The tiny language model's cap at s = 10 is 4M entries; the full one's (MiniLM-L6, batch 16) this, twice its
+# honest log.
+MAX_LOG_ENTRIES = 1 << 24
 
 
 def calibrate_numerics(
@@ -222,7 +228,8 @@ def calibrate_numerics(
     threshold = threshold_for(discrepancies, gradient)
     entries = per_step(tuple(float(threshold[phase]) for phase in PHASES), floor)
     cap = LOG_SAFETY * entries * (prepared.spec.stride + 1) + 1024
-    numerics = {"mode": "exact", "threshold": threshold, "max_log_entries": min(cap, 2**26), "gradient_floor": floor}
+    numerics = {"mode": "exact", "threshold": threshold, "max_log_entries": min(cap, MAX_LOG_ENTRIES),
+                "gradient_floor": floor}  # fmt: skip
     return numerics, discrepancies
 
 
