@@ -552,6 +552,29 @@ def exact_steering() -> str:
     return table(head, rows, "llrrr")
 
 
+def steering_moved() -> str:
+    """The log-steering attacker's largest movement of the weights, next to honest reruns' in boundary mode."""
+    moved, honest = [], []
+    for w in EXACT_EVALS:
+        if (RESULTS / f"exact_eval_{w}_tiny_steering" / "eval.json").is_file():
+            row = row_of(f"exact_eval_{w}_tiny_steering", "log_steering", 10)
+            moved += [row["effect"]["moved"]] if row is not None else []
+            other = evaluation(f"eval_{w}_tiny")["baseline"]["10"]["other_hardware"]
+            honest += [other["moved"]] if other is not None else []
+    if not moved:
+        return "not measured yet"
+    return (
+        f"{max(moved):.1e} on {len(moved)} tiny workloads (relative L2), where honest reruns on other "
+        f"hardware in boundary mode end {min(honest):.1e} to {max(honest):.1e} apart"
+    )
+
+
+def exact_llm_adaptive() -> str:
+    """The chat model's boundary-aware attacker in exact mode: intervals caught of those judged."""
+    row = rows_of(EXACT_LLM_ADAPTIVE, 10)[0]
+    return f"{row['judged'] - row['passed']} of {row['judged']}"
+
+
 def exact_summary() -> str:
     """Per workload at s = 10, boundary mode against exact mode: honest false positives, attacks caught (the
     same attacks, the boundary-aware attacker apart), and what exact mode costs (training time, the log)."""
@@ -1119,6 +1142,8 @@ VALUES: dict[str, Callable[[], str]] = {
     "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
     "attest_gas": lambda: f"{load('gas.json')['calls']['attest']:,} gas",
     "closest_fixed": closest_fixed,
+    "steering_moved": steering_moved,
+    "exact_llm_adaptive": exact_llm_adaptive,
     "main_calibration": main_calibration,
     "maxpool_rate": lambda: maxpool_share(per=False),
     "maxpool_per": lambda: maxpool_share(per=True),
