@@ -546,7 +546,8 @@ def exact_steering() -> str:
         rows.append([f"{w} (tiny)", cell(r), "not run" if r is None else f"{r['effect']['moved']:.1e}",
                      f"{max(adaptive):.1e}" if adaptive else "none passed every interval",
                      "not run" if other is None else f"{other['moved']:.1e}"])  # fmt: skip
-    head = ["s = 10, the last 12 intervals faked (the held-out ones judged)", "log steering (exact mode)", "weights moved",
+    head = ["s = 10, the last 12 intervals faked (the held-out ones judged)", "log steering (exact mode)",
+            "weights moved",
             "boundary-aware attacker passing in boundary mode: weights moved (largest)",
             "honest rerun on other hardware: moved"]  # fmt: skip
     return table(head, rows, "llrrr")
