@@ -10,8 +10,8 @@ interval judged by a one-process replay.
 Writes bench/results/exact_<workload>_tiny.json (``--full``: exact_<workload>.json) and prints a table.
 
     .venv/bin/python bench/exact.py --workload vision [--steps 40 --stride 10]
-    .venv/bin/python bench/exact.py --workload language --full --steps 20 --batch-size 16 \
-        --profiles reference,micro2,threads2,micro4-fp64acc --providers ''   # to bench/results/exact_language.json
+    .venv/bin/python bench/exact.py --workload language --full --steps 20 --batch-size 16 --providers ''
+        # to bench/results/exact_language.json (about 90 minutes here, and 13 GB: run nothing large beside it)
 
 A profile whose discrepancy the probe threshold (0.01 ulps) cannot absorb is recorded with its faults and
 left out of the threshold (calibrating a spec with it refuses: ``ovig spec new --exact`` says why); its
