@@ -4,8 +4,8 @@ In exact mode a replay applies the claim's log, and a logged direction is the pr
 replay cannot tell which neighbour is nearest: within FREE x T of a rounding midpoint (training.exact). A
 provider that knows its own values lies within STEERABLE x T there, whatever the replaying hardware, and may
 log either side. This attacker takes the neighbour an honest trainer would not, at every such value of the
-intervals it fakes: the most its evidence can differ from the honest run's and still be reproduced bit for
-bit. A goal-directed choice among the same values moves the model no farther; what this one moves bounds it.
+intervals it fakes: every choice it has, taken away from the honest run. It measures the size of that room
+(how far the weights end from the honest run's), not what a provider aiming at an objective could do in it.
 """
 
 from __future__ import annotations
