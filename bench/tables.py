@@ -23,6 +23,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 
+
+def ran(run: str) -> bool:
+    """Whether evaluation ``run``'s results are committed (the long ones take their place once run)."""
+    return (RESULTS / run / "eval.json").is_file()
+
+
 # The main evaluation: one column per (name, run, stride), each from its committed run.
 TINY = [("vision", "eval_vision_tiny", s) for s in (1, 10, 100)] + [
     ("diffusion", "eval_diffusion_tiny", s) for s in (1, 10, 100)
@@ -35,10 +41,10 @@ FULL = [("full language", "eval_language_full", s) for s in (1, 10)]
 # ones did not all fit this machine's time beside the rest yet (docs/llm.md, "Not yet").
 LLM_RUNS = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10),
             ("llm tiny", "eval_llm_tiny_s100", 100), ("SmolLM2 LoRA", "eval_llm", 10)]  # fmt: skip
-LLM = [column for column in LLM_RUNS if (RESULTS / column[1] / "eval.json").is_file()]
+LLM = [column for column in LLM_RUNS if ran(column[1])]
 LLM_NOT_RUN = {"eval_llm_tiny_s100": "the tiny base at s = 100", "eval_llm": "SmolLM2 with LoRA"}
 POISON_RUN = ("SmolLM2 LoRA, short run", "eval_llm_poison", 10)
-LLM_POISON = [*LLM, *([POISON_RUN] if (RESULTS / POISON_RUN[1] / "eval.json").is_file() else [])]
+LLM_POISON = [*LLM, *([POISON_RUN] if ran(POISON_RUN[1]) else [])]
 LLM_HELD_OUT_TARGET = {"eval_llm": 60}  # the real model's target (the tiny base's are HELD_OUT_TARGET's)
 DDP = [("vision, ddp2 provider", "eval_vision_tiny_ddp2", s) for s in (1, 10, 100)]
 # The chat model's boundary-aware attacker (objective poison), added after eval_llm_tiny ran: the same layout at
@@ -70,7 +76,7 @@ RUNS = {
     "eval_llm_poison": "llm, SmolLM2-135M-Instruct with LoRA (poisoned instructions only)",
     "eval_llm_tiny_adaptive": "llm, tiny base with LoRA (the boundary-aware attacker only)",
 }
-RUNS = {run: what for run, what in RUNS.items() if (RESULTS / run / "eval.json").is_file()}  # the long ones once run
+RUNS = {run: what for run, what in RUNS.items() if ran(run)}  # the long ones once run
 # The language runs that explain its warm-up and its boundary, in the order the story goes.
 WARMUP = [("eval_language_tiny_s100_constant", 100), ("eval_language_tiny_s100_constant_late_calibration", 100),
           ("eval_language_tiny_s100_warmup500", 100), ("eval_language_tiny_s100_seed2_only", 100),
@@ -463,9 +469,7 @@ EXACT_WORKLOADS = [
                     ("language", ""))
     if (RESULTS / f"exact_{w}{size}.json").is_file()
 ]  # fmt: skip
-EXACT_EVALS = [
-    w for w in ("vision", "diffusion", "language", "llm") if (RESULTS / f"exact_eval_{w}_tiny" / "eval.json").is_file()
-]
+EXACT_EVALS = [w for w in ("vision", "diffusion", "language", "llm") if ran(f"exact_eval_{w}_tiny")]
 
 
 def log_per_interval(r: dict[str, Any]) -> str:
@@ -530,19 +534,22 @@ def exact_eval() -> str:
     return table(head, rows)
 
 
+def steering_rows() -> list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]]:
+    """(workload, the log-steering attacker's row, boundary mode's honest rerun on other hardware) for each
+    workload whose steering run (bench/eval.py --exact-steering) is committed."""
+    return [(w, row_of(f"exact_eval_{w}_tiny_steering", "log_steering", 10),
+             evaluation(f"eval_{w}_tiny")["baseline"]["10"]["other_hardware"])
+            for w in EXACT_EVALS if ran(f"exact_eval_{w}_tiny_steering")]  # fmt: skip
+
+
 def exact_steering() -> str:
     """Exact mode's log-steering attacker (bench/eval.py --exact-steering) next to boundary mode's boundary-aware
     attacker: its verdict, and how far each moves the weights from the honest run's."""
     rows = []
-    for w in EXACT_EVALS:
-        run, boundary = f"exact_eval_{w}_tiny_steering", f"eval_{w}_tiny"
-        if not (RESULTS / run / "eval.json").is_file():
-            continue
-        r = row_of(run, "log_steering", 10)
-        runs = [boundary, *([LLM_ADAPTIVE[1]] if w == "llm" else [])]
+    for w, r, other in steering_rows():
+        runs = [f"eval_{w}_tiny", *([LLM_ADAPTIVE[1]] if w == "llm" else [])]
         adaptive = [b["effect"]["moved"] for name in runs for b in rows_of(name, 10)
                     if b["attack"] == ADAPTIVE and not b["identical"] and b["passed"] == b["judged"]]  # fmt: skip
-        other = evaluation(boundary)["baseline"]["10"]["other_hardware"]
         rows.append([f"{w} (tiny)", cell(r), "not run" if r is None else f"{r['effect']['moved']:.1e}",
                      f"{max(adaptive):.1e}" if adaptive else "none passed every interval",
                      "not run" if other is None else f"{other['moved']:.1e}"])  # fmt: skip
@@ -555,13 +562,9 @@ def exact_steering() -> str:
 
 def steering_moved() -> str:
     """The log-steering attacker's largest movement of the weights, next to honest reruns' in boundary mode."""
-    moved, honest = [], []
-    for w in EXACT_EVALS:
-        if (RESULTS / f"exact_eval_{w}_tiny_steering" / "eval.json").is_file():
-            row = row_of(f"exact_eval_{w}_tiny_steering", "log_steering", 10)
-            moved += [row["effect"]["moved"]] if row is not None else []
-            other = evaluation(f"eval_{w}_tiny")["baseline"]["10"]["other_hardware"]
-            honest += [other["moved"]] if other is not None else []
+    found = steering_rows()
+    moved = [r["effect"]["moved"] for _, r, _ in found if r is not None]
+    honest = [other["moved"] for _, _, other in found if other is not None]
     if not moved:
         return "not measured yet"
     return (
@@ -589,7 +592,7 @@ def exact_summary() -> str:
                 plain.append((not other["passed"], not row["passed"]))  # (an attack that changed nothing is left out)
         # the boundary-aware attacker in each mode, wherever it ran (the chat model's: runs of their own)
         own = (LLM_ADAPTIVE[1], EXACT_LLM_ADAPTIVE) if w == "llm" else ("", "")
-        adaptive_runs = [[run, *([o] if o and (RESULTS / o / "eval.json").is_file() else [])]
+        adaptive_runs = [[run, *([o] if o and ran(o) else [])]
                          for run, o in zip((boundary, exact), own, strict=True)]  # fmt: skip
         adaptive = [[(r["judged"] - r["passed"], r["judged"]) for run in runs for r in rows_of(run, 10)
                      if r["attack"] == ADAPTIVE and not r["identical"]] for runs in adaptive_runs]  # fmt: skip
@@ -709,7 +712,7 @@ def eval_adaptive() -> str:
 def eval_adaptive_llm() -> str:
     """What the chat model's boundary-aware attacker (aiming at the poisoned reply) achieves."""
     name, run, s = LLM_ADAPTIVE
-    if not (RESULTS / run / "eval.json").is_file():
+    if not ran(run):
         return "Not run yet."
     base = evaluation(run)["baseline"][str(s)]
     rows = []

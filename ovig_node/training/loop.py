@@ -110,7 +110,7 @@ def train(
     numerics = exact_numerics(model, workload, dataset, spec, run.profile)
     if run.attack is not None:
         run.attack.setup(AttackContext(spec, workload, dataset, run.init_path))
-        if numerics is not None:
+        if numerics is not None and type(run.attack).rounding is not Attack.rounding:  # a steering attack
             numerics.steer = run.attack.rounding
 
     # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file);

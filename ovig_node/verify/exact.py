@@ -185,6 +185,11 @@ def gradient_floor_for(discrepancies: Sequence[Discrepancy]) -> tuple[int, float
     return FLOORS[chosen], worst[chosen]
 
 
+def _largest(discrepancies: Sequence[Discrepancy], phase: str, gradient: float) -> float:
+    """The largest discrepancy measured in ``phase`` (the gradient's is ``gradient``: at a chosen floor)."""
+    return gradient if phase == "gradient" else max((d.largest[phase] for d in discrepancies), default=0.0)
+
+
 def threshold_for(discrepancies: Sequence[Discrepancy], gradient: float) -> dict[str, str]:
     """The spec's threshold per phase (decimal strings) for the measured discrepancies: the first of
     1, 2, 5 x a power of ten at or above SAFETY times the largest (the gradient's: ``gradient``, its
@@ -194,7 +199,7 @@ def threshold_for(discrepancies: Sequence[Discrepancy], gradient: float) -> dict
                          f"({PROBE_THRESHOLD} ulps): exact mode cannot absorb their drift")  # fmt: skip
     thresholds = {}
     for phase in PHASES:
-        largest = gradient if phase == "gradient" else max((d.largest[phase] for d in discrepancies), default=0.0)
+        largest = _largest(discrepancies, phase, gradient)
         wanted = max(SAFETY * largest, MIN_THRESHOLD)
         exponent = math.floor(math.log10(wanted))
         mantissa = next(m for m in (1, 2, 5, 10) if m * 10.0**exponent >= wanted * (1 - 1e-12))
@@ -247,11 +252,10 @@ def numerics_problem(
     discrepancies, _ = _measure(prepared, PROFILES["reference"], profiles, steps)
     if bad := [d.profile for d in discrepancies if d.faults]:
         return f"replays under {', '.join(bad)} disagree beyond the probe threshold ({PROBE_THRESHOLD} ulps)"
+    # the gradient's in units of the grid of the spec's floor
+    gradient = max((d.gradient[FLOORS.index(numerics.gradient_floor)] for d in discrepancies), default=0.0)
     for phase, threshold in zip(PHASES, numerics.thresholds, strict=True):
-        if phase == "gradient":  # in units of the grid of the spec's floor
-            largest = max((d.gradient[FLOORS.index(numerics.gradient_floor)] for d in discrepancies), default=0.0)
-        else:
-            largest = max((d.largest[phase] for d in discrepancies), default=0.0)
+        largest = _largest(discrepancies, phase, gradient)
         if threshold < SAFETY * largest:
             at = f" at gradient floor {numerics.gradient_floor}" if phase == "gradient" else ""
             return (f"its {phase} threshold ({threshold:g} ulps) is under {SAFETY:g} times the discrepancy measured "
