@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/eval.py [--workloads vision,diffusion,language] [--main | --families | --floor]
     .venv/bin/python bench/eval.py --full-language
-    .venv/bin/python bench/eval.py --llm-real [--llm-poison]
+    .venv/bin/python bench/eval.py --llm-real [--llm-poison] [--llm-real-s100]
     .venv/bin/python bench/eval.py --ddp
     .venv/bin/python bench/eval.py --exact --workloads vision,diffusion
     .venv/bin/python bench/eval.py --exact-steering --workloads vision,diffusion,language,llm
@@ -63,6 +63,9 @@ calibrate under the four profiles that change an llm step
 ``--llm-real`` evaluates SmolLM2-135M-Instruct with LoRA at s = 10: 66 intervals, 6 calibrated, 60 held
 out (about 2.5 s a step on one core), to bench/results/eval_llm/; ``--llm-poison`` runs the poisoned
 instruction set on a shorter run of its own (20 intervals, 4 calibrated), to bench/results/eval_llm_poison/.
+``--llm-real-s100`` evaluates it at s = 100 on what fits a few hours of these two cores: 8 intervals, 2 calibrated,
+6 held out, the attacks that fake one interval and need no adaptive run (an every-interval attack fakes all 8),
+judged and run two at a time (``ovig eval --jobs 2``); to bench/results/eval_llm_s100/.
 
 ``--ddp`` evaluates a data-parallel provider: the tiny CNN's honest claims and attacks trained under ddp2
 (two gloo ranks), judged by one-process replays against a boundary calibrated on 12 intervals of a
@@ -188,6 +191,10 @@ REAL_LLM = ["--full", "--strides", "10", "--intervals", "66", "--calibration-pos
 # ... and the poisoned instruction set on it, on a shorter run of its own (20 intervals, 4 calibrated)
 REAL_LLM_POISON = ["--full", "--strides", "10", "--intervals", "20", "--calibration-positions", "4", *LLM_PROFILES,
                    "--no-other-hardware", "--attacks", "poisoned_instructions"]  # fmt: skip
+# ... and at s = 100: 8 intervals (800 steps), 2 calibrated; the attacks that fake one interval, two at a time
+REAL_LLM_S100 = ["--full", "--strides", "100", "--intervals", "8", "--calibration-positions", "2", *LLM_PROFILES,
+                 "--no-other-hardware", "--attacks", NO_SWEEP.replace("backdoor,", "") + ",base_tamper",
+                 "--jobs", "2"]  # fmt: skip
 DDP = ["--tiny", "--claim-profile", "ddp2", "--calibration-seed", "2", "--calibration-positions", "12",
        "--strides", "1,10,100", "--intervals", "1:112,10:112,100:36", "--attacks", NO_SWEEP]  # fmt: skip
 # Exact mode (ovig eval --exact): bit-for-bit verdicts, every attack (the boundary-aware attacker aiming at the
@@ -206,6 +213,7 @@ def main() -> None:
     parser.add_argument("--full-language", action="store_true", help="the full language config instead")
     parser.add_argument("--llm-real", action="store_true", help="SmolLM2-135M-Instruct with LoRA instead")
     parser.add_argument("--llm-poison", action="store_true", help="its poisoned instruction set on a run of its own")
+    parser.add_argument("--llm-real-s100", action="store_true", help="SmolLM2 with LoRA at s = 100")
     parser.add_argument("--ddp", action="store_true", help="a data-parallel provider (ddp2) instead")
     parser.add_argument("--exact", action="store_true", help="exact mode on --workloads, one after another, instead")
     parser.add_argument("--exact-llm-adaptive", action="store_true", help="the chat model's adaptive attacker, exact")
@@ -231,9 +239,10 @@ def main() -> None:
         runs = [[("llm", "tiny_exact_adaptive", EXACT_LLM_ADAPTIVE)]]
     elif args.exact_steering:
         runs = [[(workload, "tiny_exact_steering", EXACT_STEERING)] for workload in args.workloads.split(",")]
-    elif args.llm_real or args.llm_poison:
+    elif args.llm_real or args.llm_poison or args.llm_real_s100:
         runs = [[("llm", "", REAL_LLM)]] if args.llm_real else []
         runs += [[("llm", "poison", REAL_LLM_POISON)]] if args.llm_poison else []
+        runs += [[("llm", "s100", REAL_LLM_S100)]] if args.llm_real_s100 else []
     else:
         runs = [[(workload, f"tiny{suffix}", options) for options, suffix in GROUPS.get(workload, ALL_STRIDES)
                  if not args.main or suffix in MAIN]

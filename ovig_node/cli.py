@@ -682,13 +682,16 @@ def verify_cmd(
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep the work (evidence, boundary, each verdict) here until the evaluation ends: a run cut "
               "short resumes when given the same folder and options again [default: a temporary folder].")  # fmt: skip
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Judge the honest intervals and run the attacks in this many processes (each holds the model "
+              "and its own replays' threads); resuming with another number is fine.")  # fmt: skip
 def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
              calibrate_on: str | None, calibration_seeds: tuple[int, ...], claim_profile: str,
              calibration_profiles: str | None,
              only: str | None, extra: tuple[str, ...],
              alpha: float, floor_ulps: float, batch_size: int, other_hardware: bool, families: bool,
              layer_one: bool, exact: bool, config: dict[str, Any], warmup_steps: int | None, out_dir: Path,
-             work_dir: Path | None) -> None:  # fmt: skip
+             work_dir: Path | None, jobs: int) -> None:  # fmt: skip
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
     import json
@@ -746,7 +749,7 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
         return
     with contextlib.ExitStack() as stack:
         work = work_dir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
-        results = evaluate(settings, work, log=stack.enter_context(_progress(units(settings))))
+        results = evaluate(settings, work, log=stack.enter_context(_progress(units(settings))), jobs=jobs)
     summary = summarise(settings, results)
     (out_dir / "eval.json").write_text(json.dumps(summary, indent=2, default=float) + "\n")
     table = markdown(summary)

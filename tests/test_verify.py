@@ -486,8 +486,9 @@ class Cut(Exception):
     """Stands for a kill: raised from the progress callback at a chosen point of an evaluation."""
 
 
-def test_an_evaluation_cut_short_resumes_where_it_stopped(tmp_path: Path) -> None:
-    attacks = (AttackCase("micro_batch_drop", {"keep": 0.5}), AttackCase("lr_tamper", {"scale": 1.1}))
+def test_an_evaluation_cut_short_resumes_where_it_stopped_with_any_number_of_jobs(tmp_path: Path) -> None:
+    attacks = (AttackCase("micro_batch_drop", {"keep": 0.5}), AttackCase("lr_tamper", {"scale": 1.1}),
+               AttackCase("optimizer_tamper", {"scale": 0.0}))  # fmt: skip
     settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), other_hardware=False,
                             calibration_profiles=("micro2",), attacks=attacks)  # fmt: skip
     work = tmp_path / "work"
@@ -502,6 +503,8 @@ def test_an_evaluation_cut_short_resumes_where_it_stopped(tmp_path: Path) -> Non
     trained_at = first.stat().st_mtime_ns
     kept = [json.loads(line) for line in (work / "s5" / "attacks.jsonl").read_text().splitlines()]
     assert [entry["key"] for entry in kept] == [0]  # the first attack's result was kept
+    in_workers = tmp_path / "in-workers"
+    shutil.copytree(work, in_workers)
 
     messages: list[str] = []
 
@@ -514,14 +517,23 @@ def test_an_evaluation_cut_short_resumes_where_it_stopped(tmp_path: Path) -> Non
     assert "s=5: calibrating on 3 intervals" in messages
     assert not [m for m in messages if "calibrating, interval" in m or "honest interval" in m]
     assert "s=5: attack 0 done before (resumed)" in messages and "s=5: attack lr_tamper scale=1.1" in messages
-    assert resumed.attacks[0] == kept[0]["result"] and len(resumed.attacks) == 2
+    assert resumed.attacks[0] == kept[0]["result"] and len(resumed.attacks) == 3
     assert not (work / "s5").exists() and (work / "s5.json").is_file()
 
     again: list[str] = []
     assert evaluate(settings, work, log=lambda m, unit=False: again.append(m)) == [resumed]
-    assert again == ["s=5: done before (resumed)"] * 5  # claims, calibration, honest, two attacks
+    assert again == ["s=5: done before (resumed)"] * 6  # claims, calibration, honest, three attacks
     with pytest.raises(OtherEvaluation, match="holds an evaluation with other settings"):
         evaluate(replace(settings, alpha=2.0), work)
+
+    # The same two attacks left, each done by one of two worker processes: the same results, to the bit.
+    units: list[str] = []
+    assert evaluate(settings, in_workers, log=lambda m, unit=False: units.append(m) if unit else None, jobs=2) == [
+        resumed
+    ]
+    assert sorted(m for m in units if m.endswith("(worker)")) == [
+        "s=5: attack lr_tamper scale=1.1 (worker)", "s=5: attack optimizer_tamper scale=0 (worker)"
+    ]  # fmt: skip
 
 
 def test_a_record_cut_mid_line_by_a_kill_is_dropped_and_the_file_rewritten(tmp_path: Path) -> None:

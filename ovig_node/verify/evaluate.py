@@ -22,8 +22,11 @@ every interval of the evaluated run is held out:
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -290,10 +293,11 @@ def quiet(message: str, *, unit: bool = False) -> None:
     pass
 
 
-def evaluate(settings: EvalSettings, work_dir: Path, *, log: Log | None = None) -> list[StrideResult]:
+def evaluate(settings: EvalSettings, work_dir: Path, *, log: Log | None = None, jobs: int = 1) -> list[StrideResult]:
     """Every stride's evaluation. What is done is kept in ``work_dir`` as it is done (a stride's result, the
     honest claims' evidence, the boundary, each honest verdict and each attack's), so an evaluation cut
-    short resumes where it stopped when called again on the same folder with the same settings."""
+    short resumes where it stopped when called again on the same folder with the same settings (``jobs``
+    may differ). With ``jobs`` > 1 the honest verdicts and the attacks are done by that many processes."""
     work_dir.mkdir(parents=True, exist_ok=True)
     fingerprint = json.dumps(asdict(settings), sort_keys=True, default=str)
     recorded = work_dir / "settings.json"
@@ -308,7 +312,7 @@ def evaluate(settings: EvalSettings, work_dir: Path, *, log: Log | None = None) 
             for _ in range(units(settings) // len(settings.strides)):  # the stride's units, reported done
                 (log or quiet)(f"s={stride}: done before (resumed)", unit=True)
             continue
-        results.append(_Stride(settings, stride, folder, log).run())
+        results.append(_Stride(settings, stride, folder, log, jobs=jobs).run())
         write_atomic(done, json.dumps(asdict(results[-1]), default=float).encode())
         # A stride's evidence is no longer needed (tens of GB for a long language run).
         shutil.rmtree(folder, ignore_errors=True)
@@ -318,22 +322,30 @@ def evaluate(settings: EvalSettings, work_dir: Path, *, log: Log | None = None) 
 class _Stride:
     """One stride's evaluation: the task, its honest claims, the boundary, then every attack."""
 
-    def __init__(self, settings: EvalSettings, stride: int, folder: Path, log: Log | None) -> None:
-        self.settings, self.stride, self.folder = settings, stride, folder
+    def __init__(
+        self, settings: EvalSettings, stride: int, folder: Path, log: Log | None, *, jobs: int = 1,
+        prepared: PreparedTask | None = None,
+    ) -> None:  # fmt: skip
+        self.settings, self.stride, self.folder, self.jobs = settings, stride, folder, jobs
         self.log: Log = log or quiet
         self.intervals = settings.intervals_at(stride)
         self.positions, self.held_out = settings.positions_at(stride), settings.held_out_at(stride)
         self.attacked = settings.attacked_at(stride)  # until the honest verdicts are known
-        self.prepared = settings.task(stride, folder / "task", settings.seed)
-        self.claims = folder / "claims"
-        self.calibration_runs = settings.calibration_runs(stride, folder, (self.prepared, self.claims))
-        if settings.exact:  # the boundary comes from a boundary-mode twin; the evaluated task is exact
-            twin = (settings.task(stride, folder / "twin-task", settings.seed), folder / "twin-claims")
-            self.calibration_runs = [twin]
+        self.prepared = prepared or settings.task(stride, folder / "task", settings.seed)
+        if settings.exact and prepared is None:  # the evaluated task is exact; its boundary-mode twin calibrates
             self.prepared = make_exact(self.prepared, [get_profile(p) for p in settings.calibration_profiles])
+        self.claims = folder / "claims"
         self.boundary_path = folder / "boundary.json"
         self.context = context_of(self.prepared)
         self.profiles = [get_profile(p) for p in settings.held_out_profiles]
+
+    def _calibration_runs(self) -> list[tuple[PreparedTask, Path]]:
+        """(task, claims folder) of each run the boundary is calibrated on; exact mode's is a boundary-mode twin
+        of the evaluated task, for the boundary-aware attacker to aim at."""
+        settings, stride, folder = self.settings, self.stride, self.folder
+        if settings.exact:
+            return [(settings.task(stride, folder / "twin-task", settings.seed), folder / "twin-claims")]
+        return settings.calibration_runs(stride, folder, (self.prepared, self.claims))
 
     def run(self) -> StrideResult:
         settings = self.settings
@@ -342,7 +354,8 @@ class _Stride:
         self.log(f"s={self.stride}: calibrating on {len(self.positions)} intervals", unit=True)
         if self.boundary_path.is_file():  # calibrated before the evaluation was cut short
             return self._judge_all(BoundaryProfile.model_validate_json(self.boundary_path.read_text()))
-        (first, first_claims), *more = self.calibration_runs
+        runs = self._calibration_runs()
+        (first, first_claims), *more = runs
         boundary = calibrate(
             first, claim_profile=get_profile("reference"),
             replay_profiles=[get_profile(p) for p in settings.calibration_profiles],
@@ -350,7 +363,7 @@ class _Stride:
             more_runs=more,
             on_replay=lambda k, p: self.log(f"s={self.stride}: calibrating, interval {k} under {p}"),
         )  # fmt: skip
-        for _, claims in self.calibration_runs:
+        for _, claims in runs:
             if claims != self.claims:  # a separate run's (or exact mode's twin's)
                 shutil.rmtree(claims, ignore_errors=True)
         write_atomic(self.boundary_path, boundary.model_dump_json(indent=2).encode())
@@ -359,10 +372,9 @@ class _Stride:
     def _judge_all(self, boundary: BoundaryProfile) -> StrideResult:
         settings = self.settings
         self.log(f"s={self.stride}: honest held-out intervals", unit=True)
-        honest = self._kept("honest", [(k, lambda k=k: self._honest(k, boundary)) for k in self.held_out])
+        honest = self._kept("honest", self.held_out, boundary)
         self.attacked = settings.attacked_at(self.stride, frozenset(h["interval"] for h in honest if not h["valid"]))
-        attacks = self._kept("attacks", [(i, lambda i=i, case=case: self._attack(i, case, boundary))
-                                         for i, case in enumerate(settings.attacks or ())])  # fmt: skip
+        attacks = self._kept("attacks", list(range(len(settings.attacks or ()))), boundary)
         last = self.intervals - 1
         weights = read_evidence(evidence_path(self.claims, self.attacked)).model
         final = read_evidence(evidence_path(self.claims, last)).model
@@ -374,21 +386,44 @@ class _Stride:
         self.log(f"s={self.stride}: honest interval {k} of {self.intervals}")
         return {"interval": k, **_verdicts(self._judge(self.claims, k, boundary))}
 
-    def _kept(self, name: str, work: list[tuple[int, Any]]) -> list[dict[str, Any]]:
-        """Each piece of ``work`` (key, thunk) done once: its result appended to ``<name>.jsonl`` in the stride's
-        folder as soon as it exists, and read back from there when the evaluation resumes."""
+    def _kept(self, name: str, keys: list[int], boundary: BoundaryProfile) -> list[dict[str, Any]]:
+        """Each piece of work ``name`` (honest: an interval; attacks: an attack's index) for ``keys``, done once:
+        its result appended to ``<name>.jsonl`` in the stride's folder as soon as it exists, and read back from
+        there when the evaluation resumes."""
         path = self.folder / f"{name}.jsonl"
         kept = _read_kept(path)
-        results = []
-        for key, thunk in work:
-            if key not in kept:
-                kept[key] = thunk()
-                with path.open("a") as f:
-                    f.write(json.dumps({"key": key, "result": kept[key]}, default=float) + "\n")
-            elif name == "attacks":
+        if name == "attacks":
+            for key in (key for key in keys if key in kept):
                 self.log(f"s={self.stride}: attack {key} done before (resumed)", unit=True)
-            results.append(kept[key])
-        return results
+        for key, result in self._done(name, [key for key in keys if key not in kept], boundary):
+            kept[key] = result
+            with path.open("a") as f:
+                f.write(json.dumps({"key": key, "result": result}, default=float) + "\n")
+        return [kept[key] for key in keys]
+
+    def _done(self, name: str, keys: list[int], boundary: BoundaryProfile) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(key, result) of each piece, as it is done: here one after another, or with ``jobs`` > 1 in that many
+        worker processes, each with its own copy of the stride (pieces are independent: each reads the honest
+        claims and the boundary, and writes only under its own folder)."""
+        if self.jobs == 1 or len(keys) < 2:
+            for key in keys:
+                yield key, self._piece(name, key, boundary)
+            return
+        # spawn, not fork: a forked child of a process that ran torch's thread pool can hang in it
+        context = multiprocessing.get_context("spawn")
+        setup = (self.settings, self.stride, self.folder, self.prepared, self.attacked)
+        with ProcessPoolExecutor(min(self.jobs, len(keys)), context, initializer=_start_worker, initargs=setup) as pool:
+            futures = {pool.submit(_work, name, key, boundary.model_dump_json()): key for key in keys}
+            for future in as_completed(futures):
+                key = futures[future]
+                if name == "attacks":
+                    self.log(f"s={self.stride}: attack {self.settings.attacks[key].label} (worker)", unit=True)
+                yield key, future.result()
+
+    def _piece(self, name: str, key: int, boundary: BoundaryProfile) -> dict[str, Any]:
+        if name == "honest":
+            return self._honest(key, boundary)
+        return self._attack(key, (self.settings.attacks or ())[key], boundary)
 
     def _other_hardware(self, final: dict[str, torch.Tensor]) -> dict[str, float | None]:
         """The same honest run on other hardware: how far apart honest runs end, the floor any effect of
@@ -447,6 +482,19 @@ class _Stride:
             trained |= examples_of_steps(self.context, range(layout.start_step(interval), layout.end_step(interval)))
         return {"target_loss": target_loss(self.context, weights),
                 "backdoor_success": backdoor_success(self.context, weights, trained_on=trained)}  # fmt: skip
+
+
+_WORKER: list[_Stride] = []  # a worker process's copy of the stride it works for
+
+
+def _start_worker(settings: EvalSettings, stride: int, folder: Path, prepared: PreparedTask, attacked: int) -> None:
+    worker = _Stride(settings, stride, folder, None, prepared=prepared)
+    worker.attacked = attacked
+    _WORKER.append(worker)
+
+
+def _work(name: str, key: int, boundary: str) -> dict[str, Any]:
+    return _WORKER[0]._piece(name, key, BoundaryProfile.model_validate_json(boundary))
 
 
 def make_exact(prepared: PreparedTask, profiles: list[ExecutionProfile]) -> PreparedTask:
