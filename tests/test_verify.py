@@ -536,6 +536,17 @@ def test_an_evaluation_cut_short_resumes_where_it_stopped_with_any_number_of_job
     ]  # fmt: skip
 
 
+def test_a_piece_failing_in_a_worker_stops_the_evaluation_and_is_not_kept(tmp_path: Path) -> None:
+    attacks = (AttackCase("no_such_module:attack"), AttackCase("micro_batch_drop", {"keep": 0.5}),
+               AttackCase("lr_tamper", {"scale": 1.1}))  # fmt: skip
+    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), other_hardware=False,
+                            calibration_profiles=("micro2",), attacks=attacks)  # fmt: skip
+    with pytest.raises(AttackError, match="cannot load attack 'no_such_module:attack'"):
+        evaluate(settings, tmp_path, jobs=2)
+    assert len(_read_kept(tmp_path / "s5" / "honest.jsonl")) == 3  # the honest verdicts, by two workers too
+    assert 0 not in _read_kept(tmp_path / "s5" / "attacks.jsonl")
+
+
 def test_a_record_cut_mid_line_by_a_kill_is_dropped_and_the_file_rewritten(tmp_path: Path) -> None:
     path = tmp_path / "honest.jsonl"
     path.write_text('{"key": 3, "result": {"interval": 3, "valid": true}}\n{"key": 5, "resu')
@@ -555,7 +566,7 @@ def test_calibration_runs_must_share_the_workload_and_stride(tmp_path: Path) -> 
 def test_an_evaluation_can_change_the_warm_up_of_both_runs(tmp_path: Path) -> None:
     settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), warmup_steps=7)
     stride = _Stride(settings, 5, tmp_path, None)
-    ((calibration, _),) = stride.calibration_runs
+    ((calibration, _),) = stride._calibration_runs()
     assert [task.spec.optimizer.schedule.warmup_steps for task in (stride.prepared, calibration)] == [7, 7]
     assert stride.prepared.spec.seed == 1 and calibration.spec.seed == 2
 

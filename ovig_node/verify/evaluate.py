@@ -414,11 +414,16 @@ class _Stride:
         setup = (self.settings, self.stride, self.folder, self.prepared, self.attacked)
         with ProcessPoolExecutor(min(self.jobs, len(keys)), context, initializer=_start_worker, initargs=setup) as pool:
             futures = {pool.submit(_work, name, key, boundary.model_dump_json()): key for key in keys}
-            for future in as_completed(futures):
-                key = futures[future]
-                if name == "attacks":
-                    self.log(f"s={self.stride}: attack {self.settings.attacks[key].label} (worker)", unit=True)
-                yield key, future.result()
+            try:
+                for future in as_completed(futures):
+                    key, result = futures[future], future.result()
+                    if name == "attacks":
+                        self.log(f"s={self.stride}: attack {(self.settings.attacks or ())[key].label} (worker)",
+                                 unit=True)  # fmt: skip
+                    yield key, result
+            finally:  # a piece failed, or the caller stopped: start no other (those running finish, unkept)
+                for future in futures:
+                    future.cancel()
 
     def _piece(self, name: str, key: int, boundary: BoundaryProfile) -> dict[str, Any]:
         if name == "honest":
