@@ -36,16 +36,21 @@ TINY = [("vision", "eval_vision_tiny", s) for s in (1, 10, 100)] + [
      ("language", "eval_language_tiny_s100", 100)]  # fmt: skip
 FULL = [("full language", "eval_language_full", s) for s in (1, 10)]
 # The chat model (llm): the tiny base at s = 1 and 10, SmolLM2-135M-Instruct with LoRA at s = 10 (bench/eval.py
-# --llm-real: eval_llm, and the poisoned instruction set on a shorter run of its own, eval_llm_poison) and the
-# tiny base at s = 100 (eval_llm_tiny_s100). A run takes its column once its results are committed: the long
-# ones did not all fit this machine's time beside the rest yet (docs/llm.md, "Not yet").
+# --llm-real: eval_llm, and the poisoned instruction set on a shorter run of its own, eval_llm_poison), the
+# tiny base at s = 100 (eval_llm_tiny_s100) and SmolLM2 at s = 100 (--llm-real-s100: eval_llm_s100). A run takes
+# its column once its results are committed: the long ones did not all fit this machine's time beside the rest
+# yet (docs/llm.md, "Not yet").
 LLM_RUNS = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10),
-            ("llm tiny", "eval_llm_tiny_s100", 100), ("SmolLM2 LoRA", "eval_llm", 10)]  # fmt: skip
+            ("llm tiny", "eval_llm_tiny_s100", 100), ("SmolLM2 LoRA", "eval_llm", 10),
+            ("SmolLM2 LoRA", "eval_llm_s100", 100)]  # fmt: skip
 LLM = [column for column in LLM_RUNS if ran(column[1])]
-LLM_NOT_RUN = {"eval_llm_tiny_s100": "the tiny base at s = 100", "eval_llm": "SmolLM2 with LoRA"}
+LLM_NOT_RUN = {"eval_llm_tiny_s100": "the tiny base at s = 100", "eval_llm": "SmolLM2 with LoRA",
+               "eval_llm_s100": "SmolLM2 with LoRA at s = 100"}  # fmt: skip
 POISON_RUN = ("SmolLM2 LoRA, short run", "eval_llm_poison", 10)
 LLM_POISON = [*LLM, *([POISON_RUN] if ran(POISON_RUN[1]) else [])]
-LLM_HELD_OUT_TARGET = {"eval_llm": 60}  # the real model's target (the tiny base's are HELD_OUT_TARGET's)
+# The real model's targets (the tiny base's are HELD_OUT_TARGET's): 60 at s = 10; none at s = 100, where ten
+# held-out intervals take hours of these cores: those it has are counted.
+LLM_HELD_OUT_TARGET = {"eval_llm": 60, "eval_llm_s100": 0}
 DDP = [("vision, ddp2 provider", "eval_vision_tiny_ddp2", s) for s in (1, 10, 100)]
 # The chat model's boundary-aware attacker (objective poison), added after eval_llm_tiny ran: the same layout at
 # s = 10, that attacker alone (bench/eval.py's llm group).
@@ -73,6 +78,7 @@ RUNS = {
     "eval_vision_tiny_ddp2": "vision, a data-parallel provider (ddp2)",
     "eval_llm_tiny_s100": "llm, tiny base with LoRA",
     "eval_llm": "llm, SmolLM2-135M-Instruct with LoRA",
+    "eval_llm_s100": "llm, SmolLM2-135M-Instruct with LoRA (the attacks that fake one interval)",
     "eval_llm_poison": "llm, SmolLM2-135M-Instruct with LoRA (poisoned instructions only)",
     "eval_llm_tiny_adaptive": "llm, tiny base with LoRA (the boundary-aware attacker only)",
 }
@@ -340,7 +346,8 @@ def eval_targets() -> str:
          families_target()],
         ["the full language config at s = 1 and 10", f"{caught_summary(FULL)}; false positives {full}"],
         ["the chat model (llm): every non-adaptive attack caught, and no false positive in 100+ held-out intervals "
-         "of the tiny base at s = 1, 10 (30+ at 100) and 60+ of SmolLM2 with LoRA at s = 10", llm_target()],
+         "of the tiny base at s = 1, 10 (30+ at 100) and 60+ of SmolLM2 with LoRA at s = 10 (at s = 100: counted)",
+         llm_target()],
         ["the adaptive attacker: where it passes, what it gains",
          f"passes {sum(r['passed'] for r in adaptive)} of {sum(r['judged'] for r in adaptive)} intervals it "
          "fakes; what it gains is in the evaluation's adaptive attacker table"],
