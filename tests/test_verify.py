@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +25,15 @@ from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify import stats
 from ovig_node.verify.boundary import REL_TAIL, BoundaryProfile, bounds_of, calibrate, spread_positions
 from ovig_node.verify.check import Verdict
-from ovig_node.verify.evaluate import AttackCase, EvalSettings, OtherEvaluation, _read_kept, _Stride, evaluate
+from ovig_node.verify.evaluate import (
+    AttackCase,
+    EvalSettings,
+    OtherEvaluation,
+    PieceFailed,
+    _read_kept,
+    _Stride,
+    evaluate,
+)
 from ovig_node.verify.plots import plot_honest, plot_margins
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import closest_to_limit, replay_and_judge
@@ -503,6 +512,10 @@ def test_an_evaluation_cut_short_resumes_where_it_stopped_with_any_number_of_job
     trained_at = first.stat().st_mtime_ns
     kept = [json.loads(line) for line in (work / "s5" / "attacks.jsonl").read_text().splitlines()]
     assert [entry["key"] for entry in kept] == [0]  # the first attack's result was kept
+    # What a kill in the middle of the second attack leaves: its folder, holding the honest prefix it links.
+    leftover = evidence_path(work / "s5" / "attacks" / "01-lr_tamper", 0)
+    leftover.parent.mkdir(parents=True)
+    leftover.hardlink_to(first)
     in_workers = tmp_path / "in-workers"
     shutil.copytree(work, in_workers)
 
@@ -541,10 +554,12 @@ def test_a_piece_failing_in_a_worker_stops_the_evaluation_and_is_not_kept(tmp_pa
                AttackCase("lr_tamper", {"scale": 1.1}))  # fmt: skip
     settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), other_hardware=False,
                             calibration_profiles=("micro2",), attacks=attacks)  # fmt: skip
-    with pytest.raises(AttackError, match="cannot load attack 'no_such_module:attack'"):
+    with pytest.raises(PieceFailed, match="attacks 0 failed in a worker: AttackError: cannot load attack 'no_such"):
         evaluate(settings, tmp_path, jobs=2)
     assert len(_read_kept(tmp_path / "s5" / "honest.jsonl")) == 3  # the honest verdicts, by two workers too
-    assert 0 not in _read_kept(tmp_path / "s5" / "attacks.jsonl")
+    # The attack running beside the failing one was waited for and kept; none started after the failure.
+    assert set(_read_kept(tmp_path / "s5" / "attacks.jsonl")) == {1}
+    assert not multiprocessing.active_children()
 
 
 def test_a_record_cut_mid_line_by_a_kill_is_dropped_and_the_file_rewritten(tmp_path: Path) -> None:

@@ -30,7 +30,6 @@ state, so a killed run resumes as one process's does, bit for bit.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import datetime
 import multiprocessing
 import os
@@ -45,6 +44,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ovig_node.errors import OvigError
+from ovig_node.processes import die_with_parent
 
 if TYPE_CHECKING:
     from ovig_node.attacks.base import Attack
@@ -57,7 +57,6 @@ COLLECTIVE_TIMEOUT = datetime.timedelta(minutes=10)
 CHECK_IN_TIMEOUT = 120.0  # seconds for a child to start, import torch and check in
 EXIT_GRACE = 5.0  # seconds the other ranks get to exit on their own once one has failed
 _HOST = "127.0.0.1"
-_PR_SET_PDEATHSIG = 1
 
 
 class RankFailed(OvigError, RuntimeError):
@@ -197,10 +196,7 @@ def ranks(run: TrainRun, child: Callable[..., None], *args: Any) -> Iterator[Non
 
 def child_joined(run: TrainRun, rank: int, port: int, parent: int) -> contextlib.AbstractContextManager[None]:
     """In a child: die with the parent, ignore Ctrl-C (the parent handles it), check in, join as ``rank``."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the signal was armed
-        os._exit(1)
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     store = dist.TCPStore(_HOST, port, run.profile.world_size, is_master=False, timeout=COLLECTIVE_TIMEOUT)
     store.set(f"checked-in/{rank}", "1")

@@ -25,8 +25,9 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,6 +41,7 @@ from ovig_node.attacks.instructions import trigger_success
 from ovig_node.attacks.objectives import target_examples
 from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256, write_atomic
+from ovig_node.processes import die_with_parent
 from ovig_node.training.evidence import read_evidence
 from ovig_node.training.execution import ExecutionProfile, get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
@@ -404,26 +406,46 @@ class _Stride:
     def _done(self, name: str, keys: list[int], boundary: BoundaryProfile) -> Iterator[tuple[int, dict[str, Any]]]:
         """(key, result) of each piece, as it is done: here one after another, or with ``jobs`` > 1 in that many
         worker processes, each with its own copy of the stride (pieces are independent: each reads the honest
-        claims and the boundary, and writes only under its own folder)."""
+        claims and the boundary, and writes only under its own folder). A piece that fails starts no other:
+        those running are waited for and kept, then its error is raised."""
         if self.jobs == 1 or len(keys) < 2:
             for key in keys:
                 yield key, self._piece(name, key, boundary)
             return
-        # spawn, not fork: a forked child of a process that ran torch's thread pool can hang in it
-        context = multiprocessing.get_context("spawn")
+        workers = min(self.jobs, len(keys))
         setup = (self.settings, self.stride, self.folder, self.prepared, self.attacked)
-        with ProcessPoolExecutor(min(self.jobs, len(keys)), context, initializer=_start_worker, initargs=setup) as pool:
-            futures = {pool.submit(_work, name, key, boundary.model_dump_json()): key for key in keys}
-            try:
-                for future in as_completed(futures):
-                    key, result = futures[future], future.result()
-                    if name == "attacks":
-                        self.log(f"s={self.stride}: attack {(self.settings.attacks or ())[key].label} (worker)",
-                                 unit=True)  # fmt: skip
-                    yield key, result
-            finally:  # a piece failed, or the caller stopped: start no other (those running finish, unkept)
-                for future in futures:
-                    future.cancel()
+        # spawn, not fork: a forked child of a process that ran torch's thread pool can hang in it
+        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("spawn"), _start_worker, setup)
+        todo, running = iter(keys), {}  # running: piece's future -> its key
+        failure: BaseException | None = None
+
+        def start_next() -> None:
+            # One piece per worker at a time: the pool would otherwise hand out more, which no failure could stop.
+            if failure is None and (key := next(todo, None)) is not None:
+                running[pool.submit(_work, name, key, boundary.model_dump_json())] = key
+                if name == "attacks":
+                    self.log(f"s={self.stride}: attack {(self.settings.attacks or ())[key].label} (worker)",
+                             unit=True)  # fmt: skip
+
+        try:
+            for _ in range(workers):
+                start_next()
+            while running:
+                for future in wait(running, return_when=FIRST_COMPLETED).done:
+                    key = running.pop(future)
+                    if (error := future.exception()) is not None:
+                        failure = failure or error
+                        continue
+                    yield key, future.result()
+                    start_next()
+        except BaseException:  # Ctrl-C or the caller's own error: the running pieces are dropped, now
+            for process in list((pool._processes or {}).values()):  # ProcessPoolExecutor.terminate_workers (3.14)
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()  # no piece is running: the workers exit
+        if failure is not None:
+            raise failure
 
     def _piece(self, name: str, key: int, boundary: BoundaryProfile) -> dict[str, Any]:
         if name == "honest":
@@ -451,6 +473,7 @@ class _Stride:
                   for k, v in case.params.items()}  # fmt: skip
         attack = load_attack(case.name, intervals=frozenset(faked), **params)
         last = faked[-1]
+        shutil.rmtree(out, ignore_errors=True)  # what a kill left of this attack: it is done again from the start
         fake(self.prepared, self.claims, out, attack, last=last, honest_prefix=faked[0],
              profile=settings.claim_profile)  # fmt: skip
         judged = [k for k in faked if k in self.held_out]
@@ -489,17 +512,32 @@ class _Stride:
                 "backdoor_success": backdoor_success(self.context, weights, trained_on=trained)}  # fmt: skip
 
 
-_WORKER: list[_Stride] = []  # a worker process's copy of the stride it works for
+class PieceFailed(OvigError, RuntimeError):
+    """A piece of an evaluation failed in a worker process (its own error and traceback are the cause)."""
+
+
+_SETUP: list[tuple[EvalSettings, int, Path, PreparedTask, int]] = []  # a worker's stride, until its first piece
+_WORKER: list[_Stride] = []  # ... and the stride
 
 
 def _start_worker(settings: EvalSettings, stride: int, folder: Path, prepared: PreparedTask, attacked: int) -> None:
-    worker = _Stride(settings, stride, folder, None, prepared=prepared)
-    worker.attacked = attacked
-    _WORKER.append(worker)
+    """A worker dies with the evaluation's process and leaves Ctrl-C to it. Its stride is built by its first
+    piece, so that an error there is that piece's."""
+    parent = multiprocessing.parent_process()
+    die_with_parent(parent.pid if parent is not None and parent.pid is not None else -1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _SETUP.append((settings, stride, folder, prepared, attacked))
 
 
 def _work(name: str, key: int, boundary: str) -> dict[str, Any]:
-    return _WORKER[0]._piece(name, key, BoundaryProfile.model_validate_json(boundary))
+    try:
+        if not _WORKER:
+            settings, stride, folder, prepared, attacked = _SETUP[0]
+            _WORKER.append(_Stride(settings, stride, folder, None, prepared=prepared))
+            _WORKER[0].attacked = attacked
+        return _WORKER[0]._piece(name, key, BoundaryProfile.model_validate_json(boundary))
+    except Exception as exc:  # as an error the evaluation's process can always rebuild, whatever its arguments
+        raise PieceFailed(f"{name} {key} failed in a worker: {type(exc).__name__}: {exc}") from exc
 
 
 def make_exact(prepared: PreparedTask, profiles: list[ExecutionProfile]) -> PreparedTask:
