@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,3 +61,8 @@ def dropped_moment(*, intervals: frozenset[int]) -> Attack:
 
 def hostile_files(*, intervals: frozenset[int]) -> Attack:
     return HostileFiles(intervals=intervals)
+
+
+def wait_policy(**_: object) -> Attack:
+    """Fails at once, naming the OpenMP wait policy of the process it runs in (an evaluation's worker)."""
+    raise RuntimeError(f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")

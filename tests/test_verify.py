@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -550,12 +551,16 @@ def test_an_evaluation_cut_short_resumes_where_it_stopped_with_any_number_of_job
 
 
 def test_a_piece_failing_in_a_worker_stops_the_evaluation_and_is_not_kept(tmp_path: Path) -> None:
-    attacks = (AttackCase("no_such_module:attack"), AttackCase("micro_batch_drop", {"keep": 0.5}),
+    attacks = (AttackCase("hostile_attack:wait_policy"), AttackCase("micro_batch_drop", {"keep": 0.5}),
                AttackCase("lr_tamper", {"scale": 1.1}))  # fmt: skip
     settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), other_hardware=False,
                             calibration_profiles=("micro2",), attacks=attacks)  # fmt: skip
-    with pytest.raises(PieceFailed, match="attacks 0 failed in a worker: AttackError: cannot load attack 'no_such"):
+    policy = os.environ.get("OMP_WAIT_POLICY")
+    # The workers' threads sleep when they wait (two workers' threads share the cores), unless the user said.
+    reported = f"attacks 0 failed in a worker: RuntimeError: OMP_WAIT_POLICY={policy or 'PASSIVE'}$"
+    with pytest.raises(PieceFailed, match=reported):
         evaluate(settings, tmp_path, jobs=2)
+    assert os.environ.get("OMP_WAIT_POLICY") == policy  # this process's own environment is as it was
     assert len(_read_kept(tmp_path / "s5" / "honest.jsonl")) == 3  # the honest verdicts, by two workers too
     # The attack running beside the failing one was waited for and kept; none started after the failure.
     assert set(_read_kept(tmp_path / "s5" / "attacks.jsonl")) == {1}

@@ -41,7 +41,7 @@ from ovig_node.attacks.instructions import trigger_success
 from ovig_node.attacks.objectives import target_examples
 from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256, write_atomic
-from ovig_node.processes import die_with_parent
+from ovig_node.processes import die_with_parent, environment
 from ovig_node.training.evidence import read_evidence
 from ovig_node.training.execution import ExecutionProfile, get_profile
 from ovig_node.training.loop import TrainRun, evidence_path, train
@@ -428,8 +428,10 @@ class _Stride:
                              unit=True)  # fmt: skip
 
         try:
-            for _ in range(workers):
-                start_next()
+            # Each worker's threads would otherwise spin-wait (OpenMP's default) for cores the other workers hold.
+            with environment(OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE")):
+                for _ in range(workers):  # each starts its worker process
+                    start_next()
             while running:
                 for future in wait(running, return_when=FIRST_COMPLETED).done:
                     key = running.pop(future)
