@@ -804,7 +804,8 @@ def train_overhead() -> str:
                         "vision (tiny) under fsdp2, against plain fsdp2 (the gather for evidence included)"),
                        ("train_overhead_llm_tiny_ddp2.json", "llm (tiny base, LoRA) under ddp2, against plain ddp2"),
                        ("train_overhead_llm_tiny_fsdp2.json", "llm (tiny base, LoRA) under fsdp2, against plain fsdp2"),
-                       ("train_overhead_language.json", "language (full: MiniLM-L6)")):  # fmt: skip
+                       ("train_overhead_language.json", "language (full: MiniLM-L6)"),
+                       ("train_overhead_llm.json", "llm (SmolLM2-135M-Instruct, LoRA)")):  # fmt: skip
         d = load(name)
         steps = d["args"]["steps"]
         for r in d["results"]:
@@ -929,6 +930,21 @@ def e2e_llm_storage() -> str:
 def e2e_llm_step() -> str:
     d = load(E2E_LLM)
     return f"{d['rows'][0]['plain_s'] / d['args']['steps']:.2f} s"
+
+
+def llm_train_overhead() -> str:
+    """SmolLM2 with LoRA, training with evidence against plain (bench/train_overhead.py --workload llm), and what
+    each evidence file added to the run: its probe gradient is a forward and backward pass of its own."""
+    d = load("train_overhead_llm.json")
+    steps = d["args"]["steps"]
+    rows = sorted(d["results"], key=lambda r: r["stride"])
+    overheads = " and ".join(f"{r['overhead']:+.1%} at s = {r['stride']}" for r in rows)
+    first = rows[0]
+    per_file = (first["evidence_s"] - first["plain_s"]) / first["intervals"]
+    return (
+        f"{overheads} ({steps} steps, one run each; at s = {first['stride']} each evidence file added "
+        f"{per_file:.1f} s, a plain step takes {first['plain_s'] / steps:.2f} s)"
+    )
 
 
 def of(count: int | None, total: int, *, bold: bool = False) -> str:
@@ -1177,6 +1193,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "e2e_step": e2e_step,
     "e2e_llm_target": e2e_llm_target,
     "e2e_llm_step": e2e_llm_step,
+    "llm_train_overhead": llm_train_overhead,
     "e2e_llm_storage": e2e_llm_storage,
     "e2e_judging": e2e_judging,
     "e2e_verdict": lambda: e2e_verdict(short=False),
