@@ -64,8 +64,9 @@ REWARD, PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND = 2 * 10**18, 3 * 10**18, 10*
 REPLAY_SECONDS = 600  # what the tasks declare, under the production committee's maxReplaySeconds
 LATER = " (a later task)"  # label suffix of a challenge made once the contracts' counters are nonzero
 OUT_OF_BOUNDS, VALID, FAULTY = 1, 1, 2
-VOTING = 2  # DisputeStatus.Voting
-DISPUTE_STATUS, DISPUTE_ROUND, DISPUTE_ARMED_AT = 2, 5, 7  # positions in AuditCommittee's Dispute struct
+AWAITING_PANEL, VOTING = 1, 2  # DisputeStatus values
+# Positions in AuditCommittee's Dispute struct.
+DISPUTE_STATUS, DISPUTE_ROUND, DISPUTE_RUN, DISPUTE_ARMED_AT, DISPUTE_SEATS_SETTLED = 1, 4, 5, 8, 16
 BATCH_SAMPLED, BATCH_TARGET = 2, 4  # positions in TrainingTasks' Batch struct
 COMMIT_MS = (1, 10, 100, 256)  # intervals per batch for the commitment cost
 OPEN_SAMPLE_BPS = (100, 1000, 2500, 5000)  # m = 100: 1, 10, 25 and 50 sampled intervals
@@ -230,31 +231,48 @@ class Bench:
         self.commit_challenge(ev, k, WATCHER, salt, label=f"commitChallenge{tag}" if labels else None)
         fn = self.tasks.functions.revealChallenge(ev.task, k, OUT_OF_BOUNDS, salt, "bafyreport")
         self.send(fn, WATCHER, label=f"revealChallenge{tag}" if labels else None)
-        return int(self.committee.functions.disputeCount().call())
+        return int(self.tasks.functions.disputeCount().call())
 
-    def decide(self, dispute: int, vote: int, *, label: str, labels: bool = False) -> None:
-        """Draw the panel, have every panelist commit and reveal ``vote``, resolve (gas under ``label``)."""
-        self.reach(self.committee.functions.panelTarget(dispute).call())
-        self.send(self.committee.functions.drawPanel(dispute), KEEPER, label="drawPanel" if labels else None)
-        panel = self.committee.functions.panelOf(dispute).call()
-        round_ = self.committee.functions.getDispute(dispute).call()[DISPUTE_ROUND]
-        salt = keccak(text="vote salt")
-        types = ["uint256", "uint256", "uint8", "bytes32", "address"]
-        for panelist in panel:
-            commitment = keccak(encode(types, [dispute, round_, vote, salt, panelist]))
-            fn = self.committee.functions.commitVote(dispute, commitment)
-            self.send(fn, self.accounts.index(panelist), label="commitVote" if labels else None)
-        self.warp(self.committee.functions.COMMIT_WINDOW().call())
-        for panelist in panel:
-            fn = self.committee.functions.revealVote(dispute, vote, salt)
-            self.send(fn, self.accounts.index(panelist), label="revealVote" if labels else None)
-        self.warp(self.committee.functions.REVEAL_WINDOW().call())
-        self.send(
-            self.committee.functions.resolve(dispute), KEEPER, label="resolve (round decided)" if labels else None
-        )
+    def decide(self, dispute: int, vote: int, *, label: str, labels: bool = False) -> list[int]:
+        """Draw the panel, have every panelist commit and reveal ``vote``, resolve (gas under ``label``), settle
+        the seats; the gas of each settleSeats call."""
+        self.vote_round(dispute, vote, labels=labels)
         # A decided round may be appealed; unappealed, its outcome stands once the appeal window has passed.
         self.warp(self.committee.functions.APPEAL_WINDOW().call())
         self.send(self.committee.functions.resolve(dispute), KEEPER, label=label)
+        return self.settle_seats(dispute, label="settleSeats (3 seats)" if labels else None)
+
+    def vote_round(self, dispute: int, vote: int, *, labels: bool = False) -> None:
+        """Draw the current round's panel (as many calls as it takes), have every panelist commit and reveal
+        ``vote``, resolve the round."""
+        c = self.committee.functions
+        self.reach(c.panelTarget(dispute).call())
+        first = True
+        while c.getDispute(dispute).call()[DISPUTE_STATUS] == AWAITING_PANEL:
+            self.send(c.drawPanel(dispute), KEEPER, label="drawPanel" if labels and first else None)
+            first = False
+        panel = c.panelOf(dispute).call()
+        run = c.getDispute(dispute).call()[DISPUTE_RUN]
+        salt = keccak(text="vote salt")
+        types = ["uint256", "uint256", "uint8", "bytes32", "address"]
+        for panelist in panel:
+            commitment = keccak(encode(types, [dispute, run, vote, salt, panelist]))
+            self.send(c.commitVote(dispute, commitment), self.accounts.index(panelist),
+                      label="commitVote" if labels else None)  # fmt: skip
+        self.warp(c.COMMIT_WINDOW().call())
+        for panelist in panel:
+            fn = c.revealVote(dispute, vote, salt)
+            self.send(fn, self.accounts.index(panelist), label="revealVote" if labels else None)
+        self.warp(c.REVEAL_WINDOW().call())
+        self.send(c.resolve(dispute), KEEPER, label="resolve (round decided)" if labels else None)
+
+    def settle_seats(self, dispute: int, *, label: str | None = None) -> list[int]:
+        """settleSeats until every seat of the resolved dispute is settled; each call's gas."""
+        c = self.committee.functions
+        gas = []
+        while not c.getDispute(dispute).call()[DISPUTE_SEATS_SETTLED]:
+            gas.append(int(self.send(c.settleSeats(dispute), KEEPER, label=label)["gasUsed"]))
+        return gas
 
     def register_auditors(self) -> None:
         stake = self.committee.functions.AUDITOR_STAKE().call()
@@ -364,9 +382,11 @@ def open_cost(bench: Bench) -> list[dict[str, Any]]:
     return rows
 
 
-def panel_cost(bench: Bench) -> dict[str, int]:
+def panel_cost(bench: Bench) -> dict[str, Any]:
     """drawPanel of a first round once the registry is full: rejection sampling costs grow with the
-    panel, not with the registry."""
+    panel, not with the registry. Then that dispute runs through rounds of 3, 7, 15 and 31 seats (each decided
+    faulty and appealed but the last) and its 56 seats are settled: each settleSeats call settles at most
+    SEATS_PER_CALL of them, so no call grows with the panel."""
     c = bench.committee.functions
     stake = c.AUDITOR_STAKE().call()
     newcomer = AUDITORS[-1] + 1
@@ -379,7 +399,17 @@ def panel_cost(bench: Bench) -> dict[str, int]:
     bench.reach(c.panelTarget(dispute).call())
     receipt = bench.send(c.drawPanel(dispute), KEEPER)
     assert c.getDispute(dispute).call()[DISPUTE_STATUS] == VOTING, "a first-round panel of 3 takes one call"
-    return {"auditors": int(c.auditorCount().call()), "gas": int(receipt["gasUsed"])}
+    drawn = {"auditors": int(c.auditorCount().call()), "gas": int(receipt["gasUsed"])}
+    bond = CHALLENGER_BOND
+    for round_ in range(4):
+        bench.vote_round(dispute, FAULTY)
+        if round_ < 3:
+            bench.send(c.appeal(dispute), OWNER, value=bond << (round_ + 1))
+    bench.warp(c.APPEAL_WINDOW().call())
+    bench.send(c.resolve(dispute), KEEPER)
+    pages = bench.settle_seats(dispute)
+    seats = len(c.seatsOf(dispute).call())
+    return {**drawn, "settle_seats": seats, "settle_gas": pages, "seats_per_call": int(c.SEATS_PER_CALL().call())}
 
 
 def finalize_cost(bench: Bench) -> list[dict[str, Any]]:
@@ -396,7 +426,7 @@ def finalize_cost(bench: Bench) -> list[dict[str, Any]]:
 
 
 def targets(gas: dict[str, int], commits: list[dict[str, Any]], opens: list[dict[str, Any]],
-            finals: list[dict[str, Any]], panel: dict[str, int]) -> list[dict[str, Any]]:  # fmt: skip
+            finals: list[dict[str, Any]], panel: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
     """The issue's targets, each with its limit, the measured value and whether it is met."""
     m100 = next(r for r in commits if r["m"] == 100)
     spread = max(r["middle"] for r in commits) - min(r["middle"] for r in commits)
@@ -417,6 +447,8 @@ def targets(gas: dict[str, int], commits: list[dict[str, Any]], opens: list[dict
          "measured": panel["gas"]},
         {"target": f"finalize gas spread, {FINALIZE_BATCHES[0]} vs {FINALIZE_BATCHES[-1]} batches",
          "limit": calldata_noise, "measured": final_spread},
+        {"target": f"settleSeats gas per call, {panel['settle_seats']} seats in {len(panel['settle_gas'])} calls of at "
+                   f"most {panel['seats_per_call']}", "limit": 2_000_000, "measured": max(panel["settle_gas"])},
     ]  # fmt: skip
     for row in rows:
         row["met"] = row["measured"] <= row["limit"]

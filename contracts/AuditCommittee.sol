@@ -8,7 +8,7 @@ import {IDisputedTasks} from "./interfaces/IDisputedTasks.sol";
 import {IRandomness} from "./interfaces/IRandomness.sol";
 import {PanelDraw} from "./libraries/PanelDraw.sol";
 import {PullPayments} from "./utils/PullPayments.sol";
-import {Appeal, Auditor, Ballot, Dispute, DisputeStatus, Reason, Settlement, Verdict} from "./Types.sol";
+import {Appeal, Auditor, Ballot, Dispute, DisputeStatus, Run, Settlement, Verdict, Vote} from "./Types.sol";
 import {
     AlreadyCommitted,
     AppealWindowClosed,
@@ -20,6 +20,7 @@ import {
     DrawExpired,
     ExitAlreadyRequested,
     ExitNotRequested,
+    InterestedPanelist,
     InvalidParameter,
     InvalidVote,
     NotPanelist,
@@ -28,6 +29,7 @@ import {
     NothingToReveal,
     PanelNotReady,
     RegistryFull,
+    SeatsAlreadySettled,
     SeatsOpen,
     StakeTooLarge,
     StakeTooLow,
@@ -41,16 +43,17 @@ import {
 
 /// @notice Constructor parameters of the committee (protocol section 4.2).
 struct CommitteeParams {
-    // Lost per seat for voting against a dispute's final outcome or not revealing (unless excused).
+    // Lost per seat for a ballot against a dispute's final outcome, or for silence (unless excused).
     uint256 penalty;
-    // L: overlapping seats an auditor must be able to answer for; the stake to be eligible is L x penalty.
+    // L: overlapping seats an auditor must be able to answer for. Eligibility needs a stake of L x penalty;
+    // registering takes (L + 2) x penalty, so a penalty or two leave an auditor eligible while it tops up.
     uint8 overlap;
     // Blocks an auditor must have been registered before a round's arm block to be eligible for it.
     uint64 warmupBlocks;
     // Seconds between requestExit and exit; longer than maxDrawDelay, so nobody eligible for an armed
     // round leaves before it is drawn.
     uint64 cooldown;
-    // Seconds from a panel's completion in which panelists commit their votes: >= L x maxReplaySeconds.
+    // Seconds from a panel's completion in which panelists commit their ballots: >= L x maxReplaySeconds.
     uint64 commitWindow;
     // Seconds after the commit window in which panelists reveal.
     uint64 revealWindow;
@@ -58,8 +61,8 @@ struct CommitteeParams {
     uint64 appealWindow;
     // Seconds from a round's arm in which its panel must be drawn; past it, anyone re-arms.
     uint64 maxDrawDelay;
-    // Seconds from a round's first arm after which a round that still cannot seat its panel ends the
-    // dispute as if it had been undecided.
+    // Seconds from a round's first arm after which a round that still cannot seat its panel, or keeps
+    // staying silent, ends the dispute with an uncounted no-decision.
     uint64 starvationTimeout;
     // Longest replay a task may declare (TrainingTasks refuses tasks above it).
     uint64 maxReplaySeconds;
@@ -69,51 +72,74 @@ struct CommitteeParams {
     uint8 maxRounds;
     // Share of a losing or stalled appeal's bond paid to the deciding round's majority, in bps.
     uint16 panelBps;
+    // Wei a panelist's replay is worth per second of declared replay time: a task's provider bond must pay
+    // round 0's replays from its panel share (replayCost).
+    uint256 replayPrice;
 }
 
 /// @title AuditCommittee
-/// @notice A staked committee of auditors that decides disputes of TrainingTasks (protocol 4.2, v2).
+/// @notice A staked committee of auditors that decides disputes of TrainingTasks (protocol 4.2, v3).
 /// A round is armed at a block a; its panel is a function of the committee's history as of a (slot
 /// occupants, registrations, exit requests and stakes, kept as OpenZeppelin checkpoints) and of the
-/// value of the randomness target named when it was armed alone, so nothing done after a (exits, registrations, other
-/// disputes) steers it. Seats held elsewhere do not matter for eligibility. A strict majority of the
-/// seated panel decides a round; otherwise the next, larger round is armed. Penalties are settled
-/// against the dispute's final outcome when it resolves.
+/// value of the randomness target named when it was armed alone, so nothing done after a (exits,
+/// registrations, other disputes) steers it. Seats held elsewhere do not matter for eligibility.
+/// Ballots are three-way: sound, faulty or unavailable. A round is SOUND or FAULTY on a strict majority of
+/// its seated panel for that ballot, UNAVAILABLE when faulty and unavailable ballots together are a strict
+/// majority, and undecided otherwise. Only the last round ends a task on availability: an UNAVAILABLE round
+/// before it arms the next at no bond. A decided round stands when its appeal window passes; an appealed
+/// one stands only if a later round confirms it. A silent undecided round is drawn again (at most
+/// MAX_RERUNS times, its ballots void); a round that cannot seat or stays silent ends the dispute with an
+/// uncounted no-decision: a flood buys delay, never a verdict.
+/// Penalties, settled against the final outcome a page of seats at a time (settleSeats), and burned:
+/// SOUND penalises faulty ballots, FAULTY penalises sound ones, UNAVAILABLE and no decision penalise none; an
+/// unavailable ballot never loses; silence loses unless the seat was excused (beyond L overlapping seats) or
+/// its auditor became interested in the task. So an auditor that runs the node honestly and stays online loses
+/// stake only to a captured round that stood, or to its own replay judging a sound interval faulty.
 /// @dev States of a dispute: AwaitingPanel -(drawPanel, one or more calls)-> Voting -(resolve)->
-/// Resolved, or back to AwaitingPanel for the next round; AwaitingPanel -(rearm)-> AwaitingPanel when
-/// the draw expired, its target's value is gone, or its tries seated too few, until
-/// starvationTimeout. A moot dispute (its task ended) resolves at any time, without penalties.
-/// Clocks: the randomness target in the backend's units (blocks or drand rounds), every window in
-/// seconds. Money invariant (protocol 4.3): balance ==
-/// totalStake + heldAppealBonds + credits + burned.
+/// Appealable, AwaitingPanel (a re-run, the next round) or Resolved; Appealable -(appeal)-> AwaitingPanel,
+/// -(resolve after the window)-> Resolved; AwaitingPanel -(rearm)-> AwaitingPanel until
+/// starvationTimeout, then Resolved. A moot dispute (its task ended) resolves at any time, without
+/// penalties. Resolved -(settleSeats, pages)-> its seats settled. Clocks: the randomness target in the
+/// backend's units (blocks or drand rounds), every window in seconds. Money invariant (protocol 4.3):
+/// balance == totalStake + heldAppealBonds + heldForSeats + credits + burned.
 contract AuditCommittee is IAdjudicator, PullPayments {
     using Checkpoints for Checkpoints.Trace160;
     using Checkpoints for Checkpoints.Trace208;
 
     /// @notice Registry slots: occupants are looked up by slot, so the registry bounds nothing but size.
-    uint256 public constant MAX_AUDITORS = 256;
+    uint256 internal constant MAX_AUDITORS = 256;
     /// @notice Most rounds a committee may be configured with.
-    uint256 public constant MAX_ROUNDS_LIMIT = 8;
+    uint256 internal constant MAX_ROUNDS_LIMIT = 8;
     /// @notice Largest L: the overlap bookkeeping keeps this many seat ends per auditor.
-    uint256 public constant MAX_OVERLAP = 8;
+    uint256 internal constant MAX_OVERLAP = 8;
     /// @notice Smallest first-round panel.
-    uint256 public constant MIN_PANEL = 3;
+    uint256 internal constant MIN_PANEL = 3;
     /// @notice Draw tries per drawPanel call: a round of 15 seats (240 tries) takes four calls.
-    uint256 public constant TRIES_PER_CALL = 64;
+    uint256 internal constant TRIES_PER_CALL = 64;
+    /// @notice Times a round that stayed silent and undecided is drawn again before the dispute ends
+    /// with an uncounted no-decision.
+    uint256 public constant MAX_RERUNS = 2;
+    /// @notice Seats one settleSeats call settles: no call grows with the panel.
+    uint256 public constant SEATS_PER_CALL = 32;
+    /// @notice Penalties of headroom in the registration stake above eligibility: (L + 2) x penalty.
+    uint256 internal constant STAKE_HEADROOM = 2;
 
     // Bit layout of a standing checkpoint: stake (bits 0-127), registration block (128-175), exit
     // requested (176).
     uint256 private constant _STAKE_BITS = 128;
     uint256 private constant _EXIT_BIT = 176;
+    uint256 private constant _BPS = 10_000;
 
     /// @notice The task contract whose disputes this committee decides.
     IDisputedTasks public immutable TASKS;
-    /// @notice Lost per seat for voting against the final outcome or not revealing (unless excused).
+    /// @notice Lost per seat for a ballot against the final outcome, or for silence (unless excused).
     uint256 public immutable PENALTY;
     /// @notice L: overlapping seats an auditor answers for.
     uint256 public immutable OVERLAP;
-    /// @notice Stake an auditor must hold to register and to be eligible: L x PENALTY.
+    /// @notice Stake to register, and the level a node tops up to: (L + 2) x PENALTY.
     uint256 public immutable AUDITOR_STAKE;
+    /// @notice Stake an auditor must hold, as of a round's arm block, to be eligible for it: L x PENALTY.
+    uint256 public immutable ELIGIBLE_STAKE;
     /// @notice Blocks of registration needed before a round's arm block to be eligible for it.
     uint256 public immutable WARMUP_BLOCKS;
     /// @notice The randomness backend: a round armed in block a at time t draws its panel from the value
@@ -121,15 +147,16 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     IRandomness public immutable RANDOMNESS;
     /// @notice Seconds between requestExit and exit.
     uint64 public immutable COOLDOWN;
-    /// @notice Seconds to commit a vote, from the panel's completion.
+    /// @notice Seconds to commit a ballot, from the panel's completion.
     uint64 public immutable COMMIT_WINDOW;
-    /// @notice Seconds to reveal a vote, after the commit window.
+    /// @notice Seconds to reveal a ballot, after the commit window.
     uint64 public immutable REVEAL_WINDOW;
     /// @notice Seconds after a decided round in which anyone may appeal it.
     uint64 public immutable APPEAL_WINDOW;
     /// @notice Seconds from a round's arm in which its panel must be drawn.
     uint64 public immutable MAX_DRAW_DELAY;
-    /// @notice Seconds from a round's first arm after which a round that cannot seat ends the dispute.
+    /// @notice Seconds from a round's first arm after which a round that cannot seat, or stays silent,
+    /// ends the dispute.
     uint64 public immutable STARVATION_TIMEOUT;
     /// @notice Longest replay a task may declare.
     uint64 public immutable MAX_REPLAY_SECONDS;
@@ -139,15 +166,18 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     uint256 public immutable MAX_ROUNDS;
     /// @notice Share of a losing or stalled appeal's bond paid to the deciding round's majority, in bps.
     uint256 public immutable PANEL_BPS;
+    /// @notice Wei per second of declared replay time a panelist's replay is worth.
+    uint256 public immutable REPLAY_PRICE;
 
-    /// @notice Number of disputes opened; dispute ids are 1 .. disputeCount.
-    uint256 public disputeCount;
     /// @notice Sum of every auditor's stake, exiting ones too (for the balance invariant).
     uint256 public totalStake;
     /// @notice Auditors holding a registry slot now.
     uint256 public auditorCount;
     /// @notice Appeal bonds of disputes not resolved yet (for the balance invariant).
     uint256 public heldAppealBonds;
+    /// @notice Wei of resolved disputes not paid to their seats yet: the panel's money and lost appeals' panel
+    /// parts (for the balance invariant).
+    uint256 public heldForSeats;
 
     mapping(address auditor => Auditor) private _auditors;
     // Each auditor's standing by block: stake, registration block, exit request (bit layout above).
@@ -162,51 +192,62 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     mapping(address auditor => uint64[MAX_OVERLAP]) private _seatEnds;
 
     mapping(uint256 dispute => Dispute) private _disputes;
-    // Every auditor ever seated on the dispute, in draw order, all rounds (penalties are settled over it).
+    // Every seat of the dispute in draw order, all runs (settleSeats pages over it).
     mapping(uint256 dispute => address[]) private _seats;
-    mapping(uint256 dispute => mapping(address auditor => Ballot)) private _ballots;
+    mapping(uint256 dispute => mapping(uint256 seat => Ballot)) private _ballots;
+    // Each auditor's latest seat on the dispute + 1 (0: none).
+    mapping(uint256 dispute => mapping(address auditor => uint16)) private _seatOf;
+    mapping(uint256 dispute => mapping(uint256 run => Run)) private _runs;
     mapping(uint256 dispute => Appeal[]) private _appeals;
-    // Rounds of the task's disputes armed and not drawn yet, and seats of an auditor on the task's open
-    // disputes: either keeps an auditor from challenging the task (PanelistCannotChallenge).
-    mapping(uint256 task => uint256) private _undrawnRounds;
-    mapping(uint256 task => mapping(address auditor => uint256)) private _seatsOnTask;
+    // What each of a resolved dispute's deciding run's panelists who backed the outcome is owed of the panel's
+    // money.
+    mapping(uint256 dispute => uint256) private _panelEach;
 
-    /// @notice The panel of `round` is complete; votes are committed until `commitEnd`, revealed until
-    /// `revealEnd`.
+    /// @notice The panel of run `run` (round `round`) is complete; ballots are committed until `commitEnd`,
+    /// revealed until `revealEnd`.
     /// @param dispute The dispute id.
     /// @param round The round.
+    /// @param run The run (0-based over the dispute; a round drawn again takes a new run).
     /// @param panel The panelists, in draw order.
     /// @param commitEnd When the commit window closes.
     /// @param revealEnd When the reveal window closes.
-    event PanelDrawn(uint256 indexed dispute, uint256 round, address[] panel, uint64 commitEnd, uint64 revealEnd);
+    event PanelDrawn(
+        uint256 indexed dispute,
+        uint256 round,
+        uint256 run,
+        address[] panel,
+        uint64 commitEnd,
+        uint64 revealEnd
+    );
 
     /// @notice The round was armed anew at `armBlock`: its draw expired, its target's value was gone,
-    /// its tries seated too few, or its last round ended undecided with most of its panel silent.
+    /// its tries seated too few, or its run ended undecided and silent (voided, `seated` 0).
     /// @param dispute The dispute id.
     /// @param round The round.
     /// @param armBlock The new arm block (`panelTarget` names the new target).
     /// @param seated Auditors the abandoned draw had seated.
     event PanelRearmed(uint256 indexed dispute, uint256 round, uint256 armBlock, uint256 seated);
 
-    /// @notice A panelist committed its vote.
+    /// @notice A panelist committed its ballot.
     /// @param dispute The dispute id.
     /// @param round The round.
     /// @param panelist The panelist.
     event VoteCommitted(uint256 indexed dispute, uint256 round, address indexed panelist);
 
-    /// @notice A panelist revealed its vote.
+    /// @notice A panelist revealed its ballot.
     /// @param dispute The dispute id.
     /// @param round The round.
     /// @param panelist The panelist.
-    /// @param vote 1 sound, 2 faulty.
+    /// @param vote 1 sound, 2 faulty, 3 unavailable.
     event VoteRevealed(uint256 indexed dispute, uint256 round, address indexed panelist, uint8 vote);
 
-    /// @notice A round was decided by a strict majority of its seated panel; anyone may appeal it for the
-    /// other outcome until `appealUntil`.
+    /// @notice A round was decided by a strict majority of its seated panel. Valid or Faulty: anyone may
+    /// appeal it for the other outcome until `appealUntil`. Unavailable (`appealUntil` 0): the next, larger
+    /// round is armed at no bond.
     /// @param dispute The dispute id.
     /// @param round The round.
-    /// @param outcome Valid or Faulty.
-    /// @param appealUntil When its appeal window closes.
+    /// @param outcome Valid, Faulty or Unavailable.
+    /// @param appealUntil When its appeal window closes (0: not appealable).
     event RoundDecided(uint256 indexed dispute, uint256 round, Verdict outcome, uint64 appealUntil);
 
     /// @notice A decided round was appealed: round `round` is armed with a larger panel.
@@ -223,23 +264,27 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @param refunded What it got back (all of it when the final outcome is the one it asked for).
     event AppealSettled(uint256 indexed dispute, address indexed appellant, uint256 refunded);
 
-    /// @notice A round ended without a strict majority of its seated panel.
+    /// @notice A round's run ended without a strict majority of its seated panel.
     /// @param dispute The dispute id.
     /// @param round The undecided round.
     event RoundFailed(uint256 indexed dispute, uint256 round);
 
-    /// @notice A panelist lost `amount` of its stake when `dispute` resolved.
+    /// @notice A panelist lost `amount` of its stake (burned) when its seat on `dispute` was settled.
     /// @param dispute The dispute id.
     /// @param panelist The panelist.
     /// @param amount The penalty (capped at what its stake held).
     event Penalized(uint256 indexed dispute, address indexed panelist, uint256 amount);
 
-    /// @notice The dispute ended; penalties were settled and the task contract paid it out.
+    /// @notice The dispute ended and the task contract paid it out; its seats are settled by settleSeats.
     /// @param dispute The dispute id.
     /// @param task The task id.
-    /// @param verdict Valid, Faulty, NoDecision or Moot.
+    /// @param verdict Valid, Faulty, Unavailable, NoDecision or Moot.
     /// @param round The last round.
     event DisputeResolved(uint256 indexed dispute, uint256 indexed task, Verdict verdict, uint256 round);
+
+    /// @notice Every seat of the dispute is settled: penalties taken, shares credited, seats released.
+    /// @param dispute The dispute id.
+    event SeatsSettled(uint256 indexed dispute);
 
     /// @notice An auditor registered with its stake in registry slot `slot`.
     /// @param auditor The auditor.
@@ -286,7 +331,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         }
         if (p.revealWindow == 0) revert InvalidParameter("revealWindow", p.revealWindow);
         if (p.appealWindow == 0) revert InvalidParameter("appealWindow", p.appealWindow);
-        if (p.panelBps > 10_000) revert InvalidParameter("panelBps", p.panelBps);
+        if (p.panelBps > _BPS) revert InvalidParameter("panelBps", p.panelBps);
         if (p.maxDrawDelay == 0) revert InvalidParameter("maxDrawDelay", p.maxDrawDelay);
         // INVARIANT: an auditor eligible for an armed round is still there when it is drawn.
         if (p.cooldown <= p.maxDrawDelay) revert InvalidParameter("cooldown", p.cooldown);
@@ -294,7 +339,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         TASKS = tasks;
         PENALTY = p.penalty;
         OVERLAP = p.overlap;
-        AUDITOR_STAKE = p.penalty * p.overlap;
+        AUDITOR_STAKE = p.penalty * (p.overlap + STAKE_HEADROOM);
+        ELIGIBLE_STAKE = p.penalty * p.overlap;
         WARMUP_BLOCKS = p.warmupBlocks;
         RANDOMNESS = randomness;
         COOLDOWN = p.cooldown;
@@ -307,12 +353,19 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         MAX_REPLAY_SECONDS = p.maxReplaySeconds;
         PANEL_SIZE = p.panelSize;
         MAX_ROUNDS = p.maxRounds;
+        REPLAY_PRICE = p.replayPrice;
+    }
+
+    /// @notice Takes the panel's money from the task contract (its `withdraw`), and nothing from anyone else.
+    receive() external payable {
+        if (msg.sender != address(TASKS)) revert NotTaskContract(msg.sender);
     }
 
     // --- auditors ------------------------------------------------------------------------------
 
-    /// @notice Register as an auditor with at least AUDITOR_STAKE, taking a free registry slot. Eligible
-    /// for rounds armed WARMUP_BLOCKS or more after this block.
+    /// @notice Register as an auditor with at least AUDITOR_STAKE ((L + 2) x PENALTY), taking a free registry
+    /// slot. Eligible for rounds armed WARMUP_BLOCKS or more after this block while its stake is at least
+    /// ELIGIBLE_STAKE.
     function register() external payable {
         if (_auditors[msg.sender].registeredBlock != 0) revert AlreadyRegistered(msg.sender);
         if (msg.value < AUDITOR_STAKE) revert StakeTooLow(AUDITOR_STAKE, msg.value);
@@ -368,27 +421,15 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     // --- disputes ------------------------------------------------------------------------------
 
-    /// @inheritdoc IAdjudicator
-    function openDispute(uint256 task, uint256 k, Reason reason) external returns (uint256 dispute) {
-        if (msg.sender != address(TASKS)) revert NotTaskContract(msg.sender);
-        dispute = ++disputeCount;
-        Dispute storage d = _disputes[dispute];
-        d.task = uint64(task); // an existing task of TASKS: ids are counted, never near 2^64
-        d.reason = reason;
-        d.roundStartedAt = _stamp();
-        _arm(dispute, d);
-        emit DisputeOpened(dispute, task, k, reason);
-    }
-
-    /// @notice Draw the current round's panel, TRIES_PER_CALL tries at a time (call again until the
-    /// dispute is Voting): try t seats the occupant, as of the arm block, of slot
-    /// `keccak256(abi.encode(seed, t)) % slots` if it was eligible then and is not seated yet. Allowed
-    /// from the target's readiness (`panelTarget`) until MAX_DRAW_DELAY after the arm; past it, or once every try is
+    /// @notice Draw the current run's panel, TRIES_PER_CALL tries at a time (call again until the dispute
+    /// is Voting): try t seats the occupant, as of the arm block, of slot `keccak256(abi.encode(seed, t)) %
+    /// slots` if it was eligible then and has no seat in a counted run of the dispute. Allowed from the
+    /// target's readiness (`panelTarget`) until MAX_DRAW_DELAY after the arm; past it, or once every try is
     /// made with too few seated, the round must be re-armed.
     /// @param dispute The dispute id.
     /// @return complete Whether the panel is now complete.
     function drawPanel(uint256 dispute) external returns (bool complete) {
-        Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
+        Dispute storage d = _take(dispute, DisputeStatus.AwaitingPanel);
         uint64 target = panelTarget(dispute);
         // INVARIANT: the target's value was unknown to everyone when the round was armed.
         (bool ready, bytes32 value) = RANDOMNESS.valueOf(target);
@@ -399,38 +440,37 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         }
         (d.tries, d.seated) = _drawTries(dispute, d, PanelDraw.seed(value, dispute, d.round), want);
         if (d.seated == want) {
-            _completePanel(dispute, d);
+            _completePanel(dispute, d, want);
             return true;
         }
     }
 
     /// @notice Arm the current round anew at this block, when its draw cannot complete: past
     /// MAX_DRAW_DELAY, its target's value gone, or every try made with too few seated. Past
-    /// STARVATION_TIMEOUT from the round's first arm, the dispute resolves instead, as if the round had
-    /// ended undecided.
+    /// STARVATION_TIMEOUT from the round's first arm, the dispute ends instead with an uncounted
+    /// no-decision (an appealed outcome stands only if a later round confirms it).
     /// @param dispute The dispute id.
     function rearm(uint256 dispute) external {
-        Dispute storage d = _requireStatus(dispute, DisputeStatus.AwaitingPanel);
+        Dispute storage d = _take(dispute, DisputeStatus.AwaitingPanel);
         (bool ready, bytes32 value) = RANDOMNESS.valueOf(panelTarget(dispute));
         bool gone = ready && value == bytes32(0);
         bool triesSpent = d.tries >= PanelDraw.TRIES_PER_SEAT * panelSizeOf(d.round);
         if (!gone && !triesSpent && _before(d.armedAt + MAX_DRAW_DELAY)) revert CannotRearm(dispute);
         uint256 seated = _unseatDraw(dispute, d);
-        _undrawnRounds[d.task] -= 1;
         if (!_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
             emit RoundFailed(dispute, d.round);
-            // Both contracts record the same outcome: a dispute whose task has ended is moot.
-            if (TASKS.isMoot(dispute)) return _finish(dispute, d, Verdict.Moot, false);
-            return _finish(dispute, d, d.decided == Verdict.None ? Verdict.NoDecision : d.decided, false);
+            // INVARIANT (v3): a round that cannot seat ends the dispute undecided and uncounted: a flood that
+            // empties the pool buys delay, never a verdict. Both contracts record the same moot outcome.
+            return _finish(dispute, d, TASKS.isMoot(dispute) ? Verdict.Moot : Verdict.NoDecision, false);
         }
-        _arm(dispute, d);
+        _arm(d);
         emit PanelRearmed(dispute, d.round, block.number, seated);
     }
 
-    /// @notice Commit a vote, as a panelist of the current round, within COMMIT_WINDOW of the panel's
+    /// @notice Commit a ballot, as a panelist of the current run, within COMMIT_WINDOW of the panel's
     /// completion.
     /// @param dispute The dispute id.
-    /// @param commitment keccak256(abi.encode(dispute, round, vote, salt, msg.sender)).
+    /// @param commitment keccak256(abi.encode(dispute, run, vote, salt, msg.sender)).
     function commitVote(uint256 dispute, bytes32 commitment) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Voting);
         Ballot storage b = _requirePanelist(dispute, d);
@@ -440,9 +480,10 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         emit VoteCommitted(dispute, d.round, msg.sender);
     }
 
-    /// @notice Reveal a committed vote, after the commit window and within REVEAL_WINDOW of its end.
+    /// @notice Reveal a committed ballot, after the commit window and within REVEAL_WINDOW of its end. A
+    /// panelist who has become interested in the task since it was drawn cannot reveal.
     /// @param dispute The dispute id.
-    /// @param vote 1 = sound, 2 = faulty.
+    /// @param vote 1 = sound, 2 = faulty, 3 = unavailable.
     /// @param salt The commitment's salt.
     function revealVote(uint256 dispute, uint8 vote, bytes32 salt) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Voting);
@@ -450,31 +491,38 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         uint64 opensAt = _commitEnd(d);
         uint64 closesAt = _revealEnd(d);
         if (_now() < opensAt || _now() >= closesAt) revert VoteRevealClosed(dispute, opensAt, closesAt);
-        if (vote != uint8(Verdict.Valid) && vote != uint8(Verdict.Faulty)) revert InvalidVote(vote);
+        if (vote == uint8(Vote.None) || vote > uint8(Vote.Unavailable)) revert InvalidVote(vote);
         if (b.commitment == bytes32(0) || b.vote != 0) revert NothingToReveal(dispute, msg.sender);
-        if (keccak256(abi.encode(dispute, d.round, vote, salt, msg.sender)) != b.commitment) {
+        if (keccak256(abi.encode(dispute, d.run, vote, salt, msg.sender)) != b.commitment) {
             revert VoteMismatch(dispute, msg.sender);
         }
+        // INVARIANT: nobody decides a task it has a stake in: a panelist that challenged it, or asked for an
+        // opening of it, since it was drawn does not vote (its seat is neither paid nor penalised).
+        if (TASKS.isInterested(d.task, msg.sender, block.number)) revert InterestedPanelist(dispute, msg.sender);
         b.vote = vote;
+        Run storage r = _runs[dispute][d.run];
+        if (vote == uint8(Vote.Sound)) r.sound += 1;
+        else if (vote == uint8(Vote.Faulty)) r.faulty += 1;
+        else r.unavailable += 1;
+        if (b.excused) r.excusedRevealed += 1;
         emit VoteRevealed(dispute, d.round, msg.sender, vote);
     }
 
-    /// @notice End the current round after its reveal window, or let a decided round's outcome stand
-    /// once its appeal window has passed unappealed. A strict majority of the seated panel decides a round;
-    /// it may then be appealed (unless it was the last round, which ends the dispute). A round most of
-    /// whose panel stayed silent is drawn again, within STARVATION_TIMEOUT of its first arm; another
-    /// undecided round arms the next, larger one; after the last round the dispute ends with the last
-    /// decided outcome, or with no decision (counted toward the interval's stall if most of that round's
-    /// panel revealed). A moot dispute (its task ended) resolves at any time, without penalties, its appeal
-    /// bonds refunded.
+    /// @notice End the current run after its reveal window, or let a decided round's outcome stand once its
+    /// appeal window has passed unappealed. A strict majority of the seated panel decides: SOUND, FAULTY, or
+    /// UNAVAILABLE (faulty and unavailable ballots together). A sound or faulty round may be appealed
+    /// unless it is the last, which ends the dispute; an unavailable one before the last arms the next
+    /// round at no bond. An undecided run most of whose panel stayed silent, or with an excused panelist
+    /// silent, is voided and the round drawn again (at most MAX_RERUNS times, within STARVATION_TIMEOUT),
+    /// else the dispute ends with an uncounted no-decision; another undecided run arms the next, larger
+    /// round, and after the last round the dispute ends with a counted no-decision. A moot dispute (its
+    /// task ended) resolves at any time, without penalties, its appeal bonds refunded.
     /// @param dispute The dispute id.
     function resolve(uint256 dispute) external {
-        Dispute storage d = _disputes[dispute];
-        if (d.status == DisputeStatus.None || d.status == DisputeStatus.Resolved) {
-            revert WrongDisputeStatus(dispute, d.status);
-        }
+        Dispute storage d = _take(dispute, DisputeStatus.None);
+        if (d.status == DisputeStatus.Resolved) revert WrongDisputeStatus(dispute, d.status);
         if (TASKS.isMoot(dispute)) {
-            if (d.status == DisputeStatus.AwaitingPanel) _undrawnRounds[d.task] -= 1;
+            if (d.status == DisputeStatus.AwaitingPanel) _unseatDraw(dispute, d);
             return _finish(dispute, d, Verdict.Moot, false);
         }
         if (d.status == DisputeStatus.Appealable) {
@@ -484,37 +532,40 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         }
         if (d.status != DisputeStatus.Voting) revert WrongDisputeStatus(dispute, d.status);
         if (_now() < _revealEnd(d)) revert VotingNotOver(dispute, _revealEnd(d));
-        (uint256 sound, uint256 faulty, uint256 panel, uint256 excusedSilent) = _count(dispute, d);
-        // INVARIANT: a majority of the seated panel decides, not of the votes revealed: a silent
+        Run storage r = _runs[dispute][d.run];
+        r.endBlock = uint40(block.number);
+        // INVARIANT: a majority of the seated panel decides, not of the ballots revealed: a silent
         // panelist cannot be outvoted into a decision by one loud one.
-        if (sound * 2 > panel || faulty * 2 > panel) return _decide(dispute, d, sound > faulty);
+        Verdict outcome = _outcome(r);
+        if (outcome != Verdict.None) return _decide(dispute, d, outcome);
         emit RoundFailed(dispute, d.round);
-        // INVARIANT: a round most of whose seated panel stayed silent, or where an excused panelist stayed
-        // silent, is drawn again (until STARVATION_TIMEOUT), in every round: otherwise a flood that keeps
-        // honest panelists busy (their seats excused) leaves an appeal round undecided and a captured
-        // earlier round standing, or lets a split of sybils beside an excused silence count toward a stall.
-        bool silent = (sound + faulty) * 2 <= panel || excusedSilent != 0;
-        if (silent && _before(d.roundStartedAt + STARVATION_TIMEOUT)) {
-            _arm(dispute, d);
-            emit PanelRearmed(dispute, d.round, block.number, 0);
-            return;
+        // INVARIANT: a run most of whose seated panel stayed silent, or where an excused panelist stayed
+        // silent, judged nothing: it is drawn again with a fresh seed, its ballots void, from the whole pool.
+        // A flood that keeps honest panelists busy (their seats excused) can repeat that only MAX_RERUNS times
+        // and then ends the dispute uncounted: it buys delay, never a verdict or a stall.
+        bool silent = _revealed(r) * 2 <= r.size || r.excusedRevealed < r.excused;
+        if (silent) {
+            if (d.reruns < MAX_RERUNS && _before(d.roundStartedAt + STARVATION_TIMEOUT)) {
+                r.voided = true;
+                d.reruns += 1;
+                d.run += 1;
+                _arm(d);
+                emit PanelRearmed(dispute, d.round, block.number, 0);
+                return;
+            }
+            return _finish(dispute, d, Verdict.NoDecision, false);
         }
-        if (d.round + 1 < MAX_ROUNDS) {
-            d.round += 1;
-            d.roundStartedAt = _stamp();
-            return _arm(dispute, d);
-        }
-        // INVARIANT: an undecided appeal round leaves the last decided outcome standing.
-        if (d.decided != Verdict.None) return _finish(dispute, d, d.decided, false);
+        if (d.round + 1 < MAX_ROUNDS) return _nextRound(d);
         // INVARIANT: a no-decision counts toward the interval's stall only through a round most of whose
         // seated panel revealed.
-        return _finish(dispute, d, Verdict.NoDecision, !silent);
+        return _finish(dispute, d, Verdict.NoDecision, true);
     }
 
     /// @notice Appeal a decided round for the other outcome, within APPEAL_WINDOW of its decision, with
-    /// exactly `challengerBond x 2^(round + 1)`: the next, larger round is armed. Anyone may appeal. The
-    /// bond comes back if the final outcome is the one asked for; minus PANEL_BPS if every round after it
-    /// was undecided; otherwise PANEL_BPS of it goes to the deciding round's majority and the rest is burned.
+    /// exactly `challengerBond x 2^(round + 1)`: the next, larger round is armed, and the appealed outcome
+    /// stands only if a later round confirms it. Anyone may appeal. The bond comes back if the final outcome
+    /// is the one asked for (a slash on availability counts as faulty); minus PANEL_BPS (burned) after a
+    /// no-decision; otherwise PANEL_BPS of it goes to the deciding round's majority and the rest is burned.
     /// @param dispute The dispute id.
     function appeal(uint256 dispute) external payable {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Appealable);
@@ -530,9 +581,28 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         _appeals[dispute].push(Appeal({appellant: msg.sender, round: uint8(next), wanted: wanted, bond: bond}));
         heldAppealBonds += bond;
         emit Appealed(dispute, next, msg.sender, wanted, bond);
-        d.round = uint8(next);
-        d.roundStartedAt = _stamp();
-        _arm(dispute, d);
+        _nextRound(d);
+    }
+
+    /// @notice Settle up to SEATS_PER_CALL seats of a resolved dispute, in seat order (call again until
+    /// SeatsSettled). Anyone may call it. Each seat is released; it loses PENALTY (burned) for a ballot
+    /// against the outcome (faulty when it is sound, sound when it is faulty) or for silence on a seat neither
+    /// excused nor interested in the task; the deciding run's panelists who backed the outcome are credited
+    /// their share of the panel's money, and after a no-decision each counted panelist who revealed its
+    /// round's charge.
+    /// @param dispute The dispute id.
+    function settleSeats(uint256 dispute) external {
+        Dispute storage d = _requireStatus(dispute, DisputeStatus.Resolved);
+        if (d.seatsSettled) revert SeatsAlreadySettled(dispute);
+        uint256 n = _seats[dispute].length;
+        uint256 stop = d.settledSeats + SEATS_PER_CALL < n ? d.settledSeats + SEATS_PER_CALL : n;
+        for (uint256 i = d.settledSeats; i < stop; ++i) {
+            _settleSeat(dispute, d, i);
+        }
+        d.settledSeats = uint16(stop);
+        if (stop < n) return;
+        d.seatsSettled = true;
+        emit SeatsSettled(dispute);
     }
 
     // --- views ---------------------------------------------------------------------------------
@@ -548,71 +618,64 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     }
 
     /// @inheritdoc IAdjudicator
-    function mayChallenge(uint256 task, address account) external view returns (bool) {
-        // An auditor who asked to exit after a round was armed is still eligible for it, so it is blocked
-        // until it has exited (cooldown > maxDrawDelay), not only until it asks to.
-        bool registered = _auditors[account].registeredBlock != 0;
-        return !(registered && _undrawnRounds[task] != 0) && _seatsOnTask[task][account] == 0;
+    function replayCost(uint64 replaySeconds) external view returns (uint256) {
+        return PANEL_SIZE * replaySeconds * REPLAY_PRICE;
     }
 
-    /// @notice Whether `dispute` is still undecided.
-    /// @param dispute The dispute id.
-    /// @return True while AwaitingPanel, Voting or Appealable.
-    function isOpen(uint256 dispute) external view returns (bool) {
-        DisputeStatus status = _disputes[dispute].status;
-        return status != DisputeStatus.None && status != DisputeStatus.Resolved;
-    }
 
-    /// @notice The randomness target the current round's panel is drawn from.
+    /// @notice The randomness target the current run's panel is drawn from.
     /// @param dispute The dispute id.
-    /// @return The target (a block or a drand round), fixed when the round was (last) armed.
+    /// @return The target (a block or a drand round), fixed when the run was (last) armed.
     function panelTarget(uint256 dispute) public view returns (uint64) {
-        Dispute storage d = _disputes[dispute];
+        Dispute memory d = getDispute(dispute);
         return RANDOMNESS.targetOf(d.armBlock, d.armedAt);
     }
 
-    /// @notice A dispute (status None: no such id).
+    /// @notice A dispute (status None: no such id). One this committee has not taken up yet reads as
+    /// AwaitingPanel, armed where the task contract's record says.
     /// @param dispute The dispute id.
-    /// @return The dispute.
-    function getDispute(uint256 dispute) external view returns (Dispute memory) {
-        return _disputes[dispute];
+    /// @return d The dispute.
+    function getDispute(uint256 dispute) public view returns (Dispute memory d) {
+        d = _disputes[dispute];
+        if (d.status == DisputeStatus.None) _origin(d, dispute);
     }
 
-    /// @notice The current round's panel, in draw order (while AwaitingPanel: those seated so far).
+
+    /// @notice The current run's panel, in draw order (while AwaitingPanel: those seated so far).
     /// @param dispute The dispute id.
     /// @return panel The panelists.
     function panelOf(uint256 dispute) external view returns (address[] memory panel) {
+        Dispute storage d = _disputes[dispute];
         address[] storage seats = _seats[dispute];
-        uint256 start = _disputes[dispute].panelStart;
-        panel = new address[](seats.length - start);
-        for (uint256 i = 0; i < panel.length; ++i) {
+        uint256 start = seats.length - d.seated;
+        uint256 size = d.seated;
+        if (d.status != DisputeStatus.AwaitingPanel) {
+            Run storage r = _runs[dispute][d.run];
+            (start, size) = (r.start, r.size);
+        }
+        panel = new address[](size);
+        for (uint256 i = 0; i < size; ++i) {
             panel[i] = seats[start + i];
         }
     }
 
-    /// @notice Every auditor ever seated on the dispute, all rounds, in draw order.
+    /// @notice Every seat of the dispute, all runs, in draw order.
     /// @param dispute The dispute id.
-    /// @return The seats.
+    /// @return The seats' auditors.
     function seatsOf(uint256 dispute) external view returns (address[] memory) {
         return _seats[dispute];
     }
 
-    /// @notice The dispute's appeals, in order.
+
+    /// @notice A panelist's latest seat on the dispute (all zero if it never sat).
     /// @param dispute The dispute id.
-    /// @return The appeals.
-    function appealsOf(uint256 dispute) external view returns (Appeal[] memory) {
-        return _appeals[dispute];
+    /// @param panelist The panelist.
+    /// @return b The ballot (its `run` says which run it sat in).
+    function ballotOf(uint256 dispute, address panelist) external view returns (Ballot memory b) {
+        uint256 seat = _seatOf[dispute][panelist];
+        if (seat != 0) b = _ballots[dispute][seat - 1];
     }
 
-    /// @notice A panelist's ballot in `round` (all zero if it did not sit in that round).
-    /// @param dispute The dispute id.
-    /// @param round The round.
-    /// @param panelist The panelist.
-    /// @return b The ballot.
-    function ballotOf(uint256 dispute, uint256 round, address panelist) external view returns (Ballot memory b) {
-        b = _ballots[dispute][panelist];
-        if (!b.seated || b.round != round) delete b;
-    }
 
     /// @notice An auditor's stake, slot and seats now (registeredBlock 0: not registered).
     /// @param auditor The auditor.
@@ -649,15 +712,6 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         return _unpack(_standing[auditor].upperLookupRecent(uint48(blockNumber)));
     }
 
-    /// @notice Whether `auditor` is eligible for the dispute's current round (as of its arm block),
-    /// ignoring whether it is seated already.
-    /// @param dispute The dispute id.
-    /// @param auditor The auditor.
-    /// @return True if a try landing on it would seat it.
-    function isEligible(uint256 dispute, address auditor) external view returns (bool) {
-        Dispute storage d = _disputes[dispute];
-        return _eligibleAsOf(d, auditor, uint48(d.armBlock - 1));
-    }
 
     /// @notice Panel size of round r: `PANEL_SIZE * 2^r + 2^r - 1`.
     /// @param round The round.
@@ -666,12 +720,45 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         return PanelDraw.size(PANEL_SIZE, round);
     }
 
-    // --- internal ------------------------------------------------------------------------------
+    // --- internal: rounds ----------------------------------------------------------------------
 
     /// @dev The dispute, reverting unless it is in `status`.
     function _requireStatus(uint256 dispute, DisputeStatus status) internal view returns (Dispute storage d) {
         d = _disputes[dispute];
         if (d.status != status) revert WrongDisputeStatus(dispute, d.status);
+    }
+
+    /// @dev The dispute, taken up from the task contract's record if this is its first touch, reverting unless
+    /// it is in `status` (None: any status but None).
+    function _take(uint256 dispute, DisputeStatus status) internal returns (Dispute storage d) {
+        d = _disputes[dispute];
+        if (d.status == DisputeStatus.None) {
+            Dispute memory fresh;
+            _origin(fresh, dispute);
+            if (fresh.status == DisputeStatus.None) revert WrongDisputeStatus(dispute, DisputeStatus.None);
+            (d.task, d.status, d.armBlock, d.armedAt, d.roundStartedAt, d.firstArmBlock) = (
+                fresh.task,
+                fresh.status,
+                fresh.armBlock,
+                fresh.armedAt,
+                fresh.roundStartedAt,
+                fresh.armBlock
+            );
+        }
+        if (status != DisputeStatus.None && d.status != status) revert WrongDisputeStatus(dispute, d.status);
+    }
+
+    /// @dev A dispute as the task contract opened it (untouched if it opened none): round 0 awaiting its panel,
+    /// armed at the opening reveal.
+    function _origin(Dispute memory d, uint256 dispute) internal view {
+        (uint64 task, uint48 armBlock, uint40 armedAt) = TASKS.disputeOrigin(dispute);
+        if (task == 0) return;
+        d.task = task;
+        d.status = DisputeStatus.AwaitingPanel;
+        d.armBlock = armBlock;
+        d.armedAt = armedAt;
+        d.roundStartedAt = armedAt;
+        d.firstArmBlock = armBlock;
     }
 
     /// @dev The registered auditor, reverting if `account` is not one.
@@ -680,26 +767,82 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         if (a.registeredBlock == 0) revert NotRegistered(account);
     }
 
-    /// @dev The caller's ballot, reverting unless it sits on the current round's panel.
+    /// @dev The caller's ballot, reverting unless it sits on the current run's panel.
     function _requirePanelist(uint256 dispute, Dispute storage d) internal view returns (Ballot storage b) {
-        b = _ballots[dispute][msg.sender];
-        // INVARIANT: only the current panel votes (a round drawn again seats a fresh panel of the same
-        // round number, so the seat's place in the list tells, not the round).
-        if (!b.seated || b.index < d.panelStart) revert NotPanelist(dispute, msg.sender);
+        uint256 seat = _seatOf[dispute][msg.sender];
+        // INVARIANT: only the current panel votes (a round drawn again seats a fresh panel of the same round,
+        // so the seat's run tells, not its round).
+        if (seat == 0 || _ballots[dispute][seat - 1].run != d.run) revert NotPanelist(dispute, msg.sender);
+        b = _ballots[dispute][seat - 1];
+    }
+
+    /// @dev The outcome of a run's tally (None: undecided): a strict majority of its seated panel.
+    function _outcome(Run storage r) internal view returns (Verdict) {
+        uint256 size = r.size;
+        if (uint256(r.sound) * 2 > size) return Verdict.Valid;
+        if (uint256(r.faulty) * 2 > size) return Verdict.Faulty;
+        if ((uint256(r.faulty) + r.unavailable) * 2 > size) return Verdict.Unavailable;
+        return Verdict.None;
+    }
+
+    /// @dev The current run decided `outcome`. Only the last round ends a task on availability: before it, an
+    /// UNAVAILABLE round arms the next, larger one at no bond, so a small captured panel cannot make an honest
+    /// provider pay to appeal. A sound or faulty round may be appealed unless it is the last.
+    function _decide(uint256 dispute, Dispute storage d, Verdict outcome) internal {
+        d.decidedRun = d.run;
+        bool last = d.round + 1 == MAX_ROUNDS;
+        if (outcome == Verdict.Unavailable) {
+            emit RoundDecided(dispute, d.round, outcome, 0);
+            return last ? _finish(dispute, d, outcome, false) : _nextRound(d);
+        }
+        if (last) return _finish(dispute, d, outcome, false);
+        d.decided = outcome;
+        d.status = DisputeStatus.Appealable;
+        d.decidedAt = _stamp();
+        emit RoundDecided(dispute, d.round, outcome, _now() + APPEAL_WINDOW);
+    }
+
+    /// @dev Arms the next, larger round (an appeal, an undecided run, an unavailable one).
+    function _nextRound(Dispute storage d) internal {
+        d.round += 1;
+        d.run += 1;
+        d.reruns = 0;
+        d.decided = Verdict.None;
+        d.roundStartedAt = _stamp();
+        _arm(d);
+    }
+
+    /// @dev Arms the current run at this block.
+    function _arm(Dispute storage d) internal {
+        d.status = DisputeStatus.AwaitingPanel;
+        d.armBlock = _block();
+        d.armedAt = _stamp();
+        d.drawnAt = 0;
+        d.tries = 0;
+        d.seated = 0;
     }
 
     /// @dev Eligibility for a round armed at a, from the history as of a (protocol 4.2). Seats held on
-    /// other disputes do not matter; a seat on this dispute (an earlier round) does, checked by the caller.
+    /// other disputes do not matter; a seat in a counted run of this dispute does, checked by the caller.
     function _eligibleAsOf(Dispute storage d, address candidate, uint48 asOf) internal view returns (bool) {
+        if (!_standingOk(candidate, asOf)) return false;
+        // INVARIANT: a later round seats only auditors that were eligible when the dispute opened too: sybils
+        // registered (or topped up) once it is under way, timed to its last round, never sit on it.
+        uint48 first = d.firstArmBlock - 1;
+        if (first != asOf && !_standingOk(candidate, first)) return false;
+        // INVARIANT: nobody judges a task it owns, provides, or challenged up to the round's arm block (the
+        // first challenger committed before its reveal armed round 0).
+        return !TASKS.isInterested(d.task, candidate, uint256(asOf) + 1);
+    }
+
+    /// @dev Registered warmupBlocks before the block after `asOf`, no exit requested, ELIGIBLE_STAKE held, as of
+    /// `asOf`.
+    function _standingOk(address candidate, uint48 asOf) internal view returns (bool) {
         (uint256 stake, uint256 registeredBlock, bool exitRequested) = _unpack(
             _standing[candidate].upperLookupRecent(asOf)
         );
         uint256 a = uint256(asOf) + 1;
-        if (registeredBlock == 0 || registeredBlock + WARMUP_BLOCKS > a || exitRequested) return false;
-        if (stake < AUDITOR_STAKE) return false;
-        // INVARIANT: nobody judges a task it owns, provides, or challenged up to the round's arm block (the
-        // first challenger committed before its reveal armed round 0).
-        return !TASKS.isInterested(d.task, candidate, a);
+        return registeredBlock != 0 && registeredBlock + WARMUP_BLOCKS <= a && !exitRequested && stake >= ELIGIBLE_STAKE;
     }
 
     /// @dev The draw's next TRIES_PER_CALL tries; returns the cursor and the seated count after them.
@@ -725,7 +868,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         return (uint16(t), uint16(seated));
     }
 
-    /// @dev Seats `candidate` on the current round if it is someone, not seated on this dispute yet, and
+    /// @dev Seats `candidate` in the current run if it is someone, has no seat in a counted run of this
+    /// dispute (a voided run's panelists are drawn again: a re-run does not use up the pool), and was
     /// eligible as of the arm block.
     function _seatIfEligible(
         uint256 dispute,
@@ -733,64 +877,46 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         address candidate,
         uint48 asOf
     ) internal returns (bool) {
-        if (candidate == address(0) || _ballots[dispute][candidate].seated) return false;
+        if (candidate == address(0)) return false;
+        uint16 previous = _seatOf[dispute][candidate];
+        // The latest seat decides: a seat in a counted run (or in this draw) is never followed by another.
+        if (previous != 0 && !_runs[dispute][_ballots[dispute][previous - 1].run].voided) return false;
         if (!_eligibleAsOf(d, candidate, asOf)) return false;
         address[] storage seats = _seats[dispute];
-        _ballots[dispute][candidate] = Ballot({
-            seated: true,
-            excused: false,
-            round: d.round,
-            vote: 0,
-            index: uint16(seats.length),
-            commitment: bytes32(0)
-        });
+        uint256 seat = seats.length;
+        Ballot storage b = _ballots[dispute][seat];
+        b.run = d.run;
+        b.previous = previous;
         seats.push(candidate);
+        _seatOf[dispute][candidate] = uint16(seat + 1);
         return true;
-    }
-
-    /// @dev The current round decided: it is the last decided one; it may be appealed unless it is the
-    /// last round, which ends the dispute.
-    function _decide(uint256 dispute, Dispute storage d, bool sound) internal {
-        Verdict outcome = sound ? Verdict.Valid : Verdict.Faulty;
-        d.decided = outcome;
-        d.decidedRound = d.round;
-        d.decidedStart = d.panelStart;
-        d.decidedEnd = uint16(_seats[dispute].length);
-        if (d.round + 1 == MAX_ROUNDS) return _finish(dispute, d, outcome, false);
-        d.status = DisputeStatus.Appealable;
-        d.decidedAt = _stamp();
-        emit RoundDecided(dispute, d.round, outcome, _now() + APPEAL_WINDOW);
-    }
-
-    /// @dev Arms the current round at this block.
-    function _arm(uint256 dispute, Dispute storage d) internal {
-        d.status = DisputeStatus.AwaitingPanel;
-        d.armBlock = _block();
-        d.armedAt = _stamp();
-        d.drawnAt = 0;
-        d.tries = 0;
-        d.seated = 0;
-        d.panelStart = uint16(_seats[dispute].length);
-        _undrawnRounds[d.task] += 1;
     }
 
     /// @dev The panel is complete: it votes from now. Each panelist's seat counts toward its L
     /// overlapping seats, or is excused when L of its seats already overlap this one.
-    function _completePanel(uint256 dispute, Dispute storage d) internal {
+    function _completePanel(uint256 dispute, Dispute storage d, uint256 want) internal {
         d.drawnAt = _stamp();
         d.status = DisputeStatus.Voting;
-        _undrawnRounds[d.task] -= 1;
         uint64 revealEnd = _revealEnd(d);
         address[] storage seats = _seats[dispute];
-        address[] memory panel = new address[](seats.length - d.panelStart);
-        for (uint256 i = 0; i < panel.length; ++i) {
-            address panelist = seats[d.panelStart + i];
+        uint256 start = seats.length - want;
+        address[] memory panel = new address[](want);
+        uint256 excused = 0;
+        for (uint256 i = 0; i < want; ++i) {
+            address panelist = seats[start + i];
             panel[i] = panelist;
             _auditors[panelist].openSeats += 1;
-            _seatsOnTask[d.task][panelist] += 1;
-            if (!_countSeat(panelist, revealEnd)) _ballots[dispute][panelist].excused = true;
+            if (!_countSeat(panelist, revealEnd)) {
+                _ballots[dispute][start + i].excused = true;
+                ++excused;
+            }
         }
-        emit PanelDrawn(dispute, d.round, panel, _commitEnd(d), revealEnd);
+        Run storage r = _runs[dispute][d.run];
+        r.round = d.round;
+        r.start = uint16(start);
+        r.size = uint16(want);
+        r.excused = uint16(excused);
+        emit PanelDrawn(dispute, d.round, d.run, panel, _commitEnd(d), revealEnd);
     }
 
     /// @dev Records a seat ending at `end` among the auditor's L overlapping seats; false (excused) when
@@ -806,163 +932,172 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         return false;
     }
 
-    /// @dev Unseats an incomplete draw's panelists (a re-arm draws the round afresh); returns how many.
+    /// @dev Unseats an incomplete draw's panelists (a re-arm draws the run afresh), each auditor's previous
+    /// seat on the dispute restored; returns how many.
     function _unseatDraw(uint256 dispute, Dispute storage d) internal returns (uint256 count) {
         address[] storage seats = _seats[dispute];
-        count = seats.length - d.panelStart;
-        while (seats.length > d.panelStart) {
-            delete _ballots[dispute][seats[seats.length - 1]];
+        count = d.seated;
+        for (uint256 i = 0; i < count; ++i) {
+            uint256 seat = seats.length - 1;
+            _seatOf[dispute][seats[seat]] = _ballots[dispute][seat].previous;
+            delete _ballots[dispute][seat];
             seats.pop();
         }
+        d.seated = 0;
     }
 
-    /// @dev The current round's revealed votes, its seated panel's size, and its excused panelists who stayed
-    /// silent.
-    function _count(
-        uint256 dispute,
-        Dispute storage d
-    ) internal view returns (uint256 sound, uint256 faulty, uint256 panel, uint256 excusedSilent) {
-        address[] storage seats = _seats[dispute];
-        panel = seats.length - d.panelStart;
-        for (uint256 i = d.panelStart; i < seats.length; ++i) {
-            Ballot storage b = _ballots[dispute][seats[i]];
-            if (b.vote == uint8(Verdict.Valid)) ++sound;
-            else if (b.vote == uint8(Verdict.Faulty)) ++faulty;
-            else if (b.excused) ++excusedSilent;
-        }
-    }
+    // --- internal: settlement ------------------------------------------------------------------
 
-    /// @dev Ends the dispute: penalties against `verdict` over every round's seats (none when moot), seats
-    /// released, then the task contract pays out (the last call: checks-effects-interactions; TASKS is
-    /// fixed at construction and trusted). `counted`: a no-decision through a round most of whose panel
-    /// revealed.
+    /// @dev Ends the dispute with `verdict` (checks-effects-interactions: its state first, then the task
+    /// contract pays out and credits the panel's money here, which this contract pulls; TASKS is fixed at
+    /// construction and trusted). The seats are settled afterwards by settleSeats. `counted`: a no-decision
+    /// through a round most of whose panel revealed.
     function _finish(uint256 dispute, Dispute storage d, Verdict verdict, bool counted) internal {
-        // Seats of a draw still in progress never held a vote: nothing to settle for them.
-        uint256 voted = d.status == DisputeStatus.AwaitingPanel ? d.panelStart : _seats[dispute].length;
         d.status = DisputeStatus.Resolved;
         d.verdict = verdict;
-        Settlement memory s;
-        s.verdict = verdict;
-        s.counted = counted;
-        s.majority = _settleSeats(dispute, d, verdict, voted);
-        if (verdict == Verdict.NoDecision) (s.charged, s.charges) = _roundCharges(dispute, voted);
-        _settleAppeals(dispute, d, verdict, s.majority);
+        uint256 charges = verdict == Verdict.NoDecision ? _roundCharges(dispute, d, false, 0) : 0;
         emit DisputeResolved(dispute, d.task, verdict, d.round);
-        TASKS.settleDispute(dispute, s);
+        uint256 toPanel = TASKS.settleDispute(dispute, Settlement({verdict: verdict, counted: counted, charges: charges}));
+        if (toPanel != 0) PullPayments(address(TASKS)).withdraw();
+        uint256 appealParts = _settleAppeals(dispute, verdict);
+        heldForSeats += toPanel + appealParts;
+        if (verdict == Verdict.NoDecision) {
+            _burnHeld(dispute, _roundCharges(dispute, d, true, toPanel));
+        } else if (verdict != Verdict.Moot) {
+            uint256 majority = _backers(_runs[dispute][d.decidedRun], verdict);
+            uint256 pot = toPanel + appealParts;
+            uint256 each = pot / majority; // a decided run has a majority
+            _panelEach[dispute] = each;
+            _burnHeld(dispute, pot - each * majority);
+        }
     }
 
-    /// @dev Round charges of a no-decision (protocol 4.2): round r charges the challengers PANEL_BPS x
-    /// challengerBond x 2^r, split evenly (floored) among its panelists who revealed; a round where nobody
-    /// revealed charges nothing. Seats are in round order, so the list is too.
-    function _roundCharges(
-        uint256 dispute,
-        uint256 voted
-    ) internal view returns (address[] memory charged, uint256[] memory charges) {
-        address[] storage seats = _seats[dispute];
-        uint256[MAX_ROUNDS_LIMIT] memory revealed;
-        uint256 n = 0;
-        for (uint256 i = 0; i < voted; ++i) {
-            Ballot storage b = _ballots[dispute][seats[i]];
-            if (b.vote != 0) {
-                revealed[b.round] += 1;
-                ++n;
-            }
-        }
-        charged = new address[](n);
-        charges = new uint256[](n);
+    /// @dev Round charges of a no-decision (protocol 4.2): each counted run that someone revealed in charges
+    /// the joined bonds PANEL_BPS x challengerBond x 2^round for those who revealed. Without `paid`, returns
+    /// their sum (what to ask the task contract for); with it, shares `paid` (the charges the joined bonds
+    /// covered) out, earlier runs first, evenly among each run's panelists who revealed (`chargeEach`), and
+    /// returns the dust.
+    function _roundCharges(uint256 dispute, Dispute storage d, bool share, uint256 paid) internal returns (uint256) {
         uint256 bond = TASKS.challengerBondOf(dispute);
-        uint256 c = 0;
-        for (uint256 i = 0; i < voted; ++i) {
-            Ballot storage b = _ballots[dispute][seats[i]];
-            if (b.vote == 0) continue;
-            charged[c] = seats[i];
-            charges[c++] = ((bond << b.round) * PANEL_BPS) / 10_000 / revealed[b.round];
+        uint256 total = 0;
+        for (uint256 i = 0; i <= d.run; ++i) {
+            Run storage r = _runs[dispute][i];
+            uint256 revealed = _revealed(r);
+            if (r.voided || revealed == 0) continue;
+            uint256 charge = _charge(bond, r);
+            total += charge;
+            if (!share) continue;
+            uint256 each = (charge < paid ? charge : paid) / revealed;
+            r.chargeEach = uint88(each); // at most 2^87 wei: a bond (< 2^80) times 2^7
+            paid -= each * revealed;
         }
+        return share ? paid : total;
     }
 
-    /// @dev Penalties of protocol 4.2, settled against the final outcome: every panelist of every round
-    /// who voted otherwise, or did not reveal (unless excused), loses PENALTY (at most its stake) to those
-    /// who voted for it (burned if none). Returns the deciding round's panelists who voted for it.
-    function _settleSeats(
-        uint256 dispute,
-        Dispute storage d,
-        Verdict verdict,
-        uint256 n
-    ) internal returns (address[] memory majority) {
-        address[] memory winners = new address[](n);
-        majority = new address[](n);
-        uint256 w = 0;
-        uint256 m = 0;
-        uint256 pot = 0;
-        for (uint256 i = 0; i < n; ++i) {
-            address panelist = _seats[dispute][i];
-            (bool won, uint256 taken) = _settleSeat(dispute, d.task, panelist, verdict);
-            pot += taken;
-            if (!won) continue;
-            winners[w++] = panelist;
-            if (i >= d.decidedStart && i < d.decidedEnd) majority[m++] = panelist;
-        }
-        assembly ("memory-safe") {
-            mstore(winners, w)
-            mstore(majority, m)
-        }
-        uint256 each = w == 0 ? 0 : pot / w;
-        for (uint256 i = 0; i < w; ++i) {
-            _credit(winners[i], dispute, each);
-        }
-        _burn(dispute, pot - each * w);
+    /// @dev A run's charge: PANEL_BPS x challengerBond x 2^round.
+    function _charge(uint256 bond, Run storage r) internal view returns (uint256) {
+        return ((bond << r.round) * PANEL_BPS) / _BPS;
     }
 
-    /// @dev Releases one seat and settles it against `verdict`: whether it voted for it, and the penalty
-    /// taken (a vote against a decided outcome; a missing reveal, unless excused; nothing when moot).
-    function _settleSeat(
-        uint256 dispute,
-        uint256 task,
-        address panelist,
-        Verdict verdict
-    ) internal returns (bool won, uint256 taken) {
-        Auditor storage a = _auditors[panelist];
-        a.openSeats -= 1;
-        _seatsOnTask[task][panelist] -= 1;
-        if (verdict == Verdict.Moot) return (false, 0);
-        Ballot storage b = _ballots[dispute][panelist];
-        bool decided = verdict == Verdict.Valid || verdict == Verdict.Faulty;
-        if (decided && b.vote == uint8(verdict)) return (true, 0);
-        if (b.vote != 0 ? decided : !b.excused) taken = _penalize(dispute, panelist, a);
+    /// @dev Ballots revealed in a run.
+    function _revealed(Run storage r) internal view returns (uint256) {
+        return uint256(r.sound) + r.faulty + r.unavailable;
     }
 
     /// @dev Appeal bonds, settled against the final outcome: refunded when it is the one asked for (or the
-    /// dispute is moot); minus PANEL_BPS when every round after the appeal was undecided; otherwise
-    /// PANEL_BPS to the deciding round's majority and the rest burned.
-    function _settleAppeals(uint256 dispute, Dispute storage d, Verdict verdict, address[] memory majority) internal {
+    /// dispute is moot); minus PANEL_BPS (burned) after a no-decision; otherwise PANEL_BPS joins the deciding
+    /// run's majority's money (returned) and the rest is burned.
+    function _settleAppeals(uint256 dispute, Verdict verdict) internal returns (uint256 toPanel) {
         Appeal[] storage appeals = _appeals[dispute];
         for (uint256 i = 0; i < appeals.length; ++i) {
             Appeal storage a = appeals[i];
             heldAppealBonds -= a.bond;
             uint256 refund = a.bond;
-            if (verdict != Verdict.Moot && verdict != a.wanted) {
-                uint256 toPanel = (a.bond * PANEL_BPS) / 10_000;
-                refund = d.decidedRound < a.round ? a.bond - toPanel : 0;
-                uint256 each = majority.length == 0 ? 0 : toPanel / majority.length;
-                for (uint256 j = 0; j < majority.length; ++j) {
-                    _credit(majority[j], dispute, each);
+            if (verdict != Verdict.Moot && !_backs(verdict, uint8(a.wanted))) {
+                uint256 part = (a.bond * PANEL_BPS) / _BPS;
+                if (verdict == Verdict.NoDecision) {
+                    refund = a.bond - part;
+                    _burn(dispute, part);
+                } else {
+                    refund = 0;
+                    toPanel += part;
+                    _burn(dispute, a.bond - part);
                 }
-                _burn(dispute, a.bond - refund - each * majority.length);
             }
             emit AppealSettled(dispute, a.appellant, refund);
             _credit(a.appellant, dispute, refund);
         }
     }
 
-    /// @dev Takes PENALTY (at most what is left) from the panelist's stake; returns what was taken.
-    function _penalize(uint256 dispute, address panelist, Auditor storage a) internal returns (uint256 taken) {
-        taken = a.stake < PENALTY ? a.stake : PENALTY;
-        if (taken == 0) return 0;
+    /// @dev Settles seat `i`: released; its penalty taken and burned (nobody profits from another auditor's
+    /// loss, so nobody gains by making an honest auditor lose); its share credited.
+    function _settleSeat(uint256 dispute, Dispute storage d, uint256 i) internal {
+        address panelist = _seats[dispute][i];
+        Auditor storage a = _auditors[panelist];
+        a.openSeats -= 1;
+        Verdict verdict = d.verdict;
+        if (verdict == Verdict.Moot) return;
+        Ballot storage b = _ballots[dispute][i];
+        if (b.vote == 0) {
+            // INVARIANT: silence loses unless the seat was excused (a flood's L + 1st overlapping seat) or
+            // its auditor became interested in the task (it cannot reveal).
+            bool interested = TASKS.isInterested(d.task, panelist, _runs[dispute][b.run].endBlock);
+            if (!b.excused && !interested) _penalize(dispute, panelist, a);
+            return;
+        }
+        Run storage r = _runs[dispute][b.run];
+        if (r.voided) return;
+        // INVARIANT (v3): a ballot loses only against the outcome that stands: SOUND takes from faulty
+        // ballots, FAULTY from sound ones; an unavailable ballot, and any ballot of an UNAVAILABLE or
+        // undecided outcome, loses nothing.
+        if (_opposes(verdict, b.vote)) return _penalize(dispute, panelist, a);
+        uint256 amount = verdict == Verdict.NoDecision ? r.chargeEach : 0;
+        if (b.run == d.decidedRun && _backs(verdict, b.vote)) amount += _panelEach[dispute];
+        heldForSeats -= amount;
+        _credit(panelist, dispute, amount);
+    }
+
+    /// @dev How many of a run's ballots back `verdict` (Valid, Faulty or Unavailable).
+    function _backers(Run storage r, Verdict verdict) internal view returns (uint256) {
+        if (verdict == Verdict.Valid) return r.sound;
+        if (verdict == Verdict.Faulty) return r.faulty;
+        return uint256(r.faulty) + r.unavailable;
+    }
+
+    /// @dev Whether `vote` backs the final outcome: sound for SOUND, faulty for FAULTY, faulty or unavailable
+    /// for UNAVAILABLE (an appeal's wanted outcome is read the same way).
+    function _backs(Verdict verdict, uint8 vote) internal pure returns (bool) {
+        if (verdict == Verdict.Valid) return vote == uint8(Vote.Sound);
+        if (verdict == Verdict.Faulty) return vote == uint8(Vote.Faulty);
+        if (verdict == Verdict.Unavailable) return vote == uint8(Vote.Faulty) || vote == uint8(Vote.Unavailable);
+        return false;
+    }
+
+    /// @dev Whether `vote` loses against the final outcome: faulty against SOUND, sound against FAULTY.
+    function _opposes(Verdict verdict, uint8 vote) internal pure returns (bool) {
+        if (verdict == Verdict.Valid) return vote == uint8(Vote.Faulty);
+        if (verdict == Verdict.Faulty) return vote == uint8(Vote.Sound);
+        return false;
+    }
+
+    /// @dev Burns `amount` of the seats' money.
+    function _burnHeld(uint256 dispute, uint256 amount) internal {
+        heldForSeats -= amount;
+        _burn(dispute, amount);
+    }
+
+    /// @dev Burns PENALTY (at most what is left) of the panelist's stake.
+    function _penalize(uint256 dispute, address panelist, Auditor storage a) internal {
+        uint256 taken = a.stake < PENALTY ? a.stake : PENALTY;
+        if (taken == 0) return;
         a.stake -= taken;
         totalStake -= taken;
         _pushStanding(panelist, a);
         emit Penalized(dispute, panelist, taken);
+        _burn(dispute, taken);
     }
+
+    // --- internal: registry --------------------------------------------------------------------
 
     /// @dev A registry slot for a newcomer: a freed one if any, else a new one.
     function _takeSlot() internal returns (uint256 slot) {
@@ -999,12 +1134,14 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         exitRequested = (packed >> _EXIT_BIT) & 1 == 1;
     }
 
-    /// @dev End of the current round's commit window.
+    // --- internal: clocks ----------------------------------------------------------------------
+
+    /// @dev End of the current run's commit window.
     function _commitEnd(Dispute storage d) internal view returns (uint64) {
         return d.drawnAt + COMMIT_WINDOW;
     }
 
-    /// @dev End of the current round's reveal window.
+    /// @dev End of the current run's reveal window.
     function _revealEnd(Dispute storage d) internal view returns (uint64) {
         return d.drawnAt + COMMIT_WINDOW + REVEAL_WINDOW;
     }

@@ -364,7 +364,7 @@ error NothingToReveal(uint256 dispute, address panelist);
 /// @param panelist The panelist.
 error VoteMismatch(uint256 dispute, address panelist);
 
-/// @notice A vote must be 1 (valid) or 2 (faulty).
+/// @notice A ballot must be 1 (sound), 2 (faulty) or 3 (unavailable).
 /// @param vote The value given.
 error InvalidVote(uint8 vote);
 
@@ -431,11 +431,16 @@ error TooFewAuditors(uint256 needed, uint256 registered);
 /// @param dispute The dispute id.
 error CannotRearm(uint256 dispute);
 
-/// @notice An auditor may not challenge a task while it is eligible for an armed, undrawn round of one
-/// of the task's disputes, or seated on one.
-/// @param task The task id.
-/// @param account The auditor.
-error PanelistCannotChallenge(uint256 task, address account);
+/// @notice A panelist who has become interested in the dispute's task (it challenged it, or requested an
+/// opening of it, since it was drawn) cannot reveal a ballot: its seat counts as seated with no vote, neither
+/// paid nor penalised.
+/// @param dispute The dispute id.
+/// @param panelist The panelist.
+error InterestedPanelist(uint256 dispute, address panelist);
+
+/// @notice Every seat of the dispute is settled already.
+/// @param dispute The dispute id.
+error SeatsAlreadySettled(uint256 dispute);
 
 // --- randomness backends ---------------------------------------------------------------------
 

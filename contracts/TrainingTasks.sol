@@ -67,7 +67,6 @@ import {
     NotProvider,
     NoLeadShareWaiting,
     NothingToClaim,
-    PanelistCannotChallenge,
     OpeningWindowClosed,
     OpeningWindowOpen,
     RevealWindowClosed,
@@ -157,6 +156,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     uint256 public taskCount;
     /// @notice Number of challenge commits ever made: the last one's sequence number.
     uint64 public commitCount;
+    /// @notice Number of disputes opened; dispute ids are 1 .. disputeCount (the adjudicator's too).
+    uint256 public disputeCount;
 
     mapping(uint256 task => Task) private _tasks;
     mapping(uint256 task => mapping(uint256 j => Batch)) private _batches;
@@ -660,8 +661,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             revert TooManyRequests(task, j, MAX_REQUESTS_PER_BATCH);
         }
         if (msg.value != t.terms.challengerBond) revert WrongBond(t.terms.challengerBond, msg.value);
-        // INVARIANT: a requester wants k found faulty, as a challenger does: it never judges the task.
-        if (!ADJUDICATOR.mayChallenge(task, msg.sender)) revert PanelistCannotChallenge(task, msg.sender);
+        // INVARIANT: a requester wants k found faulty, as a challenger does: it never judges the task (it is
+        // interested from here, as a challenger is from its first commit).
         if (_firstCommit[task][msg.sender] == 0) _firstCommit[task][msg.sender] = block.number;
         b.requestCount += 1;
         _requestsBy[task][j][msg.sender] += 1;
@@ -736,7 +737,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             _releaseBond(task, t, r.requester, t.terms.challengerBond);
         } else {
             t.heldBonds -= uint128(t.terms.challengerBond);
-            _paySound(task, t, 1, new address[](0));
+            _burn(task, _paySound(task, t, 1)); // no panel judged a request
         }
     }
 
@@ -780,8 +781,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         ChallengeCommit storage c = _commits[msg.sender][commitment];
         // INVARIANT: keyed by sender, so a copied commitment is another commit and blocks nobody.
         if (c.status != CommitStatus.None) revert CommitmentExists(commitment);
-        // INVARIANT: nobody challenges a task whose dispute it may be drawn to judge, or judges.
-        if (!ADJUDICATOR.mayChallenge(task, msg.sender)) revert PanelistCannotChallenge(task, msg.sender);
+        // Anyone may challenge, a registered auditor too (v3): it is never drawn for a round armed after its
+        // first commit on the task (isInterested), and if it sits on one already it cannot reveal its ballot.
         if (_firstCommit[task][msg.sender] == 0) _firstCommit[task][msg.sender] = block.number;
         uint64 seq = ++commitCount;
         c.task = uint64(task); // an existing task: ids are counted, never near 2^64
@@ -830,7 +831,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
                 if (c.seq > iv.soundAfterSeq) revert IntervalFinal(task, k);
                 c.status = CommitStatus.Settled;
                 t.heldBonds -= uint128(t.terms.challengerBond);
-                _paySound(task, t, 1, new address[](0));
+                _burn(task, _paySound(task, t, 1)); // the panel was paid at the settlement: its share is burned
             } else {
                 dispute = _join(task, t, iv, k, c, seq, Reason(reason));
             }
@@ -900,7 +901,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     }
 
     /// @inheritdoc IDisputedTasks
-    function settleDispute(uint256 dispute, Settlement calldata s) external {
+    function settleDispute(uint256 dispute, Settlement calldata s) external returns (uint256 toPanel) {
         // INVARIANT: only the court decides, once per dispute.
         if (msg.sender != address(ADJUDICATOR)) revert NotAdjudicator(msg.sender);
         DisputeRecord storage d = _disputes[dispute];
@@ -915,9 +916,11 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         d.verdict = verdict;
         d.refundPerBond = uint80(t.terms.challengerBond); // at most MAX_CHALLENGER_BOND
         emit DisputeSettled(dispute, d.task, d.k, verdict);
-        if (verdict == Verdict.Faulty) {
+        if (verdict == Verdict.Faulty || verdict == Verdict.Unavailable) {
+            // Files withheld from the last, largest round slash as a faulty replay does: availability is the
+            // provider's to keep (the owner's files included: it holds them since it trained).
             if (active) {
-                _payFaulty(dispute, d, t, s.majority);
+                toPanel = _payFaulty(dispute, d, t);
             } else {
                 // Judged after the slash because its lead committed earlier: it takes the waiting share. The
                 // provider bond was paid out at the slash, so this panel has no share to split.
@@ -929,9 +932,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             iv.sound = true;
             iv.soundAfterSeq = commitCount;
             t.heldBonds -= uint128(d.joined * t.terms.challengerBond);
-            _paySound(d.task, t, d.joined, s.majority);
+            toPanel = _paySound(d.task, t, d.joined);
         } else if (verdict == Verdict.NoDecision) {
-            _chargeRounds(d, t, s.charged, s.charges);
+            toPanel = _chargeRounds(d, t, s.charges);
             if (active) {
                 _reopenWindow(d.task, t, iv, d.k, s.counted);
             } else {
@@ -941,7 +944,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
                 _waitForEarlier(d.task, t, iv);
             }
         }
-        // Faulty, NoDecision and Moot: each joined bond is claimed back with claimBond (refundPerBond).
+        // The adjudicator pays its seats from it (it pulls the credit with withdraw).
+        _credit(msg.sender, d.task, toPanel);
+        // Faulty, Unavailable, NoDecision and Moot: each joined bond is claimed back with claimBond.
     }
 
     // --- views ---------------------------------------------------------------------------------
@@ -1008,6 +1013,12 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @return The record.
     function getDispute(uint256 dispute) external view returns (DisputeRecord memory) {
         return _disputes[dispute];
+    }
+
+    /// @inheritdoc IDisputedTasks
+    function disputeOrigin(uint256 dispute) external view returns (uint64 task, uint48 armBlock, uint40 armedAt) {
+        DisputeRecord storage d = _disputes[dispute];
+        return (d.task, d.armBlock, d.armedAt);
     }
 
     /// @inheritdoc IDisputedTasks
@@ -1096,7 +1107,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         (uint64 start, uint64 firstEnd) = _firstWindow(task, t, k, b);
         if (at < start) revert IntervalWindowNotOpen(task, k, start);
         uint64 end = _windowEnd(firstEnd, iv);
-        bool inGap = iv.reopenedAt != 0 && at >= firstEnd && at < iv.reopenedAt;
+        bool inGap = iv.reopenedAt != 0 && at >= iv.gapStart && at < iv.reopenedAt;
         if (at >= end || inGap) revert IntervalWindowClosed(task, k, end);
     }
 
@@ -1108,7 +1119,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         uint256 k,
         Batch storage b
     ) internal view returns (uint64 start, uint64 end) {
-        uint64 requestOpenedAt = _requests[task][k].openedAt;
+        // A batch nobody requested an opening of has only sampled intervals (and no request to read).
+        uint64 requestOpenedAt = b.requestCount == 0 ? 0 : _requests[task][k].openedAt;
         if (requestOpenedAt == 0) return (b.openedAt, b.windowEnd);
         return (requestOpenedAt, requestOpenedAt + t.terms.windows.challengeWindow);
     }
@@ -1123,10 +1135,12 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// copier who learns k from the request, or the provider's sock-puppet revealing the moment k is opened,
     /// never leads the requester, who must replay k before it commits.
     function _leadSeqOf(uint256 task, uint256 k, ChallengeCommit storage c) internal view returns (uint64) {
+        Task storage t = _tasks[task];
+        if (_batches[task][k / t.terms.intervalsPerBatch].requestCount == 0) return c.seq; // nothing requested
         OpeningRequest storage r = _requests[task][k];
         // INVARIANT: a time limit, which nobody but the requester moves (a rule keyed to others' reveals would
         // let the provider's own reveal at the opening take the lead from the requester).
-        bool inFirstWindow = uint64(c.committedAt) < r.openedAt + _tasks[task].terms.windows.challengeWindow;
+        bool inFirstWindow = uint64(c.committedAt) < r.openedAt + t.terms.windows.challengeWindow;
         return r.requester == msg.sender && r.seq < c.seq && inFirstWindow ? r.seq : c.seq;
     }
 
@@ -1143,33 +1157,37 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     ) internal returns (uint256 dispute) {
         dispute = iv.dispute;
         if (dispute == 0) {
-            dispute = ADJUDICATOR.openDispute(task, k, reason);
-            // Ids are counted by the adjudicator, one per reveal that opens a dispute: never near 2^64.
-            iv.dispute = uint64(dispute);
+            // The adjudicator takes the dispute up from this record when its first round is drawn: the reveal
+            // that opens a dispute writes one slot here and nothing there.
+            dispute = ++disputeCount;
+            iv.dispute = uint40(dispute); // one per reveal that opens a dispute: never near 2^40
             t.openDisputes += 1;
             DisputeRecord storage fresh = _disputes[dispute];
             fresh.task = uint64(task);
             fresh.k = uint64(k);
             fresh.open = true;
+            fresh.armBlock = uint48(block.number);
+            fresh.armedAt = uint40(block.timestamp);
+            emit DisputeOpened(dispute, task, k, reason);
         }
         // INVARIANT: the earliest commit of k ever revealed leads, whoever revealed first and in whichever of
         // k's disputes: a no-decision cannot hand the lead to a later commit.
         if (iv.leadSeq == 0 || seq < iv.leadSeq) {
             iv.lead = msg.sender;
-            iv.leadSeq = seq;
+            iv.leadSeq = uint40(seq); // commits are counted: never near 2^40
         }
         _disputes[dispute].joined += 1;
         c.status = CommitStatus.Joined;
         c.dispute = uint64(dispute);
     }
 
-    /// @dev Faulty: slash. The provider bond goes to the lead, the majority panelists and the owner; the
-    /// owner also gets the reward back. Joined bonds are claimed back with claimBond.
-    function _payFaulty(uint256 dispute, DisputeRecord storage d, Task storage t, address[] calldata majority) internal {
+    /// @dev Faulty: slash. The provider bond goes to the lead, the panel (returned, for the adjudicator) and
+    /// the owner; the owner also gets the reward back. Joined bonds are claimed back with claimBond.
+    function _payFaulty(uint256 dispute, DisputeRecord storage d, Task storage t) internal returns (uint256 toPanel) {
         t.status = TaskStatus.Slashed;
         uint256 bond = t.terms.providerBond;
         uint256 toLead = _leadShare(t);
-        uint256 toPanel = (bond * _FAULTY_PANEL_BPS) / BPS;
+        toPanel = (bond * _FAULTY_PANEL_BPS) / BPS;
         uint256 toOwner = bond - toLead - toPanel;
         OpenedInterval storage iv = _opened[d.task][d.k];
         emit TaskSlashed(d.task, d.k / t.terms.intervalsPerBatch, iv.lead, dispute);
@@ -1182,7 +1200,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             _waitForEarlier(d.task, t, iv);
         }
         _credit(t.owner, d.task, toOwner + t.terms.reward + t.terms.ownerBond);
-        _payPanel(d.task, toPanel, majority);
     }
 
     /// @dev The lead's share of the task's slash goes to `iv`'s lead unless an earlier challenge takes it.
@@ -1192,24 +1209,14 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         emit LeadShareWaiting(task, iv.lead, iv.leadSeq);
     }
 
-    /// @dev Sound: `bonds` challenger bonds go to provider, majority panelists and `burned` (the panel's
-    /// share too when there is no panel to pay: a reveal settled after the verdict).
-    function _paySound(uint256 task, Task storage t, uint256 bonds, address[] memory majority) internal {
+    /// @dev Sound: `bonds` challenger bonds go to the provider, the panel (returned: credited to the
+    /// adjudicator at a settlement, burned for a reveal settled after it, which no panel judged) and `burned`.
+    function _paySound(uint256 task, Task storage t, uint256 bonds) internal returns (uint256 toPanel) {
         uint256 total = bonds * t.terms.challengerBond;
         uint256 toProvider = (total * _SOUND_PROVIDER_BPS) / BPS;
-        uint256 toPanel = (total * _SOUND_PANEL_BPS) / BPS;
+        toPanel = (total * _SOUND_PANEL_BPS) / BPS;
         _credit(t.provider, task, toProvider);
         _burn(task, total - toProvider - toPanel);
-        _payPanel(task, toPanel, majority);
-    }
-
-    /// @dev Splits `amount` equally among `majority`, flooring; the dust (all of it if nobody) is burned.
-    function _payPanel(uint256 task, uint256 amount, address[] memory majority) internal {
-        uint256 each = majority.length == 0 ? 0 : amount / majority.length;
-        for (uint256 i = 0; i < majority.length; ++i) {
-            _credit(majority[i], task, each);
-        }
-        _burn(task, amount - each * majority.length);
     }
 
     /// @dev A held challenger bond leaves the task's account as `amount` credited to `challenger`.
@@ -1218,25 +1225,16 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         _credit(challenger, task, amount);
     }
 
-    /// @dev No decision: the round charges leave the joined bonds for the panelists who revealed, each
-    /// round's in turn while the bonds last (they never take more than the bonds hold); what is left is
-    /// refunded evenly, its dust burned.
-    function _chargeRounds(
-        DisputeRecord storage d,
-        Task storage t,
-        address[] calldata charged,
-        uint256[] calldata charges
-    ) internal {
+    /// @dev No decision: the round charges the adjudicator asks for leave the joined bonds for its panelists
+    /// who revealed (returned; never more than the bonds hold); what is left is refunded evenly, its dust
+    /// burned.
+    function _chargeRounds(DisputeRecord storage d, Task storage t, uint256 charges) internal returns (uint256 paid) {
         uint256 pot = uint256(d.joined) * t.terms.challengerBond;
-        for (uint256 i = 0; i < charged.length && pot != 0; ++i) {
-            uint256 pay = charges[i] < pot ? charges[i] : pot;
-            pot -= pay;
-            _credit(charged[i], d.task, pay);
-        }
-        uint256 each = pot / d.joined;
+        paid = charges < pot ? charges : pot;
+        uint256 each = (pot - paid) / d.joined;
         d.refundPerBond = uint80(each); // at most the bond
-        _burn(d.task, pot - each * d.joined);
-        t.heldBonds -= uint128(uint256(d.joined) * t.terms.challengerBond - each * d.joined);
+        _burn(d.task, pot - paid - each * d.joined);
+        t.heldBonds -= uint128(pot - each * d.joined);
     }
 
     /// @dev No decision: interval k may be challenged for one more challengeWindow from now. A counted one
@@ -1246,8 +1244,11 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         (, uint64 firstEnd) = _firstWindow(task, t, k, _batches[task][k / t.terms.intervalsPerBatch]);
         uint64 openUntil = _windowEnd(firstEnd, iv);
         // A window still open is extended; a closed one reopens from now, so a commit made while it was
-        // closed stays outside it.
-        if (!_before(openUntil)) iv.reopenedAt = _now();
+        // closed (from its end as it stood, an earlier extension included, until now) stays outside it.
+        if (!_before(openUntil)) {
+            iv.gapStart = openUntil;
+            iv.reopenedAt = _now();
+        }
         iv.windowEnd = end;
         // Saturates: a counter that reverted here would block the dispute's settlement, and every exit.
         if (counted && iv.noDecisions < type(uint8).max) iv.noDecisions += 1;
@@ -1323,18 +1324,31 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     }
 
     /// @dev postTask's bond checks (protocol 4.2): no bond below its minimum, so a junk challenge (or a
-    /// throwaway provider or owner) always costs; a declared replay a panel can serve.
+    /// throwaway provider or owner) always costs; a declared replay a panel can serve; a provider bond whose
+    /// panel share pays round 0's replays of it.
     function _checkBonds(Bonds calldata bonds, uint64 replaySeconds) internal view {
-        if (bonds.provider < MIN_PROVIDER_BOND) revert BondTooLow("provider", MIN_PROVIDER_BOND, bonds.provider);
+        // INVARIANT: a panelist can replay every seat it answers for within one commit window.
+        uint64 max = ADJUDICATOR.maxReplaySeconds();
+        if (replaySeconds == 0 || replaySeconds > max) revert InvalidReplaySeconds(replaySeconds, max);
+        // INVARIANT (v3): a junk task pays for the work it causes. Slashed (its own sock-puppet challenging
+        // it), the task's provider bond pays the panel its share, which covers round 0's replays at the
+        // declared replay time.
+        uint256 minimum = _panelPaysReplays(ADJUDICATOR.replayCost(replaySeconds));
+        if (minimum < MIN_PROVIDER_BOND) minimum = MIN_PROVIDER_BOND;
+        if (bonds.provider < minimum) revert BondTooLow("provider", minimum, bonds.provider);
         if (bonds.challenger < MIN_CHALLENGER_BOND) {
             revert BondTooLow("challenger", MIN_CHALLENGER_BOND, bonds.challenger);
         }
         if (bonds.challenger > MAX_CHALLENGER_BOND) revert BondTooHigh(MAX_CHALLENGER_BOND, bonds.challenger);
         if (bonds.owner < MIN_OWNER_BOND) revert BondTooLow("owner", MIN_OWNER_BOND, bonds.owner);
         if (msg.value < bonds.owner) revert ValueBelowOwnerBond(bonds.owner, msg.value);
-        // INVARIANT: a panelist can replay every seat it answers for within one commit window.
-        uint64 max = ADJUDICATOR.maxReplaySeconds();
-        if (replaySeconds == 0 || replaySeconds > max) revert InvalidReplaySeconds(replaySeconds, max);
+    }
+
+    /// @dev The smallest provider bond whose faulty panel share is at least `cost`.
+    function _panelPaysReplays(uint256 cost) internal view returns (uint256) {
+        if (cost == 0) return 0;
+        if (_FAULTY_PANEL_BPS == 0) return type(uint256).max;
+        return (cost * BPS + _FAULTY_PANEL_BPS - 1) / _FAULTY_PANEL_BPS;
     }
 
     /// @dev Part of postTask's storage writes, in a frame of its own: postTask's parameters leave no stack

@@ -42,14 +42,31 @@ enum Verdict {
     None,
     // The interval is sound: its files are available and match, and its replay is within the boundary.
     Valid,
-    // The interval is faulty: the task is slashed.
+    // The interval is faulty: its files were obtained and its replay is out of bounds or malformed (or the spec
+    // fails the deterministic acceptability check): the task is slashed.
     Faulty,
-    // No majority after the last round, or no panel could be drawn in time: bonds refunded, less the
+    // No decision: the last round split, or a round could not seat or stayed silent; bonds refunded, less the
     // charges of the rounds whose panelists revealed.
     NoDecision,
-    // The task ended (slashed by another dispute or an unopened batch) first: both sides refunded,
-    // panel locks released without penalty.
-    Moot
+    // The task ended (slashed by another dispute or an unopened batch) first: both sides refunded, seats
+    // released without penalty.
+    Moot,
+    // The last round found the files (or the owner's) not obtainable from any source: slashed as Faulty.
+    Unavailable
+}
+
+/// @notice A panelist's ballot (protocol section 4.2, v3): what its own node found, nothing else.
+enum Vote {
+    // Not revealed (yet).
+    None,
+    // The files were obtained and the replay is within the boundary.
+    Sound,
+    // The files were obtained and the replay is out of bounds or malformed, or the spec fails the deterministic
+    // acceptability check.
+    Faulty,
+    // Files matching the proven digests (the owner's included) could not be obtained from any source by the
+    // draw plus the fetch window. Never penalised.
+    Unavailable
 }
 
 /// @notice Time limits of a task, in seconds (protocol section 4.1). Each is > 0.
@@ -105,19 +122,20 @@ struct Task {
     TaskStatus status;
     // B = ceil(ceil(N / s) / m).
     uint64 batchCount;
-    // Batches committed so far; the next commit must be batch `committedBatches`.
-    uint64 committedBatches;
-    // Batches opened so far; finalize needs all of them.
-    uint64 openedBatches;
+    // (One slot: the counters a challenge's commit and reveal read and write.)
     // Latest end of any challenge window (a batch's, or an interval's reopened one); finalize waits for it.
     uint64 challengeEnd;
     // Challenge commits neither revealed nor expired; finalize, abandon and slashUnopened wait for them.
     uint32 pendingCommits;
+    // Disputes the adjudicator has not settled; finalize and abandon wait for them.
+    uint32 openDisputes;
     // Wei of challenger bonds this contract holds for the task: pending commits, and joined bonds not
     // claimed yet (after a no-decision, what is left of them once the round charges were paid).
     uint128 heldBonds;
-    // Disputes the adjudicator has not settled; finalize and abandon wait for them.
-    uint32 openDisputes;
+    // Batches committed so far; the next commit must be batch `committedBatches`.
+    uint64 committedBatches;
+    // Batches opened so far; finalize needs all of them.
+    uint64 openedBatches;
     // Batches whose sample was drawn; settleUndecided waits until every one of them is opened.
     uint64 drawnBatches;
     // Set when an interval reached maxNoDecisions counted no-decisions: finalize is refused and the task
@@ -204,26 +222,32 @@ struct Opening {
 }
 
 /// @notice An opened interval's challenge state. Its proven digests are in its IntervalOpened event, not
-/// in storage (a bitmap of the batch records that it is opened).
+/// in storage (a bitmap of the batch records that it is opened). Two slots: the first is all a first reveal
+/// writes; the second changes only when a dispute of the interval settles.
 struct OpenedInterval {
-    // The dispute over this interval the adjudicator has not settled yet (0: none).
-    uint64 dispute;
-    // End of the interval's window once a dispute of it ended with no decision (0: its batch's).
-    uint64 windowEnd;
-    // Start of the reopened stretch [reopenedAt, windowEnd) when it began after the window had closed.
-    uint64 reopenedAt;
-    // The commit sequence number at the sound settlement: commits up to it were made before it.
-    uint64 soundAfterSeq;
     // The challenger whose commit of k has the smallest sequence number of every one revealed, in any of
     // k's disputes: it leads each of them (a later dispute after a no-decision too).
     address lead;
-    // That commit's sequence number (0: none revealed yet).
-    uint64 leadSeq;
+    // That commit's sequence number (0: none revealed yet). Commits are counted: never near 2^40.
+    uint40 leadSeq;
+    // The dispute over this interval the adjudicator has not settled yet (0: none). Ids are counted, one per
+    // reveal that opens a dispute: never near 2^40.
+    uint40 dispute;
     // Disputes of the interval that ended with a counted no-decision: most of the last round's seated
     // panel revealed and still no majority (saturates at 255).
     uint8 noDecisions;
     // Set when a dispute found the interval sound: it is final, never challenged again.
     bool sound;
+    // End of the interval's window once a dispute of it ended with no decision (0: its first window's).
+    uint64 windowEnd;
+    // The latest gap, [gapStart, reopenedAt): from the window's end at the moment a no-decision reopened it
+    // (it had closed) to that moment. A commit made in it was made while k's window was closed. Only the
+    // latest is kept: a commit made in an older gap could pass only if revealed after two reopenings, which
+    // are a dispute's life apart, within its one reveal window.
+    uint64 gapStart;
+    uint64 reopenedAt;
+    // The commit sequence number at the sound settlement: commits up to it were made before it.
+    uint64 soundAfterSeq;
 }
 
 /// @notice Why a challenger disputes an interval (protocol section 4.1).
@@ -267,6 +291,8 @@ struct ChallengeCommit {
 
 /// @notice A dispute as the task contract keeps it: the interval, its joined challengers' bonds and lead.
 struct DisputeRecord {
+    // (Slot 0: what the reveal that opens the dispute writes. The adjudicator reads the task and arm from it
+    // when it first takes the dispute up, so opening one costs the revealer no storage of the adjudicator's.)
     // The task.
     uint64 task;
     // The challenged interval (its lead is the interval's: OpenedInterval.lead).
@@ -275,6 +301,10 @@ struct DisputeRecord {
     uint32 joined;
     // True until the adjudicator settles it.
     bool open;
+    // The block and time of the reveal that opened it: its first round is armed there.
+    uint48 armBlock;
+    uint40 armedAt;
+    // (Slot 1: written at the settlement.)
     // The settlement's verdict (None while open); joined bonds are claimed against it.
     Verdict verdict;
     // What claimBond pays back per joined bond: the whole bond, less its share of the round charges
@@ -282,18 +312,17 @@ struct DisputeRecord {
     uint80 refundPerBond;
 }
 
-/// @notice How an adjudicator settles a dispute with the task contract (protocol 4.2).
+/// @notice How an adjudicator settles a dispute with the task contract (protocol 4.2). No list of panelists
+/// crosses: the task contract hands the panel's money to the adjudicator in one sum, and the adjudicator
+/// pays its seats itself, a page at a time.
 struct Settlement {
-    // Valid, Faulty, NoDecision or Moot.
+    // Valid, Faulty, Unavailable, NoDecision or Moot.
     Verdict verdict;
     // NoDecision only: most of the last round's seated panel revealed (it counts toward maxNoDecisions).
     bool counted;
-    // The deciding round's panelists who voted for the verdict: they share the panel's part of a bond.
-    address[] majority;
-    // NoDecision only: panelists who revealed, in round order, and what each earns from its round's
-    // charge (panelBps x challengerBond x 2^r per panel, split among its panelists who revealed).
-    address[] charged;
-    uint256[] charges;
+    // NoDecision only: the round charges the adjudicator asks of the joined bonds for the panelists who
+    // revealed (panelBps x challengerBond x 2^r per round); the task contract pays at most what they hold.
+    uint256 charges;
 }
 
 /// @notice How slashed and forfeited bonds are split, in basis points (protocol section 4.2); each
@@ -349,42 +378,77 @@ enum DisputeStatus {
     Appealable
 }
 
-/// @notice A dispute as the committee runs it.
+/// @notice A dispute as the committee runs it (protocol 4.2, v3). A round's panel is drawn as a *run*; a
+/// silent undecided run is voided and the round drawn again (at most MAX_RERUNS times), so a round may take
+/// several runs; every run's seats stay in the dispute's seat list for settlement.
 struct Dispute {
-    // The task in the task contract (its interval is the task contract's record of the dispute).
+    // (Slot 0: what opening the dispute writes.)
+    // The task in the task contract (its interval, and the first challenger's reason, are in the task
+    // contract's record and DisputeOpened event).
     uint64 task;
-    // What the first challenger saw (it settles nothing).
-    Reason reason;
     // Where the dispute is.
     DisputeStatus status;
-    // The outcome, once Resolved.
+    // The final outcome, once Resolved.
     Verdict verdict;
-    // The outcome of the last round that decided (None: no round decided yet).
+    // While Appealable: the outcome of the round that may be appealed (Valid or Faulty).
     Verdict decided;
     // The current round (0-based); round r seats panelSize * 2^r + 2^r - 1 auditors.
     uint8 round;
-    // a: the block the current round was armed at; its history "as of a" is the state after a - 1, its
+    // The current run (0-based, over all rounds): the panel being drawn, voting, or last decided.
+    uint8 run;
+    // Times the current round was drawn again after a silent undecided run (at most MAX_RERUNS).
+    uint8 reruns;
+    // a: the block the current run was armed at; its history "as of a" is the state after a - 1, its
     // seed is the value of the randomness target for (a, armedAt).
     uint48 armBlock;
-    // When the current round was (last) armed: the draw must complete within maxDrawDelay of it.
+    // When the current run was (last) armed: the draw must complete within maxDrawDelay of it.
     uint40 armedAt;
-    // When the current round was first armed: re-arms count toward starvationTimeout from here.
+    // When the current round was first armed: re-arms and re-runs count toward starvationTimeout from here.
     uint40 roundStartedAt;
-    // (A dispute is opened with the fields above, one storage slot; the ones below change as it runs.)
-    // When the current round's panel was complete: its commit window starts here.
+    // (Slot 1: what the dispute's later life writes.)
+    // When the current run's panel was complete: its commit window starts here.
     uint40 drawnAt;
-    // When the last decided round was resolved: its appeal window starts here.
+    // When the round that may be appealed was decided: its appeal window starts here.
     uint40 decidedAt;
-    // The last decided round, and where its panel sits in the seat list ([decidedStart, decidedEnd)).
-    uint8 decidedRound;
-    uint16 decidedStart;
-    uint16 decidedEnd;
+    // The run whose outcome decided the dispute (or may be appealed): its majority shares the panel's money.
+    uint8 decidedRun;
     // The draw's cursor: tries made so far for the current arm.
     uint16 tries;
-    // Auditors seated so far in the current draw.
+    // Auditors seated so far in the current draw (the tail of the seat list).
     uint16 seated;
-    // Index in the dispute's seat list where the current round's panel begins.
-    uint16 panelStart;
+    // Settlement of the seats, once Resolved (settleSeats): how many are settled, in seat order, and
+    // whether all are.
+    uint16 settledSeats;
+    bool seatsSettled;
+    // The dispute's first arm block (its opening reveal's): an auditor is eligible for a later round only if it
+    // was eligible as of this block too, so sybils registered once a dispute is under way never sit on it.
+    uint48 firstArmBlock;
+}
+
+/// @notice One panel draw of a dispute (a run) and its tally, kept so that a round is resolved, and its seats
+/// settled, without a loop over its panel.
+struct Run {
+    // The round it drew for.
+    uint8 round;
+    // Drawn again after it stayed silent and undecided: its ballots count for nothing (its unexcused silent
+    // seats are still penalised).
+    bool voided;
+    // Where its panel sits in the dispute's seat list, and its size.
+    uint16 start;
+    uint16 size;
+    // Revealed ballots.
+    uint16 sound;
+    uint16 faulty;
+    uint16 unavailable;
+    // Seats excused (beyond their auditor's L overlapping seats), and those of them that revealed.
+    uint16 excused;
+    uint16 excusedRevealed;
+    // After a no-decision: what each of its panelists who revealed earns from its round's charge (at most a
+    // bond, < 2^80 wei, times 2^7).
+    uint88 chargeEach;
+    // The block its run was resolved in: a silent panelist is excused for interest only if it had become
+    // interested in the task by then (not later, to dodge the penalty).
+    uint40 endBlock;
 }
 
 /// @notice An auditor in the committee (its history by block lives in the committee's checkpoints).
@@ -397,23 +461,22 @@ struct Auditor {
     uint64 exitRequestedAt;
     // Its registry slot + 1 while it holds one (0: none; freed at requestExit).
     uint16 slot;
-    // Seats on disputes not resolved yet: exit waits until they are settled.
+    // Seats not settled yet (settleSeats): exit waits for them.
     uint32 openSeats;
 }
 
-/// @notice A panelist's seat on one dispute (an auditor sits at most once per dispute).
+/// @notice A seat on a dispute: one per panelist per run (an auditor sits in one counted run of a dispute at
+/// most; a voided run's panelists may be drawn again).
 struct Ballot {
-    // Seated on this dispute.
-    bool seated;
-    // Seated beyond its first L overlapping rounds: a missing reveal costs it nothing.
-    bool excused;
-    // The round it sat in.
-    uint8 round;
-    // The revealed vote (1 sound, 2 faulty); zero until revealed.
+    // The run it sat in.
+    uint8 run;
+    // The revealed ballot (Vote: 1 sound, 2 faulty, 3 unavailable); zero until revealed.
     uint8 vote;
-    // Its place in the dispute's seat list (the current panel is the list's tail from panelStart).
-    uint16 index;
-    // keccak256(abi.encode(dispute, round, vote, salt, auditor)); zero until committed.
+    // Seated beyond its first L overlapping seats: a missing reveal costs it nothing.
+    bool excused;
+    // The auditor's previous seat on this dispute + 1 (0: none): restored if this draw is abandoned.
+    uint16 previous;
+    // keccak256(abi.encode(dispute, run, vote, salt, auditor)); zero until committed.
     bytes32 commitment;
 }
 

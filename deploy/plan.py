@@ -44,12 +44,15 @@ MAX_REQUESTS_PER_BATCH = 4
 
 HOUR = 3600
 DEVNET_CHAIN_ID = 31337
-# CommitteeParams: penalty, overlap L (the stake is L x penalty), warmupBlocks, cooldown,
-# commitWindow, revealWindow, appealWindow, maxDrawDelay, starvationTimeout, maxReplaySeconds, panelSize,
-# maxRounds, panelBps.
+# What a second of declared replay is worth to a panelist, in wei: a task's provider bond must pay round 0's
+# three replays from its 10% panel share (at the cap of 2,700 s: 0.0081 ETH, under the minimum bond's 0.01).
+REPLAY_PRICE = 10**12
+# CommitteeParams: penalty, overlap L (eligibility needs L x penalty, registering (L + 2) x penalty),
+# warmupBlocks, cooldown, commitWindow, revealWindow, appealWindow, maxDrawDelay, starvationTimeout,
+# maxReplaySeconds, panelSize, maxRounds, panelBps, replayPrice.
 COMMITTEE = (
-    ETHER // 8,  # penalty per seat: lost for voting against the final outcome or not revealing
-    8,  # L: overlapping seats an auditor answers for; its stake is 8 x 0.125 = 1 ETH
+    ETHER // 8,  # penalty per seat: lost (burned) for a ballot against the final outcome or for silence
+    8,  # L: overlapping seats an auditor answers for; eligible from 8 x 0.125 = 1 ETH, registers with 1.25 ETH
     10,  # warm-up blocks: an auditor cannot register after seeing a challenge and be drawn for it
     7 * 24 * HOUR,  # exit cooldown: longer than maxDrawDelay
     6 * HOUR,  # vote commit window: L replays of maxReplaySeconds
@@ -61,12 +64,13 @@ COMMITTEE = (
     3,  # panel size of round 0 (then 7, 15, 31, 63)
     5,  # rounds: with 20% sybils the fifth round's chance of a sybil majority is below 1e-6
     1_000,  # panel bps: of a losing or stalled appeal's bond, to the deciding round's majority
+    REPLAY_PRICE,
 )
 MAX_DRAW_DELAY_FIELD = 7  # CommitteeParams' maxDrawDelay, in the order above
 # The embedded devnet (one block a second) runs whole disputes in a minute, for the demo.
 DEVNET_COMMITTEE = (
     ETHER // 10,
-    2,  # L: a stake of 0.2 ETH
+    2,  # L: eligible from 0.2 ETH, registers with 0.4 ETH
     2,  # warm-up blocks
     60,  # exit cooldown
     30,  # vote commit window
@@ -78,6 +82,7 @@ DEVNET_COMMITTEE = (
     3,
     3,
     1_000,
+    REPLAY_PRICE,
 )
 # The clocks of DEVNET_COMMITTEE a devnet pace stretches: exit cooldown, vote commit, reveal and appeal
 # windows, max draw delay, starvation timeout, max replay seconds.

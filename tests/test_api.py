@@ -265,6 +265,7 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
     chain.send(WATCHER, committee.resolve(dispute))  # round 0 decided: appealable for the devnet's 10 s
     chain.skip(11)
     chain.send(WATCHER, committee.resolve(dispute))  # unappealed: the verdict stands
+    chain.send(WATCHER, committee.settleSeats(dispute))  # the committee pays the panel's share to its seats
     chain.send(WATCHER, tasks.claimBond(slashed, address(WATCHER), commitment))  # the joined bond comes back
     chain.send(WATCHER, tasks.finalize(honest))
     chain.send(PROVIDER_A, tasks.withdraw())
@@ -473,11 +474,14 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
     assert round_0["reveal_end"] - round_0["commit_end"] == 20  # the devnet committee's reveal window
 
     # Protocol 4.2, faulty: the provider bond 20% lead, 10% panel, 70% owner; reward and the lead's bond back.
-    panelist = PROVIDER_BOND * 1_000 // 10_000 // 3
+    # The panel's 10% is handed to the committee in one sum (v3), which pays each seat as it settles them.
+    panel = PROVIDER_BOND * 1_000 // 10_000
+    committee = h.chain.protocol.committee
     expected = {
         address(WATCHER): PROVIDER_BOND * 2_000 // 10_000 + CHALLENGER_BOND,
         address(OWNER): PROVIDER_BOND * 7_000 // 10_000 + REWARD + OWNER_BOND,
-        **{address(a): panelist for a in AUDITORS},
+        committee.address: panel,
+        **{address(a): panel // 3 for a in AUDITORS},
     }
     paid: dict[str, int] = {}
     for p in dispute["payouts"]:
@@ -491,7 +495,9 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
         (address(WATCHER), str(CHALLENGER_BOND)),
     ]
     payouts = h.get("/api/payouts", task=h.slashed)
-    assert (payouts["total"], payouts["items"]) == (6, task["payouts"])
+    assert (payouts["total"], payouts["items"]) == (7, task["payouts"])
+    seats = {c["account"]: int(c["credited"]) for c in h.get("/api/credits") if c["contract"] == "AuditCommittee"}
+    assert seats == {address(a): panel // 3 for a in AUDITORS}
     assert h.get(f"/api/disputes/{h.dispute}/report") == h.report
     assert h.get("/api/disputes", task=h.slashed)["items"] == [
         {k: v for k, v in dispute.items() if k not in ("commitment", "opened_block", "rounds", "appeals", "payouts")}

@@ -25,7 +25,7 @@ from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet import tools
 from ovig_node.devnet.processes import free_port
 
-COMMITTEE = (10**17, 4, 5, 7200, 3600, 1800, 1800, 3600, 7200, 900, 3, 3, 1000)  # CommitteeParams, in order
+COMMITTEE = (10**17, 4, 5, 7200, 3600, 1800, 1800, 3600, 7200, 900, 3, 3, 1000, 10**12)  # CommitteeParams, in order
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 MIN_BONDS = (10**17, 10**16, 0)  # provider, challenger, owner (none: these tests are not about bonds)
 WINDOWS = (3600, 7200, 600)

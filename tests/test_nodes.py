@@ -254,8 +254,12 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
         auditors[victim] = system.start("auditor", victim)
 
         wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=180, what="the slash")
-        # A keeper duty pulls the lead's joined bond back (claimBond) after the faulty settlement.
+        # A keeper duty pulls the lead's joined bond back (claimBond) after the faulty settlement, another
+        # settles the dispute's seats (the committee pays the panel's share).
         wait_for(lambda: owner.protocol.task(task).heldBonds == 0, timeout=60, what="the joined bond claimed back")
+        [opened] = events(owner, "DisputeOpened", task=task)
+        wait_for(lambda: owner.protocol.dispute(opened.args["dispute"]).seatsSettled, timeout=60,
+                 what="the dispute's seats settled")  # fmt: skip
     finally:
         stop(*auditors.values(), watcher, *([trainer] if trainer else []))
     [dispute] = events(owner, "DisputeOpened", task=task)
@@ -286,12 +290,17 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
     for e in events(owner, "Credited", source=task):
         if e.contract == "TrainingTasks":
             credited[e.args["account"]] = credited.get(e.args["account"], 0) + e.args["amount"]
-    panelist = bond * 1_000 // 10_000 // 3
+    panel = bond * 1_000 // 10_000  # handed to the committee in one sum, which pays each seat
     assert credited == {
         owner.address: reward + OWNER_BOND + bond * 7_000 // 10_000,
         devnet_account(3).address: bond * 2_000 // 10_000 + challenger_bond,
-        **{devnet_account(i).address: panelist for i in (4, 5, 6)},
+        owner.protocol.committee.address: panel,
     }
+    seats = [e for e in events(owner, "Credited", source=dispute.args["dispute"]) if e.contract == "AuditCommittee"]
+    assert sorted((e.args["account"], e.args["amount"]) for e in seats) == sorted(
+        (devnet_account(i).address, panel // 3) for i in (4, 5, 6)
+    )
+    assert events(owner, "Penalized") == []
 
 
 # --- a hostile provider beside an honest one ----------------------------------------------------

@@ -267,7 +267,9 @@ class TimelineEntry(BaseModel):
 class Vote(BaseModel):
     panelist: Address
     committed: bool
-    vote: Literal["valid", "faulty"] | None = Field(description="the revealed vote (None: not revealed)")
+    vote: Literal["valid", "faulty", "unavailable"] | None = Field(
+        description="the revealed ballot (None: not revealed)"
+    )
 
 
 class Round(BaseModel):

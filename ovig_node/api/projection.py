@@ -66,9 +66,9 @@ class Projection:
             "LeadShareReleased": lambda e, a: self._task(a["task"], e, lead=a["lead"], lead_paid=1),
             "Credited": self._credited,
             "Withdrawn": self._withdrawn,
+            "DisputeOpened": self._dispute_opened,  # the task contract opens disputes (v3); the committee takes them up
         }
         committee: dict[str, Callable[[Event, Args], None]] = {
-            "DisputeOpened": self._dispute_opened,
             "PanelDrawn": self._panel_drawn,
             "VoteCommitted": self._vote_committed,
             "VoteRevealed": self._vote_revealed,
@@ -82,6 +82,7 @@ class Projection:
             "StakeAdded": lambda e, a: self._add_wei("auditors", "stake", int(a["amount"]), address=a["auditor"]),
             "Penalized": lambda e, a: self._add_wei("auditors", "stake", -int(a["amount"]), address=a["panelist"]),
             "DisputeResolved": self._dispute_resolved,
+            "SeatsSettled": self._seats_settled,
             "AuditorRegistered": self._auditor_registered,
             "AuditorExitRequested": self._auditor_exit_requested,
             "AuditorExited": self._auditor_exited,
@@ -321,16 +322,17 @@ class Projection:
         self._update("disputes", {"status": "awaiting_panel", "round": int(a["round"]) + 1}, dispute=a["dispute"])
 
     def _dispute_resolved(self, e: Event, a: Args) -> None:
-        dispute = a["dispute"]
-        # Penalties are settled and every seat of every panel (a round drawn again has several) is released.
-        for (panel,) in self.db.execute("SELECT panel FROM rounds WHERE dispute = ?", (dispute,)).fetchall():
-            for panelist in json.loads(panel):
-                self._add_wei("auditors", "locked", -self.penalty, address=panelist)
         self._update(
             "disputes",
             {"status": "resolved", "verdict": name_of(Verdict, a["verdict"]), "round": a["round"]},
-            dispute=dispute,
+            dispute=a["dispute"],
         )
+
+    def _seats_settled(self, e: Event, a: Args) -> None:
+        # Penalties are taken and every seat of every panel (a round drawn again has several) is released.
+        for (panel,) in self.db.execute("SELECT panel FROM rounds WHERE dispute = ?", (a["dispute"],)).fetchall():
+            for panelist in json.loads(panel):
+                self._add_wei("auditors", "locked", -self.penalty, address=panelist)
 
     def _dispute_settled(self, e: Event, a: Args) -> None:
         # The task contract's verdict is what was paid: Moot when the task had ended meanwhile.

@@ -364,19 +364,21 @@ def get_dispute(db: sqlite3.Connection, dispute: int) -> m.DisputeDetail | None:
             m.Vote(
                 panelist=p,
                 committed=p in ballots,
-                vote={1: "valid", 2: "faulty"}.get(ballots[p]["vote"]) if p in ballots else None,
+                vote={1: "valid", 2: "faulty", 3: "unavailable"}.get(ballots[p]["vote"]) if p in ballots else None,
             )
             for p in panel
         ]
         rounds.append(
             m.Round(round=r["round"], panel=panel, commit_end=r["commit_end"], reveal_end=r["reveal_end"], votes=votes)
         )
-    # What the settlement paid: every credit of the transaction in which the task contract settled it, and
-    # of each joined bond claimed back after it.
+    # What the settlement paid: every credit of the transaction in which the task contract settled it (the
+    # panel's money handed to the committee among them), of each joined bond claimed back after it, and what
+    # the committee paid the dispute's seats and appellants.
     payouts = db.execute(
         "SELECT * FROM payouts WHERE tx IN (SELECT tx FROM timeline WHERE name IN ('DisputeSettled', 'BondClaimed')"
-        " AND json_extract(args, '$.dispute') = ?) ORDER BY block, log_index",
-        (dispute,),
+        " AND json_extract(args, '$.dispute') = ?) OR (contract = 'AuditCommittee' AND dispute = ?)"
+        " ORDER BY block, log_index",
+        (dispute, dispute),
     )
     return m.DisputeDetail(
         **_dispute(row).model_dump(),

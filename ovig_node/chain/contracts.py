@@ -47,6 +47,16 @@ class Verdict(IntEnum):
     FAULTY = 2
     NO_DECISION = 3
     MOOT = 4
+    UNAVAILABLE = 5  # the last round found the files not obtainable: slashed as faulty (protocol v3)
+
+
+class Vote(IntEnum):
+    """A panelist's ballot (protocol 4.2, v3): what its own node found."""
+
+    NONE = 0
+    SOUND = 1
+    FAULTY = 2
+    UNAVAILABLE = 3  # files matching the proven digests not obtained from any source in the fetch window
 
 
 class Reason(IntEnum):

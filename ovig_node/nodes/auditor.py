@@ -1,13 +1,26 @@
-"""The auditor node: stake in the committee, and vote on every panel it is drawn for.
+"""The auditor node: stake in the committee, and answer every seat it is drawn for (protocol 4.2, v3).
 
-It registers with the committee's stake, follows PanelDrawn events naming it, replays the disputed
-interval (or, for reason unavailable, only checks the files can be fetched and match), and votes
-with commit-reveal within the windows: the salt and vote are persisted before the commit is sent,
-so a restarted auditor still reveals. When a round it sat in is decided against its own replay, it
-appeals for the other outcome if the appeal bond is within its ``appeal_budget`` (protocol 4.2). It
-withdraws what panels and appeals pay it from both contracts. Each panel
-is served on its own (:mod:`ovig_node.nodes.isolation`): a dispute whose files make anything raise is
-logged once and retried or left alone, and later panels are still served.
+It registers with the committee's stake and keeps it topped up to it (one penalty or two leave it eligible,
+L x penalty; it says loudly when its balance cannot top up). It follows PanelDrawn events naming it and always
+commits and reveals a ballot, with its reason, within the windows: the salt and ballot are persisted before
+the commit is sent, so a restarted auditor still reveals. Nothing but its own judgement decides the ballot,
+never a local limit or setting:
+
+- ``unavailable``: the interval's files (or the owner's: spec, dataset, initial checkpoint, boundary) matching
+  their committed digests could not be obtained from any source by the draw plus the fetch window (half the
+  commit window, the same for every node). Until then a file not found is looked for again;
+- ``faulty``: the files were obtained and the replay (confirmed under a second profile, as a watcher confirms)
+  is out of bounds or the evidence malformed, or the owner's files fail the deterministic acceptability check
+  the trainer also runs before it accepts a task;
+- ``sound``: otherwise.
+
+Every evidence file it fetched it pins on its own IPFS node, so the other panelists can fetch it from there
+too. A panelist that has become interested in the task (it challenged it since it was drawn) does not reveal:
+the contract would refuse it, and its silent seat costs it nothing. When a sound or faulty round it sat in is
+decided against its own replay, it appeals for the other outcome if the appeal bond is within its
+``appeal_budget``. It withdraws what its seats and appeals earn. Each seat is served on its own
+(:mod:`ovig_node.nodes.isolation`): a dispute whose files make anything raise is logged once and retried or
+left alone, and later seats are still served.
 """
 
 from __future__ import annotations
@@ -20,18 +33,34 @@ from typing import Any
 from eth_abi import encode
 from eth_utils import keccak
 
-from ovig_node.chain.contracts import DisputeStatus, Verdict
+from ovig_node.chain.contracts import DisputeStatus, Verdict, Vote
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
-from ovig_node.nodes.fetching import FetchedTask, fetch_task
+from ovig_node.nodes.fetching import FetchedTask, OwnerFileUnavailable, TaskRefused, fetch_task
 from ovig_node.nodes.isolation import Isolation
-from ovig_node.nodes.judging import judge_interval, opened_interval
+from ovig_node.nodes.judging import Judgement, judge_interval, opened_interval
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.storage.errors import ContentNotFound
 from ovig_node.verify.stats import warm_up
+
+# The evidence reasons that mean "not obtained" (judging.py): a file not found, not matching its digest, or
+# larger than the spec's evidence can be. Any other faulty reason was judged on files obtained.
+NOT_OBTAINED = frozenset({"missing", "corrupt", "oversized"})
+
+
+class NotFoundYet(ContentNotFound):
+    """A file of the seat's interval was not found, and the fetch window is still open: look again."""
+
+
+@dataclass(frozen=True)
+class Ballot:
+    vote: Vote
+    reason: str  # why, in a line (the report's reason, or the refusal)
+    report: str  # the report's CID ("" when no replay ran)
 
 
 @dataclass
@@ -42,11 +71,12 @@ class AuditorNode:
     poll_seconds: float = 1.0
     appeal_budget: int = 0  # wei: the largest appeal bond it puts up (0: it never appeals)
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
-    _windows: tuple[int, int] | None = None
+    _params: dict[str, int] = field(default_factory=dict)
     # Decided rounds it will not appeal (agreed, appealed, over budget, or no longer appealable): each is
     # looked at once, not on every pass.
     _appeal_done: set[str] = field(default_factory=set)
     _prefetched: set[int] = field(default_factory=set)  # disputes whose task's files it holds, or that ended
+    _warned_stake: bool = False
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -73,87 +103,153 @@ class AuditorNode:
             if task in self._fetched or self._resolved(dispute):
                 self._prefetched.add(dispute)
             else:
-                self.isolation.call(f"task {task} files", functools.partial(self._task_files, task))
+                self.isolation.call(f"task {task} files", functools.partial(self._prefetch, task, dispute))
         for event in self.ctx.scanner.events("PanelDrawn"):
-            dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
-            key = f"dispute {dispute} round {round_}"
+            dispute, run = int(event.args["dispute"]), int(event.args["run"])
+            key = f"dispute {dispute} run {run}"
             if self.ctx.address in event.args["panel"] and self.isolation.ready(key):
-                self.isolation.call(key, functools.partial(self._serve, dispute, round_))
+                self.isolation.call(key, functools.partial(self._serve, dispute, run))
         for event in self.ctx.scanner.events("RoundDecided"):
-            self._maybe_appeal(int(event.args["dispute"]), int(event.args["round"]), int(event.args["outcome"]))
+            if int(event.args["appealUntil"]):  # an unavailable round before the last arms the next by itself
+                self._maybe_appeal(int(event.args["dispute"]), int(event.args["round"]), int(event.args["outcome"]))
         withdraw_credits(self.ctx, self.state, ("TrainingTasks", "AuditCommittee"))
+
+    # --- stake ---------------------------------------------------------------------------------
 
     def _register(self) -> None:
         committee = self.ctx.protocol.committee
-        if self.ctx.protocol.view(committee, "getAuditor", self.ctx.address).registeredBlock != 0:
+        me = self.ctx.protocol.view(committee, "getAuditor", self.ctx.address)
+        target = self._param("AUDITOR_STAKE")
+        if me.registeredBlock == 0:
+            self.ctx.client.transact(f"register:{self.state.get('exits', 0)}", committee.functions.register(),
+                                     value=target)  # fmt: skip
+            self.ctx.say(f"registered as an auditor with a stake of {target / 1e18:g} ETH")
             return
-        stake = committee.functions.AUDITOR_STAKE().call()
-        self.ctx.client.transact(f"register:{self.state.get('exits', 0)}", committee.functions.register(), value=stake)
-        self.ctx.say(f"registered as an auditor with a stake of {stake / 1e18:g} ETH")
+        if me.exitRequestedAt or me.stake >= target:
+            return
+        # A penalty took some of it: back to (L + 2) x penalty, so the next one leaves it eligible.
+        missing = target - int(me.stake)
+        balance = self.ctx.client.retry(lambda: self.ctx.client.w3.eth.get_balance(self.ctx.address))
+        if balance <= missing:
+            if not self._warned_stake:
+                eligible = int(me.stake) >= self._param("ELIGIBLE_STAKE")
+                self.ctx.say(f"cannot top the stake up: it needs {missing / 1e18:g} ETH, the account holds "
+                             f"{balance / 1e18:g} ETH; " + ("still eligible" if eligible else
+                             "NOT ELIGIBLE for new panels until it is topped up"), style="bold red")  # fmt: skip
+                self._warned_stake = True
+            return
+        self._warned_stake = False
+        stake = int(me.stake)
+        self.ctx.client.transact(f"topUp:{me.registeredBlock}:{stake}", committee.functions.topUp(), value=missing)
+        self.ctx.say(f"topped the stake up from {stake / 1e18:g} to {target / 1e18:g} ETH")
 
-    def _serve(self, dispute: int, round_: int) -> None:
+    # --- seats ---------------------------------------------------------------------------------
+
+    def _serve(self, dispute: int, run: int) -> None:
         d = self.ctx.protocol.dispute(dispute)
-        if d.status != DisputeStatus.VOTING or d.round != round_:
+        if d.status != DisputeStatus.VOTING or d.run != run:
             return
-        key = f"{dispute}:{round_}"
+        key = f"{dispute}:{run}"
         votes = self.state.get("votes", {})
         if key not in votes:
-            vote, report = self._decide(dispute, d)
-            # Salt and vote are on disk before the commit leaves, so a restart can always reveal.
-            votes[key] = {"vote": vote, "salt": os.urandom(32).hex(), "report": report}
+            ballot = self._decide(dispute, d)
+            # Salt and ballot are on disk before the commit leaves, so a restart can always reveal.
+            votes[key] = {"vote": int(ballot.vote), "salt": os.urandom(32).hex(), "report": ballot.report,
+                          "reason": ballot.reason}  # fmt: skip
             self.state.set("votes", votes)
         mine = votes[key]
         salt = bytes.fromhex(mine["salt"])
         committee = self.ctx.protocol.committee
-        ballot = self.ctx.protocol.view(committee, "ballotOf", dispute, round_, self.ctx.address)
-        commit_end, reveal_end = d.drawnAt + self._window(0), d.drawnAt + self._window(0) + self._window(1)
+        seat = self.ctx.protocol.view(committee, "ballotOf", dispute, self.ctx.address)
+        commit_end = d.drawnAt + self._param("COMMIT_WINDOW")
+        reveal_end = commit_end + self._param("REVEAL_WINDOW")
         now = self.ctx.now()
         try:
-            if ballot.commitment == b"\x00" * 32 and now < commit_end:
+            if seat.commitment == b"\x00" * 32 and now < commit_end:
                 commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
-                                           [dispute, round_, mine["vote"], salt, self.ctx.address]))  # fmt: skip
+                                           [dispute, run, mine["vote"], salt, self.ctx.address]))  # fmt: skip
                 self.ctx.client.transact(f"vote-commit:{key}", committee.functions.commitVote(dispute, commitment))
-                self.ctx.say(f"dispute {dispute}: committed a vote")
-            elif ballot.commitment != b"\x00" * 32 and ballot.vote == 0 and commit_end <= now < reveal_end:
+                self.ctx.say(f"dispute {dispute}: committed its ballot")
+            elif seat.commitment != b"\x00" * 32 and seat.vote == 0 and commit_end <= now < reveal_end:
+                if self._interested(int(d.task)):
+                    if key not in self.state.get("recused", []):
+                        self.state.set("recused", [*self.state.get("recused", []), key])
+                        self.ctx.say(f"dispute {dispute}: it challenged the task since it was drawn: it does not "
+                                     "reveal (its seat costs it nothing)", style="yellow")  # fmt: skip
+                    return
                 self.ctx.client.transact(
                     f"vote-reveal:{key}", committee.functions.revealVote(dispute, mine["vote"], salt)
                 )
-                self.ctx.say(f"dispute {dispute}: revealed its vote: {Verdict(mine['vote']).name.lower()}")
+                self.ctx.say(f"dispute {dispute}: revealed its ballot: {Vote(mine['vote']).name.lower()} "
+                             f"({mine.get('reason', '')})")  # fmt: skip
         except ContractReverted as exc:
-            self.ctx.say(f"dispute {dispute}: vote refused: {exc}", style="yellow")
+            self.ctx.say(f"dispute {dispute}: ballot refused: {exc}", style="yellow")
 
-    def _decide(self, dispute: int, d: Any) -> tuple[int, str]:
-        """Vote valid (1) or faulty (2) from its own judgement of the interval: availability and the replay
-        together, whatever reason the challenger gave (protocol v2: one question per interval)."""
+    def _decide(self, dispute: int, d: Any) -> Ballot:
+        """Its ballot from its own judgement of the interval: availability and the replay together, whatever
+        reason the challenger gave (one question per interval). Raises NotFoundYet while a file is not found
+        and the fetch window is open (the seat is tried again)."""
         task, k = int(d.task), int(self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute).k)
-        fetched = self._task_files(task)
+        fetch_until = int(d.drawnAt) + self._param("COMMIT_WINDOW") // 2
+        try:
+            fetched = self._task_files(task)
+        except OwnerFileUnavailable as exc:
+            return self._ballot(task, k, Vote.UNAVAILABLE, str(exc))
+        except TaskRefused as exc:  # the deterministic acceptability check every node and the trainer run
+            return self._ballot(task, k, Vote.FAULTY, str(exc))
+        except ContentNotFound as exc:
+            if self.ctx.now() < fetch_until:
+                raise NotFoundYet(f"task {task}'s files: {exc}") from exc
+            return self._ballot(task, k, Vote.UNAVAILABLE, f"the task's files: {exc}")
         self.ctx.scanner.poll()
         opened = opened_interval(self.ctx, task, k, fetched.prepared.spec.intervals_per_batch)
         if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
             raise IndexBehind(f"dispute over task {task} interval {k}: its IntervalOpened is not indexed yet")
         judgement = judge_interval(self.ctx, fetched, opened, profile=self.profile_name, who="audit")
-        vote = Verdict.FAULTY if judgement.faulty else Verdict.VALID
-        self.ctx.say(f"dispute over task {task} interval {k}: its replay says {judgement.report['verdict']} "
-                     f"({judgement.report.get('reason')}); votes {vote.name.lower()}")  # fmt: skip
-        return int(vote), judgement.report_cid
+        reason = str(judgement.report.get("reason"))
+        obtained = judgement.available and not (judgement.faulty and reason in NOT_OBTAINED)
+        if not obtained and self.ctx.now() < fetch_until:
+            raise NotFoundYet(f"interval {k} of task {task}: {judgement.report.get('detail', reason)}")
+        vote = Vote.UNAVAILABLE if not obtained else Vote.FAULTY if judgement.faulty else Vote.SOUND
+        return self._ballot(task, k, vote, f"{judgement.report['verdict']}: {reason}", judgement)
+
+    def _ballot(self, task: int, k: int, vote: Vote, reason: str, judgement: Judgement | None = None) -> Ballot:
+        self.ctx.say(f"dispute over task {task} interval {k}: {reason}; its ballot: {vote.name.lower()}")
+        return Ballot(vote, reason, judgement.report_cid if judgement is not None else "")
 
     def _task_files(self, task: int) -> FetchedTask:
         if task not in self._fetched:
             self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
         return self._fetched[task]
 
+    def _prefetch(self, task: int, dispute: int) -> None:
+        """The task's files ahead of any draw; a task no node can load is judged (and voted on) when drawn."""
+        try:
+            self._task_files(task)
+        except (TaskRefused, ContentNotFound) as exc:
+            self.ctx.say(f"task {task}'s files: {exc} (judged when a panel is drawn)", style="yellow")
+        self._prefetched.add(dispute)
+
+    def _interested(self, task: int) -> bool:
+        tasks = self.ctx.protocol.tasks
+        return bool(tasks.functions.isInterested(task, self.ctx.address, int(self.ctx.head()["number"])).call())
+
     def _resolved(self, dispute: int) -> bool:
         return DisputeStatus(self.ctx.protocol.dispute(dispute).status) == DisputeStatus.RESOLVED
 
+    # --- appeals -------------------------------------------------------------------------------
+
     def _maybe_appeal(self, dispute: int, round_: int, outcome: int) -> None:
-        """Appeal a decided round its own replay contradicts, once, while the appeal window is open."""
+        """Appeal a sound or faulty round its own replay contradicts, once, while the appeal window is open."""
         key = f"{dispute}:{round_}"
         if not self.appeal_budget or key in self._appeal_done:
             return
         mine = [v["vote"] for k, v in self.state.get("votes", {}).items() if k.split(":")[0] == str(dispute)]
         appealed = self.state.get("appeals", [])
-        if not mine or mine[-1] == outcome or key in appealed:
-            self._appeal_done.add(key)  # no vote of its own on the dispute, agreed with, or appealed already
+        contradicts = {Verdict.VALID: Vote.FAULTY, Verdict.FAULTY: Vote.SOUND}.get(Verdict(outcome))
+        if not mine or mine[-1] != contradicts or key in appealed:
+            # No ballot of its own on the dispute, agreed with, unavailable to it, or appealed already.
+            self._appeal_done.add(key)
             return
         d = self.ctx.protocol.dispute(dispute)
         bond = int(self.ctx.protocol.tasks.functions.challengerBondOf(dispute).call()) << (round_ + 1)
@@ -171,8 +267,7 @@ class AuditorNode:
         except ContractReverted as exc:
             self.ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")
 
-    def _window(self, which: int) -> int:
-        if self._windows is None:
-            c = self.ctx.protocol.committee.functions
-            self._windows = (c.COMMIT_WINDOW().call(), c.REVEAL_WINDOW().call())
-        return self._windows[which]
+    def _param(self, name: str) -> int:
+        if name not in self._params:
+            self._params[name] = int(getattr(self.ctx.protocol.committee.functions, name)().call())
+        return self._params[name]

@@ -45,7 +45,15 @@ MAX_BATCH_MANIFEST_BYTES = 64 << 20
 
 
 class TaskRefused(OvigError, ValueError):
-    """The task's spec, files or terms are not what the chain says: no node works on it."""
+    """The task's spec, files or terms are not what the chain says: no node works on it. Every cause is a
+    deterministic check on the owner's files and the on-chain terms (the trainer runs the same ones before it
+    accepts), so every honest node refuses the same tasks: a panelist's ballot is then faulty."""
+
+
+class OwnerFileUnavailable(TaskRefused):
+    """One of the owner's files (spec, dataset, initial checkpoint, boundary) was obtained but does not match
+    its committed digest, or is larger than the task can need: a file matching it was not obtained, so a
+    panelist's ballot is unavailable (protocol 4.2, v3), as for one not found at all."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
         spec_cid = str(posted[0].args["specCID"])
         raw = _owner_file(task, "spec", lambda: ctx.ipfs.cat_bytes(spec_cid, max_bytes=MAX_SPEC_BYTES))
         if keccak(raw) != bytes(t.terms.specHash):
-            raise TaskRefused(f"task {task}: the spec at {spec_cid} does not hash to specHash")
+            raise OwnerFileUnavailable(f"task {task}: the spec at {spec_cid} does not hash to specHash")
         folder.mkdir(parents=True, exist_ok=True)
         write_atomic(spec_path, raw)
     spec, spec_hash, layout = _read_spec(task, spec_path)
@@ -170,7 +178,7 @@ def _owner_file(task: int, name: str, fetch: Callable[[], _T]) -> _T:
     except (IpfsUnavailable, ContentNotFound):
         raise
     except IpfsError as exc:
-        raise TaskRefused(f"task {task}: its {name}: {exc}") from None
+        raise OwnerFileUnavailable(f"task {task}: its {name}: {exc}") from None
 
 
 def _check_terms(task: int, spec: Any, spec_hash: bytes, terms: Any) -> None:

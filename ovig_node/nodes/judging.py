@@ -101,7 +101,8 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, pr
     task, k = fetched.task, opened.k
     folder = ctx.home / f"task-{task}" / f"{who}-{k}"
     max_bytes = layout_of(fetched.prepared.spec).max_bytes
-    unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes)
+    # An auditor re-shares what it fetched (pins it on its own node), so its co-panelists can fetch it there too.
+    unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes, share=who == "audit")
     if unavailable is None and (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
         reason, cause, detail = wrong  # a replay's verdict would change nothing: the opening is not sound
         report = {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": cause}
@@ -121,8 +122,11 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, pr
     return Judgement(report, cid, available)
 
 
-def _fetch_evidence(ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int) -> tuple[str, str] | None:
-    """Download E_{k-1} (k > 0) and E_k into ``folder``; (reason, detail) if they are unavailable, or None."""
+def _fetch_evidence(
+    ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int, share: bool = False
+) -> tuple[str, str] | None:
+    """Download E_{k-1} (k > 0) and E_k into ``folder`` (``share``: and pin each, to serve it); (reason, detail)
+    if they are unavailable, or None."""
     k, cid = opened.k, opened.opening_cid
     if cid is None:
         return "missing", f"batch of interval {k} has no opening manifest"
@@ -149,7 +153,20 @@ def _fetch_evidence(ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes
             raise
         except IpfsError as exc:
             return _reason_of(exc), f"E_{index} ({files[digest]}): {exc}"
+        if share:
+            _share(ctx, files[digest])
     return None
+
+
+def _share(ctx: NodeContext, cid: str) -> None:
+    """Pin a file just fetched, so this node serves it too. A pin that fails changes nothing about what was
+    obtained (our own node being down aside, which the caller waits out)."""
+    try:
+        ctx.ipfs.pin(cid)
+    except IpfsUnavailable:
+        raise
+    except IpfsError as exc:
+        ctx.say(f"could not pin {cid} to re-share it: {exc}", style="yellow")
 
 
 def _manifest_problem(

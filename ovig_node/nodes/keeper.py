@@ -4,11 +4,11 @@ Every node runs a Keeper between its own work, so no clock of the protocol depen
 ``drawSeed``, ``slashUnopened``, ``slashUnopenedRequest`` and ``settleRequest`` (targeted openings),
 ``finalize``, ``abandon``, ``settleUndecided``, ``expireChallenge``,
 ``claimBond``, ``releaseLeadShare`` (a slash's lead share, once no earlier challenge can take it),
-``drawPanel`` (a panel may take several calls), ``rearm`` (a draw that can no longer complete) and
-``resolve``; and ``submitRound``: a draw whose drand round is not on-chain yet waits for someone to submit
-its signature, fetched from the node's beacon relays and verified by the contract. What is due is read
-from the chain (views and the latest block), never from wall time. When another keeper acts first, the
-estimate reverts and nothing is sent.
+``drawPanel`` (a panel may take several calls), ``rearm`` (a draw that can no longer complete), ``resolve``
+and ``settleSeats`` (a resolved dispute's seats, a page a call); and ``submitRound``: a draw whose drand
+round is not on-chain yet waits for someone to submit its signature, fetched from the node's beacon relays
+and verified by the contract. What is due is read from the chain (views and the latest block), never from wall
+time. When another keeper acts first, the estimate reverts and nothing is sent.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ovig_node.protocol.panel import TRIES_PER_SEAT, panel_size
 
 DUTIES = ("submitRound", "drawSeed", "slashUnopened", "slashUnopenedRequest", "settleRequest", "finalize", "abandon",
           "settleUndecided", "expireChallenge", "claimBond", "releaseLeadShare", "drawPanel", "rearm",
-          "resolve")  # fmt: skip
+          "resolve", "settleSeats")  # fmt: skip
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
 
 
@@ -181,8 +181,13 @@ class Keeper:
         p, committee = self.ctx.protocol, self.ctx.protocol.committee
         d = p.dispute(dispute)
         if d.status == DisputeStatus.RESOLVED:
-            self._done.add(("dispute", dispute))
-            return []
+            if d.seatsSettled:
+                self._done.add(("dispute", dispute))
+                return []
+            # Penalties taken, shares paid and seats released a page at a time (exits wait for their seats).
+            return self._act("settleSeats", f"settleSeats:{dispute}:{d.settledSeats}",
+                             committee.functions.settleSeats(dispute),
+                             f"settled seats of dispute {dispute} from seat {d.settledSeats}")  # fmt: skip
         now = int(head["timestamp"])
         moot = p.tasks.functions.isMoot(dispute).call()
         if moot:

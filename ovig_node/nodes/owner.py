@@ -151,9 +151,9 @@ def task_status(ctx: NodeContext, task: int) -> TaskReport:
         dispute = int(event.args["dispute"])
         d = p.dispute(dispute)
         panel = list(p.committee.functions.panelOf(dispute).call())
-        votes = {a: p.view(p.committee, "ballotOf", dispute, d.round, a).vote for a in panel}
+        votes = {a: p.view(p.committee, "ballotOf", dispute, a).vote for a in panel}
         disputes.append({
-            "dispute": dispute, "k": int(event.args["k"]), "reason": Reason(d.reason).name.lower(),
+            "dispute": dispute, "k": int(event.args["k"]), "reason": Reason(event.args["reason"]).name.lower(),
             "status": DisputeStatus(d.status).name.lower(), "verdict": Verdict(d.verdict).name.lower(),
             "round": int(d.round), "votes": votes,
         })  # fmt: skip

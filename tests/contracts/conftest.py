@@ -275,7 +275,7 @@ def vote(committee: Any, chain: Any, accounts: Any) -> Callable[..., None]:
         by_address = {a.address: a for a in accounts}
         salt = b"\x5e" * 32
         for address, choice in votes.items():
-            commitment = vote_commitment(dispute, d.round, choice or VALID, salt, address)
+            commitment = vote_commitment(dispute, d.run, choice or VALID, salt, address)
             committee.commitVote(dispute, commitment, sender=by_address[address])
         commit_end = d.drawnAt + committee.COMMIT_WINDOW()
         chain.pending_timestamp = commit_end
@@ -308,10 +308,11 @@ def held_for_others(tasks: Any, accounts: Any, *extra: Any) -> int:
 
 
 def committee_holds(committee: Any, accounts: Any, *extra: Any) -> int:
-    """What AuditCommittee owes (protocol 4.3): stakes, appeal bonds held, every known account's credit,
-    and `burned`."""
+    """What AuditCommittee owes (protocol 4.3): stakes, appeal bonds held, the panel's money of resolved
+    disputes whose seats are not settled yet, every known account's credit, and `burned`."""
     credits = sum(committee.credits(a) for a in _distinct(accounts, extra))
-    return committee.totalStake() + committee.heldAppealBonds() + credits + committee.burned()
+    held = committee.totalStake() + committee.heldAppealBonds() + committee.heldForSeats()
+    return held + credits + committee.burned()
 
 
 def _distinct(accounts: Any, extra: Any) -> set[str]:

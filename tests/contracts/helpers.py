@@ -45,12 +45,17 @@ COMMITTEE: dict[str, int] = {
     "panelSize": 3,
     "maxRounds": 3,
     "panelBps": 1000,  # of a losing or stalled appeal's bond, to the deciding round's majority
+    "replayPrice": 10**12,  # wei per second of declared replay: round 0's 3 replays of 900 s cost 0.0027 ETH
 }
-AUDITOR_STAKE = COMMITTEE["overlap"] * COMMITTEE["penalty"]
+# What registering takes, (L + 2) x penalty, and what eligibility needs, L x penalty (protocol 4.2, v3).
+AUDITOR_STAKE = (COMMITTEE["overlap"] + 2) * COMMITTEE["penalty"]
+ELIGIBLE_STAKE = COMMITTEE["overlap"] * COMMITTEE["penalty"]
 TRIES_PER_SEAT, TRIES_PER_CALL = 16, 64
 
-# Verdict, Reason, DisputeStatus and CommitStatus values (contracts/Types.sol).
-V_NONE, VALID, FAULTY, NO_DECISION, MOOT = range(5)
+# Verdict, Vote, Reason, DisputeStatus and CommitStatus values (contracts/Types.sol). A ballot of 1 (sound) or 2
+# (faulty) has the value of the verdict it backs.
+V_NONE, VALID, FAULTY, NO_DECISION, MOOT, V_UNAVAILABLE = range(6)
+SOUND, BALLOT_UNAVAILABLE = VALID, 3
 OUT_OF_BOUNDS, UNAVAILABLE = 1, 2
 D_NONE, AWAITING_PANEL, VOTING, RESOLVED, APPEALABLE = range(5)
 C_NONE, C_PENDING, C_JOINED, C_SETTLED, C_EXPIRED = range(5)
@@ -193,7 +198,8 @@ def commit_challenge(
 
 def settle(committee: Any, dispute: int, sender: Any) -> Any:
     """Resolve the dispute's current round; if it decided, wait out its appeal window unappealed and
-    resolve again, so the outcome stands. Returns the last transaction."""
+    resolve again, so the outcome stands; once resolved, settle every seat. Returns the transaction that
+    resolved it (or the last one, if it did not resolve)."""
     from ape import chain
 
     tx = committee.resolve(dispute, sender=sender)
@@ -201,7 +207,26 @@ def settle(committee: Any, dispute: int, sender: Any) -> Any:
     if d.status == APPEALABLE:
         chain.pending_timestamp = d.decidedAt + committee.APPEAL_WINDOW()
         tx = committee.resolve(dispute, sender=sender)
+    settle_seats(committee, dispute, sender)
     return tx
+
+
+def emitted(event: Any, since: int, *fields: str, **match: Any) -> list[tuple]:
+    """Every log of ``event`` (a contract's event, e.g. ``committee.Penalized``) from block ``since`` on, each as
+    the tuple of ``fields``, optionally only those whose indexed fields equal ``match``."""
+    from ape import chain
+
+    logs = event.range(since, chain.blocks.height + 1, search_topics=match or None)
+    return [tuple(list(log[f]) if isinstance(log[f], list | tuple) else log[f] for f in fields) for log in logs]
+
+
+def settle_seats(committee: Any, dispute: int, sender: Any) -> int:
+    """Once the dispute is resolved, call settleSeats until every seat is settled; returns the calls made."""
+    calls = 0
+    while committee.getDispute(dispute).status == RESOLVED and not committee.getDispute(dispute).seatsSettled:
+        committee.settleSeats(dispute, sender=sender)
+        calls += 1
+    return calls
 
 
 def opened_digests(tasks: Any, task: int, k: int) -> tuple[bytes, bytes]:
@@ -214,11 +239,10 @@ def opened_digests(tasks: Any, task: int, k: int) -> tuple[bytes, bytes]:
     return bytes(logs[0].startDigest), bytes(logs[0].endDigest)
 
 
-def vote_commitment(dispute: int, round_: int, vote: int, salt: bytes, panelist: str) -> bytes:
-    """`keccak256(abi.encode(dispute, round, vote, salt, panelist))` (protocol 4.2)."""
-    return keccak(
-        encode(["uint256", "uint256", "uint8", "bytes32", "address"], [dispute, round_, vote, salt, panelist])
-    )
+def vote_commitment(dispute: int, run: int, vote: int, salt: bytes, panelist: str) -> bytes:
+    """`keccak256(abi.encode(dispute, run, vote, salt, panelist))` (protocol 4.2, v3: a round drawn again is a
+    new run)."""
+    return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"], [dispute, run, vote, salt, panelist]))
 
 
 def panel_seed(value: bytes, dispute: int, round_: int) -> bytes:

@@ -66,8 +66,8 @@ After every episode (each message names the episode's seed), ``check`` asserts:
   history as of the round's arm block (``slotCountAt``, ``occupantAt``, ``standingAt``; the first
   ``ChallengeCommitted`` of each account on the task in the episode's book: no commit at or before a; the
   task's owner and provider; earlier seats) and the seed from the hash of the round's randomness target,
-  the arm block + SEED_DELAY (BlockhashRandomness; the committee's ``panelTarget`` names that block); the
-  committee's ``isEligible`` agrees with that history for every occupant;
+  the arm block + SEED_DELAY (BlockhashRandomness; the committee's ``panelTarget`` names that block), with the
+  panelists of the dispute's counted runs (not of a voided, silent run) ineligible;
 - targeted openings: a faked interval opened on request is one more opened faked interval for soundness; the
   lead of a requester's reveal is its request's place when it committed within k's first challenge window
   (as ``_leadSeqOf``); an Undecided task's requesters put their request bonds in;
@@ -103,12 +103,14 @@ from helpers import (
     C_JOINED,
     C_PENDING,
     COMMITTEE,
+    ELIGIBLE_STAKE,
     FAULTY,
     MAX_REQUESTS_PER_BATCH,
     MIN_BONDS,
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
+    RESOLVED,
     SEED_DELAY,
     SHARES,
     UNAVAILABLE,
@@ -536,7 +538,8 @@ class World:
                 handler(event)
 
     ENDINGS = frozenset({"TaskFinalized", "TaskSlashed", "TaskAbandoned", "TaskCancelled", "DisputeResolved",
-                         "ChallengeExpired", "ChallengeRevealed", "LeadShareReleased", "RequestSettled"})  # fmt: skip
+                         "ChallengeExpired", "ChallengeRevealed", "LeadShareReleased", "RequestSettled",
+                         "SeatsSettled"})  # fmt: skip
 
     def ledger(self, e: Event) -> None:
         who = "tasks" if e.address == self.tasks.address else "committee"
@@ -630,7 +633,8 @@ class World:
         records = {**{d: rec for d, (rec, _) in self.resolved.items()}, **got.get("records", {})}
         disputes = {**{d: dis for d, (_, dis) in self.resolved.items()}, **got.get("disputes", {})}
         for d, dispute in got.get("disputes", {}).items():
-            if dispute.status == 3 and not records[d].open:  # Resolved in both contracts: never changes again
+            # Resolved in both contracts, its seats settled: never changes again.
+            if dispute.status == 3 and dispute.seatsSettled and not records[d].open:
                 self.resolved[d] = (records[d], dispute)
         commits = {**self.final_commits, **got.get("commits", {})}
         for key, commit in got.get("commits", {}).items():
@@ -655,7 +659,7 @@ class World:
             r.view("money_tasks", i, t, "getTask", i)
         for name, contract in (("task_burned", t), ("committee_burned", c)):
             r.view("scalars", name, contract, "burned")
-        for name in ("totalStake", "heldAppealBonds", "auditorCount"):
+        for name in ("totalStake", "heldAppealBonds", "heldForSeats", "auditorCount"):
             r.view("scalars", name, c, name)
         for name, contract in (("task_eth", t), ("committee_eth", c)):
             r.add("scalars", name, ("eth_getBalance", [contract.address, "latest"]), lambda raw: int(raw, 16))
@@ -685,7 +689,8 @@ class World:
         held = escrow + task_credits + scalars["task_burned"]
         if scalars["task_eth"] != held:
             self.fail(f"money: TrainingTasks holds {scalars['task_eth']} but owes {held}")
-        owed = scalars["totalStake"] + scalars["heldAppealBonds"] + committee_credits + scalars["committee_burned"]
+        owed = scalars["totalStake"] + scalars["heldAppealBonds"] + scalars["heldForSeats"] + committee_credits
+        owed += scalars["committee_burned"]
         if scalars["committee_eth"] != owed:
             self.fail(f"money: AuditCommittee holds {scalars['committee_eth']} but owes {owed}")
 
@@ -788,12 +793,8 @@ class World:
 
     def check_panel(self, e: Event) -> None:
         """The drawn panel is protocol 4.2's draw over the committee's history as of the arm block."""
-        d, round_ = e.args.dispute, e.args.round
-        first = Reads()
-        first.view("dispute", None, self.committee, "getDispute", d)
-        first.view("seats", None, self.committee, "seatsOf", d)
-        got = first.run(self.rpc)
-        x, seats = got["dispute"][None], got["seats"][None]
+        d, round_, run = e.args.dispute, e.args.round, e.args.run
+        x = self.view(self.committee, "getDispute", d)
         a = x.armBlock
         as_of = a - 1
         target = a + SEED_DELAY  # BlockhashRandomness: the round's seed is the hash of block a + DELAY
@@ -811,40 +812,43 @@ class World:
         occupants = [o if int(o, 16) else None for _, o in sorted(occ.run(self.rpc).get("occupants", {}).items())]
         people = sorted({o for o in occupants if o is not None})
         info = Reads()
+        first_as_of = x.firstArmBlock - 1  # a later round seats only auditors eligible when the dispute opened too
         for who in people:
             info.view("standing", who, self.committee, "standingAt", who, as_of)
-            info.view("contract", who, self.committee, "isEligible", d, who)
+            info.view("first", who, self.committee, "standingAt", who, first_as_of)
         info.view("task", None, self.tasks, "getTask", x.task)
         got = info.run(self.rpc)
         first_commits: dict[str, int] = {}  # each challenger's first commit on the task, from the book
         for c in self.events:
             if c.name == "ChallengeCommitted" and c.args.task == x.task:
                 first_commits.setdefault(str(c.args.challenger), c.block)
-        earlier = set(seats[: len(seats) - len(e.args.panel)])
+        # Earlier runs' panelists, but a voided run's (re-run in the same round: it stayed silent) sit again.
+        runs = {r.args.run: r.args for r in self.events if r.name == "PanelDrawn" and r.args.dispute == d}
+        earlier = {
+            p for r, args in runs.items() if r < run and runs.get(r + 1, e.args).round != args.round for p in args.panel
+        }
         task = got["task"][None]
         excluded = {task.owner, task.provider}  # never on a panel of the task's disputes
 
-        def eligible(who: str) -> bool:
-            return who not in earlier and eligible_apart_from_seats(who)
+        def standing_ok(standing: tuple[int, int, bool], block: int) -> bool:
+            stake, registered, leaving = standing
+            return (
+                registered != 0
+                and registered + COMMITTEE["warmupBlocks"] <= block
+                and not leaving
+                and (stake >= ELIGIBLE_STAKE)
+            )
 
-        def eligible_apart_from_seats(who: str) -> bool:
-            stake, registered, leaving = got["standing"][who]
+        def eligible(who: str) -> bool:
             first_commit = first_commits.get(who, 0)
             return (
                 who not in excluded
-                and registered != 0
-                and registered + COMMITTEE["warmupBlocks"] <= a
-                and not leaving
-                and stake >= AUDITOR_STAKE
+                and standing_ok(got["standing"][who], a)
+                and standing_ok(got["first"][who], x.firstArmBlock)
                 and (first_commit == 0 or first_commit > a)  # no commit on the task at or before a
+                and who not in earlier
             )
 
-        # The contract's own view of eligibility (earlier seats aside) agrees with the one rebuilt from history.
-        for who in people:
-            if got["contract"][who] != eligible_apart_from_seats(who):
-                self.fail(
-                    f"fixity: isEligible({d}, {who}) is {got['contract'][who]}, the history as of {a} says otherwise"
-                )
         value = bytes.fromhex(head["hash"][2:])
         expected = draw_panel(
             panel_seed(value, d, round_), occupants, eligible, panel_size(COMMITTEE["panelSize"], round_)
@@ -1160,7 +1164,7 @@ class Auditors(Agent):
             world.on(name, self.armed)
 
     def panel_drawn(self, e: Event) -> None:
-        d, round_ = e.args.dispute, e.args.round
+        d, run = e.args.dispute, e.args.run
         truth = self.w.truth(d)
         for panelist in e.args.panel:
             if panelist in self.honest:
@@ -1173,16 +1177,16 @@ class Auditors(Agent):
             salt = self.w.rng.randbytes(32)
             commit_at = self.w.rng.randint(self.now, max(self.now, e.args.commitEnd - RESERVE))
             reveal_at = self.w.rng.randint(e.args.commitEnd, e.args.revealEnd - RESERVE)
-            commitment = vote_commitment(d, round_, vote, salt, panelist)
-            commit = (d, round_, panelist, "commitVote", (commitment,), role, e.args.commitEnd)
+            commitment = vote_commitment(d, run, vote, salt, panelist)
+            commit = (d, run, panelist, "commitVote", (commitment,), role, e.args.commitEnd)
             self.later(commit_at, "commit vote", lambda c=commit: self.vote(*c))
             if reveal:
-                opening = (d, round_, panelist, "revealVote", (vote, salt), role, e.args.revealEnd)
+                opening = (d, run, panelist, "revealVote", (vote, salt), role, e.args.revealEnd)
                 self.later(reveal_at, "reveal vote", lambda o=opening: self.vote(*o))
 
-    def vote(self, d: int, round_: int, panelist: str, fn: str, args: tuple[Any, ...], role: str, end: int) -> None:
+    def vote(self, d: int, run: int, panelist: str, fn: str, args: tuple[Any, ...], role: str, end: int) -> None:
         dispute = self.w.dispute(d)
-        if dispute.status != VOTING or dispute.round != round_:
+        if dispute.status != VOTING or dispute.run != run:
             return  # moot (resolved early), or a sybil's vote the dispute moved past
         if self.now >= end:
             if role:
@@ -1192,6 +1196,8 @@ class Auditors(Agent):
 
     def round_decided(self, e: Event) -> None:
         d = e.args.dispute
+        if not e.args.appealUntil:
+            return  # an unavailable round before the last: the next one is armed at once, nothing to appeal
         if e.args.outcome != self.w.truth(d):
             self.w.appeal_if_wrong(e, self.w.rng.choice(sorted(self.honest)), "auditor")
         elif self.w.rng.random() < self.mix.sybil_appeal:
@@ -1314,7 +1320,7 @@ class Flooder(Agent):
     def round_decided(self, e: Event) -> None:
         d = e.args.dispute
         mine = self.w.snap.records[d].task == self.plan.id
-        if mine and e.args.outcome == VALID and self.w.rng.random() < self.junk_appeal:
+        if mine and e.args.appealUntil and e.args.outcome == VALID and self.w.rng.random() < self.junk_appeal:
             self.soon("junk appeal", lambda: self.w.appeal(e, self.plan.provider, ""), spread=60)
 
 
@@ -1325,6 +1331,7 @@ class Keeper(Agent):
 
     EDGE_EVENTS = ("TaskAccepted", "BatchCommitted", "SeedDrawn", "BatchOpened", "ChallengeCommitted",
                    "ChallengeRevealed", "DisputeOpened", "PanelDrawn", "RoundDecided", "RoundFailed", "Appealed",
+                   "DisputeResolved",
                    "PanelRearmed", "DisputeSettled", "IntervalWindowReopened", "TaskSlashed", "ChallengeExpired",
                    "TaskFinalized", "LeadShareWaiting", "OpeningRequested", "RequestOpened")  # fmt: skip
 
@@ -1361,8 +1368,10 @@ class Keeper(Agent):
             calls.append((a.revealBy, w.tasks, "expireChallenge", (a.task, a.challenger, a.commitment)))
         elif e.name == "PanelDrawn":
             calls.append((a.revealEnd, w.committee, "resolve", (a.dispute,)))
-        elif e.name == "RoundDecided":
+        elif e.name == "RoundDecided" and a.appealUntil:
             calls.append((a.appealUntil, w.committee, "resolve", (a.dispute,)))
+        elif e.name == "DisputeResolved":
+            calls.append((self.now, w.committee, "settleSeats", (a.dispute,)))
         elif e.name in ("DisputeOpened", "Appealed", "PanelRearmed", "RoundFailed"):
             calls.append((self.now, w.committee, "drawPanel", (a.dispute,)))  # before its seed block
             calls.append((self.now + COMMITTEE["maxDrawDelay"], w.committee, "rearm", (a.dispute,)))
@@ -1455,6 +1464,11 @@ def due(w: World, me: str) -> int:
             x.status == APPEALABLE and w.next_time >= x.decidedAt + COMMITTEE["appealWindow"]
         ):
             call(w.committee, "resolve", d)
+        x = w.snap.disputes[d]
+        while x.status == RESOLVED and not x.seatsSettled:  # a page of seats a call
+            if not call(w.committee, "settleSeats", d):
+                break
+            x = w.snap.disputes[d]
     for i, t in w.snap.tasks.items():
         b_opened = t.openedBatches == t.batchCount
         quiet_end = w.next_time >= t.challengeEnd and quiet(i) and not t.unopenedRequests
@@ -1559,7 +1573,7 @@ class Episode:
         return (
             all(t.status in Interface.TERMINAL and not t.waitingLeadSeq for t in s.tasks.values())
             and all(c.status != C_PENDING for c in s.commits.values())
-            and all(x.status == 3 for x in s.disputes.values())
+            and all(x.status == RESOLVED and x.seatsSettled for x in s.disputes.values())
             and all(r.settled for r in self.w.requests.values())
         )
 
@@ -1701,8 +1715,8 @@ class Episode:
             w.fail("no ETH stuck: a task is still live after the timeouts")
         if any(c.status == C_PENDING for c in s.commits.values()):
             w.fail("no ETH stuck: a challenge commit is still pending")
-        if any(x.status != 3 for x in s.disputes.values()):
-            w.fail("no ETH stuck: a dispute is still open")
+        if any(x.status != RESOLVED or not x.seatsSettled for x in s.disputes.values()):
+            w.fail("no ETH stuck: a dispute is still open, or its seats unsettled")
         if s.scalars["heldAppealBonds"]:
             w.fail("no ETH stuck: appeal bonds still held")
         if any(not r.settled for r in w.requests.values()):

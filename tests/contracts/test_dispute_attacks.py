@@ -140,7 +140,7 @@ def test_a_sound_verdict_is_final_and_a_blind_commit_made_before_it_pays_as_its_
     settle(committee, dispute, keeper)
     share, panel_share = CBOND * 5_000 // 10_000, CBOND * 1_000 // 10_000
     assert tasks.credits(provider) == share
-    assert [tasks.credits(a) for a in panel] == [panel_share // 3] * 3
+    assert [committee.credits(a) for a in panel] == [panel_share // 3] * 3
     assert tasks.getOpenedInterval(task, 2).sound
     burned = tasks.burned()
     assert reveal(tasks, task, 2, watcher2, salt=b"\x0b" * 32) == 0  # settled at once, as the sound verdict

@@ -11,6 +11,7 @@ import pytest
 from helpers import (
     ACCEPTED,
     AUDITOR_STAKE,
+    AWAITING_PANEL,
     C_EXPIRED,
     C_JOINED,
     C_PENDING,
@@ -153,17 +154,19 @@ def test_reveal_opens_a_dispute_with_the_committee(
     assert (record.task, record.k, record.joined, record.open, record.verdict) == (task, 4, 1, True, 0)
     iv = tasks.getOpenedInterval(task, 4)
     assert (iv.dispute, iv.lead) == (1, watcher.address)
-    d = committee.getDispute(1)
-    assert (d.task, d.reason, d.round, d.armBlock, d.roundStartedAt) == (
+    opened = [(e.dispute, e.task, e.k, e.reason) for e in tx.events.filter(tasks.DisputeOpened)]
+    assert opened == [(1, task, 4, UNAVAILABLE)]
+    d = committee.getDispute(1)  # read from the task contract's record until the committee takes it up
+    assert (d.task, d.status, d.round, d.armBlock, d.roundStartedAt) == (
         task,
-        UNAVAILABLE,
+        AWAITING_PANEL,
         0,
         tx.block_number,
         tx.timestamp,
     )
     # Never on its panel: the owner, the provider, and whoever committed on the task up to the arm block.
     assert [tasks.isInterested(task, a, tx.block_number) for a in (provider, owner, watcher)] == [True] * 3
-    assert committee.isOpen(1)
+    assert tasks.disputeCount() == 1
 
 
 def test_reveal_by_another_sender_or_with_wrong_fields_reverts(
@@ -296,7 +299,7 @@ def test_settle_dispute_only_by_the_adjudicator(
     dispute = challenge(task, 5, watcher)
     before = snap(tasks, task)
     with ape.reverts(tasks.NotAdjudicator, caller=owner.address):
-        tasks.settleDispute(dispute, (FAULTY, False, [owner.address], [], []), sender=owner)
+        tasks.settleDispute(dispute, (FAULTY, False, 0), sender=owner)
     assert snap(tasks, task) == before
 
 
@@ -334,17 +337,17 @@ def test_faulty_lifecycle_pays_every_party_to_the_wei(
     commitment = challenge_commitment(task, 4, OUT_OF_BOUNDS, b"\x07" * 32, watcher.address)
     tasks.claimBond(task, watcher.address, commitment, sender=keeper)
     assert tasks.credits(watcher) == LEAD + CBOND
-    for panelist in panel_of_three:
-        assert tasks.credits(panelist) == BOND * 1_000 // 10_000 // 3
+    for panelist in panel_of_three:  # the panel's 10% goes to the committee, which pays the seats
+        assert committee.credits(panelist) == BOND * 1_000 // 10_000 // 3
         assert committee.getAuditor(panelist).openSeats == 0
         assert committee.getAuditor(panelist).stake == AUDITOR_STAKE
     assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
     assert tasks.credits(provider) == 0
     assert tasks.burned() == 0
-    assert not tasks.getDispute(dispute).open and not committee.isOpen(dispute)
+    assert not tasks.getDispute(dispute).open and committee.getDispute(dispute).status == RESOLVED
     balance_invariant()
     # Everybody pulls; the contract keeps nothing but `burned`.
-    for who in (watcher, owner, *panel_of_three):
+    for who in (watcher, owner):
         before = who.balance
         receipt = tasks.withdraw(sender=who)
         assert who.balance == before + receipt.events[0].amount - receipt.total_fees_paid
@@ -384,8 +387,8 @@ def test_faulty_panel_share_dust_is_burned(
     to_challenger, to_panel = bond * 2_000 // 10_000, bond * 1_000 // 10_000
     assert tasks.credits(watcher) == to_challenger
     assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD + OWNER_BOND
-    assert [tasks.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
-    assert tasks.burned() == to_panel - 3 * (to_panel // 3) == 1
+    assert [committee.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
+    assert committee.burned() == to_panel - 3 * (to_panel // 3) == 1 and tasks.burned() == 0
 
 
 def test_sound_verdict_pays_provider_and_makes_the_interval_final(
@@ -409,8 +412,9 @@ def test_sound_verdict_pays_provider_and_makes_the_interval_final(
     assert tasks.getTask(task).status == COMMITTED
     to_provider, to_panel = CBOND * 5_000 // 10_000, CBOND * 1_000 // 10_000
     assert tasks.credits(provider) == to_provider
-    assert [tasks.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
-    assert tasks.burned() == CBOND - to_provider - 3 * (to_panel // 3)
+    assert [committee.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
+    assert tasks.burned() == CBOND - to_provider - to_panel
+    assert committee.burned() == to_panel - 3 * (to_panel // 3)
     assert tasks.credits(watcher) == 0
     assert tasks.getOpenedInterval(task, 2).sound
     # A challenge of the same interval committed after the verdict cannot be revealed: k is final.
@@ -419,7 +423,7 @@ def test_sound_verdict_pays_provider_and_makes_the_interval_final(
         tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, SALT, "r", sender=watcher2)
     chain.pending_timestamp = tasks.getCommit(watcher2.address, late).committedAt + REVEAL_WINDOW
     tasks.expireChallenge(task, watcher2.address, late, sender=keeper)
-    assert tasks.burned() == 2 * CBOND - to_provider - 3 * (to_panel // 3)
+    assert tasks.burned() == 2 * CBOND - to_provider - to_panel
     chain.pending_timestamp = tasks.getTask(task).challengeEnd
     tasks.finalize(task, sender=keeper)
     assert tasks.getTask(task).status == FINALIZED
@@ -592,7 +596,7 @@ def test_reveal_on_an_ended_task_is_refunded(
     assert [e.dispute for e in tx.events.filter(tasks.ChallengeRevealed)] == [0]
     assert tasks.getCommit(watcher2.address, late).status == C_SETTLED
     assert tasks.credits(watcher2) == CBOND
-    assert committee.disputeCount() == 1
+    assert tasks.disputeCount() == 1
 
 
 # --- clocks that wait for challenges -------------------------------------------------------------

@@ -5,9 +5,8 @@ random steps among everything the protocol allows at that moment and a share of 
 post, cancel, accept, commitBatch (now and then a bogus root), drawSeed, openBatch (honest openings,
 sometimes split over two calls, sometimes tampered), slashUnopened, abandon, finalize, challenge
 commit / reveal / expiry, auditor register / requestExit / exit, drawPanel (over several calls) and
-rearm, vote commit / reveal,
-resolve, withdraw, time jumps (some exactly onto a window's edge) and block mining (some past the
-256-block blockhash horizon).
+rearm, ballot commit / reveal (sound, faulty or unavailable), resolve, settleSeats, withdraw, time jumps (some
+exactly onto a window's edge) and block mining (some past the 256-block blockhash horizon).
 
 After every transaction (and every clock move) it checks:
 
@@ -16,7 +15,7 @@ After every transaction (and every clock move) it checks:
 - a reverted transaction reverted with one of the contracts' custom errors (never a panic or an
   empty revert) and changed no contract state; a deliberately forbidden one reverted, with the
   error named;
-- bookkeeping: auditors' open seats equal the seats of complete panels of open disputes, each task's
+- bookkeeping: auditors' open seats equal the seats of complete panels not settled yet, each task's
   dispute and pending-commit counters equal the disputes and commits that exist, terminal states and
   burned amounts never move back.
 
@@ -103,9 +102,11 @@ ACTIONS: dict[str, float] = {
     "post": 5, "cancel": 1.5, "accept": 5, "commit_batch": 10, "draw_seed": 7, "open_batch": 10,
     "slash_unopened": 1.5, "abandon": 1.5, "finalize": 3, "settle_undecided": 1, "withdraw": 4, "commit_challenge": 9,
     "reveal_challenge": 7, "expire_challenge": 2, "claim_bond": 2, "register": 4, "request_exit": 1, "exit": 1,
-    "draw_panel": 5, "rearm": 1, "appeal": 1.5, "commit_vote": 12, "reveal_vote": 12, "resolve": 4, "advance_time": 3,
-    "mine_blocks": 4,
+    "draw_panel": 5, "rearm": 1, "appeal": 1.5, "commit_vote": 12, "reveal_vote": 12, "resolve": 4,
+    "settle_seats": 2, "advance_time": 3, "mine_blocks": 4,
 }  # fmt: skip
+BALLOT_UNAVAILABLE = 3  # Vote.Unavailable
+RESOLVED = 3  # DisputeStatus.Resolved
 
 
 # Snapshot fields read as one view each: (field, contract of the walk, view).
@@ -115,10 +116,11 @@ SCALARS: list[tuple[str, Callable[[Walk], Abi], str]] = [
     ("total_stake", lambda w: w.committee, "totalStake"),
     ("auditor_count", lambda w: w.committee, "auditorCount"),
     ("appeal_bonds", lambda w: w.committee, "heldAppealBonds"),
+    ("held_for_seats", lambda w: w.committee, "heldForSeats"),
 ]
 # Snapshot fields that map keys to values.
-GROUPS = ("eth", "tasks", "batches", "records", "disputes", "panels", "auditors", "commits", "task_credits",
-          "committee_credits")  # fmt: skip
+GROUPS = ("eth", "tasks", "batches", "records", "disputes", "panels", "seats", "auditors", "commits",
+          "task_credits", "committee_credits")  # fmt: skip
 
 
 # --- the chain state the walk reads after every step ----------------------------------------------
@@ -136,6 +138,7 @@ class Snapshot:
     records: dict[int, Any]  # TrainingTasks.getDispute of every dispute
     disputes: dict[int, Any]  # AuditCommittee.getDispute of every dispute
     panels: dict[int, list[str]]  # panelOf every dispute in Voting or Appealable
+    seats: dict[int, list[str]]  # seatsOf every dispute whose seats are not all settled
     auditors: dict[str, Any]  # getAuditor of every auditor candidate
     commits: dict[tuple[str, bytes], Any]  # getCommit of every challenge commit made, by (challenger, commitment)
     task_credits: dict[str, int]
@@ -145,6 +148,7 @@ class Snapshot:
     total_stake: int
     auditor_count: int
     appeal_bonds: int
+    held_for_seats: int
 
     def state(self) -> dict[str, Any]:
         """Contract state only (no clock, no account balances): what a reverted call must not change."""
@@ -186,7 +190,7 @@ class Walk:
         self.evidence: dict[int, Evidence] = {}
         self.bogus: set[tuple[int, int]] = set()  # (task, j) committed with a root nobody can open
         self.commits: dict[tuple[str, bytes], Commit] = {}
-        self.ballots: dict[tuple[int, int, str], tuple[int, bytes]] = {}  # (dispute, round, panelist)
+        self.ballots: dict[tuple[int, int, str], tuple[int, bytes]] = {}  # (dispute, run, panelist)
         self.revealed: set[tuple[int, int, str]] = set()
         self.truth: dict[int, int] = {}  # the vote most panelists of a dispute cast
         self.follow_up: str | None = None  # an action that takes the next step instead of a random one
@@ -204,7 +208,7 @@ class Walk:
             [
                 ("eth_getBlockByNumber", ["latest", False]),
                 t.call("taskCount"),
-                c.call("disputeCount"),
+                t.call("disputeCount"),
                 ("eth_getLogs", [{"address": t.address, "topics": [CHALLENGE_COMMITTED], "fromBlock": "0x0"}]),
             ]
         )
@@ -213,7 +217,7 @@ class Walk:
             reads.add("eth", a, ("eth_getBalance", [a, "latest"]), lambda raw: int(raw, 16))
         for i in range(1, t.result("taskCount", task_count) + 1):
             reads.view("tasks", i, t, "getTask", i)
-        for d in range(1, c.result("disputeCount", dispute_count) + 1):
+        for d in range(1, t.result("disputeCount", dispute_count) + 1):
             reads.view("records", d, t, "getDispute", d)
             reads.view("disputes", d, c, "getDispute", d)
         for a in self.candidates:
@@ -237,6 +241,8 @@ class Walk:
         for d, dispute in fields["disputes"].items():
             if dispute.status in (VOTING, APPEALABLE):
                 more.view("panels", d, c, "panelOf", d)
+            if not dispute.seatsSettled:
+                more.view("seats", d, c, "seatsOf", d)
         fields |= more.run(self.rpc)
         scalars = {name: fields.pop(name)[None] for name, _, _ in SCALARS}
         return Snapshot(block=int(head["number"], 16), time=int(head["timestamp"], 16), **fields, **scalars)
@@ -263,12 +269,16 @@ class Walk:
 
     @staticmethod
     def held_by_committee(s: Snapshot) -> int:
-        return s.total_stake + s.appeal_bonds + sum(s.committee_credits.values()) + s.committee_burned
+        return (
+            s.total_stake + s.appeal_bonds + s.held_for_seats + sum(s.committee_credits.values()) + s.committee_burned
+        )
 
     def check_bookkeeping(self, s: Snapshot) -> None:
-        # Seats answered for: every complete panel of a dispute not resolved yet (a draw in progress is not).
-        live = [d for d in s.disputes.values() if d.status in OPEN]
-        seats = sum(d.panelStart for d in live) + sum(len(panel) for panel in s.panels.values())
+        # Seats answered for: every seat of a complete panel not settled yet (a draw in progress is not).
+        seats = 0
+        for i, d in s.disputes.items():
+            if not d.seatsSettled:
+                seats += len(s.seats[i]) - (d.seated if d.status == AWAITING_PANEL else 0) - d.settledSeats
         assert sum(a.openSeats for a in s.auditors.values()) == seats, "open seats != seats of open disputes"
         assert s.total_stake == sum(a.stake for a in s.auditors.values())
         assert s.auditor_count == sum(a.registeredBlock != 0 and not a.exitRequestedAt for a in s.auditors.values())
@@ -690,23 +700,23 @@ class Walk:
         d = self.prefer((d for d in voting if self.snap.time < self.commit_end(d)), voting)
         if d is None:
             return
-        round_ = self.snap.disputes[d].round
-        seated = [p for p in self.snap.panels[d] if (d, round_, p) not in self.ballots]
-        truth = self.truth.setdefault(d, self.rng.choice([VALID, FAULTY]))
+        run = self.snap.disputes[d].run
+        seated = [p for p in self.snap.panels[d] if (d, run, p) not in self.ballots]
+        truth = self.truth.setdefault(d, self.rng.choice([VALID, FAULTY, BALLOT_UNAVAILABLE]))
         if not seated or self.rng.random() < 0.05:
-            commitment = vote_commitment(d, round_, truth, bytes(32), self.outsider)
+            commitment = vote_commitment(d, run, truth, bytes(32), self.outsider)
             self.send(self.outsider, self.committee, "commitVote", d, commitment, forbidden=("NotPanelist",))
             return
         panelist = self.pick(seated)
-        vote = truth if self.rng.random() < 0.8 else VALID + FAULTY - truth
+        vote = truth if self.rng.random() < 0.8 else self.rng.choice([VALID, FAULTY, BALLOT_UNAVAILABLE])
         salt = self.rng.randbytes(32)
-        if self.send(panelist, self.committee, "commitVote", d, vote_commitment(d, round_, vote, salt, panelist)):
-            self.ballots[(d, round_, panelist)] = (vote, salt)
+        if self.send(panelist, self.committee, "commitVote", d, vote_commitment(d, run, vote, salt, panelist)):
+            self.ballots[(d, run, panelist)] = (vote, salt)
             if self.rng.random() < 0.85:
                 self.follow_up = "commit_vote"  # the rest of the panel, mostly before anything else
 
     def reveal_vote(self) -> None:
-        voting = {(d, x.round) for d, x in self.snap.disputes.items() if x.status == VOTING}
+        voting = {(d, x.run) for d, x in self.snap.disputes.items() if x.status == VOTING}
         ballots = [k for k in self.ballots if k[:2] in voting]
         reveal_end = COMMITTEE["commitWindow"] + COMMITTEE["revealWindow"]
         due = [
@@ -730,12 +740,12 @@ class Walk:
                 self.committee,
                 "revealVote",
                 d,
-                VALID + FAULTY - vote,
+                VALID if vote != VALID else FAULTY,
                 salt,
-                forbidden=("VoteMismatch", "VoteRevealClosed", "NothingToReveal"),
+                forbidden=("VoteMismatch", "VoteRevealClosed", "NothingToReveal", "InterestedPanelist"),
             )
         elif roll < 0.08:
-            self.send(panelist, self.committee, "revealVote", d, 3, salt, forbidden=("InvalidVote", "VoteRevealClosed"))
+            self.send(panelist, self.committee, "revealVote", d, 4, salt, forbidden=("InvalidVote", "VoteRevealClosed"))
         elif self.send(panelist, self.committee, "revealVote", d, vote, salt):
             self.revealed.add(key)
             if self.rng.random() < 0.85:
@@ -748,6 +758,12 @@ class Walk:
         d = self.prefer(self.open_disputes(VOTING, APPEALABLE, AWAITING_PANEL), self.snap.disputes)
         if d is not None:
             self.send(self.someone(), self.committee, "resolve", d)
+
+    def settle_seats(self) -> None:
+        unsettled = [d for d, x in self.snap.disputes.items() if x.status == RESOLVED and not x.seatsSettled]
+        d = self.prefer(unsettled, self.snap.disputes)
+        if d is not None:
+            self.send(self.someone(), self.committee, "settleSeats", d)
 
     # --- clocks -----------------------------------------------------------------------------------
 
@@ -832,7 +848,7 @@ class Walk:
             any(t.status in LIVE or t.waitingLeadSeq for t in s.tasks.values())
             or any(c.status == PENDING_COMMIT for c in s.commits.values())
             or bool(self.claimable())
-            or any(d.status in OPEN for d in s.disputes.values())
+            or any(d.status in OPEN or not d.seatsSettled for d in s.disputes.values())
             or any(a.registeredBlock for a in s.auditors.values())  # exiting ones too: their stake is held
         )
 
@@ -868,6 +884,8 @@ class Walk:
                     self.send(anyone, self.committee, "rearm", d)
             elif x.status in (VOTING, APPEALABLE):
                 self.send(anyone, self.committee, "resolve", d)
+            while self.snap.disputes[d].status == RESOLVED and not self.snap.disputes[d].seatsSettled:
+                assert self.send(anyone, self.committee, "settleSeats", d)
         for i, t in self.snap.tasks.items():
             if t.status == COMMITTED:
                 self.send(anyone, self.tasks, "finalize", i)
@@ -899,7 +917,7 @@ def test_random_walk_keeps_balances_and_leaves_nothing_stuck(
     succeeded = {fn for (fn, ok) in walk.stats if ok}
     assert succeeded >= {"postTask", "acceptTask", "commitBatch", "drawSeed", "openBatch", "finalize",
                          "commitChallenge", "revealChallenge", "register", "drawPanel", "commitVote",
-                         "revealVote", "resolve", "withdraw", "exit"}, succeeded  # fmt: skip
+                         "revealVote", "resolve", "settleSeats", "withdraw", "exit"}, succeeded  # fmt: skip
 
 
 # --- a spec deviation found while writing the walk ------------------------------------------------

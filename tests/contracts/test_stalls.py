@@ -32,9 +32,12 @@ from helpers import (
     SLASHED,
     VALID,
     commit_challenge,
+    emitted,
     module_pair,
     post_args,
     reveal,
+    settle_seats,
+    vote_commitment,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
@@ -141,8 +144,9 @@ def test_a_split_round_is_a_counted_no_decision_that_charges_the_challengers_for
     panel, tx = split(dispute)
     assert tasks.getDispute(dispute).verdict == NO_DECISION
     charge = CBOND * PANEL_BPS // 10_000 // 2
-    assert [tasks.credits(p) for p in panel] == [charge, charge, 0]
-    assert [(e.panelist, e.amount) for e in tx.events.filter(committee.Penalized)] == [(panel[2], PENALTY)]
+    settle_seats(committee, dispute, keeper)  # the committee pays the charge as it settles the seats
+    assert [committee.credits(p) for p in panel] == [charge, charge, 0]
+    assert emitted(committee.Penalized, tx.block_number, "panelist", "amount") == [(panel[2], PENALTY)]
     refund = (2 * CBOND - 2 * charge) // 2
     assert tasks.getDispute(dispute).refundPerBond == refund
     tasks.claimBond(task, watcher.address, first, sender=keeper)
@@ -157,8 +161,9 @@ def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_counts_noth
     tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, keeper: Any,
     draw_panel: Any, vote: Any,
 ) -> None:  # fmt: skip
-    """A flood that keeps honest panelists busy cannot turn their silence into an outcome: the round is armed
-    again at once (same round, a fresh panel of auditors who have not sat on the dispute)."""
+    """A flood that keeps honest panelists busy cannot turn their silence into an outcome: the run is voided and
+    the round armed again at once (same round, a fresh draw from the whole pool: the void run's panelists
+    may sit again)."""
     register(auditors[:6])
     task, _ = opened_task(**SMALL)
     commit_challenge(tasks, task, 2, watcher)
@@ -168,9 +173,9 @@ def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_counts_noth
     tx = committee.resolve(dispute, sender=keeper)
     assert [(e.round, e.armBlock) for e in tx.events.filter(committee.PanelRearmed)] == [(0, tx.block_number)]
     d = committee.getDispute(dispute)
-    assert (d.status, d.round, d.verdict) == (1, 0, 0)  # AwaitingPanel, round 0, no verdict
+    assert (d.status, d.round, d.run, d.reruns, d.verdict) == (1, 0, 1, 1, 0)  # AwaitingPanel, round 0, run 1
     again = draw_panel(dispute)
-    assert len(again) == 3 and not set(again) & set(panel)
+    assert len(again) == 3 and [committee.ballotOf(dispute, p).run for p in again] == [1] * 3
     assert tasks.getOpenedInterval(task, 2).noDecisions == 0 and tasks.getDispute(dispute).verdict == 0
 
 
@@ -253,7 +258,7 @@ def test_an_excused_panelist_s_silence_never_counts_toward_a_stall(
     commit_challenge(tasks, target, 1, watcher)
     dispute = reveal(tasks, target, 1, watcher)
     panel = draw_panel(dispute)
-    assert all(committee.ballotOf(dispute, 0, p).excused for p in panel)  # each holds L = 4 junk seats
+    assert all(committee.ballotOf(dispute, p).excused for p in panel)  # each holds L = 4 junk seats
     vote(dispute, {panel[0]: VALID, panel[1]: FAULTY})  # panel[2] stays silent
     tx = committee.resolve(dispute, sender=keeper)
     assert [e.round for e in tx.events.filter(committee.PanelRearmed)] == [0]
@@ -318,3 +323,42 @@ def test_every_way_a_task_ends_but_undecided_returns_the_owner_bond(
     tasks.finalize(finalized, sender=keeper)
     assert tasks.credits(owner) == 2 * (REWARD + OWNER_BOND) + BOND + OWNER_BOND
     assert tasks.credits(provider) == REWARD + BOND
+
+
+def test_a_second_reopening_keeps_a_commit_made_in_the_first_extension(
+    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, watcher2: Any,
+    keeper: Any, split: Any, chain: Any, draw_panel: Any,
+) -> None:  # fmt: skip
+    """Attack 4 (dispute game v3, low): a dispute of k ends undecided while k's window is open (extended, no gap);
+    a watcher commits in the last minutes of that extension; a second dispute of k ends undecided after the
+    extension closed and reopens the window. v2 treated everything from k's first window's end to the reopening
+    as closed, the extension included: the commit made in time could not be revealed and its bond burned. The
+    gap now runs from the window's end at the moment of reopening."""
+    register(auditors[:6])
+    window = 7200  # longer than a vote (1.5 h): the first dispute ends while k's first window is open
+    task, _ = opened_task(**SMALL, windows=(3600, window, 3600))
+    commit_challenge(tasks, task, 0, watcher, salt=b"\x01" * 32)
+    _, first = split(reveal(tasks, task, 0, watcher, salt=b"\x01" * 32))
+    t1 = first.timestamp
+    assert tasks.challengeWindowEnd(task, 0) == t1 + window  # extended: no gap
+    assert tasks.getOpenedInterval(task, 0).reopenedAt == 0
+    chain.pending_timestamp = t1 + 3000
+    commit_challenge(tasks, task, 0, keeper, salt=b"\x02" * 32)
+    second = reveal(tasks, task, 0, keeper, salt=b"\x02" * 32)
+    panel = draw_panel(second)
+    signer = {a.address: a for a in auditors[:6]}
+    salt = b"\x5e" * 32
+    for p, ballot in ((panel[0], VALID), (panel[1], FAULTY)):  # split; panel[2] stays silent
+        committee.commitVote(second, vote_commitment(second, 0, ballot, salt, p), sender=signer[p])
+    drawn_at = committee.getDispute(second).drawnAt
+    chain.pending_timestamp = drawn_at + COMMITTEE["commitWindow"]
+    for p, ballot in ((panel[0], VALID), (panel[1], FAULTY)):
+        committee.revealVote(second, ballot, salt, sender=signer[p])
+    chain.pending_timestamp = t1 + window - 100  # in time: the extension's last minutes
+    late = commit_challenge(tasks, task, 0, watcher2, salt=b"\x03" * 32)
+    chain.pending_timestamp = drawn_at + COMMITTEE["commitWindow"] + COMMITTEE["revealWindow"]
+    tx = committee.resolve(second, sender=keeper)  # after the extension closed: the window reopens
+    iv = tasks.getOpenedInterval(task, 0)
+    assert (iv.gapStart, iv.reopenedAt) == (t1 + window, tx.timestamp) and tx.timestamp > t1 + window
+    assert tasks.getCommit(watcher2.address, late).committedAt < iv.gapStart
+    assert reveal(tasks, task, 0, watcher2, salt=b"\x03" * 32) != 0  # joined a new dispute, not refused
