@@ -337,7 +337,10 @@ def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadlin
         providers = {devnet_account(HONEST).address, *leads}
         claimed = all(s.heldBonds == 0 for s in states.values())  # every joined bond pulled back (claimBond)
         ended = all(s in (TaskStatus.FINALIZED, TaskStatus.SLASHED) for s in status.values())
-        if ended and claimed and providers <= withdrawn:
+        # Every dispute's seats settled (a keeper duty): the committee has paid its panelists.
+        seated = all(owner.protocol.dispute(int(e.args["dispute"])).seatsSettled
+                     for t in tasks for e in owner.scanner.events("DisputeOpened", task=t))  # fmt: skip
+        if ended and claimed and seated and providers <= withdrawn:
             result.status = status
             result.credited = _credited(owner, tasks)
             result.lead = names.get(leads.pop(), "someone else") if leads else "nobody"
@@ -353,12 +356,22 @@ def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadlin
 
 
 def _credited(owner: NodeContext, tasks: tuple[int, int]) -> dict[int, dict[str, int]]:
+    """What each role was credited for each task: by the task contract, and by the committee for the task's
+    disputes (the panel's share goes to the committee in one sum, which pays each seat: counted at the seats)."""
     names = {devnet_account(i).address: role for i, role in ROLES.items()}
     credited: dict[int, dict[str, int]] = {t: {} for t in tasks}
+    task_of = {int(e.args["dispute"]): int(e.args["task"]) for e in owner.scanner.events("DisputeOpened")}
+    committee = owner.protocol.committee.address
     for event in owner.scanner.events("Credited"):
-        task = int(event.args["source"])
-        if event.contract == "TrainingTasks" and task in credited:
-            role = names.get(event.args["account"], event.args["account"])
+        source, account = int(event.args["source"]), event.args["account"]
+        if event.contract == "TrainingTasks" and account != committee:
+            task = source
+        elif event.contract == "AuditCommittee" and source in task_of:
+            task = task_of[source]
+        else:
+            continue
+        if task in credited:
+            role = names.get(account, account)
             credited[task][role] = credited[task].get(role, 0) + int(event.args["amount"])
     return credited
 
