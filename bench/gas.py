@@ -66,7 +66,7 @@ LATER = " (a later task)"  # label suffix of a challenge made once the contracts
 OUT_OF_BOUNDS, VALID, FAULTY = 1, 1, 2
 AWAITING_PANEL, VOTING = 1, 2  # DisputeStatus values
 # Positions in AuditCommittee's Dispute struct.
-DISPUTE_STATUS, DISPUTE_ROUND, DISPUTE_RUN, DISPUTE_ARMED_AT, DISPUTE_SEATS_SETTLED = 1, 4, 5, 8, 16
+DISPUTE_STATUS, DISPUTE_RUN, DISPUTE_ARMED_AT, DISPUTE_SEATS_SETTLED = 1, 5, 8, 16
 BATCH_SAMPLED, BATCH_TARGET = 2, 4  # positions in TrainingTasks' Batch struct
 COMMIT_MS = (1, 10, 100, 256)  # intervals per batch for the commitment cost
 OPEN_SAMPLE_BPS = (100, 1000, 2500, 5000)  # m = 100: 1, 10, 25 and 50 sampled intervals

@@ -140,7 +140,11 @@ class AuditorNode:
             return
         self._warned_stake = False
         stake = int(me.stake)
-        self.ctx.client.transact(f"topUp:{me.registeredBlock}:{stake}", committee.functions.topUp(), value=missing)
+        # One top-up per penalty taken: a key of the stake alone would repeat after a second penalty to the same
+        # stake, and the journal would take that top-up as sent already.
+        penalties = len(self.ctx.scanner.events("Penalized", panelist=self.ctx.address))
+        key = f"topUp:{me.registeredBlock}:{penalties}:{stake}"
+        self.ctx.client.transact(key, committee.functions.topUp(), value=missing)
         self.ctx.say(f"topped the stake up from {stake / 1e18:g} to {target / 1e18:g} ETH")
 
     # --- seats ---------------------------------------------------------------------------------
