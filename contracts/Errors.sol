@@ -178,7 +178,7 @@ error EmptyOpening(uint256 task, uint256 j);
 /// @param k The interval.
 error NotRequestable(uint256 task, uint256 k);
 
-/// @notice requestOpening: the batch has had MAX_REQUESTS_PER_BATCH targeted openings already.
+/// @notice requestOpening: the sender has asked for MAX_REQUESTS_PER_BATCH targeted openings of this batch already.
 /// @param task The task id.
 /// @param j The batch index.
 /// @param maximum MAX_REQUESTS_PER_BATCH.
@@ -398,7 +398,7 @@ error CooldownNotOver(address auditor, uint64 endsAt);
 /// @param seats How many.
 error SeatsOpen(address auditor, uint256 seats);
 
-/// @notice register: the stake sent is below AUDITOR_STAKE (L x penalty).
+/// @notice register: the stake sent is below AUDITOR_STAKE ((L + 2) x penalty).
 /// @param required AUDITOR_STAKE.
 /// @param sent The value sent.
 error StakeTooLow(uint256 required, uint256 sent);

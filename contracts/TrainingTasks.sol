@@ -97,7 +97,7 @@ import {
 /// proofs checked here, watchers challenge opened intervals (commit-reveal, with a bond) before an
 /// adjudicator, and the task finalizes (provider paid) or is slashed, abandoned or cancelled (owner
 /// refunded). Every payout is a credit its owner pulls with `withdraw`.
-/// Challenges (protocol v2): one question per interval (is its opening sound?), whatever reason a
+/// Challenges (protocol 4.1-4.2): one question per interval (is its opening sound?), whatever reason a
 /// challenger gives. Every reveal of k while its dispute is open joins it; the joined commit with the
 /// smallest sequence number leads, so a copier who learns k from a reveal in the mempool never leads.
 /// A sound verdict is final; a commit made before it pays as its challengers did. A faulty one slashes;

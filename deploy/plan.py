@@ -38,8 +38,9 @@ MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND, MIN_OWNER_BOND)
 # Counted no-decisions (most of the last round's panel revealed, still no majority) on one interval that
 # stall its task: it can then only end Undecided (everything burned) or Slashed.
 MAX_NO_DECISIONS = 3
-# Targeted openings (protocol 8.3) a batch may have: a watcher's layer one asks for the intervals it finds
-# most anomalous; each request makes the provider open one more interval, so a few per batch.
+# Targeted openings (protocol 8.3) one requester may ask of a batch: a watcher's layer one asks for the intervals
+# it finds most anomalous; each request makes the provider open one more interval, so a few per batch. Per
+# requester, so a provider's sock puppets cannot fill a batch's room first; each request costs its own bond.
 MAX_REQUESTS_PER_BATCH = 4
 
 HOUR = 3600

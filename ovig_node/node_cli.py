@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ovig_node.chain.accounts import DEVNET_ACCOUNTS
 from ovig_node.devnet.manager import default_data_dir
 from ovig_node.nodes.context import REPLAY_PROFILES, Connection, NodeContext, open_node
 
@@ -31,7 +32,12 @@ def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
             envvar="OVIG_DEVNET_DIR",
             help="Devnet data folder [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
         ),
-        click.option("--account", "account_index", type=int, help="Devnet test account index (devnet only)."),
+        click.option(
+            "--account",
+            "account_index",
+            type=click.IntRange(0, DEVNET_ACCOUNTS - 1),
+            help=f"Devnet test account index, 0..{DEVNET_ACCOUNTS - 1} (devnet only).",
+        ),
         click.option("--rpc", "rpc_url", help="JSON-RPC URL (not the devnet)."),
         click.option("--deployments", type=click.Path(dir_okay=False, path_type=Path), help="Deployments file."),
         click.option("--ipfs", "ipfs_url", help="IPFS (Kubo RPC) API URL."),
@@ -228,12 +234,12 @@ def keeper_run(seconds: float | None, **options: Any) -> None:
     import time
 
     from ovig_node.nodes.keeper import Keeper
+    from ovig_node.nodes.looping import keep_running
 
-    duty = Keeper(_open("keeper", options))
+    ctx = _open("keeper", options)
     end = None if seconds is None else time.monotonic() + seconds
-    while end is None or time.monotonic() < end:
-        duty.tick()
-        time.sleep(1.0)
+    # Its only work is the duties: the node loop runs them every second and rides out outages.
+    keep_running(ctx, lambda: False, keeper=Keeper(ctx), poll_seconds=1.0, until=end)
 
 
 # --- owner ---------------------------------------------------------------------------------------
@@ -325,6 +331,61 @@ def owner_status(task_id: int, **options: Any) -> None:
     for c in report.credits:
         credits.add_row(c["account"], f"{c['amount'] / 1e18:.6f}")
     console.print(credits)
+
+
+@owner.command("cancel")
+@click.argument("task_id", type=int)
+@connection_options
+def owner_cancel(task_id: int, **options: Any) -> None:
+    """Cancel a task of yours nobody has accepted yet: its reward and owner bond are credited back (then
+    `ovig owner withdraw`)."""
+    from ovig_node.nodes.owner import cancel_task
+
+    credited = cancel_task(_open("owner", options), task_id)
+    console.print(f"task {task_id} cancelled; {credited / 1e18:g} ETH credited back (ovig owner withdraw)")
+
+
+@owner.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per task, for scripts.")
+@connection_options
+def owner_list(as_json: bool, **options: Any) -> None:
+    """Your tasks, oldest first, with their status now."""
+    import json
+
+    from ovig_node.nodes.owner import my_tasks
+
+    tasks = my_tasks(_open("owner", options))
+    if as_json:
+        for t in tasks:
+            click.echo(json.dumps({"task": t.task, "status": t.status.name.lower(), "provider": t.provider,
+                                   "reward_wei": str(t.reward)}))  # fmt: skip
+        return
+    table = Table(title="your tasks")
+    for column in ("task", "status", "provider", "reward (ETH)"):
+        table.add_column(column)
+    for t in tasks:
+        accepted = t.provider != "0x0000000000000000000000000000000000000000"
+        table.add_row(str(t.task), t.status.name.lower(), t.provider if accepted else "-", f"{t.reward / 1e18:g}")
+    console.print(table)
+
+
+@owner.command("fetch")
+@click.argument("task_id", type=int)
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="An empty or new folder for the model, its tokenizer and provenance.json.")  # fmt: skip
+@click.option("--merge", is_flag=True, help="LoRA: merge the adapter into the base (one model folder).")
+@click.option("--unverified", is_flag=True, help="Take the model of a task that did not finalize anyway.")
+@connection_options
+def owner_fetch(task_id: int, out: Path, merge: bool, unverified: bool, **options: Any) -> None:
+    """The trained model of a finalized task, checked against the chain, in the format your tools load (llm:
+    a PEFT adapter folder and its base, or with --merge one Hugging Face model folder)."""
+    if out.exists() and any(out.iterdir()):  # before the node opens and torch loads
+        raise click.BadParameter(f"{out} is not empty", param_hint="--out")
+    from ovig_node.nodes.deliverable import fetch_deliverable
+
+    done = fetch_deliverable(_open("owner", options), task_id, out, merge=merge, unverified=unverified)
+    console.print(f"task {task_id}: {done.exported.kind} written to {out} (provenance.json says what was checked)")
+    console.print(f"load it with: {done.exported.loads_with}", soft_wrap=True)
 
 
 @owner.command("withdraw")

@@ -85,7 +85,9 @@ def run_ovig(*args: str, env: dict[str, str] | None = None, timeout: float = 180
 @contextmanager
 def deployed_devnet(folder: Path) -> Iterator[Devnet]:
     """A devnet (anvil and IPFS) on free ports in ``folder/devnet`` with the contracts deployed; stopped on exit."""
-    net = Devnet(DevnetConfig(data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port()))
+    # Every port fixed: a devnet taken down and up again (an outage) serves its nodes at the same addresses.
+    net = Devnet(DevnetConfig(data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port(),
+                              beacon_port=free_port()))  # fmt: skip
     net.up()
     try:
         deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))

@@ -1,6 +1,7 @@
 """The README and docs/ say what the results and the code say: every generated table and figure equals what
-bench/tables.py writes from bench/results/, every relative link and anchor resolves, and every test the
-pages name exists."""
+bench/tables.py writes from bench/results/, every relative link and anchor resolves inside the repository
+(nothing points outside it: the normative protocol is docs/protocol.md), and every test the pages name
+exists."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from types import ModuleType
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-# The one place a page may link outside the repository: the normative protocol, kept beside it.
-OUTSIDE = {REPO.parent / "shared" / "protocol.md"}
 FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.DOTALL | re.MULTILINE)
 CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+# A relative path in inline code, such as `../bench/gas.py`: a page may name files that way, not only link them.
+PATH_SPAN = re.compile(r"`(\.\.?/[^`\s]+)`")
+SCHEME = re.compile(r"[a-z][a-z0-9+.-]*:")  # https:, mailto: ...
 TEST_REFERENCE = re.compile(r"(?:tests/)?((?:contracts/)?test_\w+\.py)::(test_\w+)")
 
 
@@ -103,19 +105,50 @@ def test_a_whole_system_run_with_an_honest_failure_is_reported_as_failing() -> N
 def test_relative_links_point_to_files_and_headings_that_exist(page: Path) -> None:
     broken = []
     for target in LINK.findall(_prose(page.read_text())):
-        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...
+        if SCHEME.match(target):
             continue
         path, _, anchor = target.partition("#")
         file = (page.parent / path).resolve() if path else page
         if not file.is_relative_to(REPO):
-            if file not in OUTSIDE:
-                broken.append(f"{target}: outside the repository")
+            broken.append(f"{target}: outside the repository")
             continue
         if not file.exists():
             broken.append(f"{target}: no such file")
         elif anchor and (file.suffix != ".md" or anchor not in anchors(file)):
             broken.append(f"{target}: no heading #{anchor} in {file.relative_to(REPO)}")
     assert not broken, f"{page.name}: {broken}"
+
+
+def outside_targets(text: str, folder: Path) -> list[str]:
+    """What a page's ``text`` (the page in ``folder``) points to outside the repository: every link target that
+    resolves outside it, and every relative path in inline code that is not a file or folder of it (a path
+    written from the repository's parent, such as `../shared/x`, resolves inside and names nothing)."""
+
+    def inside(target: str, *, named: bool) -> bool:
+        file = (folder / target.partition("#")[0]).resolve()
+        return file.is_relative_to(REPO) and (file.exists() or not named)
+
+    links = [t for t in LINK.findall(_prose(text)) if not SCHEME.match(t)]
+    paths = PATH_SPAN.findall(FENCE.sub("", text))
+    return [t for t in links if not inside(t, named=False)] + [t for t in paths if not inside(t, named=True)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=IDS)
+def test_no_page_points_outside_the_repository(page: Path) -> None:
+    outside = outside_targets(page.read_text(), page.parent)
+    assert not outside, f"{page.name} points outside the repository: {outside}"
+
+
+def test_the_outside_check_sees_links_and_paths_in_code() -> None:
+    text = (
+        "[p](../../shared/protocol.md) `../../shared/x.txt` `../shared/papers/x.txt` [q](protocol.md) "
+        "`../bench/gas.py` [w](https://x.org)"
+    )
+    assert outside_targets(text, REPO / "docs") == [
+        "../../shared/protocol.md",
+        "../../shared/x.txt",
+        "../shared/papers/x.txt",
+    ]
 
 
 def test_the_link_check_sees_what_github_renders(tmp_path: Path) -> None:

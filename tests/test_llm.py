@@ -313,3 +313,53 @@ def test_a_dataset_without_its_tokenizer_is_refused(task: PreparedTask) -> None:
     dataset = Dataset.load(task.dataset_path)
     with pytest.raises(DatasetError, match="carries its tokenizer"):
         get_workload("llm").check_dataset(Dataset(dataset.tensors, {}), task.spec.workload.config)
+
+
+# --- the deliverable, out of its evidence (`ovig owner fetch`) -------------------------------------------------
+
+
+def test_the_deliverable_loads_with_peft_and_transformers_and_generates(
+    task: PreparedTask, claims: Path, tmp_path: Path
+) -> None:
+    """Issue 46: the last interval's evidence, written as a PEFT adapter folder with its base and tokenizer, and
+    merged into one Hugging Face folder; each loads with the libraries' own loaders and generates. The adapter
+    PEFT loads is the evidence's to the bit, and the merged weights are the base's plus the adapter's product."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ovig_node.files import file_sha256
+    from ovig_node.training.export import ExportError, export_model
+
+    last = evidence_path(claims, task.spec.layout.intervals - 1)
+    digest = file_sha256(last)
+    adapter = export_model(task, last, digest, tmp_path / "adapter", merge=False)
+    merged = export_model(task, last, digest, tmp_path / "merged", merge=True)
+    assert (adapter.kind, merged.kind) == ("peft adapter", "merged model")
+    assert {"adapter_config.json", "adapter_model.safetensors", "tokenizer.json"} <= {
+        p.name for p in (tmp_path / "adapter").iterdir()
+    }
+    base = AutoModelForCausalLM.from_pretrained(str(tmp_path / "adapter" / "base"))
+    peft_model = PeftModel.from_pretrained(base, str(tmp_path / "adapter")).eval()
+    evidence = read_evidence(last).model
+    loaded = {name: t for name, t in peft_model.state_dict().items() if "lora_" in name}
+    assert loaded.keys() == {name for name in evidence if "lora_" in name}
+    assert all(torch.equal(loaded[name], evidence[name]) for name in loaded)
+    whole = AutoModelForCausalLM.from_pretrained(str(tmp_path / "merged")).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "merged"))
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True,
+                                           return_tensors="pt")  # fmt: skip
+    for model in (peft_model, whole):
+        generated = model.generate(prompt, max_new_tokens=4, do_sample=False, pad_token_id=tokenizer.eos_token_id)
+        assert generated.shape[1] > prompt.shape[1] and torch.equal(generated[:, : prompt.shape[1]], prompt)
+    # merged = base + (alpha / rank) B A, on every adapted projection
+    lora = task.spec.workload.config["lora"]
+    scale = int(lora["alpha"]) / int(lora["rank"])
+    for name, module in peft_model.named_modules():
+        if hasattr(module, "lora_A") and "default" in getattr(module, "lora_A", {}):
+            delta = module.lora_B["default"].weight @ module.lora_A["default"].weight * scale
+            target = name.removeprefix("base_model.model.") + ".weight"
+            assert torch.allclose(whole.state_dict()[target], module.base_layer.weight + delta, atol=1e-6), target
+    vision = prepare_task("vision", tmp_path / "vision", tiny=True, total_steps=5, stride=5, intervals_per_batch=1)
+    with pytest.raises(ExportError, match="trained no adapter"):
+        export_model(vision, last, digest, tmp_path / "nothing", merge=True)
+    assert not (tmp_path / "nothing").exists()

@@ -1,4 +1,4 @@
-"""The protocol's pure functions against the rules of shared/protocol.md, computed independently."""
+"""The protocol's pure functions against the rules of docs/protocol.md, computed independently."""
 
 from __future__ import annotations
 

@@ -85,6 +85,8 @@ class ChainClient:
                 return action()
             except TRANSIENT as exc:
                 if attempt == self.attempts - 1:
+                    if isinstance(exc, RpcUnavailable):  # the provider's own, with the transport's reason
+                        raise
                     raise RpcUnavailable(str(self.w3.provider.endpoint_uri), type(exc).__name__) from None  # type: ignore[attr-defined]
                 time.sleep(delay)
                 delay *= 2

@@ -15,15 +15,29 @@ from ovig_node.chain.errors import ChainError, RpcUnavailable
 GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
 
 
+class _Provider(Web3.HTTPProvider):
+    """web3's HTTP provider, with every transport failure raised as RpcUnavailable: whatever path a call takes
+    (a view, a transaction, a receipt wait, a log query), an outage reaches the node's loop as one typed error
+    it rides out, never as a requests traceback."""
+
+    def make_request(self, method: RPCEndpoint, params: Any) -> Any:
+        try:
+            return super().make_request(method, params)
+        except requests.RequestException as exc:  # refused, reset, timed out, or a proxy's 5xx
+            raise RpcUnavailable(str(self.endpoint_uri), type(exc).__name__) from None
+
+
 def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = None) -> Web3:
     """A Web3 on ``url`` that has answered once; refuses a chain with another id than expected."""
     # web3's validation asks the endpoint for its chain id before every eth_call: cached, that halves the
     # requests of a node's idle pass (about half its CPU). Nothing else is cached; the id is checked below.
-    provider = Web3.HTTPProvider(url, request_kwargs={"timeout": timeout}, cache_allowed_requests=True,
-                                 cacheable_requests={RPCEndpoint("eth_chainId")})  # fmt: skip
+    provider = _Provider(url, request_kwargs={"timeout": timeout}, cache_allowed_requests=True,
+                         cacheable_requests={RPCEndpoint("eth_chainId")})  # fmt: skip
     w3 = Web3(provider)
     try:
         chain_id = w3.eth.chain_id
+    except RpcUnavailable:
+        raise
     except (requests.RequestException, OSError, Web3Exception) as exc:
         raise RpcUnavailable(url, type(exc).__name__) from None
     if expected_chain_id is not None and chain_id != expected_chain_id:

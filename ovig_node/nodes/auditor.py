@@ -14,6 +14,13 @@ never a local limit or setting:
   the trainer also runs before it accepts a task;
 - ``sound``: otherwise.
 
+A replay that has not finished by the commit window's end (less ``COMMIT_MARGIN``, to send the commit) gives
+no verdict: the ballot is then ``unavailable`` too, never silence. Silence loses ``penalty``; a ballot of
+``unavailable`` never loses, and alone it slashes nobody (an unavailable round before the last arms the next,
+larger one), so a task whose replay no node can finish in time (an owner's declared replay time far below the
+truth) costs its provider its bond at the last round, not the honest auditors their stakes. Replays run in
+background threads, each seat's on its own, so one long replay never keeps the node from its other seats.
+
 Every evidence file it fetched it pins on its own IPFS node, so the other panelists can fetch it from there
 too. A panelist that has become interested in the task (it challenged it since it was drawn) does not reveal:
 the contract would refuse it, and its silent seat costs it nothing. When a sound or faulty round it sat in is
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +58,10 @@ from ovig_node.verify.stats import warm_up
 # The evidence reasons that mean "not obtained" (judging.py): a file not found, not matching its digest, or
 # larger than the spec's evidence can be. Any other faulty reason was judged on files obtained.
 NOT_OBTAINED = frozenset({"missing", "corrupt", "oversized"})
+# Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
+# minute, at most a sixth of the window (the devnet's is 30 s).
+COMMIT_MARGIN = 60
+REPLAY_WORKERS = 2  # replays of different seats at once
 
 
 class NotFoundYet(ContentNotFound):
@@ -77,6 +89,11 @@ class AuditorNode:
     _appeal_done: set[str] = field(default_factory=set)
     _prefetched: set[int] = field(default_factory=set)  # disputes whose task's files it holds, or that ended
     _warned_stake: bool = False
+    _replays: dict[str, Future[Judgement]] = field(default_factory=dict)  # seat key -> its replay, running or done
+
+    @functools.cached_property
+    def _pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=REPLAY_WORKERS, thread_name_prefix="audit-replay")
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -156,7 +173,9 @@ class AuditorNode:
         key = f"{dispute}:{run}"
         votes = self.state.get("votes", {})
         if key not in votes:
-            ballot = self._decide(dispute, d)
+            ballot = self._decide(key, dispute, d)
+            if ballot is None:
+                return  # its replay is still running: the next pass looks again
             # Salt and ballot are on disk before the commit leaves, so a restart can always reveal.
             votes[key] = {"vote": int(ballot.vote), "salt": os.urandom(32).hex(), "report": ballot.report,
                           "reason": ballot.reason}  # fmt: skip
@@ -189,12 +208,14 @@ class AuditorNode:
         except ContractReverted as exc:
             self.ctx.say(f"dispute {dispute}: ballot refused: {exc}", style="yellow")
 
-    def _decide(self, dispute: int, d: Any) -> Ballot:
+    def _decide(self, key: str, dispute: int, d: Any) -> Ballot | None:
         """Its ballot from its own judgement of the interval: availability and the replay together, whatever
-        reason the challenger gave (one question per interval). Raises NotFoundYet while a file is not found
-        and the fetch window is open (the seat is tried again)."""
+        reason the challenger gave (one question per interval); None while its replay runs. Raises NotFoundYet
+        while a file is not found and the fetch window is open (the seat is tried again)."""
         task, k = int(d.task), int(self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute).k)
-        fetch_until = int(d.drawnAt) + self._param("COMMIT_WINDOW") // 2
+        window = self._param("COMMIT_WINDOW")
+        fetch_until = int(d.drawnAt) + window // 2
+        decide_by = int(d.drawnAt) + window - min(COMMIT_MARGIN, window // 6)
         try:
             fetched = self._task_files(task)
         except OwnerFileUnavailable as exc:
@@ -205,11 +226,23 @@ class AuditorNode:
             if self.ctx.now() < fetch_until:
                 raise NotFoundYet(f"task {task}'s files: {exc}") from exc
             return self._ballot(task, k, Vote.UNAVAILABLE, f"the task's files: {exc}")
-        self.ctx.scanner.poll()
-        opened = opened_interval(self.ctx, task, k, fetched.prepared.spec.intervals_per_batch)
-        if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
-            raise IndexBehind(f"dispute over task {task} interval {k}: its IntervalOpened is not indexed yet")
-        judgement = judge_interval(self.ctx, fetched, opened, profile=self.profile_name, who="audit")
+        except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
+            return self._ballot(task, k, Vote.UNAVAILABLE, "the task's files do not fit this machine's memory")
+        replay = self._replays.get(key)
+        if replay is None:
+            self.ctx.scanner.poll()
+            opened = opened_interval(self.ctx, task, k, fetched.prepared.spec.intervals_per_batch)
+            if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
+                raise IndexBehind(f"dispute over task {task} interval {k}: its IntervalOpened is not indexed yet")
+            judge = functools.partial(judge_interval, self.ctx, fetched, opened, profile=self.profile_name, who="audit")
+            replay = self._replays[key] = self._pool.submit(judge)
+        if not replay.done():
+            if self.ctx.now() < decide_by:
+                return None
+            del self._replays[key]  # it runs on, unheard: a verdict after the window changes nothing
+            return self._ballot(task, k, Vote.UNAVAILABLE, "its replay did not finish within the commit window")
+        del self._replays[key]
+        judgement = replay.result()  # what the replay raised, the seat's isolation logs and retries
         reason = str(judgement.report.get("reason"))
         obtained = judgement.available and not (judgement.faulty and reason in NOT_OBTAINED)
         if not obtained and self.ctx.now() < fetch_until:

@@ -66,7 +66,8 @@ class Timeline:
 
     def __call__(self, message: str, *, style: str = "") -> None:
         stamp = time.strftime("%H:%M:%S")
-        self.console.print(f"[dim]{stamp}[/] [bold]{self.role:<10}[/] {message}", style=style)
+        # soft_wrap: a line is never cut at the console's width, so a log keeps one event a line
+        self.console.print(f"[dim]{stamp}[/] [bold]{self.role:<10}[/] {message}", style=style, soft_wrap=True)
 
 
 @dataclass

@@ -118,6 +118,8 @@ def _check_dataset(task: int, prepared: PreparedTask) -> None:
                                                                 prepared.spec.workload.config)  # fmt: skip
     except OvigError as exc:  # DatasetError, or an architecture no node builds
         raise TaskRefused(f"task {task}: its dataset: {exc}") from None
+    except MemoryError:  # this machine's limit, not the owner's file: no refusal may depend on it
+        raise
     except Exception as exc:  # hostile input: see the docstring
         raise TaskRefused(f"task {task}: its dataset cannot be read: {type(exc).__name__}: {exc}") from None
 
@@ -140,6 +142,8 @@ def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLay
     try:
         # Builds the model on the meta device: a hostile config costs no memory here, only a refusal.
         layout = layout_of(spec)
+    except MemoryError:  # this machine's limit, not the owner's spec: no refusal may depend on it
+        raise
     except Exception as exc:  # whatever the workload's constructor raises on a config it cannot take
         raise TaskRefused(f"task {task}: the spec's workload cannot be built: {type(exc).__name__}: {exc}") from None
     if layout.max_bytes > MAX_EVIDENCE_BYTES:

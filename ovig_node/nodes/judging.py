@@ -122,11 +122,16 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, pr
     return Judgement(report, cid, available)
 
 
+def fetch_end_evidence(ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int) -> tuple[str, str] | None:
+    """Download E_k alone into ``folder`` (the owner's deliverable); (reason, detail) if it is unavailable."""
+    return _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes, end_only=True)
+
+
 def _fetch_evidence(
-    ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int, share: bool = False
+    ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int, share: bool = False, end_only: bool = False
 ) -> tuple[str, str] | None:
-    """Download E_{k-1} (k > 0) and E_k into ``folder`` (``share``: and pin each, to serve it); (reason, detail)
-    if they are unavailable, or None."""
+    """Download E_{k-1} (k > 0, unless ``end_only``) and E_k into ``folder`` (``share``: and pin each, to serve
+    it); (reason, detail) if they are unavailable, or None."""
     k, cid = opened.k, opened.opening_cid
     if cid is None:
         return "missing", f"batch of interval {k} has no opening manifest"
@@ -139,7 +144,7 @@ def _fetch_evidence(
     except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested deeper than the parser goes
         return "corrupt", f"opening manifest {cid} unreadable: {type(exc).__name__}: {exc}"
     wanted = [(k, opened.end_digest)]
-    if k > 0:
+    if k > 0 and not end_only:
         wanted.append((k - 1, opened.start_digest))
     for index, digest in wanted:
         path = evidence_path(folder, index)

@@ -1,18 +1,28 @@
 """The one loop every node runs: do its work, do its keeper duties, sleep, again.
 
 Outages are expected (an RPC endpoint or the IPFS node restarting, a transaction refused because
-the chain moved): such errors are printed and the pass is retried, since every pass re-derives what
-to do from the chain and the disk. Errors that mean the node must stop (``fatal``) end the loop.
+the chain moved). Every pass re-derives what to do from the chain and the disk, so the loop rides any of
+them out: an endpoint that does not answer is one line when it goes (and the passes back off, up to
+``OUTAGE_BACKOFF_CAP`` seconds apart) and one when it is back, however long it stays away; any other
+error of ours is printed and the pass retried. Errors that mean the node must stop (``fatal``) end the
+loop.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
+import requests
+
+from ovig_node.chain.errors import RpcUnavailable
 from ovig_node.errors import OvigError
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.keeper import Keeper
+from ovig_node.storage.errors import IpfsUnavailable
+
+OUTAGE_BACKOFF_CAP = 30.0  # seconds between passes at most while an endpoint is away
 
 
 def keep_running(
@@ -26,15 +36,66 @@ def keep_running(
 ) -> None:
     """Run ``step`` (then the keeper's duties) every ``poll_seconds`` until it returns True (a node
     with an end) or the monotonic time ``until`` passes."""
-    ctx.client.resume()
+    outage = Outage(ctx, poll_seconds)
+    resumed = False
     while until is None or time.monotonic() < until:
+        pause = poll_seconds
         try:
+            if not resumed:  # the journal's transactions in flight when the node last stopped
+                ctx.client.resume()
+                resumed = True
             if step():
+                outage.over()
                 return
             if keeper is not None:
                 keeper.tick()
+            outage.over()
         except fatal:
             raise
-        except OvigError as exc:
-            ctx.say(f"{type(exc).__name__}: {exc}; retrying", style="yellow")
-        time.sleep(poll_seconds)
+        except (OvigError, requests.RequestException, ConnectionError, TimeoutError) as exc:
+            what = outage_of(exc)
+            if what is None:
+                ctx.say(f"{type(exc).__name__}: {exc}; retrying", style="yellow")
+            else:
+                pause = outage.during(what, exc)
+        time.sleep(pause)
+
+
+def outage_of(exc: BaseException) -> str | None:
+    """The endpoint an error says is away ("RPC endpoint URL", "IPFS node at URL"), or None for any other error."""
+    if isinstance(exc, RpcUnavailable):
+        return f"RPC endpoint {exc.url}"
+    if isinstance(exc, IpfsUnavailable):
+        return f"IPFS node at {exc.url}"
+    if isinstance(exc, requests.RequestException):
+        url = getattr(exc.request, "url", None)
+        return f"endpoint {urlsplit(str(url)).netloc}" if url else "an endpoint"
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return "an endpoint"
+    return None
+
+
+class Outage:
+    """One line when an endpoint goes away, one when it is back; between them the passes back off. An endpoint
+    is back when a whole pass succeeds: a pass that fails on another one says nothing of the first."""
+
+    def __init__(self, ctx: NodeContext, poll_seconds: float) -> None:
+        self.ctx, self.poll_seconds = ctx, poll_seconds
+        self.away: dict[str, float] = {}  # endpoint -> when it went (monotonic)
+        self.failures = 0  # passes failed in a row
+
+    def during(self, what: str, exc: BaseException) -> float:
+        """A pass met the outage of ``what``: say so if it is news; return how long to wait before the next."""
+        if what not in self.away:
+            self.away[what] = time.monotonic()
+            reason = getattr(exc, "reason", None) or type(exc).__name__
+            self.ctx.say(f"{what} is unavailable ({reason}); retrying, at most {OUTAGE_BACKOFF_CAP:g} s apart, "
+                         "until it is back", style="yellow")  # fmt: skip
+        self.failures += 1
+        return min(OUTAGE_BACKOFF_CAP, self.poll_seconds * 2 ** min(self.failures, 16))
+
+    def over(self) -> None:
+        for what, since in self.away.items():
+            self.ctx.say(f"{what} is back after {time.monotonic() - since:.0f} s", style="green")
+        self.away.clear()
+        self.failures = 0

@@ -115,6 +115,41 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     return task
 
 
+def cancel_task(ctx: NodeContext, task: int) -> int:
+    """Take back a posted task nobody accepted: the contract credits the reward and owner bond (withdraw them
+    with ``withdraw``). Checked first, so a task that is not the sender's or no longer posted is one clear
+    error and no transaction; returns what was credited."""
+    t = ctx.protocol.task(task)
+    if t.status == TaskStatus.NONE:
+        raise PostingError(f"there is no task {task}")
+    if t.owner != ctx.address:
+        raise PostingError(f"task {task} is {t.owner}'s, not {ctx.address}'s: only its owner cancels it")
+    if t.status != TaskStatus.POSTED:
+        raise PostingError(f"task {task} is {TaskStatus(t.status).name.lower()}: only a task nobody accepted yet "
+                           "can be cancelled")  # fmt: skip
+    ctx.client.transact(f"cancel:{task}", ctx.protocol.tasks.functions.cancel(task))
+    return int(t.terms.reward) + int(t.terms.ownerBond)
+
+
+@dataclass(frozen=True)
+class OwnedTask:
+    task: int
+    status: TaskStatus
+    provider: str  # the zero address until it is accepted
+    reward: int
+
+
+def my_tasks(ctx: NodeContext, owner: str | None = None) -> list[OwnedTask]:
+    """Every task ``owner`` (default: this node's account) posted, oldest first, with its status now."""
+    ctx.scanner.poll()
+    who = owner or ctx.address
+    tasks = []
+    for event in ctx.scanner.events("TaskPosted", owner=who):
+        t = ctx.protocol.task(int(event.args["task"]))
+        tasks.append(OwnedTask(int(event.args["task"]), TaskStatus(t.status), str(t.provider), int(t.terms.reward)))
+    return sorted(tasks, key=lambda o: o.task)
+
+
 @dataclass(frozen=True)
 class TaskReport:
     task: int

@@ -5,10 +5,12 @@ restarted with the same command carries on: training resumes from the last evide
 transaction goes through the journal (never sent twice), pins are idempotent.
 
     Posted     preflight (spec and terms agree; replay interval 0; windows fit) -> acceptTask
-    Accepted   train in a background thread; commit each batch once its evidence is complete
+    Accepted   pin the owner's files (serving them is the provider's duty from here); train in a
+               background thread; commit each batch once its evidence is complete
     Drawn      pin the sample's start and end evidence and an opening manifest -> openBatch
     Requested  a watcher asked for an unsampled interval (protocol 8.3): pin it likewise -> openRequested
-    ended      delete evidence the retention rule lets go; withdraw credits
+    Closed     a batch's request window closed: delete evidence the retention rule lets go (protocol 2.4)
+    ended      delete the rest the retention rule lets go; withdraw credits
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.protocol.manifest import ManifestRow, batch_manifest, encode_stats
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
+from ovig_node.protocol.retention import retained
 from ovig_node.storage.unixfs import cid_of_bytes
 from ovig_node.training import distributed
 from ovig_node.training.evidence import read_evidence, read_statistics
@@ -94,15 +97,22 @@ class TrainerNode:
         if self._failure is not None:
             raise TrainerStopped(f"task {self.task}: training failed: {self._failure}") from self._failure
         t = self.ctx.protocol.task(self.task)
+        if t.status == TaskStatus.NONE:
+            raise TrainerStopped(f"there is no task {self.task} on this chain")
+        if t.status != TaskStatus.POSTED and t.provider != self.ctx.address and not self.state.get("preflight"):
+            status = TaskStatus(t.status).name.lower()
+            raise TrainerStopped(f"task {self.task} is {status}; its provider is {t.provider}, not this account")
         if t.status == TaskStatus.POSTED:
             self._accept(t)
         elif t.status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED):
             if t.provider != self.ctx.address:
                 raise TrainerStopped(f"task {self.task} was accepted by another provider ({t.provider})")
+            self._serve_owner_files()
             self._train_in_background()
             self._commit_ready_batches(t)
             self._open_drawn_batches(t)
             self._open_requested()
+            self._let_go_of_evidence(t)
         elif t.status in ENDED:
             self._finish(TaskStatus(t.status))
         return TaskStatus(t.status)
@@ -298,6 +308,45 @@ class TrainerNode:
             return (*end, 0, b"\x00" * 32, [])
         return (*end, layout.end_step(k - 1), self._digest(k - 1), self._tree((k - 1) // m).proof((k - 1) % m))
 
+    def _serve_owner_files(self) -> None:
+        """Pin the owner's files (spec, dataset, initial checkpoint, boundary) on this node's IPFS: from acceptance
+        on, the provider answers for every file a replay needs (protocol 2.4), so an owner who unpins its own
+        files after honest training cannot have panelists find them unavailable and the provider slashed."""
+        if self.state.get("owner_files_pinned"):
+            return
+        spec = self._task_files().prepared.spec
+        posted = self.ctx.scanner.events("TaskPosted", task=self.task)
+        cids = [str(posted[0].args["specCID"]), spec.dataset.cid, spec.init.cid]
+        if spec.boundary is not None:
+            cids.append(spec.boundary.cid)
+        for cid in cids:
+            self.ctx.ipfs.pin(cid)  # the fetch left the blocks in this node: pinning keeps and serves them
+        self.state.set("owner_files_pinned", True)
+
+    def _let_go_of_evidence(self, t: Any) -> None:
+        """Delete the evidence the retention rule (protocol 2.4) lets go once a batch's request window closes.
+        Only after training: a resumed run reads E_0, E_1, ... in order from the disk."""
+        layout = self._task_files().prepared.spec.layout
+        if (self._thread is not None and self._thread.is_alive()) or self._evidence_count() < layout.intervals:
+            return
+        closed = set(self.state.get("closed_batches", []))
+        indexed = None
+        for j in range(t.committedBatches):
+            if j in closed:
+                continue
+            b = self.ctx.protocol.batch(self.task, j)
+            if b.status != BatchStatus.OPENED:
+                continue
+            if indexed is None:
+                indexed = self._indexed_time()
+            # Closed only once the event index holds a block at or past the window's end: every request made
+            # in time (in a block before windowEnd) is then indexed, and its files are kept.
+            if indexed >= int(b.windowEnd):
+                closed.add(j)
+        if len(closed) != len(self.state.get("closed_batches", [])):
+            self.state.set("closed_batches", sorted(closed))
+            self._delete_evidence(closed)
+
     # --- ended ---------------------------------------------------------------------------------
 
     def _finish(self, status: TaskStatus) -> None:
@@ -307,20 +356,23 @@ class TrainerNode:
             return
         paid = withdraw_credits(self.ctx, self.state)
         self.ctx.say(f"task {self.task} {status.name.lower()}; the provider was paid {paid / 1e18:g} ETH")
-        self._delete_unneeded_evidence()
+        self._delete_evidence(range(self._task_files().prepared.spec.layout.batches))  # every window is over
         self.state.set("finished", True)
 
-    def _delete_unneeded_evidence(self) -> None:
-        """Retention (protocol 2.4) once the task has ended: keep the start and end evidence of the intervals
-        opened (sampled or requested) and the deliverable; drop the rest."""
+    def _indexed_time(self) -> int:
+        """The timestamp of the last block the event index has read (it reads confirmed blocks only)."""
+        self.ctx.scanner.poll()
+        cursor = self.ctx.scanner.cursor
+        return int(self.ctx.client.retry(lambda: self.ctx.client.w3.eth.get_block(cursor))["timestamp"])
+
+    def _delete_evidence(self, closed_batches: set[int] | range) -> None:
+        """Delete every evidence file the retention rule (protocol 2.4) no longer asks this node to keep."""
         layout = self._task_files().prepared.spec.layout
-        keep = {layout.intervals - 1}
-        self.ctx.scanner.poll()  # a trainer restarted after the task ended has not indexed its last openings
-        opened = [int(e.args["k"]) for e in self.ctx.scanner.events("RequestOpened", task=self.task)]
+        self.ctx.scanner.poll()  # a trainer restarted after the task ended has not indexed its last requests
+        opened = [int(e.args["k"]) for e in self.ctx.scanner.events("OpeningRequested", task=self.task)]
         for j in range(layout.batches):
             opened += self.ctx.protocol.sampled(self.task, j)
-        for k in opened:
-            keep |= {k, k - 1}
+        keep = retained(layout, opened, closed_batches)
         for k in range(layout.intervals):
             path = evidence_path(self.folder, k)
             if k not in keep and path.is_file():

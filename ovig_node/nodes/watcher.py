@@ -274,6 +274,7 @@ class WatcherNode:
     # --- challenging ---------------------------------------------------------------------------
 
     def _drive_challenges(self) -> None:
+        self._challenge_reopened()
         challenges = self.state.get("challenges", {})
         for key, c in challenges.items():
             if c.get("failed") or not self.isolation.ready(f"challenge {key}"):
@@ -288,22 +289,49 @@ class WatcherNode:
                 challenges[key] = {**c, "failed": str(exc)}
                 self.state.set("challenges", challenges)
 
+    def _challenge_reopened(self) -> None:
+        """Challenge again an interval it judged faulty whose window a dispute's no-decision reopened (protocol
+        4.2: a no-decision buys delay, never a verdict, only if the watcher comes back): a fresh commitment for
+        each reopening, persisted before it is sent."""
+        challenges = self.state.get("challenges", {})
+        reopened: dict[str, int] = {}
+        for event in self.ctx.scanner.events("IntervalWindowReopened"):
+            key = f"{int(event.args['task'])}:{int(event.args['k'])}"
+            reopened[key] = reopened.get(key, 0) + 1
+        fresh = {key: n for key, n in reopened.items() if key in challenges and challenges[key].get("reopening", 0) < n}
+        if not fresh:
+            return
+        for key, n in fresh.items():
+            c = challenges[key]
+            challenges[key] = {
+                "salt": os.urandom(32).hex(),
+                "reason": c["reason"],
+                "report": c["report"],
+                "reopening": n,
+            }
+            self.ctx.say(f"task {key.split(':')[0]} interval {key.split(':')[1]}: its window reopened after a "
+                         "dispute with no decision: challenging it again", style="yellow")  # fmt: skip
+        self.state.set("challenges", challenges)
+
     def _challenge(self, key: str, c: dict[str, Any]) -> None:
         tasks = self.ctx.protocol.tasks
         task, k = (int(x) for x in key.split(":"))
+        # One journal key per commitment: the reopening's number tells a challenge again from the first
+        again = f":{c['reopening']}" if c.get("reopening") else ""
         salt = bytes.fromhex(c["salt"])
         commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
                                    [task, k, c["reason"], salt, self.ctx.address]))  # fmt: skip
         bond = self.ctx.protocol.task(task).terms.challengerBond
         status = self.ctx.protocol.view(tasks, "getCommit", self.ctx.address, commitment).status
         if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
-            self.ctx.client.transact(f"challenge-commit:{key}", tasks.functions.commitChallenge(task, commitment),
-                                     value=bond)  # fmt: skip
+            self.ctx.client.transact(f"challenge-commit:{key}{again}",
+                                     tasks.functions.commitChallenge(task, commitment), value=bond)  # fmt: skip
             self.ctx.say(f"committed a challenge of task {task} (bond {bond / 1e18:g} ETH)")
             status = CommitStatus.PENDING
         if status == CommitStatus.PENDING:
             receipt = self.ctx.client.transact(
-                f"challenge-reveal:{key}", tasks.functions.revealChallenge(task, k, c["reason"], salt, c["report"])
+                f"challenge-reveal:{key}{again}",
+                tasks.functions.revealChallenge(task, k, c["reason"], salt, c["report"]),
             )
             dispute = self._dispute_of(receipt)
             self.ctx.say(f"revealed: task {task} interval {k}, {Reason(c['reason']).name.lower()}"

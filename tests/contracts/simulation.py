@@ -29,7 +29,8 @@ Agents (each episode draws its mix from the seed):
   joins disputes others opened, challenges again in a window reopened by a no-decision, and appeals a decided
   round whose outcome is wrong; its layer one flags each faked interval its batch's sample missed with
   chance 0.8, and it requests those (targeted openings, protocol 8.3) while the batch's window is open, then
-  challenges them once opened (these draws come from a generator of their own);
+  challenges them once opened (these draws come from a generator of their own); it is a registered auditor
+  too, and recuses from a seat on a task it challenged after its draw (issue 45's attack 3);
 - **copiers** mirror every reveal they see (commit after seeing it, then reveal the same k);
 - **blind committers** commit on every sampled interval of a task; some reveal, some never do;
 - **sybil auditors**, at most (P_last - 1) / 2 registered and not leaving at any block, vote against the
@@ -38,10 +39,17 @@ Agents (each episode draws its mix from the seed):
 - a **flooder** runs an honest task of its own, commits junk challenges of it and reveals them as soon as an
   honest watcher commits elsewhere, so fresh disputes arm right before the real one; it appeals its junk
   disputes' sound decisions (junk appeals);
+- a **withholder** (in some episodes) owns and provides a sound task of its own and plays one of
+  ``WITHHOLDING``'s games with its evidence against the shipped auditor (issue 45's attacks 1, 2 and 7): its
+  sock puppet challenges a sound interval as unavailable, and the withholder serves the files to no round but
+  the last (flip), to every round but the last (reverse flip), to half the panelists (selective), or to nobody,
+  its sybils having committed challenges of the task first so that none of them is drawn (unloadable); it
+  appeals every decided round;
 - **adversarial keepers** call every transition (drawSeed, drawPanel, rearm, resolve, finalize,
   expireChallenge, claimBond, slashUnopened, abandon, withdraw) at the edges of windows, one second early
   or on the second, in random order with the other transactions due then;
-- **honest auditors** (32 to 50 of them active) vote the ground truth when seated and always reveal; they
+- **honest auditors** (32 to 50 of them active) vote as the shipped node does when seated (the ground truth
+  if they obtained the files, unavailable if a withholder kept them back) and always reveal; they
   appeal a wrong decision no other honest party appealed; an **honest keeper** calls every transition when
   it is due.
 
@@ -68,6 +76,9 @@ After every episode (each message names the episode's seed), ``check`` asserts:
   task's owner and provider; earlier seats) and the seed from the hash of the round's randomness target,
   the arm block + SEED_DELAY (BlockhashRandomness; the committee's ``panelTarget`` names that block), with the
   panelists of the dispute's counted runs (not of a voided, silent run) ineligible;
+- honest stakes (issue 45): an honest auditor loses stake only where the round whose verdict stood had a sybil
+  majority (counted), so no honest auditor falls below eligibility otherwise; a withholder's games are counted
+  by the verdicts they came to;
 - targeted openings: a faked interval opened on request is one more opened faked interval for soundness; the
   lead of a requester's reveal is its request's place when it committed within k's first challenge window
   (as ``_leadSeqOf``); an Undecided task's requesters put their request bonds in;
@@ -78,6 +89,10 @@ After every episode (each message names the episode's seed), ``check`` asserts:
   One episode in ``REAL_EXITS_EVERY`` exits and withdraws by transactions; the others make each of those
   calls with ``eth_call`` on the final state (each must succeed) and check the balances against the
   credits left, which saves a fifth of an episode's transactions.
+
+Across a shard's episodes, the test asserts floors on what the checks saw (the watcher paid, honest tasks
+finalized, each withholder's game played) and a ceiling on episodes cut off, so a change that makes episodes
+skip their checks fails too.
 
 An honest agent's transaction that reverts is a failure too (its premise was met, so the protocol owes it
 success), except for the races named where they are sent.
@@ -100,6 +115,7 @@ from helpers import (
     AWAITING_PANEL,
     B_COMMITTED,
     B_DRAWN,
+    BALLOT_UNAVAILABLE,
     C_JOINED,
     C_PENDING,
     COMMITTEE,
@@ -143,6 +159,18 @@ RESERVE = 60  # an honest agent acting "at some moment" acts this long before th
 
 # TaskStatus (contracts/Types.sol).
 POSTED, ACCEPTED, COMMITTED_TASK, FINALIZED, CANCELLED, ABANDONED, SLASHED, UNDECIDED = range(1, 9)
+STATUS_NAMES = (
+    "None",
+    "Posted",
+    "Accepted",
+    "Committed",
+    "Finalized",
+    "Cancelled",
+    "Abandoned",
+    "Slashed",
+    "Undecided",
+)
+VERDICT_NAMES = ("none", "sound", "faulty", "no decision", "moot", "unavailable")
 OWNER_BONDS = (MIN_BONDS[2], 2 * 10**17 + 9)  # sent with the reward; back to the owner unless Undecided
 REPLAY_SECONDS = (1, 600, COMMITTEE["maxReplaySeconds"])  # what a task declares (protocol 4.2)
 
@@ -234,6 +262,7 @@ class TaskPlan:
     unopened: int | None = None  # a batch the cheater never opens
     stop_at: int | None = None  # the batch from which the cheater stops committing
     self_challenge: SelfChallenge | None = None
+    withhold: str | None = None  # a withholder's game with its evidence (WITHHOLDING): who gets the files, when
     split_opening: bool = False
     late: set[str] = field(default_factory=set)  # honest actions the simulation's crowding made late
     last_second_opening: bool = False
@@ -266,6 +295,8 @@ class Cast:
     honest_keeper: str
     sybils: list[str]
     honest_auditors: list[str]
+    withholder: str  # owner and provider of a task whose evidence it serves as it likes
+    withholder_sock: str  # its sock puppet, the challenger of that task
     outsider: str
 
     @classmethod
@@ -274,7 +305,8 @@ class Cast:
         return cls(
             deployer=a[0], owners=a[1:4], providers=a[4:8], watcher=a[8], copiers=a[9:11], blind=a[11:13],
             flooder=a[13], sock_puppets=a[14:16], keepers=a[16:18], honest_keeper=a[18],
-            sybils=a[20 : 20 + SYBIL_POOL], honest_auditors=a[40 : 40 + HONEST_AUDITORS], outsider=a[99],
+            sybils=a[20 : 20 + SYBIL_POOL], honest_auditors=a[40 : 40 + HONEST_AUDITORS],
+            withholder=a[40 + HONEST_AUDITORS], withholder_sock=a[41 + HONEST_AUDITORS], outsider=a[99],
         )  # fmt: skip
 
     @property
@@ -318,6 +350,18 @@ def draw_mix(rng: random.Random, cast: Cast) -> Mix:
 
 
 WINDOWS = [(3600, 7200, 600), (1800, 3600, 300), (2400, 5400, 900)]
+
+# A withholder's games with the evidence of its own, sound task (issue 45's attacks 1, 2 and 7), against the
+# shipped auditor, which votes what it found: the replay's verdict if it obtained the files in time, otherwise
+# unavailable (a task it cannot load at all included):
+# - "flip": withheld from every round but the last, which finds the interval sound (attack 2);
+# - "reverse": served to every round but the last, then withheld (attack 7), the withholder appealing each
+#   decided round;
+# - "selective": served to some panelists of each run and not others, at random (attack 7's variant);
+# - "unloadable": no honest node can load the task at all, and the sybils committed challenges of it before
+#   its dispute opened, so none of them is ever drawn on it (attack 1).
+WITHHOLDING = ("flip", "reverse", "selective", "unloadable")
+WITHHOLDER_CHANCE = 0.4
 
 
 def draw_task(rng: random.Random, label: str, kind: str, owner: str, provider: str) -> TaskPlan:
@@ -450,6 +494,7 @@ class World:
         self.commit_count = 0  # the contract's commitCount: every commit and every request takes the next
         # Requests decide with a generator of their own, so the rest of a seed's episode draws as it did.
         self.request_rng = random.Random(f"requests {seed}")
+        self.withhold_rng = random.Random(f"withholding {seed}")  # likewise the withholder's
 
     # --- clock and schedule ---------------------------------------------------------------------------
 
@@ -701,6 +746,19 @@ class World:
         task, k = self.disputes[dispute]
         return FAULTY if k in self.plans[task].faked else VALID
 
+    def ballot(self, dispute: int, round_: int) -> int:
+        """The ballot an honest panelist of ``round_`` reveals, as the shipped node decides it: the ground truth
+        if it obtained the files, unavailable if not (a withholder decides which)."""
+        task, _ = self.disputes[dispute]
+        mode = self.plans[task].withhold
+        if mode is None:
+            served = True
+        elif mode == "selective":
+            served = self.withhold_rng.random() < 0.5
+        else:
+            served = mode == "flip" if round_ == ROUNDS - 1 else mode == "reverse"
+        return self.truth(dispute) if served else BALLOT_UNAVAILABLE
+
     def opened(self, task: int) -> list[int]:
         """Sampled intervals of the task's opened batches."""
         return list(self.opened_ks.get(task, ()))
@@ -818,10 +876,13 @@ class World:
             info.view("first", who, self.committee, "standingAt", who, first_as_of)
         info.view("task", None, self.tasks, "getTask", x.task)
         got = info.run(self.rpc)
-        first_commits: dict[str, int] = {}  # each challenger's first commit on the task, from the book
+        # each challenger's first commit (or opening request: a requester is interested too) on the task
+        first_commits: dict[str, int] = {}
         for c in self.events:
             if c.name == "ChallengeCommitted" and c.args.task == x.task:
                 first_commits.setdefault(str(c.args.challenger), c.block)
+            elif c.name == "OpeningRequested" and c.args.task == x.task:
+                first_commits.setdefault(str(c.args.requester), c.block)
         # Earlier runs' panelists, but a voided run's (re-run in the same round: it stayed silent) sit again.
         runs = {r.args.run: r.args for r in self.events if r.name == "PanelDrawn" and r.args.dispute == d}
         earlier = {
@@ -915,7 +976,7 @@ class Provider(Agent):
         super().__init__(world)
         self.plan, self.sock = plan, sock_puppet
         self.decoyed = False  # a decoy self-challenge was planned
-        self.honest = "" if plan.kind == "cheater" else f"provider of task {plan.label}"
+        self.honest = "" if plan.kind in ("cheater", "withholder") else f"provider of task {plan.label}"
         world.on("SeedDrawn", self.seed_drawn)
         world.on("BatchOpened", self.batch_opened)
         world.on("ChallengeCommitted", self.challenge_committed)
@@ -1154,7 +1215,8 @@ class Auditors(Agent):
         super().__init__(world)
         self.mix = mix
         cast = world.cast
-        self.honest = set(cast.honest_auditors[: mix.active_honest])
+        # The watcher is an auditor too (attack 3 of issue 45): seated on a task it then challenges, it recuses.
+        self.honest = {*cast.honest_auditors[: mix.active_honest], cast.watcher}
         self.sybils = set(cast.sybils)
         self.registered = set(cast.sybils[:MAX_SYBILS])  # as the base state has them
         self.leaving: set[str] = set()
@@ -1168,7 +1230,7 @@ class Auditors(Agent):
         truth = self.w.truth(d)
         for panelist in e.args.panel:
             if panelist in self.honest:
-                vote, reveal = truth, True
+                vote, reveal = self.w.ballot(d, e.args.round), True
             elif panelist in self.sybils:
                 vote, reveal = VALID + FAULTY - truth, self.w.rng.random() >= self.mix.sybil_silence
             else:
@@ -1192,7 +1254,13 @@ class Auditors(Agent):
             if role:
                 self.w.late(self.w.plans[dispute.task], f"auditor's {fn}")
             return
+        if fn == "revealVote" and panelist == self.w.cast.watcher and self.interested(dispute.task, panelist):
+            self.w.stats["a panelist recused: it took an interest in the task after its draw"] += 1
+            return  # it challenged the task since its draw: the shipped node recuses (InterestedPanelist)
         self.w.send(panelist, self.w.committee, fn, d, *args, honest=role)
+
+    def interested(self, task: int, who: str) -> bool:
+        return bool(self.w.view(self.w.tasks, "isInterested", task, who, self.w.snap.block + 1))
 
     def round_decided(self, e: Event) -> None:
         d = e.args.dispute
@@ -1322,6 +1390,49 @@ class Flooder(Agent):
         mine = self.w.snap.records[d].task == self.plan.id
         if mine and e.args.appealUntil and e.args.outcome == VALID and self.w.rng.random() < self.junk_appeal:
             self.soon("junk appeal", lambda: self.w.appeal(e, self.plan.provider, ""), spread=60)
+
+
+class Withholder(Agent):
+    """The other side of a withholder's task (WITHHOLDING): its sock puppet challenges a sound interval of it
+    as unavailable the moment its first batch opens, and the withholder appeals every decided round of its
+    disputes, whatever the outcome; in the unloadable game, every registered sybil first commits a challenge of
+    the task (never revealed), so that no sybil is ever drawn on its disputes."""
+
+    def __init__(self, world: World, plan: TaskPlan, auditors: Auditors) -> None:
+        super().__init__(world)
+        self.plan, self.auditors = plan, auditors
+        self.challenged = False
+        world.on("BatchOpened", self.batch_opened)
+        world.on("RoundDecided", self.round_decided)
+
+    def batch_opened(self, e: Event) -> None:
+        p = self.plan
+        if e.args.task != p.id or self.challenged or not self.w.opened(p.id):
+            return
+        self.challenged = True
+        k = self.w.withhold_rng.choice(self.w.opened(p.id))
+        if p.withhold == "unloadable":
+            for sybil in sorted(self.auditors.registered):
+                self.w.schedule(self.now, "sybil takes an interest", lambda who=sybil: self.interest(who, k), -1)
+        self.soon("withholder's sock challenges", lambda: self.challenge(k), spread=30)
+
+    def interest(self, who: str, k: int) -> None:
+        if self.w.active(self.plan.id):
+            self.w.commit(who, self.plan.id, k, UNAVAILABLE)
+
+    def challenge(self, k: int) -> None:
+        if not self.w.active(self.plan.id):
+            return
+        info = self.w.commit(self.w.cast.withholder_sock, self.plan.id, k, UNAVAILABLE)
+        if info is not None:
+            self.soon("withholder's sock reveals", lambda: self.w.reveal(info), spread=30)
+
+    def round_decided(self, e: Event) -> None:
+        if self.w.snap.records[e.args.dispute].task != self.plan.id or not e.args.appealUntil:
+            return
+        self.w.stats[f"withholder ({self.plan.withhold}): a round decided {VERDICT_NAMES[e.args.outcome]}"] += 1
+        moment = self.w.rng.randint(self.now, max(self.now, e.args.appealUntil - RESERVE))
+        self.later(moment, "withholder appeals", lambda: self.w.appeal(e, self.plan.provider, ""), 0)
 
 
 class Keeper(Agent):
@@ -1509,6 +1620,11 @@ class Episode:
         if self.mix.flooder:
             flooder = self.cast.flooder
             self.plans.append(draw_task(rng, f"{seed}/flood", "flooder", flooder, flooder))
+        if self.w.withhold_rng.random() < WITHHOLDER_CHANCE:
+            withholder = self.cast.withholder
+            plan = draw_task(self.w.withhold_rng, f"{seed}/withheld", "withholder", withholder, withholder)
+            plan.withhold = self.w.withhold_rng.choice(WITHHOLDING)
+            self.plans.append(plan)
 
     def run(self) -> World:
         w, cast, mix = self.w, self.cast, self.mix
@@ -1524,7 +1640,7 @@ class Episode:
         providers = [Provider(w, p, sock) for p, sock in zip(self.plans, socks, strict=True)]
         if mix.watcher:
             Watcher(w)
-        Auditors(w, mix)
+        auditors = Auditors(w, mix)
         for who in mix.copiers:
             Copier(w, who)
         for who, chance in mix.blind.items():
@@ -1532,12 +1648,15 @@ class Episode:
         for plan in self.plans:
             if plan.kind == "flooder":
                 Flooder(w, plan, mix.junk_appeal)
+            if plan.kind == "withholder":
+                Withholder(w, plan, auditors)
         Keeper(w, cast.honest_keeper, honest=True)
         for who in mix.keepers:
             Keeper(w, who, honest=False)
         for p in providers:
             p.start()
         start = w.next_time
+        w.stats["episodes cut off"] += mix.cutoff
         horizon = start + (w.rng.randint(1800, 6 * 3600) if mix.cutoff else HORIZON)
         finished = w.run(self.over, horizon)
         if not finished and not mix.cutoff:
@@ -1644,9 +1763,12 @@ class Episode:
                 if plan.kind == "cheater":
                     self.check_soundness(plan, s)
                     self.count_moot_refunds(plan)
+                elif plan.kind == "withholder":
+                    self.count_withholding(plan, s)
                 else:
                     self.check_completeness(plan, s)
         self.check_no_stall_pays(s)
+        self.check_honest_stakes()
         w.stats["tasks whose owner declared a false replaySeconds (1 s)"] += sum(
             p.replay_seconds == 1 for p in self.plans
         )
@@ -1659,6 +1781,53 @@ class Episode:
         total = sum(eth.run(w.rpc)["eth"].values())
         if total != base.eth_total:
             w.fail(f"ETH not conserved: {total} != {base.eth_total}")
+
+    def check_honest_stakes(self) -> None:
+        """Issue 45's promises. An honest auditor (it reveals, on every seat, what the shipped node finds: the
+        truth if it obtained the files, else unavailable) loses stake only where a captured round's verdict
+        stood: that round's panel had a sybil majority (counted, never failed); so nobody lowers the honest
+        committee's eligible stake but by capturing a round that then stands. Dispute ended with no decision are
+        check_no_stall_pays's. Exempt (and counted): silence of agents the episode stopped, or made late."""
+        w = self.w
+        honest = {*w.cast.honest_auditors[: self.mix.active_honest], w.cast.watcher}
+        resolved = {e.args.dispute: e for e in self.events("DisputeResolved")}
+        exempt: set[str] = set()
+        for e in self.events("Penalized"):
+            who, d = e.args.panelist, e.args.dispute
+            end = resolved.get(d)
+            if who not in honest or end is None:
+                continue
+            if end.args.verdict == NO_DECISION:  # check_no_stall_pays judges these (silence of stopped agents)
+                exempt.add(who)
+                continue
+            late = any(what.startswith("auditor's") for what in w.plans[end.args.task].late)
+            if self.mix.cutoff or late:
+                w.stats["honest auditors penalized: the agents stopped, or an action was late"] += 1
+                exempt.add(who)
+                continue
+            standing = [x for x in self.events("PanelDrawn", dispute=d) if x.args.round == end.args.round][-1]
+            if 2 * sum(p in w.cast.sybils for p in standing.args.panel) > len(standing.args.panel):
+                w.stats["honest auditors penalized: a captured round stood"] += 1
+                exempt.add(who)
+                continue
+            w.fail(f"honest stakes: {w.name_of(who)} was penalized in dispute {d}, which ended "
+                   f"{VERDICT_NAMES[end.args.verdict]} "
+                   f"in round {end.args.round}, a round without a sybil majority")  # fmt: skip
+        if self.mix.cutoff:  # the agents stopped mid-run: their silence was penalized, as it must be
+            return
+        stakes = Reads()
+        for who in sorted(honest - exempt):
+            stakes.view("a", who, w.committee, "getAuditor", who)
+        for who, a in stakes.run(w.rpc)["a"].items():
+            if a.stake < ELIGIBLE_STAKE:
+                w.fail(f"honest stakes: {w.name_of(who)} holds {a.stake}, below eligibility, and nobody captured it")
+
+    def count_withholding(self, plan: TaskPlan, s: Snap) -> None:
+        """What a withholder's game came to (WITHHOLDING): the verdicts of its disputes, its task's end."""
+        self.w.stats[f"withholder ({plan.withhold}): games played to the end"] += 1
+        for e in self.events("DisputeResolved", task=plan.id):
+            self.w.stats[f"withholder ({plan.withhold}): a dispute ended {VERDICT_NAMES[e.args.verdict]}"] += 1
+        self.w.stats[f"withholder ({plan.withhold}): its task ended {STATUS_NAMES[s.tasks[plan.id].status]}"] += 1
 
     def check_no_stall_pays(self, s: Snap) -> None:
         """Protocol 4.3, no stall pays: nobody ends an Undecided task with more than it put in; no honest
@@ -1686,10 +1855,18 @@ class Episode:
             end, who, d = resolved.get(e.args.dispute), e.args.panelist, e.args.dispute
             if end is None or end.args.verdict != NO_DECISION or who not in honest:
                 continue
-            sat = {(x.args.round, id(x)) for x in self.events("PanelDrawn", dispute=d) if who in x.args.panel}
-            revealed = {x.args.round for x in self.events("VoteRevealed", dispute=d, panelist=who)}
-            if all(round_ in revealed for round_, _ in sat):  # it revealed in every round it sat (agents ran)
-                w.fail(f"no stall pays: honest {w.name_of(who)} revealed in every round of dispute {d} it sat and "
+            # A round may hold several runs (a silent undecided run is drawn again) and VoteRevealed names no
+            # run: a reveal belongs to the run whose draw it follows, before the dispute's next draw.
+            story = [x for x in w.events if x.name in ("PanelDrawn", "VoteRevealed") and x.args.dispute == d]
+            runs = [i for i, x in enumerate(story) if x.name == "PanelDrawn" and who in x.args.panel]
+            ends = [
+                next((j for j in range(i + 1, len(story)) if story[j].name == "PanelDrawn"), len(story)) for i in runs
+            ]
+            if all(
+                any(x.name == "VoteRevealed" and x.args.panelist == who for x in story[i + 1 : end])
+                for i, end in zip(runs, ends, strict=True)
+            ):  # it revealed in every run it sat (agents ran)
+                w.fail(f"no stall pays: honest {w.name_of(who)} revealed in every run of dispute {d} it sat and "
                        "was penalized; the dispute ended with no decision")  # fmt: skip
             else:
                 w.stats["no stall pays: silent honest auditors penalized (agents stopped)"] += 1

@@ -35,7 +35,7 @@ from helpers import (
     SHARES,
 )
 from rawchain import Reads, Rpc, deploy, transact
-from simulation import HONEST_AUDITORS, MAX_SYBILS, Base, Cast, run_episode, timeline
+from simulation import HONEST_AUDITORS, MAX_SYBILS, WITHHOLDING, Base, Cast, run_episode, timeline
 
 from ovig_node.chain.deploy import create_address
 from ovig_node.devnet import tools
@@ -51,8 +51,8 @@ REPLAYED_SEED = 21  # an episode with disputes and appeals (12 panels, 8 appeals
 
 @pytest.fixture(scope="module")
 def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Base]:
-    """A private anvil with both contracts (and their BlockhashRandomness) deployed and 50 honest and 7 sybil
-    auditors warmed up."""
+    """A private anvil with both contracts (and their BlockhashRandomness) deployed and 50 honest auditors, the
+    honest watcher and 7 sybil auditors warmed up."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # Free gas (no base fee, no gas price): the ETH of all accounts and both contracts is conserved.
@@ -92,11 +92,12 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
         assert tasks.address == tasks_at.lower()
         cast = Cast.of(accounts)
         errors = {**tasks.errors, **committee.errors}
-        for who in [*cast.sybils[:MAX_SYBILS], *cast.honest_auditors[:HONEST_AUDITORS]]:
+        # The honest watcher is an auditor too (issue 45's attack 3: it may sit on a task it then challenges).
+        for who in [*cast.sybils[:MAX_SYBILS], *cast.honest_auditors[:HONEST_AUDITORS], cast.watcher]:
             assert transact(rpc, errors, who, committee, "register", value=AUDITOR_STAKE).ok
         rpc("anvil_mine", hex(COMMITTEE["warmupBlocks"]))
         method, params = committee.call("auditorCount")
-        assert committee.result("auditorCount", rpc(method, *params)) == MAX_SYBILS + HONEST_AUDITORS
+        assert committee.result("auditorCount", rpc(method, *params)) == MAX_SYBILS + HONEST_AUDITORS + 1
         head = rpc("eth_getBlockByNumber", "latest", False)
         eth = Reads()
         for a in [*accounts, tasks.address, committee.address]:
@@ -136,6 +137,28 @@ def test_adversarial_simulation(base: Base, shard: int) -> None:
         "  slowest episodes (seconds, seed, panels):", [(round(t, 1), seed, n) for t, seed, n in sorted(durations)[-5:]]
     )
     assert not failures, "\n".join(failures)
+    shortfalls = [f"{key}: {stats[key]} < {floor}" for key, floor in floors(len(seeds)).items() if stats[key] < floor]
+    shortfalls += [f"{key}: {stats[key]} > {most}" for key, most in ceilings(len(seeds)).items() if stats[key] > most]
+    assert not shortfalls, "the episodes checked less than they must:\n" + "\n".join(shortfalls)
+
+
+# What the checks must have seen, as fractions of a shard's episodes (rounded down), fixed before any run from the
+# mix's chances (in parentheses, the rate expected): a change that makes episodes skip their checks (every task cut
+# off, no watcher's challenge leading to a slash, no withholder's game played) fails even though no check did.
+FLOORS = {
+    "soundness: the watcher was paid the lead's share": 0.3,  # (0.8)
+    "completeness: finalized": 0.5,  # (1.2)
+    **{f"withholder ({mode}): games played to the end": 0.02 for mode in WITHHOLDING},  # (0.09)
+}
+CEILINGS = {"episodes cut off": 0.25}  # (0.12)
+
+
+def floors(episodes: int) -> dict[str, int]:
+    return {key: int(share * episodes) for key, share in FLOORS.items()}
+
+
+def ceilings(episodes: int) -> dict[str, int]:
+    return {key: max(1, int(share * episodes)) for key, share in CEILINGS.items()}
 
 
 def test_a_seed_replays_its_episode(base: Base) -> None:
