@@ -330,6 +330,7 @@ def spec() -> None:
     help="Exact mode: float64 compute rounded to float32, a rounding log; replays must match bit for bit. "
     "Its threshold is calibrated here from a few steps under each CPU profile.",
 )
+@click.option("--force", is_flag=True, help="Write into a folder that holds files already (they may be overwritten).")
 @config_option
 @warmup_option
 def spec_new(
@@ -340,9 +341,13 @@ def spec_new(
     model_dir: Path | None,
     data_file: Path | None,
     exact: bool,
+    force: bool,
     **options: Any,
 ) -> None:
     """Write spec.json, dataset.safetensors and init.safetensors into a folder."""
+    if out_dir.exists() and any(out_dir.iterdir()) and not force:  # a calibrated boundary is hours of work
+        raise click.BadParameter(f"{out_dir} is not empty (its files would be overwritten, a calibrated boundary "
+                                 "too): use another folder, or --force", param_hint="--out")  # fmt: skip
     from ovig_node.training.taskfiles import prepare_task
 
     sources = {"model": model_dir, "data": data_file}
@@ -514,19 +519,38 @@ def calibrate_cmd(
         check_runs([prepared, *more])
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--spec") from None
-    with tempfile.TemporaryDirectory() as tmp, console.status("calibrating ...") as status:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    positions = spread_positions(prepared.spec.layout.intervals, intervals) if spread else range(intervals)
+    shortest = min(run.spec.layout.intervals for run in (prepared, *more))  # calibrate keeps positions below it
+    total = len({k for k in positions if 0 <= k < shortest}) * len(replay_profiles) * (1 + len(more))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("ETA"), TimeRemainingColumn())  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp, Progress(*columns, console=console) as progress:
+        bar = progress.add_task("training the claims, then replays", total=total)
+
+        def replayed(k: int, name: str) -> None:
+            progress.update(bar, advance=1, description=f"replayed interval {k} under {name}")
+
         claims = work_dir or Path(tmp)
         boundary = calibrate(
             prepared,
             claim_profile=get_profile(claim_profile),
             replay_profiles=replay_profiles,
-            positions=spread_positions(prepared.spec.layout.intervals, intervals) if spread else range(intervals),
+            positions=positions,
             alpha=alpha,
             work_dir=claims,
             more_runs=[(run, claims / f"run-{i}") for i, run in enumerate(more, start=2)],
             rel_tail=rel_tail or None,
             floor_ulps=floor_ulps,
-            on_replay=lambda k, name: status.update(f"calibrating: replayed interval {k} under {name}"),
+            on_replay=replayed,
         )
         if reference_path is not None:
             from ovig_node.verify.statistics_judge import Reference
@@ -553,7 +577,8 @@ def calibrate_cmd(
 
 @cli.command("verify")
 @click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
-@click.option("--evidence", "evidence_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--evidence", "evidence_dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              required=True, help="The claims' folder (E_k files); missing: an error, not a verdict.")  # fmt: skip
 @click.option("--interval", "k", type=int, required=True)
 @click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The calibrated boundary (boundary mode; an exact-mode spec needs none).")  # fmt: skip

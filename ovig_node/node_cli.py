@@ -71,6 +71,17 @@ def _eth(value: str) -> int:
     return int(Decimal(value) * WEI)
 
 
+def _amount(value: str, option: str) -> int:
+    """An amount of ETH given as a decimal, in wei; a usage error naming ``option`` otherwise."""
+    try:
+        wei = Decimal(value) * WEI
+    except ArithmeticError:
+        wei = Decimal("NaN")
+    if not wei.is_finite() or wei < 0 or wei != int(wei):
+        raise click.BadParameter(f"{value!r} is not an amount of ETH (a decimal such as 0.1)", param_hint=option)
+    return int(wei)
+
+
 # --- nodes ---------------------------------------------------------------------------------------
 
 
@@ -272,12 +283,15 @@ def owner_post(spec_path: Path, boundary_path: Path | None, reward: str, provide
     """Pin the spec, dataset, initial checkpoint and boundary (an exact spec has none), and post the task."""
     from ovig_node.nodes.owner import Terms, post_task
 
+    amounts = {name: _amount(value, name) for name, value in (("--reward", reward), ("--provider-bond", provider_bond),
+               ("--challenger-bond", challenger_bond), ("--owner-bond", owner_bond))}  # fmt: skip
     try:
         opening, challenge, reveal = (int(w) for w in windows.split(","))
-        terms = Terms(_eth(reward), _eth(provider_bond), _eth(challenger_bond), opening, challenge, reveal,
-                      deadline_in, _eth(owner_bond), replay_seconds)  # fmt: skip
-    except (ValueError, ArithmeticError):
-        raise click.BadParameter("amounts are decimals of ETH; --windows is three integers a,b,c") from None
+    except ValueError:
+        raise click.BadParameter(f"{windows!r}: three whole seconds, opening,challenge,reveal (e.g. 90,90,30)",
+                                 param_hint="--windows") from None  # fmt: skip
+    terms = Terms(amounts["--reward"], amounts["--provider-bond"], amounts["--challenger-bond"], opening, challenge,
+                  reveal, deadline_in, amounts["--owner-bond"], replay_seconds)  # fmt: skip
     task = post_task(_open("owner", options), spec_path, boundary_path, terms)
     console.print(f"task {task}")
 

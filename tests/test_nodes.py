@@ -657,6 +657,17 @@ def test_an_owner_lists_its_tasks_and_cancels_one_nobody_accepted(system: System
     ):
         trainer = run_ovig("trainer", "run", "--account", "2", "--home", str(system.folder / "t2"), *argv, env=env)
         assert trainer.returncode == 1 and trainer.stderr.strip().splitlines() == [line], trainer.stderr
+    owner_home = str(system.folder / "nodes" / "owner-cli-0")
+    post = ("owner", "post-task", "--spec", str(system.spec), "--boundary", str(system.boundary), "--provider-bond",
+            "3", "--challenger-bond", "0.1", "--account", "0", "--home", owner_home)  # fmt: skip
+    for extra, code, said in (
+        (("--reward", "abc"), 2, "Invalid value for --reward: 'abc' is not an amount of ETH"),
+        (("--reward", "1", "--windows", "90,90"), 2, "Invalid value for --windows: '90,90': three whole seconds"),
+        (("--reward", "50000"), 1, f"error: {owner.address} holds"),
+    ):
+        refused = run_ovig(*post, *extra, env=env)
+        assert refused.returncode == code and said in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
     out = system.folder / "never-fetched"
     unfinished = ovig("fetch", str(task), "--out", str(out))
     assert unfinished.returncode == 1 and not out.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from ovig_node.training.evidence import EvidenceError, read_evidence
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, completed_intervals, evidence_path, train
 from ovig_node.training.optim import lr_at, step_counters
-from ovig_node.training.taskfiles import PreparedTask, prepare_task
+from ovig_node.training.taskfiles import PreparedTask, attach_boundary, prepare_task
 from ovig_node.training.workloads import get_workload
 from ovig_node.training.workloads.base import DEFAULT_OPTIMIZER
 from support import run_ovig
@@ -241,6 +242,9 @@ def test_the_tiny_language_task_warms_up_and_a_spec_can_say_otherwise(tmp_path: 
     made = run_ovig(*new_vision, "50", "--out", str(tmp_path / "cli"))
     assert made.returncode == 0, made.stderr
     assert '"schedule":{"name":"constant","warmup_steps":50}' in (tmp_path / "cli" / "spec.json").read_text()
+    again = run_ovig(*new_vision, "60", "--out", str(tmp_path / "cli"))  # a folder with files: never overwritten
+    assert again.returncode == 2 and "is not empty" in again.stderr and "--force" in again.stderr
+    assert '"warmup_steps":50}' in (tmp_path / "cli" / "spec.json").read_text()
     refused = run_ovig(*new_vision, "-5", "--out", str(tmp_path / "x"))
     assert refused.returncode == 2 and "-5 is not in the range x>=0" in refused.stderr
     assert not (tmp_path / "x").exists()
@@ -269,3 +273,23 @@ def test_a_spec_can_change_the_workload_config_and_nothing_else(tmp_path: Path) 
     )
     assert made.returncode == 0, made.stderr
     assert '"config":{"channels":4,"hidden":8,"pool":"avg"}' in (tmp_path / "cli" / "spec.json").read_text()
+
+
+@pytest.mark.parametrize(
+    ("profile", "why"),
+    [
+        ({"workload": "llm", "stride": 10}, "calibrated for llm at stride 10, not for this spec's vision at stride 10"),
+        ({"workload": "vision", "stride": 5}, "calibrated for vision at stride 5, not for this spec's vision at "),
+        ([1, 2], "not a boundary profile"),
+    ],
+)
+def test_a_boundary_that_cannot_judge_the_spec_is_never_named_in_it(tmp_path: Path, profile: object, why: str) -> None:
+    """Issue 46: a boundary calibrated for another workload or stride (every node would refuse the task) is
+    refused when the owner names it, and the spec is left as it was."""
+    task = prepare_task("vision", tmp_path / "task", tiny=True, total_steps=20, stride=10)
+    before = task.spec_path.read_bytes()
+    boundary = tmp_path / "boundary.json"
+    boundary.write_text(json.dumps(profile))
+    with pytest.raises(SpecError, match=f"^{boundary}: {why}"):
+        attach_boundary(task.spec_path, boundary)
+    assert task.spec_path.read_bytes() == before

@@ -351,8 +351,12 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
 
     code, report = verify(claims, "--digest", "0" * 64)
     assert (code, report["reason"]) == (3, "corrupt")
-    code, report = verify(tmp_path / "nothing")
+    (tmp_path / "empty").mkdir()  # the claims' folder, without the files: the provider's fault
+    code, report = verify(tmp_path / "empty")
     assert (code, report["reason"]) == (3, "missing")
+    typo = run_ovig("verify", "--spec", str(task.spec_path), "--evidence", str(tmp_path / "nothing"), "--interval",
+                    "3", "--boundary", str(boundary_file))  # fmt: skip
+    assert typo.returncode == 2 and "--evidence" in typo.stderr  # a folder that is not there: the user's
 
     broken = tmp_path / "broken.json"
     broken.write_text("{}")

@@ -24,7 +24,7 @@ from ovig_node.nodes.node_state import NodeState
 from ovig_node.protocol.attestation import Announced
 from ovig_node.protocol.manifest import manifest_limit
 from ovig_node.protocol.spec import ContentRef
-from ovig_node.training.taskfiles import open_task
+from ovig_node.training.taskfiles import boundary_mismatch, open_task
 from ovig_node.verify.boundary import load_boundary
 
 
@@ -66,6 +66,11 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     same owner state returns the task already posted (the journal never sends it twice)."""
     prepared = open_task(spec_path)
     spec = prepared.spec
+    escrow = terms.reward + terms.owner_bond
+    balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
+    if balance < escrow:  # before anything is pinned or sent
+        raise PostingError(f"{ctx.address} holds {balance / 1e18:g} ETH; posting escrows {escrow / 1e18:g} ETH "
+                           "(the reward and the owner bond), plus gas")  # fmt: skip
     files: list[tuple[Path, ContentRef | None]] = [(spec_path, None), (prepared.dataset_path, spec.dataset),
                                                 (prepared.init_path, spec.init)]  # fmt: skip
     slowest = 0.0  # an exact task's replays: only the owner's declaration, checked by each trainer's preflight
@@ -85,6 +90,8 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
             raise PostingError(f"{spec_path} is judged against its boundary: give its file (--boundary)")
         if file_sha256(boundary_path) != spec.boundary.sha256:
             raise PostingError(f"{boundary_path} is not the boundary the spec names (sha256 {spec.boundary.sha256})")
+        if (problem := boundary_mismatch(spec, boundary_path.read_bytes())) is not None:
+            raise PostingError(f"{boundary_path}: {problem}")  # before anything is pinned or sent
         files.append((boundary_path, spec.boundary))
         slowest = load_boundary(boundary_path.read_bytes()).replay_seconds_max
     for path, ref in files:

@@ -19,6 +19,7 @@ import functools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from ovig_node.training import distributed
 from ovig_node.training.evidence import read_evidence, read_statistics
 from ovig_node.training.exact import LogError, LogTooLong, decode_log
 from ovig_node.training.execution import get_profile, one_process
-from ovig_node.training.loop import TrainRun, evidence_path, train
+from ovig_node.training.loop import StepInfo, TrainRun, evidence_path, train
 from ovig_node.verify.exact import numerics_problem
 from ovig_node.verify.report import verify_interval
 
@@ -195,13 +196,34 @@ class TrainerNode:
 
         def work() -> None:
             try:
-                train(self._run())
+                train(self._run(), on_step=self._progress())
             except BaseException as exc:
                 self._failure = exc
 
         self._thread = threading.Thread(target=work, name=f"train-{self.task}", daemon=True)
         self._thread.start()
         self.ctx.say(f"training task {self.task}" + (f" [red](attack: {self.attack.name})[/]" if self.attack else ""))
+
+    def _progress(self) -> Callable[[StepInfo], None]:
+        """One line a batch trained: the step, the batch's mean loss, and when the run should end."""
+        layout = self._task_files().prepared.spec.layout
+        started, losses, first = time.monotonic(), [], []
+
+        def on_step(info: StepInfo) -> None:
+            losses.append(info.loss)
+            first[:1] = first[:1] or [info.step]
+            k = info.interval_done
+            if k is None or ((k + 1) % layout.intervals_per_batch and k != layout.intervals - 1):
+                return  # not the last interval of a batch
+            done, left = info.step + 1 - first[0], layout.total_steps - info.step - 1
+            eta = (time.monotonic() - started) / done * left
+            mean = sum(losses) / len(losses)
+            step = f"step {info.step + 1}/{layout.total_steps}"
+            self.ctx.say(f"task {self.task}: batch {layout.batch_of(k)} trained ({step}, loss {mean:.4f}, "
+                         f"about {eta:.0f} s to go)")  # fmt: skip
+            losses.clear()
+
+        return on_step
 
     def _evidence_count(self) -> int:
         """How many intervals have evidence (files appear atomically, in order); digests cached."""

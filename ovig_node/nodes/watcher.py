@@ -50,6 +50,7 @@ from ovig_node.nodes.screening import Checked, screen_batch
 from ovig_node.protocol.attestation import profile_text
 from ovig_node.protocol.spec import training_hash
 from ovig_node.training.execution import host_cpu
+from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 from ovig_node.verify.stats import warm_up
 
@@ -238,7 +239,11 @@ class WatcherNode:
                        "report": judgement.report_cid}  # fmt: skip
         self.state.set("judged", judged)
         if not judgement.faulty:
-            self.ctx.say(f"task {task} interval {k}: valid (report {judgement.report_cid[:12]}…)", style="green")
+            closest = closest_to_limit(judgement.report)
+            margin = f"; nearest its limit: {closest[1]} at {closest[0]:.0%} of it" if closest else ""
+            self.ctx.say(
+                f"task {task} interval {k}: valid (report {judgement.report_cid[:12]}…{margin})", style="green"
+            )
             if self.attest:
                 pending = self.state.get("attestations", {})
                 profile = profile_text(f"{self.profile_name} on {host_cpu()}")

@@ -8,6 +8,7 @@ locally with Kubo's rules) go into the spec, and the spec's hash is what the con
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,4 +144,21 @@ def attach_boundary(spec_path: Path, boundary_path: Path) -> PreparedTask:
     """Name ``boundary_path`` (CID and sha256) in the spec at ``spec_path`` and rewrite it; the spec's
     hash changes, which is why a boundary is attached before the task is posted."""
     data = boundary_path.read_bytes()
+    spec, _ = parse_spec(spec_path.read_bytes())
+    if (problem := boundary_mismatch(spec, data)) is not None:
+        raise SpecError(f"{boundary_path}: {problem}")
     return _with_section(spec_path, "boundary", {"cid": str(cid_of_bytes(data)), "sha256": sha256_hex(data)})
+
+
+def boundary_mismatch(spec: TaskSpec, boundary: bytes) -> str | None:
+    """Why a boundary profile cannot judge ``spec`` (calibrated for another workload or stride, or not a
+    profile at all), or None: every node refuses such a task, so the owner hears it before posting."""
+    try:
+        document = json.loads(boundary)
+        calibrated = (document["workload"], document["stride"])
+    except (ValueError, TypeError, KeyError):
+        return "not a boundary profile (JSON with its workload and stride)"
+    if calibrated != (spec.workload.name, spec.stride):
+        return (f"calibrated for {calibrated[0]} at stride {calibrated[1]}, not for this spec's {spec.workload.name} "
+                f"at stride {spec.stride}")  # fmt: skip
+    return None
