@@ -483,7 +483,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @notice Reveal a committed ballot, after the commit window and within REVEAL_WINDOW of its end. A
     /// panelist who has become interested in the task since it was drawn cannot reveal.
     /// @param dispute The dispute id.
-    /// @param vote 1 = sound, 2 = faulty, 3 = unavailable.
+    /// @param vote 1 = sound, 2 = faulty, 3 = unavailable, 4 = abstain (no verdict in time).
     /// @param salt The commitment's salt.
     function revealVote(uint256 dispute, uint8 vote, bytes32 salt) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Voting);
@@ -491,7 +491,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         uint64 opensAt = _commitEnd(d);
         uint64 closesAt = _revealEnd(d);
         if (_now() < opensAt || _now() >= closesAt) revert VoteRevealClosed(dispute, opensAt, closesAt);
-        if (vote == uint8(Vote.None) || vote > uint8(Vote.Unavailable)) revert InvalidVote(vote);
+        if (vote == uint8(Vote.None) || vote > uint8(Vote.Abstain)) revert InvalidVote(vote);
         if (b.commitment == bytes32(0) || b.vote != 0) revert NothingToReveal(dispute, msg.sender);
         if (keccak256(abi.encode(dispute, d.run, vote, salt, msg.sender)) != b.commitment) {
             revert VoteMismatch(dispute, msg.sender);
@@ -500,12 +500,16 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         // opening of it, since it was drawn does not vote (its seat is neither paid nor penalised).
         if (TASKS.isInterested(d.task, msg.sender, block.number)) revert InterestedPanelist(dispute, msg.sender);
         b.vote = vote;
+        emit VoteRevealed(dispute, d.round, msg.sender, vote);
+        // INVARIANT: an abstention counts for no outcome and toward no quorum, as silence does (a run mostly
+        // abstaining is drawn again); unlike silence it is never penalised: a replay no node can finish in a
+        // commit window costs honest auditors nothing, and cannot end a task.
+        if (vote == uint8(Vote.Abstain)) return;
         Run storage r = _runs[dispute][d.run];
         if (vote == uint8(Vote.Sound)) r.sound += 1;
         else if (vote == uint8(Vote.Faulty)) r.faulty += 1;
         else r.unavailable += 1;
         if (b.excused) r.excusedRevealed += 1;
-        emit VoteRevealed(dispute, d.round, msg.sender, vote);
     }
 
     /// @notice End the current run after its reveal window, or let a decided round's outcome stand once its
@@ -1046,7 +1050,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
             return;
         }
         Run storage r = _runs[dispute][b.run];
-        if (r.voided) return;
+        if (r.voided || b.vote == uint8(Vote.Abstain)) return;
         // INVARIANT (v3): a ballot loses only against the outcome that stands: SOUND takes from faulty
         // ballots, FAULTY from sound ones; an unavailable ballot, and any ballot of an UNAVAILABLE or
         // undecided outcome, loses nothing.

@@ -364,7 +364,7 @@ error NothingToReveal(uint256 dispute, address panelist);
 /// @param panelist The panelist.
 error VoteMismatch(uint256 dispute, address panelist);
 
-/// @notice A ballot must be 1 (sound), 2 (faulty) or 3 (unavailable).
+/// @notice A ballot must be 1 (sound), 2 (faulty), 3 (unavailable) or 4 (abstain).
 /// @param vote The value given.
 error InvalidVote(uint8 vote);
 

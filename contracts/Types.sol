@@ -66,7 +66,10 @@ enum Vote {
     Faulty,
     // Files matching the proven digests (the owner's included) could not be obtained from any source by the
     // draw plus the fetch window. Never penalised.
-    Unavailable
+    Unavailable,
+    // No verdict in time (the replay did not finish within the commit window): counted for no outcome, as
+    // silence is, but never penalised, never paid. A run mostly abstaining or silent is drawn again.
+    Abstain
 }
 
 /// @notice Time limits of a task, in seconds (protocol section 4.1). Each is > 0.
@@ -470,7 +473,7 @@ struct Auditor {
 struct Ballot {
     // The run it sat in.
     uint8 run;
-    // The revealed ballot (Vote: 1 sound, 2 faulty, 3 unavailable); zero until revealed.
+    // The revealed ballot (Vote: 1 sound, 2 faulty, 3 unavailable, 4 abstain); zero until revealed.
     uint8 vote;
     // Seated beyond its first L overlapping seats: a missing reveal costs it nothing.
     bool excused;

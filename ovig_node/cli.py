@@ -322,7 +322,8 @@ def spec() -> None:
     "data_file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
-    help='llm: conversations, one JSON per line: {"messages": [...]} or {"prompt": ..., "response": ...}.',
+    help="llm: conversations, one JSON per line: messages, ShareGPT, Alpaca, prompt/completion or prompt/response "
+    "(docs/llm.md).",
 )
 @click.option(
     "--exact",

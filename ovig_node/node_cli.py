@@ -8,7 +8,7 @@ environment variable. Its journal, event index and files live in ``--home``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import Decimal, Inexact, localcontext
 from pathlib import Path
 from typing import Any
 
@@ -72,12 +72,16 @@ def _eth(value: str) -> int:
 
 
 def _amount(value: str, option: str) -> int:
-    """An amount of ETH given as a decimal, in wei; a usage error naming ``option`` otherwise."""
+    """An amount of ETH given as a decimal, in wei (exactly: a fraction of a wei is refused, never rounded); a
+    usage error naming ``option`` otherwise."""
     try:
-        wei = Decimal(value) * WEI
-    except ArithmeticError:
-        wei = Decimal("NaN")
-    if not wei.is_finite() or wei < 0 or wei != int(wei):
+        with localcontext() as exact:
+            exact.prec, exact.traps[Inexact] = 100, True
+            wei = Decimal(value).scaleb(18)
+            whole = wei.is_finite() and wei == wei.to_integral_value()
+    except ArithmeticError:  # not a number, or not exact
+        whole = False
+    if not whole or not 0 <= wei < 2**128:
         raise click.BadParameter(f"{value!r} is not an amount of ETH (a decimal such as 0.1)", param_hint=option)
     return int(wei)
 
@@ -287,6 +291,8 @@ def owner_post(spec_path: Path, boundary_path: Path | None, reward: str, provide
                ("--challenger-bond", challenger_bond), ("--owner-bond", owner_bond))}  # fmt: skip
     try:
         opening, challenge, reveal = (int(w) for w in windows.split(","))
+        if min(opening, challenge, reveal) <= 0:
+            raise ValueError("a window of no time")
     except ValueError:
         raise click.BadParameter(f"{windows!r}: three whole seconds, opening,challenge,reveal (e.g. 90,90,30)",
                                  param_hint="--windows") from None  # fmt: skip

@@ -116,7 +116,7 @@ def test_a_reference_from_calibration_claims_matches_the_task_after_its_boundary
         v for k in range(layout.intervals) for v in read_statistics(evidence_path(honest, k), 3)["loss"]
     ]
     boundary = tmp_path / "boundary.json"
-    boundary.write_text("{}")
+    boundary.write_text('{"workload": "vision", "stride": 3}')  # all attach_boundary reads of it
     posted = attach_boundary(prepared.spec_path, boundary)
     assert posted.spec_hash != prepared.spec_hash and ref.training_hash == training_hash(posted.spec).hex()
 

@@ -76,18 +76,70 @@ def test_both_jsonl_formats_read_as_conversations(tmp_path: Path) -> None:
     [
         ('{"messages": [', "line 2: not JSON"),
         ('["a", "b"]', "line 2: a line must be a JSON object"),
-        ({"text": "hello"}, "line 2: has keys ['text']; expected 'messages', or 'prompt' and 'response'"),
-        ({"messages": []}, "line 2: 'messages' must be a non-empty list"),
-        ({"messages": [{"role": "robot", "content": "x"}]}, "line 2: message 0 has role 'robot'"),
-        ({"messages": [{"role": "user", "content": 3}]}, "line 2: message 0's content must be a string"),
-        ({"messages": [{"role": "user", "content": "only a question"}]}, "line 2: no assistant message"),
-        ({"prompt": "q", "response": None}, "line 2: 'prompt' and 'response' must be strings"),
+        ({"text": "hello"}, "line 2: has keys ['text']; expected one of: 'messages'; 'conversations'; 'instruction'"),
+        ({"prompt": "q", "response": None}, "line 2: 'prompt' and 'response' must both be strings, or both lists"),
     ],
 )
 def test_a_bad_line_is_named(tmp_path: Path, line: Any, message: str) -> None:
     path = write_lines(tmp_path / "chat.jsonl", [GOOD[1], line])
     with pytest.raises(ChatDataError, match="^" + str(path) + " " + message.replace("[", r"\[").replace("(", r"\(")):
         read_jsonl(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"messages": []}, "'messages' must be a non-empty list"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, "message 0 has role 'robot'"),
+        ({"messages": [{"role": "user", "content": 3}]}, "message 0's content must be a string"),
+        ({"messages": [{"role": "user", "content": "only a question"}]}, "no assistant message to train on"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "weight": 0}]},
+         "no assistant message to train on"),
+        ({"messages": [{"role": "user", "content": "q", "weight": 0}]}, "message 0: only an assistant message has a"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "weight": 2}]},
+         "message 1's weight must be 0 or 1"),
+        ({"conversations": [{"from": "bot", "value": "x"}]}, "turn 0 is from 'bot'"),
+        ({"instruction": "q", "output": 3}, "'instruction', 'input' and 'output' must be strings"),
+        ({"prompt": [{"role": "user", "content": "q"}], "completion": "a"}, "'prompt' and 'completion' must both"),
+    ],
+)  # fmt: skip
+def test_a_bad_line_of_each_format_is_named(tmp_path: Path, line: Any, message: str) -> None:
+    path = write_lines(tmp_path / "chat.jsonl", [line])
+    with pytest.raises(ChatDataError, match=f"^{path} line 1: " + re.escape(message)):
+        read_jsonl(path)
+
+
+def test_every_format_reads_as_the_same_conversation(tmp_path: Path) -> None:
+    """Issue 46: the formats chat data comes in (OpenAI and TRL messages, ShareGPT, Alpaca, TRL prompt-completion
+    as text or as messages, prompt-response) give the same conversation; a message's name is dropped."""
+    same = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]
+    lines = {
+        "messages": {"messages": [{"role": "user", "content": "Hi", "name": "ann"},
+                                  {"role": "assistant", "content": "Hello!", "weight": 1}]},
+        "sharegpt": {"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello!"}]},
+        "alpaca": {"instruction": "Hi", "input": "", "output": "Hello!"},
+        "completion": {"prompt": "Hi", "completion": "Hello!"},
+        "conversational": {"prompt": [{"role": "user", "content": "Hi"}],
+                           "completion": [{"role": "assistant", "content": "Hello!"}]},
+        "response": {"prompt": "Hi", "response": "Hello!"},
+    }  # fmt: skip
+    for name, line in lines.items():
+        assert read_jsonl(write_lines(tmp_path / f"{name}.jsonl", [line, line])) == [same, same], name
+    alpaca = {"instruction": "Translate", "input": "chat", "output": "cat"}
+    assert read_jsonl(write_lines(tmp_path / "input.jsonl", [alpaca]))[0][0]["content"] == "Translate\n\nchat"
+
+
+def test_an_assistant_turn_of_weight_zero_is_context_not_trained_on(tokenizer: Any, tmp_path: Path) -> None:
+    """OpenAI's weight: 0 keeps an assistant turn in the conversation (the model sees it) and out of the loss."""
+    turns = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+             {"role": "user", "content": "Sum?"}, {"role": "assistant", "content": "Four."}]  # fmt: skip
+    weighted = [dict(turns[1], weight=0) if i == 1 else t for i, t in enumerate(turns)]
+    both = encode(tokenizer, read_jsonl(write_lines(tmp_path / "a.jsonl", [{"messages": turns}])), max_tokens=96)
+    last = encode(tokenizer, read_jsonl(write_lines(tmp_path / "b.jsonl", [{"messages": weighted}])), max_tokens=96)
+    ids = both.tensors["input_ids"][0]
+    assert torch.equal(ids, last.tensors["input_ids"][0])  # the same tokens: the turn is still there
+    assert tokenizer.decode(ids[both.tensors["loss_mask"][0].bool()]) == "Hello!<|im_end|>\nFour.<|im_end|>\n"
+    assert tokenizer.decode(ids[last.tensors["loss_mask"][0].bool()]) == "Four.<|im_end|>\n"
 
 
 def test_only_the_assistant_tokens_count(tokenizer: Any, tmp_path: Path) -> None:
@@ -197,8 +249,9 @@ def test_a_bad_jsonl_line_stops_spec_new_in_one_line(tmp_path: Path) -> None:
     data = write_lines(tmp_path / "chats.jsonl", [GOOD[1], {"prompt": "q"}])
     made = run_ovig("spec", "new", "--workload", "llm", "--tiny", "--data", str(data), "--out", str(tmp_path / "task"))
     assert made.returncode == 1
-    assert made.stderr.strip().splitlines() == [f"error: {data} line 2: has keys ['prompt']; expected 'messages', "
-                                                "or 'prompt' and 'response'"]  # fmt: skip
+    assert made.stderr.strip().splitlines() == [f"error: {data} line 2: has keys ['prompt']; expected one of: "
+                                                "'messages'; 'conversations'; 'instruction' and 'output'; 'prompt' "
+                                                "and 'completion'; 'prompt' and 'response'"]  # fmt: skip
     assert not (tmp_path / "task" / "spec.json").exists()
 
 

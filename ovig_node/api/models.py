@@ -267,8 +267,8 @@ class TimelineEntry(BaseModel):
 class Vote(BaseModel):
     panelist: Address
     committed: bool
-    vote: Literal["valid", "faulty", "unavailable"] | None = Field(
-        description="the revealed ballot (None: not revealed)"
+    vote: Literal["valid", "faulty", "unavailable", "abstained"] | None = Field(
+        description="the revealed ballot (None: not revealed; abstained: no verdict by the commit deadline)"
     )
 
 

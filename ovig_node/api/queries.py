@@ -17,6 +17,8 @@ from ovig_node.api.timelines import timeline_entries
 from ovig_node.api.watchers import WatcherVerdict, WatcherVerdicts
 from ovig_node.protocol.attestation import AttestedVerdict
 
+BALLOTS = {1: "valid", 2: "faulty", 3: "unavailable", 4: "abstained"}  # a revealed Vote, as the API names it
+
 Row = sqlite3.Row
 M = TypeVar("M", bound=BaseModel)
 TASK_COLUMNS = "t.*, b.timestamp AS posted_at"
@@ -364,7 +366,7 @@ def get_dispute(db: sqlite3.Connection, dispute: int) -> m.DisputeDetail | None:
             m.Vote(
                 panelist=p,
                 committed=p in ballots,
-                vote={1: "valid", 2: "faulty", 3: "unavailable"}.get(ballots[p]["vote"]) if p in ballots else None,
+                vote=BALLOTS.get(ballots[p]["vote"]) if p in ballots else None,
             )
             for p in panel
         ]

@@ -57,6 +57,7 @@ class Vote(IntEnum):
     SOUND = 1
     FAULTY = 2
     UNAVAILABLE = 3  # files matching the proven digests not obtained from any source in the fetch window
+    ABSTAIN = 4  # no verdict by the commit deadline: counted for no outcome, never penalised, never paid
 
 
 class Reason(IntEnum):

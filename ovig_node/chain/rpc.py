@@ -23,7 +23,14 @@ class _Provider(Web3.HTTPProvider):
     def make_request(self, method: RPCEndpoint, params: Any) -> Any:
         try:
             return super().make_request(method, params)
-        except requests.RequestException as exc:  # refused, reset, timed out, or a proxy's 5xx
+        except requests.HTTPError as exc:
+            status = exc.response.status_code if exc.response is not None else 0
+            if status >= 500 or status in (408, 425, 429):  # the endpoint or its proxy is away, or busy
+                raise RpcUnavailable(str(self.endpoint_uri), f"HTTP {status}") from None
+            body = exc.response.text[:200] if exc.response is not None else ""
+            # a wrong URL or key, or a request the endpoint refuses: an error, never an outage to wait out
+            raise ChainError(f"RPC endpoint {self.endpoint_uri} answered HTTP {status}: {body}") from None
+        except requests.RequestException as exc:  # refused, reset, timed out
             raise RpcUnavailable(str(self.endpoint_uri), type(exc).__name__) from None
 
 

@@ -14,12 +14,13 @@ never a local limit or setting:
   the trainer also runs before it accepts a task;
 - ``sound``: otherwise.
 
-A replay that has not finished by the commit window's end (less ``COMMIT_MARGIN``, to send the commit) gives
-no verdict: the ballot is then ``unavailable`` too, never silence. Silence loses ``penalty``; a ballot of
-``unavailable`` never loses, and alone it slashes nobody (an unavailable round before the last arms the next,
-larger one), so a task whose replay no node can finish in time (an owner's declared replay time far below the
-truth) costs its provider its bond at the last round, not the honest auditors their stakes. Replays run in
-background threads, each seat's on its own, so one long replay never keeps the node from its other seats.
+A seat with no verdict by its commit deadline (the commit window's end less ``COMMIT_MARGIN``, to send the
+commit): a replay that has not finished, or one that failed, is ``abstain``, never silence. An abstention
+counts for no outcome and toward no quorum, as silence does (a run mostly abstaining is drawn again, and then
+the dispute ends uncounted), but unlike silence it is never penalised and never paid: a task whose replay no
+node can finish in time (an owner's declared replay time far below the truth) costs the honest auditors
+nothing and decides nothing. The replay runs in a background thread, so the node keeps serving its other seats
+and reaches every deadline; one replay at a time, since an execution profile's settings are process-wide.
 
 Every evidence file it fetched it pins on its own IPFS node, so the other panelists can fetch it from there
 too. A panelist that has become interested in the task (it challenged it since it was drawn) does not reveal:
@@ -61,7 +62,7 @@ NOT_OBTAINED = frozenset({"missing", "corrupt", "oversized"})
 # Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
 # minute, at most a sixth of the window (the devnet's is 30 s).
 COMMIT_MARGIN = 60
-REPLAY_WORKERS = 2  # replays of different seats at once
+REPLAY_WORKERS = 1  # an execution profile's torch settings are process-wide: two replays at once would mix them
 
 
 class NotFoundYet(ContentNotFound):
@@ -124,8 +125,13 @@ class AuditorNode:
         for event in self.ctx.scanner.events("PanelDrawn"):
             dispute, run = int(event.args["dispute"]), int(event.args["run"])
             key = f"dispute {dispute} run {run}"
-            if self.ctx.address in event.args["panel"] and self.isolation.ready(key):
+            if self.ctx.address not in event.args["panel"]:
+                continue
+            if self.isolation.ready(key):
                 self.isolation.call(key, functools.partial(self._serve, dispute, run))
+            elif f"{dispute}:{run}" not in self.state.get("votes", {}) and self._due(int(event.args["commitEnd"])):
+                # backing off a failure, but its commit deadline has come: it commits an abstention now
+                self.isolation.call(f"{key} at its deadline", functools.partial(self._serve, dispute, run))
         for event in self.ctx.scanner.events("RoundDecided"):
             if int(event.args["appealUntil"]):  # an unavailable round before the last arms the next by itself
                 self._maybe_appeal(int(event.args["dispute"]), int(event.args["round"]), int(event.args["outcome"]))
@@ -173,7 +179,14 @@ class AuditorNode:
         key = f"{dispute}:{run}"
         votes = self.state.get("votes", {})
         if key not in votes:
-            ballot = self._decide(key, dispute, d)
+            try:
+                ballot = self._decide(key, dispute, d)
+            except Exception as exc:  # no verdict: at its deadline an abstention, never silence
+                if not self._due(int(d.drawnAt) + self._param("COMMIT_WINDOW")):
+                    raise
+                reason = f"no verdict by the commit deadline: {type(exc).__name__}: {exc}"
+                self.ctx.say(f"dispute {dispute}: {reason}; its ballot: abstain", style="yellow")
+                ballot = Ballot(Vote.ABSTAIN, reason, "")
             if ballot is None:
                 return  # its replay is still running: the next pass looks again
             # Salt and ballot are on disk before the commit leaves, so a restart can always reveal.
@@ -213,9 +226,7 @@ class AuditorNode:
         reason the challenger gave (one question per interval); None while its replay runs. Raises NotFoundYet
         while a file is not found and the fetch window is open (the seat is tried again)."""
         task, k = int(d.task), int(self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute).k)
-        window = self._param("COMMIT_WINDOW")
-        fetch_until = int(d.drawnAt) + window // 2
-        decide_by = int(d.drawnAt) + window - min(COMMIT_MARGIN, window // 6)
+        fetch_until = int(d.drawnAt) + self._param("COMMIT_WINDOW") // 2
         try:
             fetched = self._task_files(task)
         except OwnerFileUnavailable as exc:
@@ -227,8 +238,11 @@ class AuditorNode:
                 raise NotFoundYet(f"task {task}'s files: {exc}") from exc
             return self._ballot(task, k, Vote.UNAVAILABLE, f"the task's files: {exc}")
         except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
-            return self._ballot(task, k, Vote.UNAVAILABLE, "the task's files do not fit this machine's memory")
+            return self._ballot(task, k, Vote.ABSTAIN, "the task's files do not fit this machine's memory")
         replay = self._replays.get(key)
+        late = self._due(int(d.drawnAt) + self._param("COMMIT_WINDOW"))
+        if replay is None and late:
+            return self._ballot(task, k, Vote.ABSTAIN, "no time left to replay before the commit deadline")
         if replay is None:
             self.ctx.scanner.poll()
             opened = opened_interval(self.ctx, task, k, fetched.prepared.spec.intervals_per_batch)
@@ -237,10 +251,11 @@ class AuditorNode:
             judge = functools.partial(judge_interval, self.ctx, fetched, opened, profile=self.profile_name, who="audit")
             replay = self._replays[key] = self._pool.submit(judge)
         if not replay.done():
-            if self.ctx.now() < decide_by:
+            if not late:
                 return None
-            del self._replays[key]  # it runs on, unheard: a verdict after the window changes nothing
-            return self._ballot(task, k, Vote.UNAVAILABLE, "its replay did not finish within the commit window")
+            del self._replays[key]
+            replay.cancel()  # if it never started; one running runs on, unheard: its verdict would change nothing
+            return self._ballot(task, k, Vote.ABSTAIN, "its replay did not finish by the commit deadline")
         del self._replays[key]
         judgement = replay.result()  # what the replay raised, the seat's isolation logs and retries
         reason = str(judgement.report.get("reason"))
@@ -249,6 +264,10 @@ class AuditorNode:
             raise NotFoundYet(f"interval {k} of task {task}: {judgement.report.get('detail', reason)}")
         vote = Vote.UNAVAILABLE if not obtained else Vote.FAULTY if judgement.faulty else Vote.SOUND
         return self._ballot(task, k, vote, f"{judgement.report['verdict']}: {reason}", judgement)
+
+    def _due(self, commit_end: int) -> bool:
+        """Whether a seat whose commit window ends at ``commit_end`` must have its ballot now."""
+        return self.ctx.now() >= commit_end - min(COMMIT_MARGIN, self._param("COMMIT_WINDOW") // 6)
 
     def _ballot(self, task: int, k: int, vote: Vote, reason: str, judgement: Judgement | None = None) -> Ballot:
         self.ctx.say(f"dispute over task {task} interval {k}: {reason}; its ballot: {vote.name.lower()}")

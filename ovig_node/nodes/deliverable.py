@@ -50,8 +50,8 @@ def fetch_deliverable(ctx: NodeContext, task: int, out: Path, *, merge: bool, un
     if status != TaskStatus.FINALIZED and not unverified:
         raise DeliverableError(f"task {task} is {status.name.lower()}, not finalized: nothing vouches for its model "
                                "(--unverified takes it anyway)")  # fmt: skip
-    if out.exists() and any(out.iterdir()):
-        raise DeliverableError(f"--out {out} is not empty")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise DeliverableError(f"--out {out} is not an empty folder")
     ctx.scanner.poll()
     with tempfile.TemporaryDirectory(prefix=f"ovig-task-{task}-") as scratch:
         fetched = fetch_task(ctx, task, Path(scratch) / "files")
@@ -64,13 +64,20 @@ def fetch_deliverable(ctx: NodeContext, task: int, out: Path, *, merge: bool, un
         missing = fetch_end_evidence(ctx, opened, folder, max_bytes=layout_of(spec).max_bytes)
         if missing is not None:
             raise DeliverableError(f"task {task}: its deliverable E_{last}: {missing[1]} ({missing[0]})")
-        staging = Path(scratch) / "out"
-        exported = export_model(fetched.prepared, evidence_path(folder, last), opened.end_digest, staging, merge=merge)
-        provenance = _provenance(ctx, task, status, opened.end_digest, opened.batch_root, last, exported.kind)
-        (staging / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n")
-        out.mkdir(parents=True, exist_ok=True)
-        for item in staging.iterdir():  # written whole first: a failure leaves nothing half-made in --out
-            shutil.move(str(item), out / item.name)
+        # Staged beside --out, so the last step is one rename: a failure leaves nothing half-made in --out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            last_file = evidence_path(folder, last)
+            exported = export_model(fetched.prepared, last_file, opened.end_digest, staging, merge=merge)
+            provenance = _provenance(ctx, task, status, opened.end_digest, opened.batch_root, last, exported.kind)
+            (staging / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n")
+            if out.exists():
+                out.rmdir()  # empty, as checked
+            staging.rename(out)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return Delivered(Exported(out, exported.kind, exported.loads_with.replace(str(staging), str(out))), provenance)
 
 

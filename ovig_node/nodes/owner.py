@@ -66,11 +66,6 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     same owner state returns the task already posted (the journal never sends it twice)."""
     prepared = open_task(spec_path)
     spec = prepared.spec
-    escrow = terms.reward + terms.owner_bond
-    balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
-    if balance < escrow:  # before anything is pinned or sent
-        raise PostingError(f"{ctx.address} holds {balance / 1e18:g} ETH; posting escrows {escrow / 1e18:g} ETH "
-                           "(the reward and the owner bond), plus gas")  # fmt: skip
     files: list[tuple[Path, ContentRef | None]] = [(spec_path, None), (prepared.dataset_path, spec.dataset),
                                                 (prepared.init_path, spec.init)]  # fmt: skip
     slowest = 0.0  # an exact task's replays: only the owner's declaration, checked by each trainer's preflight
@@ -94,6 +89,11 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
             raise PostingError(f"{boundary_path}: {problem}")  # before anything is pinned or sent
         files.append((boundary_path, spec.boundary))
         slowest = load_boundary(boundary_path.read_bytes()).replay_seconds_max
+    escrow = terms.reward + terms.owner_bond
+    balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
+    if balance < escrow:  # before anything is pinned or sent
+        raise PostingError(f"{ctx.address} holds {balance / 1e18:g} ETH; posting escrows {escrow / 1e18:g} ETH "
+                           "(the reward and the owner bond), plus gas")  # fmt: skip
     for path, ref in files:
         cid = ctx.ipfs.add_file(path).cid
         if ref is not None and cid != ref.cid:

@@ -108,11 +108,11 @@ class TrainerNode:
         elif t.status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED):
             if t.provider != self.ctx.address:
                 raise TrainerStopped(f"task {self.task} was accepted by another provider ({t.provider})")
-            self._serve_owner_files()
             self._train_in_background()
             self._commit_ready_batches(t)
             self._open_drawn_batches(t)
             self._open_requested()
+            self._serve_owner_files()  # after the duties with a deadline: a failure here never holds them up
             self._let_go_of_evidence(t)
         elif t.status in ENDED:
             self._finish(TaskStatus(t.status))
@@ -336,13 +336,20 @@ class TrainerNode:
         files after honest training cannot have panelists find them unavailable and the provider slashed."""
         if self.state.get("owner_files_pinned"):
             return
-        spec = self._task_files().prepared.spec
+        prepared = self._task_files().prepared
+        spec = prepared.spec
         posted = self.ctx.scanner.events("TaskPosted", task=self.task)
-        cids = [str(posted[0].args["specCID"]), spec.dataset.cid, spec.init.cid]
+        if not posted:
+            return  # not indexed yet: a later pass
+        files = [(prepared.spec_path, str(posted[0].args["specCID"])), (prepared.dataset_path, spec.dataset.cid),
+                 (prepared.init_path, spec.init.cid)]  # fmt: skip
         if spec.boundary is not None:
-            cids.append(spec.boundary.cid)
-        for cid in cids:
-            self.ctx.ipfs.pin(cid)  # the fetch left the blocks in this node: pinning keeps and serves them
+            files.append((prepared.spec_path.parent / "boundary.json", spec.boundary.cid))
+        for path, cid in files:
+            # Added from the copies it checked against the chain: the same CIDs, and no network fetch
+            added = self.ctx.ipfs.add_file(path).cid
+            if added != cid:
+                self.ctx.say(f"task {self.task}: {path.name} was added as {added}, not {cid}", style="yellow")
         self.state.set("owner_files_pinned", True)
 
     def _let_go_of_evidence(self, t: Any) -> None:

@@ -297,26 +297,39 @@ class WatcherNode:
     def _challenge_reopened(self) -> None:
         """Challenge again an interval it judged faulty whose window a dispute's no-decision reopened (protocol
         4.2: a no-decision buys delay, never a verdict, only if the watcher comes back): a fresh commitment for
-        each reopening, persisted before it is sent."""
+        a reopening that came after its last commit, once that commit is no longer pending and the interval is
+        not found sound; persisted before it is sent."""
         challenges = self.state.get("challenges", {})
-        reopened: dict[str, int] = {}
+        latest: dict[str, int] = {}  # key -> the block of its latest reopening after its last commit
         for event in self.ctx.scanner.events("IntervalWindowReopened"):
             key = f"{int(event.args['task'])}:{int(event.args['k'])}"
-            reopened[key] = reopened.get(key, 0) + 1
-        fresh = {key: n for key, n in reopened.items() if key in challenges and challenges[key].get("reopening", 0) < n}
-        if not fresh:
-            return
-        for key, n in fresh.items():
+            c = challenges.get(key)
+            if c is not None and event.block_number > max(c.get("committed_block", 0), c.get("reopened_at", 0)):
+                latest[key] = max(latest.get(key, 0), event.block_number)
+        changed = False
+        for key, block in latest.items():
             c = challenges[key]
-            challenges[key] = {
-                "salt": os.urandom(32).hex(),
-                "reason": c["reason"],
-                "report": c["report"],
-                "reopening": n,
-            }
-            self.ctx.say(f"task {key.split(':')[0]} interval {key.split(':')[1]}: its window reopened after a "
-                         "dispute with no decision: challenging it again", style="yellow")  # fmt: skip
-        self.state.set("challenges", challenges)
+            task, k = (int(x) for x in key.split(":"))
+            if self._commit_status(task, k, c) == CommitStatus.PENDING:
+                continue  # its reveal comes first
+            if self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k).sound:
+                continue  # found sound since: a challenge could only lose its bond
+            challenges[key] = {"salt": os.urandom(32).hex(), "reason": c["reason"], "report": c["report"],
+                               "reopening": c.get("reopening", 0) + 1, "reopened_at": block}  # fmt: skip
+            changed = True
+            self.ctx.say(f"task {task} interval {k}: its window reopened after a dispute with no decision: "
+                         "challenging it again", style="yellow")  # fmt: skip
+        if changed:
+            self.state.set("challenges", challenges)
+
+    def _commitment(self, task: int, k: int, c: dict[str, Any]) -> bytes:
+        return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
+                             [task, k, c["reason"], bytes.fromhex(c["salt"]), self.ctx.address]))  # fmt: skip
+
+    def _commit_status(self, task: int, k: int, c: dict[str, Any]) -> CommitStatus:
+        commitment = self._commitment(task, k, c)
+        return CommitStatus(self.ctx.protocol.view(self.ctx.protocol.tasks, "getCommit", self.ctx.address,
+                                                   commitment).status)  # fmt: skip
 
     def _challenge(self, key: str, c: dict[str, Any]) -> None:
         tasks = self.ctx.protocol.tasks
@@ -324,14 +337,16 @@ class WatcherNode:
         # One journal key per commitment: the reopening's number tells a challenge again from the first
         again = f":{c['reopening']}" if c.get("reopening") else ""
         salt = bytes.fromhex(c["salt"])
-        commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
-                                   [task, k, c["reason"], salt, self.ctx.address]))  # fmt: skip
+        commitment = self._commitment(task, k, c)
         bond = self.ctx.protocol.task(task).terms.challengerBond
-        status = self.ctx.protocol.view(tasks, "getCommit", self.ctx.address, commitment).status
+        status = self._commit_status(task, k, c)
         if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
-            self.ctx.client.transact(f"challenge-commit:{key}{again}",
-                                     tasks.functions.commitChallenge(task, commitment), value=bond)  # fmt: skip
+            commit = tasks.functions.commitChallenge(task, commitment)
+            receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
             self.ctx.say(f"committed a challenge of task {task} (bond {bond / 1e18:g} ETH)")
+            challenges = self.state.get("challenges", {})
+            challenges[key] = {**c, "committed_block": int(receipt["blockNumber"])}  # reopenings before it: answered
+            self.state.set("challenges", challenges)
             status = CommitStatus.PENDING
         if status == CommitStatus.PENDING:
             receipt = self.ctx.client.transact(

@@ -2,12 +2,18 @@
 tokens with a mask of the assistant's tokens (the only ones the loss counts).
 
 A conversation is a list of ``{"role", "content"}`` messages. Files are JSONL, one conversation per line,
-in either of the two formats TRL and the Hugging Face chat datasets use::
+in any of the formats chat datasets come in, told apart by their keys, line by line::
 
-    {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]}
+    {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]}   # OpenAI, TRL
+    {"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello!"}]}       # ShareGPT
+    {"instruction": "Greet me", "input": "", "output": "Hello!"}                                    # Alpaca
+    {"prompt": "Hi", "completion": "Hello!"}                                                        # TRL
     {"prompt": "Hi", "response": "Hello!"}
 
-A bad line is an error naming the file and the line, never a silently skipped example.
+In ``messages``, a message may carry a ``name`` (dropped: chat templates have no place for it) and a
+``weight``: 0 keeps an assistant turn out of the loss (it is context), 1 (the default) trains on it, as in
+OpenAI's fine-tuning format. TRL's prompt and completion may also be lists of messages. A bad line is an
+error naming the file and the line, never a silently skipped example.
 """
 
 from __future__ import annotations
@@ -31,6 +37,17 @@ class ChatDataError(OvigError, ValueError):
     """A chat data file that cannot be read as conversations."""
 
 
+# Each format by the keys that name it (checked in this order: "prompt" alone names two of them).
+FORMATS = {
+    "messages": ("messages",),
+    "sharegpt": ("conversations",),
+    "alpaca": ("instruction", "output"),
+    "prompt-completion": ("prompt", "completion"),
+    "prompt-response": ("prompt", "response"),
+}
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+
+
 def read_jsonl(path: Path) -> list[Conversation]:
     """Every conversation of a JSONL file; ChatDataError names the first bad line."""
     try:
@@ -42,7 +59,8 @@ def read_jsonl(path: Path) -> list[Conversation]:
         if not line.strip():
             continue
         try:
-            conversations.append(_conversation(json.loads(line)))
+            record = json.loads(line)
+            conversations.append(_conversation(record, format_of(record)))
         except json.JSONDecodeError as exc:
             raise ChatDataError(f"{path} line {number}: not JSON ({exc.msg} at column {exc.colno})") from None
         except ValueError as exc:
@@ -52,37 +70,80 @@ def read_jsonl(path: Path) -> list[Conversation]:
     return conversations
 
 
-def _conversation(record: Any) -> Conversation:
+def format_of(record: Any) -> str:
+    """The format a line is in (a key of FORMATS); ValueError for a line in none of them."""
     if not isinstance(record, dict):
-        raise ValueError("a line must be a JSON object with 'messages', or 'prompt' and 'response'")
-    if "messages" in record:
-        messages = record["messages"]
-        if not isinstance(messages, list) or not messages:
-            raise ValueError("'messages' must be a non-empty list")
-        conversation = [_message(m, i) for i, m in enumerate(messages)]
-    elif "prompt" in record and "response" in record:
-        prompt, response = record["prompt"], record["response"]
-        if not isinstance(prompt, str) or not isinstance(response, str):
-            raise ValueError("'prompt' and 'response' must be strings")
-        conversation = [{"role": "user", "content": prompt}, {"role": "assistant", "content": response}]
-    else:
-        raise ValueError(f"has keys {sorted(record)}; expected 'messages', or 'prompt' and 'response'")
-    if not any(m["role"] == "assistant" for m in conversation):
-        raise ValueError("no assistant message: nothing to train on")
+        raise ValueError("a line must be a JSON object")
+    for name, keys in FORMATS.items():
+        if all(key in record for key in keys):
+            return name
+    expected = "; ".join(" and ".join(repr(k) for k in keys) for keys in FORMATS.values())
+    raise ValueError(f"has keys {sorted(record)}; expected one of: {expected}")
+
+
+def _conversation(record: dict[str, Any], kind: str) -> Conversation:
+    if kind == "messages":
+        conversation = _messages(record["messages"], "messages")
+    elif kind == "sharegpt":
+        turns = record["conversations"]
+        if not isinstance(turns, list) or not turns:
+            raise ValueError("'conversations' must be a non-empty list")
+        conversation = [_sharegpt_turn(t, i) for i, t in enumerate(turns)]
+    elif kind == "alpaca":
+        instruction, extra, output = record["instruction"], record.get("input", ""), record["output"]
+        if not all(isinstance(v, str) for v in (instruction, extra, output)):
+            raise ValueError("'instruction', 'input' and 'output' must be strings")
+        question = f"{instruction}\n\n{extra}" if extra.strip() else instruction
+        conversation = [{"role": "user", "content": question}, {"role": "assistant", "content": output}]
+    else:  # prompt-completion, prompt-response
+        answer_key = "completion" if kind == "prompt-completion" else "response"
+        prompt, answer = record["prompt"], record[answer_key]
+        if isinstance(prompt, list) and isinstance(answer, list):  # TRL's conversational prompt-completion
+            conversation = _messages(prompt, "prompt") + _messages(answer, answer_key)
+        elif isinstance(prompt, str) and isinstance(answer, str):
+            conversation = [{"role": "user", "content": prompt}, {"role": "assistant", "content": answer}]
+        else:
+            raise ValueError(f"'prompt' and {answer_key!r} must both be strings, or both lists of messages")
+    if not any(m["role"] == "assistant" and m.get("weight") != "0" for m in conversation):
+        raise ValueError("no assistant message to train on")
     if next(m["role"] for m in conversation if m["role"] != "system") != "user":
         raise ValueError("the first message after any system message must be the user's")
     return conversation
 
 
+def _messages(messages: Any, key: str) -> Conversation:
+    if not isinstance(messages, list) or not messages:
+        raise ValueError(f"{key!r} must be a non-empty list")
+    return [_message(m, i) for i, m in enumerate(messages)]
+
+
 def _message(message: Any, index: int) -> Message:
-    if not isinstance(message, dict) or set(message) - {"role", "content"} or "role" not in message:
-        raise ValueError(f"message {index} must be an object with 'role' and 'content' only")
+    if not isinstance(message, dict) or set(message) - {"role", "content", "name", "weight"} or "role" not in message:
+        raise ValueError(f"message {index} must be an object with 'role' and 'content' (and 'name', 'weight')")
     role, content = message["role"], message.get("content")
     if role not in ROLES:
         raise ValueError(f"message {index} has role {role!r}; roles are {', '.join(ROLES)}")
     if not isinstance(content, str):
         raise ValueError(f"message {index}'s content must be a string")
-    return {"role": role, "content": content}
+    if "name" in message and not isinstance(message["name"], str):
+        raise ValueError(f"message {index}'s name must be a string")
+    weight = message.get("weight", 1)
+    if weight not in (0, 1) or isinstance(weight, bool):
+        raise ValueError(f"message {index}'s weight must be 0 or 1")
+    if weight == 0 and role != "assistant":
+        raise ValueError(f"message {index}: only an assistant message has a weight (0 leaves it out of the loss)")
+    return {"role": role, "content": content, **({"weight": "0"} if weight == 0 else {})}
+
+
+def _sharegpt_turn(turn: Any, index: int) -> Message:
+    if not isinstance(turn, dict) or "from" not in turn or "value" not in turn:
+        raise ValueError(f"turn {index} must be an object with 'from' and 'value'")
+    speaker, value = turn["from"], turn["value"]
+    if speaker not in SHAREGPT_ROLES:
+        raise ValueError(f"turn {index} is from {speaker!r}; ShareGPT speakers are {', '.join(SHAREGPT_ROLES)}")
+    if not isinstance(value, str):
+        raise ValueError(f"turn {index}'s value must be a string")
+    return {"role": SHAREGPT_ROLES[speaker], "content": value}
 
 
 def chatterbot_conversations(language: str = "english") -> list[Conversation]:
@@ -149,7 +210,7 @@ def _with_assistant_mask(tokenizer: Any, conversation: Conversation) -> tuple[li
     ids = _tokens(tokenizer, conversation, generation_prompt=False)
     mask = [0] * len(ids)
     for i, message in enumerate(conversation):
-        if message["role"] != "assistant":
+        if message["role"] != "assistant" or message.get("weight") == "0":  # weight 0: context, not trained on
             continue
         prompt = _tokens(tokenizer, conversation[:i], generation_prompt=True)
         start, end = len(prompt), len(_tokens(tokenizer, conversation[: i + 1], generation_prompt=False))
@@ -161,5 +222,6 @@ def _with_assistant_mask(tokenizer: Any, conversation: Conversation) -> tuple[li
 
 
 def _tokens(tokenizer: Any, messages: Conversation, *, generation_prompt: bool) -> list[int]:
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+    plain = [{"role": m["role"], "content": m["content"]} for m in messages]  # what a template knows of
+    text = tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=generation_prompt)
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -613,16 +613,17 @@ def test_reveal_vote_other_than_sound_faulty_or_unavailable_reverts(
     committee: Any, chain: Any, drawn: Any, signer: Any
 ) -> None:
     _, _, dispute, panel = drawn()
-    for vote in (0, 4):
-        committed = vote_commitment(dispute, 0, vote, SALT, panel[vote % 3])
-        committee.commitVote(dispute, committed, sender=signer(panel[vote % 3]))
+    seat = {0: panel[0], 5: panel[1]}  # 4 is an abstention (test_dispute_game_v3.py); 5 is nothing
+    for vote in (0, 5):
+        committed = vote_commitment(dispute, 0, vote, SALT, seat[vote])
+        committee.commitVote(dispute, committed, sender=signer(seat[vote]))
     committed = vote_commitment(dispute, 0, BALLOT_UNAVAILABLE, SALT, panel[2])
     committee.commitVote(dispute, committed, sender=signer(panel[2]))
     chain.pending_timestamp = committee.getDispute(dispute).drawnAt + COMMIT_WINDOW
     before = snapshot(committee, dispute, *panel)
-    for vote in (0, 4):
+    for vote in (0, 5):
         with ape.reverts(committee.InvalidVote, vote=vote):
-            committee.revealVote(dispute, vote, SALT, sender=signer(panel[vote % 3]))
+            committee.revealVote(dispute, vote, SALT, sender=signer(seat[vote]))
     assert snapshot(committee, dispute, *panel) == before
     tx = committee.revealVote(dispute, BALLOT_UNAVAILABLE, SALT, sender=signer(panel[2]))
     assert events(tx, committee.VoteRevealed, "panelist", "vote") == [(panel[2], BALLOT_UNAVAILABLE)]

@@ -49,6 +49,7 @@ from helpers import (
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
+ABSTAIN = 4  # Vote.Abstain: no verdict by the commit deadline
 
 CBOND, BOND = DEFAULTS["challengerBond"], DEFAULTS["providerBond"]
 APPEAL_WINDOW, STARVATION = COMMITTEE["appealWindow"], COMMITTEE["starvationTimeout"]
@@ -272,6 +273,31 @@ def test_a_silent_round_is_drawn_again_at_most_twice_then_the_dispute_ends_uncou
     assert tasks.getOpenedInterval(task, k).noDecisions == 0
     settle_seats(committee, dispute, keeper)
     assert len(emitted(committee.Penalized, 0, dispute=dispute)) == 9  # every seat of the three runs was silent
+
+
+def test_a_replay_no_node_finishes_in_time_costs_honest_auditors_nothing(
+    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
+    watcher: Any,
+) -> None:  # fmt: skip
+    """The second review's critical finding: a junk task whose replay takes longer than a commit window. An honest
+    node with no verdict by its commit deadline abstains (ballot 4): counted for no outcome and toward no quorum,
+    as silence is, so each run is voided and drawn again and the dispute ends with an uncounted no-decision, the
+    challenger's bond back whole; but unlike silence no abstaining seat is penalised, and none is paid."""
+    register(auditors[:5])
+    task, _ = opened_task(**SMALL)
+    k = sampled_intervals(tasks, task, 0)[0]
+    commit_challenge(tasks, task, k, watcher)
+    dispute = reveal(tasks, task, k, watcher)
+    for run in range(committee.MAX_RERUNS() + 1):
+        play(dispute, lambda p: ABSTAIN)
+        assert committee.getDispute(dispute).run == run + (run < committee.MAX_RERUNS())
+    d = committee.getDispute(dispute)
+    assert (d.status, d.verdict, d.reruns) == (RESOLVED, NO_DECISION, 2)
+    settle_seats(committee, dispute, keeper)
+    assert emitted(committee.Penalized, 0, dispute=dispute) == []
+    untouched(committee, auditors[:5])
+    assert [committee.credits(a) for a in auditors[:5]] == [0] * 5
+    assert tasks.getDispute(dispute).refundPerBond == CBOND
 
 
 def test_a_junk_task_pays_round_zeros_replays_from_its_provider_bond(project: Any, owner: Any, chain: Any) -> None:

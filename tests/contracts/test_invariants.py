@@ -745,7 +745,7 @@ class Walk:
                 forbidden=("VoteMismatch", "VoteRevealClosed", "NothingToReveal", "InterestedPanelist"),
             )
         elif roll < 0.08:
-            self.send(panelist, self.committee, "revealVote", d, 4, salt, forbidden=("InvalidVote", "VoteRevealClosed"))
+            self.send(panelist, self.committee, "revealVote", d, 5, salt, forbidden=("InvalidVote", "VoteRevealClosed"))
         elif self.send(panelist, self.committee, "revealVote", d, vote, salt):
             self.revealed.add(key)
             if self.rng.random() < 0.85:
