@@ -332,6 +332,10 @@ def spec() -> None:
     "Its threshold is calibrated here from a few steps under each CPU profile.",
 )
 @click.option("--force", is_flag=True, help="Write into a folder that holds files already (they may be overwritten).")
+@click.option("--adapter", type=click.Choice(["lora", "none"]), help="llm: a LoRA adapter, or none (a full fine-tune).")
+@click.option("--lora-rank", type=click.IntRange(min=1), help="llm: the adapter's rank r [8; tiny 4].")
+@click.option("--lora-alpha", type=click.IntRange(min=1), help="llm: the adapter's alpha [16; tiny 8].")
+@click.option("--lora-targets", help="llm: the modules it adapts, comma-separated [PEFT's default for the model].")
 @config_option
 @warmup_option
 def spec_new(
@@ -343,13 +347,33 @@ def spec_new(
     data_file: Path | None,
     exact: bool,
     force: bool,
+    adapter: str | None,
+    lora_rank: int | None,
+    lora_alpha: int | None,
+    lora_targets: str | None,
     **options: Any,
 ) -> None:
     """Write spec.json, dataset.safetensors and init.safetensors into a folder."""
     if out_dir.exists() and any(out_dir.iterdir()) and not force:  # a calibrated boundary is hours of work
         raise click.BadParameter(f"{out_dir} is not empty (its files would be overwritten, a calibrated boundary "
                                  "too): use another folder, or --force", param_hint="--out")  # fmt: skip
+    lora = {"rank": lora_rank, "alpha": lora_alpha,
+            "targets": [t.strip() for t in lora_targets.split(",") if t.strip()] if lora_targets else None}  # fmt: skip
+    given = {key: value for key, value in lora.items() if value is not None}
+    if workload != "llm" and (adapter or given):
+        raise click.BadParameter("only the llm workload has an adapter", param_hint="--adapter/--lora-*")
+    if adapter == "none" and given:
+        raise click.BadParameter("a full fine-tune (--adapter none) has no LoRA settings", param_hint="--lora-*")
+    if lora_targets is not None and not given.get("targets"):
+        raise click.BadParameter("name at least one module", param_hint="--lora-targets")
     from ovig_node.training.taskfiles import prepare_task
+
+    if adapter is not None:
+        config = config | {"adapter": adapter}
+    if given:
+        from ovig_node.training.workloads import get_workload
+
+        config = config | {"lora": get_workload("llm").config(tiny=tiny)["lora"] | config.get("lora", {}) | given}
 
     sources = {"model": model_dir, "data": data_file}
     config = config | {key: str(path.resolve()) for key, path in sources.items() if path is not None}

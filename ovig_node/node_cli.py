@@ -285,8 +285,6 @@ def owner_post(spec_path: Path, boundary_path: Path | None, reward: str, provide
                owner_bond: str, replay_seconds: int | None, windows: str, deadline_in: int,
                **options: Any) -> None:  # fmt: skip
     """Pin the spec, dataset, initial checkpoint and boundary (an exact spec has none), and post the task."""
-    from ovig_node.nodes.owner import Terms, post_task
-
     amounts = {name: _amount(value, name) for name, value in (("--reward", reward), ("--provider-bond", provider_bond),
                ("--challenger-bond", challenger_bond), ("--owner-bond", owner_bond))}  # fmt: skip
     try:
@@ -296,6 +294,8 @@ def owner_post(spec_path: Path, boundary_path: Path | None, reward: str, provide
     except ValueError:
         raise click.BadParameter(f"{windows!r}: three whole seconds, opening,challenge,reveal (e.g. 90,90,30)",
                                  param_hint="--windows") from None  # fmt: skip
+    from ovig_node.nodes.owner import Terms, post_task  # the options checked first: this loads torch
+
     terms = Terms(amounts["--reward"], amounts["--provider-bond"], amounts["--challenger-bond"], opening, challenge,
                   reveal, deadline_in, amounts["--owner-bond"], replay_seconds)  # fmt: skip
     task = post_task(_open("owner", options), spec_path, boundary_path, terms)

@@ -223,12 +223,21 @@ def test_bring_your_own_model_folder_and_jsonl(tmp_path: Path) -> None:
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     data = write_lines(tmp_path / "chats.jsonl", GOOD * 4)
-    lora = '{"rank": 2, "alpha": 4, "dropout": "0.1", "targets": ["q_proj"]}'
     made = run_ovig("spec", "new", "--workload", "llm", "--model", str(folder), "--data", str(data), "--out",
-                    str(tmp_path / "task"), "--steps", "4", "--stride", "2", "--config", f"lora={lora}")  # fmt: skip
+                    str(tmp_path / "task"), "--steps", "4", "--stride", "2", "--lora-rank", "2", "--lora-alpha", "4",
+                    "--lora-targets", "q_proj", "--config", 'lora={"dropout": "0.1"}')  # fmt: skip
     assert made.returncode == 0, made.stderr
     task = open_task(tmp_path / "task" / "spec.json")
     workload = task.spec.workload.config
+    assert workload["lora"] == {"rank": 2, "alpha": 4, "dropout": "0.1", "targets": ["q_proj"]}
+    wrong = [
+        (("--adapter", "none", "--lora-rank", "2"), "--lora-*"),
+        (("--lora-targets", ","), "--lora-targets"),
+        (("--workload", "vision", "--lora-rank", "2"), "--adapter/--lora-*"),
+    ]
+    for options, hint in wrong:
+        refused = run_ovig("spec", "new", "--workload", "llm", "--tiny", "--out", str(tmp_path / "no"), *options)
+        assert refused.returncode == 2 and hint in refused.stderr and not (tmp_path / "no").exists(), refused.stderr
     assert workload["model"] == "my-llama" and workload["pretrained"] is True
     assert workload["data"].startswith("chats.jsonl sha256:") and task.spec.dataset.examples == 8
     assert json.loads(workload["architecture"])["hidden_size"] == 32 and task.spec.batch_size == 4
@@ -416,3 +425,38 @@ def test_the_deliverable_loads_with_peft_and_transformers_and_generates(
     with pytest.raises(ExportError, match="trained no adapter"):
         export_model(vision, last, digest, tmp_path / "nothing", merge=True)
     assert not (tmp_path / "nothing").exists()
+
+
+@pytest.mark.parametrize(
+    ("architecture", "targets"),
+    [("gpt_neox", ["query_key_value"]), ("gpt2", ["c_attn"]), ("qwen2", ["q_proj", "v_proj"])],
+)
+def test_the_adapter_targets_what_peft_targets_on_the_base_s_architecture(
+    tmp_path: Path, architecture: str, targets: list[str]
+) -> None:
+    """Issue 46: a GPT-NeoX (the Pythia family), GPT-2 or Qwen2 base, not only a Llama: the spec names PEFT's own
+    default targets for the architecture, and training adapts exactly those modules."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    tokenizer = load_tokenizer(default_model_folder())
+    shapes = {
+        "gpt_neox": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2},
+        "gpt2": {"n_embd": 32, "n_layer": 1, "n_head": 2, "n_positions": 128},
+        "qwen2": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+                  "num_key_value_heads": 1},
+    }  # fmt: skip
+    torch.manual_seed(0)
+    config = AutoConfig.for_model(architecture, vocab_size=len(tokenizer), **shapes[architecture])
+    folder = tmp_path / architecture
+    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    data = write_lines(tmp_path / "chats.jsonl", GOOD * 4)
+    task = prepare_task("llm", tmp_path / "task", total_steps=2, stride=2, intervals_per_batch=1,
+                        config={"model": str(folder), "data": str(data)})  # fmt: skip
+    assert task.spec.workload.config["lora"]["targets"] == targets
+    train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path / "run",
+                   get_profile("reference")))  # fmt: skip
+    adapted = {
+        name.split(".lora_")[0].rsplit(".", 1)[-1] for name in read_evidence(evidence_path(tmp_path / "run", 0)).model
+    }
+    assert adapted == set(targets)

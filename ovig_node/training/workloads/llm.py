@@ -74,8 +74,8 @@ class LlmWorkload(Workload):
     name = "llm"
 
     def config(self, *, tiny: bool) -> dict[str, Any]:
-        lora = {"rank": 4 if tiny else 8, "alpha": 8 if tiny else 16, "dropout": "0.05",
-                "targets": ["q_proj", "v_proj"]}  # fmt: skip
+        # targets "auto": PEFT's own default for the base's architecture, written into the spec when it is made
+        lora = {"rank": 4 if tiny else 8, "alpha": 8 if tiny else 16, "dropout": "0.05", "targets": "auto"}
         return {
             "model": DEFAULT_MODEL,  # or, when the spec is made, a Hugging Face model folder
             "data": DEFAULT_DATA,  # or, when the spec is made, a JSONL file of conversations
@@ -153,8 +153,11 @@ class LlmWorkload(Workload):
         if _corpus_language(data) is None:
             data = f"{Path(data).name} sha256:{hashlib.sha256(Path(data).read_bytes()).hexdigest()}"
         model = str(config["model"]) if config["model"] == DEFAULT_MODEL else folder.name
-        return {**config, "model": model, "data": data,
-                "architecture": json.dumps(shape, sort_keys=True, separators=(",", ":"))}  # fmt: skip
+        published = {**config, "model": model, "data": data,
+                     "architecture": json.dumps(shape, sort_keys=True, separators=(",", ":"))}  # fmt: skip
+        if config["adapter"] == "lora" and config["lora"]["targets"] == "auto":
+            published["lora"] = {**config["lora"], "targets": lora_targets(str(shape.get("model_type")))}
+        return published
 
     def initial_model(self, config: dict[str, Any]) -> nn.Module:
         """The base (pretrained weights, or seeded ones for ``pretrained: false``) and a fresh adapter
@@ -231,6 +234,17 @@ def _checked_architecture(text: str) -> dict[str, Any]:
     return document
 
 
+def lora_targets(model_type: str) -> list[str]:
+    """The modules a LoRA adapter targets on a ``model_type`` by default: PEFT's own choice for it (Llama's and
+    Qwen2's ``q_proj``/``v_proj``, GPT-NeoX's ``query_key_value``, GPT-2's ``c_attn``, ...)."""
+    from peft.utils import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as DEFAULTS
+
+    targets = DEFAULTS.get(model_type)
+    if not targets:
+        raise ModelSourceError(f"no default LoRA targets for a {model_type} model: name them (--lora-targets)")
+    return list(targets)
+
+
 def _corpus_language(source: str) -> str | None:
     """The language of a ``chatterbot-corpus:<language>`` source; None for a file."""
     corpus, _, language = source.partition(":")
@@ -267,8 +281,9 @@ def _with_adapter(base: nn.Module, config: dict[str, Any]) -> nn.Module:
 
     lora = config["lora"]
     p = float(Decimal(str(lora["dropout"])))
+    targets = lora_targets(str(base.config.model_type)) if lora["targets"] == "auto" else list(lora["targets"])
     peft_config = LoraConfig(r=int(lora["rank"]), lora_alpha=int(lora["alpha"]), lora_dropout=p,
-                             target_modules=list(lora["targets"]), bias="none")  # fmt: skip
+                             target_modules=targets, bias="none")  # fmt: skip
     model = get_peft_model(base, peft_config)
     index = 0
     for module in model.modules():
