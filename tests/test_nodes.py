@@ -510,6 +510,10 @@ def test_a_fake_the_sample_missed_is_found_by_its_statistics_requested_opened_an
     screened = system.state("watcher", 3)["screened"]
     assert screened[f"{task}:1"]["requested"][:2] == [faked, faked - 1]  # the highest score first, then before it
     assert screened[f"{task}:0"]["requested"] == []  # the honest batch: nothing above the threshold
+    said = [
+        line for line in system.log("watcher", 3).splitlines() if f"task {task} batch " in line and "screened" in line
+    ]
+    assert len(said) == 2 and "requested none" in said[0] and f"requested [{faked}, {faked - 1}" in said[1], said
     assert {int(e.args["k"]) for e in events(owner, "RequestOpened", task=task)} == set(requests)
     judged = system.state("watcher", 3)["judged"]
     assert judged[f"{task}:{faked}"]["verdict"] == "faulty" and judged[f"{task}:{faked - 1}"]["verdict"] == "valid"

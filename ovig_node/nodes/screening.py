@@ -75,6 +75,11 @@ def screen_batch(
         requested.append(k)
         ctx.say(f"task {task} interval {k}: its statistics score {scored.get(k, 0.0):.3g} (threshold {threshold:g}): "
                 f"requested its opening (bond {bond / 1e18:g} ETH)", style="magenta")  # fmt: skip
+    unopened = [k for k in layout.batch_intervals(j) if k in candidates]
+    top = max(((scored.get(k, 0.0), k) for k in unopened), default=None)
+    highest = f"; highest {top[0]:.3g} (interval {top[1]})" if top is not None else ""
+    ctx.say(f"task {task} batch {j}: screened {len(unopened)} unopened intervals against the reference "
+            f"(threshold {threshold:g}{highest}); requested {requested or 'none'}")  # fmt: skip
     return Screening(scored, requested)
 
 
