@@ -21,7 +21,6 @@ from ovig_node.devnet.manager import default_data_dir
 from ovig_node.nodes.context import REPLAY_PROFILES, Connection, NodeContext, open_node
 
 console = Console(highlight=False)
-WEI = Decimal(10**18)
 
 
 def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,10 +64,6 @@ def _open(role: str, options: dict[str, Any]) -> NodeContext:
         base = (connection.devnet_dir or default_data_dir()) if connection.use_devnet else Path.home() / ".ovig"
         home = base / "nodes" / f"{role}-{connection.account_index if connection.use_devnet else 'key'}"
     return open_node(role, home, connection, console=console)
-
-
-def _eth(value: str) -> int:
-    return int(Decimal(value) * WEI)
 
 
 def _amount(value: str, option: str) -> int:
@@ -231,8 +226,9 @@ def auditor_run(profile: str, seconds: float | None, appeal_budget: str, poll_se
     from ovig_node.nodes.auditor import AuditorNode
     from ovig_node.nodes.keeper import Keeper
 
+    budget = _amount(appeal_budget, "--appeal-budget")
     ctx = _open("auditor", options)
-    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx), appeal_budget=_eth(appeal_budget),
+    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx), appeal_budget=budget,
                        poll_seconds=poll_seconds)  # fmt: skip
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ovig_node.chain.contracts import TaskStatus
 from ovig_node.errors import OvigError
@@ -70,7 +71,7 @@ def fetch_deliverable(ctx: NodeContext, task: int, out: Path, *, merge: bool, un
         try:
             last_file = evidence_path(folder, last)
             exported = export_model(fetched.prepared, last_file, opened.end_digest, staging, merge=merge)
-            provenance = _provenance(ctx, task, status, opened.end_digest, opened.batch_root, last, exported.kind)
+            provenance = _provenance(ctx, t, task, status, opened.end_digest, opened.batch_root, last, exported.kind)
             (staging / "provenance.json").write_text(json.dumps(provenance, indent=1, sort_keys=True) + "\n")
             if out.exists():
                 out.rmdir()  # empty, as checked
@@ -82,9 +83,8 @@ def fetch_deliverable(ctx: NodeContext, task: int, out: Path, *, merge: bool, un
 
 
 def _provenance(
-    ctx: NodeContext, task: int, status: TaskStatus, digest: str, root: bytes | None, last: int, kind: str
+    ctx: NodeContext, t: Any, task: int, status: TaskStatus, digest: str, root: bytes | None, last: int, kind: str
 ) -> dict[str, object]:
-    t = ctx.protocol.task(task)
     [posted] = ctx.scanner.events("TaskPosted", task=task)
     attested = attestations(ctx, task)
     return {

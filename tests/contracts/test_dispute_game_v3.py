@@ -79,6 +79,26 @@ def play(committee: Any, keeper: Any, draw_panel: Any, vote: Any) -> Callable[..
     return run
 
 
+@pytest.fixture
+def every_run_voided(
+    committee: Any, tasks: Any, opened_task: Any, play: Any, watcher: Any
+) -> Callable[[int | None], tuple[int, int, int]]:
+    """A watcher's dispute whose every run gets ``ballot`` from every panelist (None: silence), which voids it:
+    it is drawn again MAX_RERUNS times, then ends. Returns (task, k, dispute)."""
+
+    def run(ballot: int | None) -> tuple[int, int, int]:
+        task, _ = opened_task(**SMALL)
+        k = sampled_intervals(tasks, task, 0)[0]
+        commit_challenge(tasks, task, k, watcher)
+        dispute = reveal(tasks, task, k, watcher)
+        for n in range(committee.MAX_RERUNS() + 1):
+            play(dispute, lambda p: ballot)
+            assert committee.getDispute(dispute).run == n + (n < committee.MAX_RERUNS())
+        return task, k, dispute
+
+    return run
+
+
 def untouched(committee: Any, who: list[Any]) -> None:
     """No honest auditor lost stake, and every one is still eligible."""
     stakes = [committee.getAuditor(a).stake for a in who]
@@ -254,20 +274,13 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
 
 
 def test_a_silent_round_is_drawn_again_at_most_twice_then_the_dispute_ends_uncounted(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
-    watcher: Any,
-) -> None:  # fmt: skip
+    committee: Any, tasks: Any, keeper: Any, register: Any, auditors: list[Any], every_run_voided: Any
+) -> None:
     """A run most of whose panel stays silent judged nothing: it is voided and drawn again, from the whole pool
     (the voided panelists may sit again), at most MAX_RERUNS times; then the dispute ends with an uncounted
     no-decision. Each void run's silent seats lose a penalty; a ballot in a void run counts for nothing."""
     register(auditors[:5])
-    task, _ = opened_task(**SMALL)
-    k = sampled_intervals(tasks, task, 0)[0]
-    commit_challenge(tasks, task, k, watcher)
-    dispute = reveal(tasks, task, k, watcher)
-    for run in range(committee.MAX_RERUNS() + 1):
-        play(dispute, lambda p: None)  # everyone silent
-        assert committee.getDispute(dispute).run == run + (run < committee.MAX_RERUNS())
+    task, k, dispute = every_run_voided(None)  # everyone silent
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict, d.round, d.reruns) == (RESOLVED, NO_DECISION, 0, 2)
     assert tasks.getOpenedInterval(task, k).noDecisions == 0
@@ -276,21 +289,14 @@ def test_a_silent_round_is_drawn_again_at_most_twice_then_the_dispute_ends_uncou
 
 
 def test_a_replay_no_node_finishes_in_time_costs_honest_auditors_nothing(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
-    watcher: Any,
-) -> None:  # fmt: skip
+    committee: Any, tasks: Any, keeper: Any, register: Any, auditors: list[Any], every_run_voided: Any
+) -> None:
     """The second review's critical finding: a junk task whose replay takes longer than a commit window. An honest
     node with no verdict by its commit deadline abstains (ballot 4): counted for no outcome and toward no quorum,
     as silence is, so each run is voided and drawn again and the dispute ends with an uncounted no-decision, the
     challenger's bond back whole; but unlike silence no abstaining seat is penalised, and none is paid."""
     register(auditors[:5])
-    task, _ = opened_task(**SMALL)
-    k = sampled_intervals(tasks, task, 0)[0]
-    commit_challenge(tasks, task, k, watcher)
-    dispute = reveal(tasks, task, k, watcher)
-    for run in range(committee.MAX_RERUNS() + 1):
-        play(dispute, lambda p: ABSTAIN)
-        assert committee.getDispute(dispute).run == run + (run < committee.MAX_RERUNS())
+    _, _, dispute = every_run_voided(ABSTAIN)
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict, d.reruns) == (RESOLVED, NO_DECISION, 2)
     settle_seats(committee, dispute, keeper)
