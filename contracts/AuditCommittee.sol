@@ -89,7 +89,8 @@ struct CommitteeParams {
 /// before it arms the next at no bond. A decided round stands when its appeal window passes; an appealed
 /// one stands only if a later round confirms it. A silent undecided round is drawn again (at most
 /// MAX_RERUNS times, its ballots void); a round that cannot seat or stays silent ends the dispute with an
-/// uncounted no-decision: a flood buys delay, never a verdict.
+/// uncounted no-decision: a flood buys delay, never a verdict. (Except a round an UNAVAILABLE run armed that
+/// cannot seat: only a registry too small for it leaves it empty, and that UNAVAILABLE outcome stands.)
 /// Penalties, settled against the final outcome a page of seats at a time (settleSeats), and burned:
 /// SOUND penalises faulty ballots, FAULTY penalises sound ones, UNAVAILABLE and no decision penalise none; an
 /// unavailable ballot never loses; silence loses unless the seat was excused (beyond L overlapping seats) or
@@ -131,7 +132,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     uint256 private constant _BPS = 10_000;
 
     /// @notice The task contract whose disputes this committee decides.
-    IDisputedTasks public immutable TASKS;
+    IDisputedTasks internal immutable TASKS;
     /// @notice Lost per seat for a ballot against the final outcome, or for silence (unless excused).
     uint256 public immutable PENALTY;
     /// @notice L: overlapping seats an auditor answers for.
@@ -159,7 +160,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// ends the dispute.
     uint64 public immutable STARVATION_TIMEOUT;
     /// @notice Longest replay a task may declare.
-    uint64 public immutable MAX_REPLAY_SECONDS;
+    uint64 internal immutable MAX_REPLAY_SECONDS;
     /// @notice Panel size of round 0.
     uint256 public immutable PANEL_SIZE;
     /// @notice Rounds a dispute may take.
@@ -448,7 +449,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @notice Arm the current round anew at this block, when its draw cannot complete: past
     /// MAX_DRAW_DELAY, its target's value gone, or every try made with too few seated. Past
     /// STARVATION_TIMEOUT from the round's first arm, the dispute ends instead with an uncounted
-    /// no-decision (an appealed outcome stands only if a later round confirms it).
+    /// no-decision (an appealed outcome stands only if a later round confirms it), or, for the first run of
+    /// a round an UNAVAILABLE run armed, with that UNAVAILABLE outcome.
     /// @param dispute The dispute id.
     function rearm(uint256 dispute) external {
         Dispute storage d = _take(dispute, DisputeStatus.AwaitingPanel);
@@ -460,8 +462,16 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         if (!_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
             emit RoundFailed(dispute, d.round);
             // INVARIANT (v3): a round that cannot seat ends the dispute undecided and uncounted: a flood that
-            // empties the pool buys delay, never a verdict. Both contracts record the same moot outcome.
-            return _finish(dispute, d, TASKS.isMoot(dispute) ? Verdict.Moot : Verdict.NoDecision, false);
+            // empties the pool buys delay, never a verdict (a flood cannot make an eligible auditor
+            // ineligible). The exception: a round armed at no bond by an UNAVAILABLE run, which only a
+            // registry too small to seat it leaves empty, lets that run stand, as a decision no larger round
+            // could overturn stands; otherwise a provider that withholds its files in a small registry would
+            // escalate for free into a round that cannot seat and never be slashed. Both contracts record
+            // the same moot outcome.
+            Verdict v = TASKS.isMoot(dispute) ? Verdict.Moot : _escalated(dispute, d)
+                ? Verdict.Unavailable
+                : Verdict.NoDecision;
+            return _finish(dispute, d, v, false);
         }
         _arm(d);
         emit PanelRearmed(dispute, d.round, block.number, seated);
@@ -804,6 +814,11 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         d.status = DisputeStatus.Appealable;
         d.decidedAt = _stamp();
         emit RoundDecided(dispute, d.round, outcome, _now() + APPEAL_WINDOW);
+    }
+
+    /// @dev Whether the current run is the first of a round an UNAVAILABLE run armed (a re-run is not).
+    function _escalated(uint256 dispute, Dispute storage d) internal view returns (bool) {
+        return d.run == uint256(d.decidedRun) + 1 && _outcome(_runs[dispute][d.decidedRun]) == Verdict.Unavailable;
     }
 
     /// @dev Arms the next, larger round (an appeal, an undecided run, an unavailable one).

@@ -87,7 +87,7 @@ def test_deploy_to_devnet_records_and_reuses(devnet: Devnet) -> None:
     # The two are wired to each other, and to the drand backend of the devnet's beacon (DELAY: one period).
     committee = w3.eth.contract(address=committee_address, abi=artifacts.load("AuditCommittee").abi)
     assert tasks.functions.ADJUDICATOR().call() == committee_address
-    assert committee.functions.TASKS().call() == tasks_address
+    assert committee.functions.taskContract().call() == tasks_address
     assert tasks.functions.RANDOMNESS().call() == committee.functions.RANDOMNESS().call() == beacon_address
     beacon = w3.eth.contract(address=beacon_address, abi=artifacts.load("DrandBeacon").abi).functions
     network = devnet_network(info.beacon_genesis or 0, info.beacon_period or 0)
@@ -110,7 +110,7 @@ def test_deploy_rewires_the_pair_when_the_task_contract_is_gone(devnet: Devnet, 
     committee = w3.eth.contract(
         address=contracts["AuditCommittee"]["address"], abi=artifacts.load("AuditCommittee").abi
     )
-    assert committee.functions.TASKS().call() == contracts["TrainingTasks"]["address"]
+    assert committee.functions.taskContract().call() == contracts["TrainingTasks"]["address"]
 
 
 def test_deploy_redeploys_when_code_is_gone(devnet: Devnet, tmp_path: Path) -> None:

@@ -254,11 +254,16 @@ def challenge(tasks: Any) -> Callable[..., int]:
 @pytest.fixture
 def draw_panel(committee: Any, keeper: Any, reach: Callable[[int], None]) -> Callable[[int], list[str]]:
     """Reach the dispute's randomness target, draw its panel (as many calls as it takes), return the
-    panelists."""
+    panelists. When the draw spends its tries with too few seated (a pool barely as large as the round, as
+    a test that uses every auditor has), it re-arms and draws anew, as a keeper does."""
 
     def run(dispute: int) -> list[str]:
         reach(committee.panelTarget(dispute))
-        while committee.getDispute(dispute).status == AWAITING_PANEL:
+        while (d := committee.getDispute(dispute)).status == AWAITING_PANEL:
+            if d.tries >= 16 * committee.panelSizeOf(d.round):  # PanelDraw.TRIES_PER_SEAT
+                committee.rearm(dispute, sender=keeper)
+                reach(committee.panelTarget(dispute))
+                continue
             committee.drawPanel(dispute, sender=keeper)
         return list(committee.panelOf(dispute))
 

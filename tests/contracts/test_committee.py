@@ -165,9 +165,10 @@ def drawn(
 # --- deployment ----------------------------------------------------------------------------------
 
 
-# CommitteeParams fields (COMMITTEE's order) as the committee's immutables.
+# CommitteeParams fields (COMMITTEE's order) as the committee's immutables (the replay cap through the
+# adjudicator interface's getter).
 IMMUTABLES = ("PENALTY", "OVERLAP", "WARMUP_BLOCKS", "COOLDOWN", "COMMIT_WINDOW", "REVEAL_WINDOW",
-              "APPEAL_WINDOW", "MAX_DRAW_DELAY", "STARVATION_TIMEOUT", "MAX_REPLAY_SECONDS", "PANEL_SIZE", "MAX_ROUNDS",
+              "APPEAL_WINDOW", "MAX_DRAW_DELAY", "STARVATION_TIMEOUT", "maxReplaySeconds", "PANEL_SIZE", "MAX_ROUNDS",
               "PANEL_BPS", "REPLAY_PRICE")  # fmt: skip
 
 
@@ -175,7 +176,7 @@ def test_constructor_sets_parameters(committee: Any, tasks: Any) -> None:
     assert [getattr(committee, name)() for name in IMMUTABLES] == list(COMMITTEE.values())
     assert committee.AUDITOR_STAKE() == (OVERLAP + 2) * PENALTY == STAKE
     assert committee.ELIGIBLE_STAKE() == OVERLAP * PENALTY == ELIGIBLE_STAKE
-    assert committee.TASKS() == committee.taskContract() == tasks.address
+    assert committee.taskContract() == tasks.address
     assert committee.RANDOMNESS() == tasks.RANDOMNESS()
     assert (tasks.disputeCount(), committee.auditorCount(), committee.totalStake()) == (0, 0, 0)
     assert (committee.MAX_RERUNS(), committee.SEATS_PER_CALL()) == (2, 32)

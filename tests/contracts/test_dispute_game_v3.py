@@ -273,6 +273,43 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
     assert reveal(tasks, task, faked, watcher, salt=b"\x44" * 32) != 0
 
 
+def test_a_withholding_provider_cannot_escalate_into_a_round_the_registry_cannot_seat(
+    committee: Any, tasks: Any, keeper: Any, opened_task: Any, owner: Any, register: Any, auditors: list[Any],
+    play: Any, watcher: Any, chain: Any,
+) -> None:  # fmt: skip
+    """The second review's open finding: in a registry too small for the later rounds, a provider that withholds
+    its faulty interval's files made round 0 UNAVAILABLE, whose free escalation armed a round nobody could seat;
+    the dispute ended with an uncounted no-decision whose round charges fell on the watcher, and the window
+    reopened for the same again. Now a round an UNAVAILABLE run armed that cannot seat lets that run stand, as a
+    decision no larger round could overturn stands: the task is slashed, the watcher's bond comes back whole."""
+    register(auditors[:6])  # round 0 seats three; round 1's seven cannot be found among the other three
+    task, _ = opened_task(**SMALL)
+    k = sampled_intervals(tasks, task, 0)[0]
+    commit_challenge(tasks, task, k, watcher)
+    dispute = reveal(tasks, task, k, watcher)
+    panel = play(dispute, lambda p: BALLOT_UNAVAILABLE)  # withheld
+    d = committee.getDispute(dispute)
+    assert (d.status, d.round) == (AWAITING_PANEL, 1)
+    chain.pending_timestamp = d.roundStartedAt + STARVATION
+    while committee.getDispute(dispute).status == AWAITING_PANEL:
+        mine = committee.panelTarget(dispute) + 1 - chain.blocks.height
+        if mine > 0:
+            chain.mine(mine)
+        try:
+            committee.drawPanel(dispute, sender=keeper)
+        except ape.exceptions.ContractLogicError:
+            committee.rearm(dispute, sender=keeper)
+    d = committee.getDispute(dispute)
+    assert (d.status, d.verdict, d.round) == (RESOLVED, V_UNAVAILABLE, 1)
+    assert tasks.getTask(task).status == SLASHED and tasks.getDispute(dispute).refundPerBond == CBOND
+    settle_seats(committee, dispute, keeper)
+    assert emitted(committee.Penalized, 0, dispute=dispute) == []
+    untouched(committee, auditors[:6])
+    # Round 0's three unavailable ballots share the panel's 10%; the owner gets its reward, its bond and 70%.
+    assert [committee.credits(p) for p in panel] == [BOND * SHARES[1] // 10_000 // 3] * 3
+    assert tasks.credits(owner) == BOND * SHARES[2] // 10_000 + DEFAULTS["reward"] + DEFAULTS["ownerBond"]
+
+
 def test_a_silent_round_is_drawn_again_at_most_twice_then_the_dispute_ends_uncounted(
     committee: Any, tasks: Any, keeper: Any, register: Any, auditors: list[Any], every_run_voided: Any
 ) -> None:

@@ -42,7 +42,7 @@ def test_constructor_sets_parameters(tasks: Any, committee: Any, project: Any) -
     assert committee.RANDOMNESS() == randomness.address and randomness.DELAY() == SEED_DELAY
     assert tasks.KEEPER_BPS() == KEEPER_BPS
     assert tasks.ADJUDICATOR() == committee.address
-    assert committee.TASKS() == tasks.address
+    assert committee.taskContract() == tasks.address
     assert tasks.taskCount() == 0
     assert tasks.burned() == 0
 
