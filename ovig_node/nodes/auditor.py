@@ -174,9 +174,13 @@ class AuditorNode:
 
     def _serve(self, dispute: int, run: int) -> None:
         d = self.ctx.protocol.dispute(dispute)
-        if d.status != DisputeStatus.VOTING or d.run != run:
-            return
         key = f"{dispute}:{run}"
+        if d.status != DisputeStatus.VOTING or d.run != run:
+            # The run is over (resolved, moot, or its ballot no longer wanted): its replay, if any, is dropped
+            # (cancelled if it never started; one running finishes unheard).
+            if (stale := self._replays.pop(key, None)) is not None:
+                stale.cancel()
+            return
         votes = self.state.get("votes", {})
         if key not in votes:
             try:

@@ -29,7 +29,7 @@ from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.manifest import manifest_limit
 from ovig_node.protocol.spec import ContentRef, NumericsSpec, TaskSpec, parse_spec
 from ovig_node.storage.errors import ContentNotFound, IpfsError, IpfsUnavailable
-from ovig_node.training.taskfiles import PreparedTask, TaskFileError, open_task
+from ovig_node.training.taskfiles import PreparedTask, TaskFileError, boundary_mismatch, open_task
 from ovig_node.training.workloads import Dataset, get_workload
 from ovig_node.verify.boundary import BoundaryError, BoundaryProfile, load_boundary
 from ovig_node.verify.exact import MAX_LOG_ENTRIES, MIN_THRESHOLD
@@ -97,14 +97,16 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
             _owner_file(task, name, fetch)
     try:
         prepared = open_task(spec_path)
-        boundary = None if spec.exact else load_boundary((folder / "boundary.json").read_bytes())
+        boundary = None
+        if not spec.exact:
+            data = (folder / "boundary.json").read_bytes()
+            if (problem := boundary_mismatch(spec, data)) is not None:  # the check the owner ran before posting
+                raise TaskRefused(f"task {task}: its boundary is {problem}")
+            boundary = load_boundary(data)
     except (SpecError, TaskFileError, BoundaryError) as exc:
         raise TaskRefused(f"task {task}: {exc}") from None
     _check_dataset(task, prepared)
     if boundary is not None:
-        if (boundary.workload, boundary.stride) != (spec.workload.name, spec.stride):
-            raise TaskRefused(f"task {task}: its boundary was calibrated for {boundary.workload} at stride "
-                              f"{boundary.stride}, not {spec.workload.name} at stride {spec.stride}")  # fmt: skip
         check_declared_replay(task, int(t.terms.replaySeconds), boundary.replay_seconds_max)
     return FetchedTask(task, prepared, boundary, t.terms)
 
