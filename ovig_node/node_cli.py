@@ -7,6 +7,7 @@ environment variable. Its journal, event index and files live in ``--home``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from decimal import Decimal, Inexact, localcontext
 from pathlib import Path
@@ -57,13 +58,17 @@ def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def _open(role: str, options: dict[str, Any]) -> NodeContext:
+def _open(role: str, options: dict[str, Any], *, reader: bool = False) -> NodeContext:
+    """The node's context; a ``reader`` (a command that only reads) needs no account and, without one, keeps
+    its event index in one shared ``nodes/reader`` folder."""
     home: Path | None = options.pop("home")
     connection = Connection(use_devnet=options["rpc_url"] is None, **options)
     if home is None:
         base = (connection.devnet_dir or default_data_dir()) if connection.use_devnet else Path.home() / ".ovig"
-        home = base / "nodes" / f"{role}-{connection.account_index if connection.use_devnet else 'key'}"
-    return open_node(role, home, connection, console=console)
+        signer = connection.account_index if connection.use_devnet else connection.keystore
+        name = "reader" if reader and signer is None else f"{role}-{signer if connection.use_devnet else 'key'}"
+        home = base / "nodes" / name
+    return open_node(role, home, connection, console=console, reader=reader)
 
 
 def _amount(value: str, option: str) -> int:
@@ -300,14 +305,37 @@ def owner_post(spec_path: Path, boundary_path: Path | None, reward: str, provide
 
 @owner.command("status")
 @click.argument("task_id", type=int)
+@click.option("--json", "as_json", is_flag=True, help="The whole report as one JSON object, for scripts.")
 @connection_options
-def owner_status(task_id: int, **options: Any) -> None:
-    """Batches, samples, openings, disputes, votes and payouts of a task."""
-    from rich.markup import escape
-
+def owner_status(task_id: int, as_json: bool, **options: Any) -> None:
+    """Batches, samples, openings, disputes, votes and payouts of a task. Anyone may read it: no account
+    is needed."""
     from ovig_node.nodes.owner import task_status
 
-    report = task_status(_open("owner", options), task_id)
+    report = task_status(_open("owner", options, reader=True), task_id)
+    if as_json:
+        click.echo(json.dumps(_status_document(report), indent=2))
+        return
+    _print_status(report)
+
+
+def _status_document(report: Any) -> dict[str, Any]:
+    """``owner status --json``: amounts in wei as strings (no float rounds them)."""
+    terms = report.terms
+    return {
+        "task": report.task, "status": report.status.name.lower(), "owner": report.owner, "provider": report.provider,
+        "reward_wei": str(terms.reward), "provider_bond_wei": str(terms.providerBond),
+        "challenger_bond_wei": str(terms.challengerBond),
+        "batches": report.batches,
+        "attested_sound": {str(k): sorted(w for w, a in by.items() if a.sound) for k, by in report.attested.items()},
+        "disputes": report.disputes,
+        "payouts": [{"account": c["account"], "amount_wei": str(c["amount"]), "for": c["for"]} for c in report.credits],
+    }  # fmt: skip
+
+
+def _print_status(report: Any) -> None:
+    from rich.markup import escape
+
     console.print(f"[bold]task {report.task}[/]: {report.status.name.lower()}; owner {report.owner}, "
                   f"provider {report.provider}; reward {report.terms.reward / 1e18:g} ETH")  # fmt: skip
     batches = Table(title="batches")
@@ -332,20 +360,19 @@ def owner_status(task_id: int, **options: Any) -> None:
             watchers.add_row(w, ",".join(str(a.attestation.k) for a in sorted(mine, key=lambda a: a.attestation.k)),
                              escape("; ".join(profiles)))  # fmt: skip
         console.print(watchers)
-    if report.disputes:
-        disputes = Table(title="disputes")
-        for column in ("dispute", "interval", "reason", "status", "verdict", "round", "votes"):
-            disputes.add_column(column)
-        for d in report.disputes:
-            votes = " ".join(f"{a[:8]}:{v}" for a, v in d["votes"].items())
-            disputes.add_row(str(d["dispute"]), str(d["k"]), d["reason"], d["status"], d["verdict"],
-                             str(d["round"]), votes)  # fmt: skip
-        console.print(disputes)
-    credits = Table(title="payouts (credits)")
-    credits.add_column("account")
-    credits.add_column("ETH", justify="right")
+    for d in report.disputes:
+        panel = Table(title=f"dispute {d['dispute']}: interval {d['k']}, {d['reason']}; {d['status']}, verdict "
+                      f"{d['verdict']}, round {d['round']}")  # fmt: skip
+        panel.add_column("panelist (current run)")
+        panel.add_column("ballot")
+        for a, vote in d["votes"].items():
+            panel.add_row(a, "committed or silent" if vote == "none" else vote)
+        console.print(panel)
+    credits = Table(title="payouts (credits to withdraw)")
+    for column in ("account", "ETH", "for"):
+        credits.add_column(column, justify="right" if column == "ETH" else "left")
     for c in report.credits:
-        credits.add_row(c["account"], f"{c['amount'] / 1e18:.6f}")
+        credits.add_row(c["account"], f"{c['amount'] / 1e18:.6f}", c["for"])
     console.print(credits)
 
 
@@ -366,8 +393,6 @@ def owner_cancel(task_id: int, **options: Any) -> None:
 @connection_options
 def owner_list(as_json: bool, **options: Any) -> None:
     """Your tasks, oldest first, with their status now."""
-    import json
-
     from ovig_node.nodes.owner import my_tasks
 
     tasks = my_tasks(_open("owner", options))

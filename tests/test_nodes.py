@@ -34,7 +34,7 @@ from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES
 from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
-from ovig_node.nodes.owner import PostingError, Terms, post_task
+from ovig_node.nodes.owner import PostingError, Terms, post_task, task_status
 from ovig_node.nodes.watcher import WatcherNode
 from ovig_node.protocol.attestation import Attestation, AttestedVerdict, from_document, sign, verified
 from ovig_node.protocol.intervals import Layout
@@ -197,6 +197,12 @@ def test_withholding_provider_is_slashed_by_a_keeper(system: System) -> None:
     assert tasks.credits(owner.address).call() == 2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share
     [slashed] = events(owner, "TaskSlashed", task=task)
     assert (slashed.args["j"], slashed.args["by"], slashed.args["dispute"]) == (0, keeper_node.address, 0)
+    # The owner's status says what each payout is for (issue 46)
+    assert [(c["account"], c["amount"], c["for"]) for c in task_status(owner, task).credits] == [
+        (owner.address, 2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share,
+         "reward, owner bond and the owner's share of the slashed provider bond"),
+        (keeper_node.address, keeper_share, "keeper's share of the provider bond: it reported an opening not made"),
+    ]  # fmt: skip
 
 
 # --- outages ------------------------------------------------------------------------------------
@@ -610,7 +616,7 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
     assert status.returncode == 0, status.stderr
     batches, watchers = status.stdout.split("watchers' verified attestations")
     assert all(f" {key.split(':')[1]}:2" in batches for key in ours), status.stdout
-    rows = {line.split()[1] for line in watchers.split("payouts")[0].splitlines() if "0x" in line}
+    rows = {line.split()[1] for line in watchers.split("payouts")[0].split("dispute ")[0].splitlines() if "0x" in line}
     assert rows == {a_ctx.address, b_ctx.address, forger.address}, status.stdout
     for ctx in (owner, forger, a_ctx, b_ctx):
         ctx.close()
@@ -645,6 +651,14 @@ def test_an_owner_lists_its_tasks_and_cancels_one_nobody_accepted(system: System
     assert cancelled.returncode == 0, cancelled.stderr
     assert owner.protocol.task(task).status == TaskStatus.CANCELLED
     assert credits(owner.address).call() - before == 2 * ETHER + OWNER_BOND
+    # Anyone reads a task's status, no account needed; --json labels each payout (issue 46).
+    read = run_ovig("owner", "status", str(task), "--json", env=env)
+    assert read.returncode == 0, read.stderr
+    report = json.loads(read.stdout)
+    assert (report["status"], report["provider"], report["disputes"]) == ("cancelled", zero, [])
+    assert report["payouts"] == [{"account": owner.address, "amount_wei": str(2 * ETHER + OWNER_BOND),
+                                  "for": "reward and owner bond back: cancelled"}]  # fmt: skip
+    assert (system.net.data_dir / "nodes" / "reader").is_dir()
     again = ovig("cancel", str(task))
     assert again.returncode == 1
     assert again.stderr.strip().splitlines() == [

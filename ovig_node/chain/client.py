@@ -33,15 +33,17 @@ from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import GAS_HEADROOM, fees
 
 T = TypeVar("T")
+READER = "0x0000000000000000000000000000000000000000"  # the `from` of a reader's view calls
 TRANSIENT = (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError)
 
 
 @dataclass
 class ChainClient:
-    """One signing account on one chain, with its transaction journal."""
+    """One signing account on one chain, with its transaction journal (or none: a reader, whose every
+    transaction is refused)."""
 
     w3: Web3
-    account: LocalAccount
+    account: LocalAccount | None
     journal: TxJournal
     attempts: int = 4  # RPC calls are tried this often before RpcUnavailable
     backoff: float = 0.5  # seconds before the first retry; doubles each time
@@ -49,7 +51,8 @@ class ChainClient:
 
     @property
     def address(self) -> str:
-        return self.account.address
+        return self.account.address if self.account is not None else READER
+
 
     def call(self, fn: ContractFunction, *, block: int | str = "latest") -> Any:
         """A view call, retried on transient RPC errors; a revert raises ContractReverted."""
@@ -64,6 +67,8 @@ class ChainClient:
         If ``key`` is journaled, nothing new is signed: a mined transaction returns its receipt, a sent
         one is re-broadcast and awaited. A reverted one is forgotten, so the call is tried afresh.
         """
+        if self.account is None:
+            raise ChainError(f"{fn.fn_name}: this command only reads the chain; it has no account to sign with")
         entry = self.journal.get(key)
         if entry is not None and entry.status == "reverted":
             self.journal.forget(key)
@@ -110,6 +115,7 @@ class ChainClient:
         for name in ("maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"):
             tx.pop(name, None)  # type: ignore[misc]
         tx.update(self.retry(lambda: fees(self.w3)))  # type: ignore[typeddict-item]
+        assert self.account is not None  # transact refuses a reader before it gets here
         signed = self.account.sign_transaction(tx)
         self.journal.record(key, self.address, nonce, signed.hash.to_0x_hex(), bytes(signed.raw_transaction))
         return self.journal.get(key)  # type: ignore[return-value]

@@ -98,9 +98,11 @@ class NodeContext:
         self.ipfs.close()
 
 
-def open_node(role: str, home: Path, connection: Connection, *, console: Console | None = None) -> NodeContext:
-    """Connect ``role``'s node, keeping its journal, event index and files under ``home``."""
-    home.mkdir(parents=True, exist_ok=True)
+def open_node(
+    role: str, home: Path, connection: Connection, *, console: Console | None = None, reader: bool = False
+) -> NodeContext:
+    """Connect ``role``'s node, keeping its journal, event index and files under ``home``. A ``reader`` needs
+    no account (nor keystore): it signs nothing, and any transaction it tries is refused."""
     if connection.use_devnet:
         net = Devnet(DevnetConfig(data_dir=connection.devnet_dir or default_data_dir()))
         if not net.info_path.is_file():
@@ -108,21 +110,26 @@ def open_node(role: str, home: Path, connection: Connection, *, console: Console
         info = net.info()
         rpc_url, ipfs_url, addresses = info.rpc_url, info.ipfs_api_url, info.contracts
         beacon_urls: tuple[str, ...] = (info.beacon_url,) if info.beacon_url else ()
-        if connection.account_index is None:
+        if connection.account_index is None and not reader:
             raise KeystoreError("-", "on the devnet, choose a test account with --account N")
-        account = devnet_account(connection.account_index)
+        account = None if connection.account_index is None else devnet_account(connection.account_index)
         deployments = Path(info.deployments_file) if info.deployments_file else None
     else:
-        if not (connection.rpc_url and connection.deployments and connection.ipfs_url and connection.keystore):
-            raise ChainError("outside the devnet a node needs --rpc, --deployments, --ipfs and --keystore")
+        if not (connection.rpc_url and connection.deployments and connection.ipfs_url):
+            raise ChainError("outside the devnet a node needs --rpc, --deployments and --ipfs")
+        if connection.keystore is None and not reader:
+            raise ChainError("outside the devnet a node signs with an encrypted --keystore")
         rpc_url, ipfs_url = connection.rpc_url, connection.ipfs_url
         deployments = connection.deployments
         addresses = deployed_addresses(deployments)
         beacon_urls = connection.beacon_urls
-        password = read_password(password_file=connection.password_file, env_var=connection.password_env)
-        account = load_keystore(connection.keystore, password)
+        account = None
+        if connection.keystore is not None:
+            password = read_password(password_file=connection.password_file, env_var=connection.password_env)
+            account = load_keystore(connection.keystore, password)
     w3 = connect(rpc_url)
     protocol = Protocol.at(w3, addresses)
+    home.mkdir(parents=True, exist_ok=True)  # only once the connection is whole: a failed command leaves no folder
     client = ChainClient(w3, account, TxJournal(home / "journal.sqlite"))
     start = _deployment_block(deployments, "TrainingTasks")
     # anvil never reorganises; a public chain may, so events are read a few blocks deep there.

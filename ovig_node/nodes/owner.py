@@ -14,7 +14,8 @@ from typing import Any
 
 from web3.logs import DISCARD
 
-from ovig_node.chain.contracts import BatchStatus, DisputeStatus, Reason, TaskStatus, Verdict
+from ovig_node.chain.contracts import BatchStatus, DisputeStatus, Reason, TaskStatus, Verdict, Vote
+from ovig_node.chain.scanner import Event
 from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256
 from ovig_node.nodes.attesting import attestations
@@ -171,6 +172,56 @@ class TaskReport:
     attested: dict[int, dict[str, Announced]] = field(default_factory=dict)
 
 
+# Why the task contract credited someone, from the event its transaction emitted with the credit (protocol 5).
+_CAUSES = ("TaskCancelled", "TaskAbandoned", "TaskFinalized", "TaskSlashed", "LeadShareReleased", "DisputeSettled",
+           "BondClaimed", "ChallengeExpired")  # fmt: skip
+
+
+def _payouts(ctx: NodeContext, task: int, t: Any) -> list[tuple[Event, str]]:
+    """The task's credits, oldest first, each with what it pays for."""
+    causes: dict[str, list[Event]] = {}
+    for name in _CAUSES:
+        for e in ctx.scanner.events(name, task=task):
+            causes.setdefault(e.tx_hash, []).append(e)
+    committee = ctx.protocol.committee.address
+    out = []
+    for e in ctx.scanner.events("Credited", source=task):
+        if e.contract == "TrainingTasks":
+            out.append((e, _payout_reason(e.args["account"], causes.get(e.tx_hash, []), t, committee)))
+    return out
+
+
+def _payout_reason(account: str, causes: list[Event], t: Any, committee: str) -> str:
+    """What a credit to ``account`` pays for, given the task's events in the same transaction."""
+    names = {e.name: e for e in causes}
+    role = "owner" if account == t.owner else "provider" if account == t.provider else ""
+    if "TaskCancelled" in names:
+        return "reward and owner bond back: cancelled"
+    if "TaskAbandoned" in names:
+        return "reward, owner bond and the provider bond: abandoned"
+    if "TaskFinalized" in names:
+        return "reward and provider bond: finalized" if role == "provider" else "owner bond back: finalized"
+    if "LeadShareReleased" in names:
+        return "lead challenger's share of the slashed provider bond"
+    if (slashed := names.get("TaskSlashed")) is not None:
+        if account == committee:
+            return "panel's share of the slashed provider bond (for its auditors)"
+        if role == "owner":
+            return "reward, owner bond and the owner's share of the slashed provider bond"
+        if int(slashed.args["dispute"]) == 0:
+            return "keeper's share of the provider bond: it reported an opening not made"
+        return "lead challenger's share of the slashed provider bond"
+    if (settled := names.get("DisputeSettled")) is not None:
+        verdict = Verdict(settled.args["verdict"]).name.lower()
+        if account == committee:
+            return f"panel's share, dispute {settled.args['dispute']} ({verdict})"
+        if role == "provider" and verdict == "valid":
+            return f"provider's share of the challenger bonds: dispute {settled.args['dispute']} found it sound"
+    if "BondClaimed" in names or "ChallengeExpired" in names:
+        return "challenger bond back"
+    return "credit"
+
+
 def task_status(ctx: NodeContext, task: int) -> TaskReport:
     """Everything about ``task`` from chain state and events."""
     ctx.scanner.poll()
@@ -193,16 +244,15 @@ def task_status(ctx: NodeContext, task: int) -> TaskReport:
         dispute = int(event.args["dispute"])
         d = p.dispute(dispute)
         panel = list(p.committee.functions.panelOf(dispute).call())
-        votes = {a: p.view(p.committee, "ballotOf", dispute, a).vote for a in panel}
+        votes = {a: Vote(p.view(p.committee, "ballotOf", dispute, a).vote).name.lower() for a in panel}
         disputes.append({
             "dispute": dispute, "k": int(event.args["k"]), "reason": Reason(event.args["reason"]).name.lower(),
             "status": DisputeStatus(d.status).name.lower(), "verdict": Verdict(d.verdict).name.lower(),
             "round": int(d.round), "votes": votes,
         })  # fmt: skip
     credits = [
-        {"account": e.args["account"], "amount": int(e.args["amount"])}
-        for e in ctx.scanner.events("Credited", source=task)
-        if e.contract == "TrainingTasks"
+        {"account": e.args["account"], "amount": int(e.args["amount"]), "for": reason}
+        for e, reason in _payouts(ctx, task, t)
     ]
     return TaskReport(task, TaskStatus(t.status), t.terms, t.owner, t.provider, batches, disputes, credits,
                       attestations(ctx, task))  # fmt: skip
