@@ -465,6 +465,9 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
         "challenger": address(WATCHER),
     }
     assert dispute["report_cid"] == h.report_cid
+    # What round 0 decided (RoundDecided), kept after the dispute resolved; its appeals closed unused.
+    [decided] = h.chain.protocol.committee.events.RoundDecided().get_logs(from_block=0)
+    assert (dispute["outcome"], dispute["appeal_until"]) == ("faulty", decided["args"]["appealUntil"])
     [round_0] = dispute["rounds"]
     assert dispute["appeals"] == []  # round 0 decided and nobody appealed within the window
     assert sorted(round_0["panel"]) == sorted(address(a) for a in AUDITORS)

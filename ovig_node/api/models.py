@@ -143,6 +143,12 @@ class DisputeSummary(BaseModel):
     challenger: Address | None = Field(description="The lead: the joined challenger whose commit came first")
     report_cid: str | None = Field(description="CID of the lead's replay report (ChallengeRevealed)")
     joined: int = Field(default=0, description="Challenger bonds joined to the dispute (one per reveal of k)")
+    outcome: VerdictName | None = Field(  # type: ignore[valid-type]
+        default=None,
+        description="what the last decided round decided (RoundDecided); it becomes the verdict unless appealed "
+        "before appeal_until (None: no round decided yet)",
+    )
+    appeal_until: int | None = Field(default=None, description="unix time the last decided round's appeals close")
 
 
 class Payout(BaseModel):

@@ -74,7 +74,7 @@ class Projection:
             "VoteRevealed": self._vote_revealed,
             "RoundFailed": self._round_failed,
             "PanelRearmed": self._round_now("awaiting_panel"),
-            "RoundDecided": self._round_now("appealable"),
+            "RoundDecided": self._round_decided,
             "Appealed": self._appealed,
             "AppealSettled": lambda e, a: self._update(
                 "appeals", {"refunded": str(a["refunded"])}, dispute=a["dispute"], appellant=a["appellant"]
@@ -308,6 +308,15 @@ class Projection:
     def _round_now(self, status: str) -> Callable[[Event, Args], None]:
         """A handler for an event that puts the dispute's round ``round`` in ``status``."""
         return lambda e, a: self._update("disputes", {"status": status, "round": a["round"]}, dispute=a["dispute"])
+
+    def _round_decided(self, e: Event, a: Args) -> None:
+        # What the round decided stands unless appealed by appealUntil: kept, so an appealable dispute can say it.
+        self._update(
+            "disputes",
+            {"status": "appealable", "round": a["round"], "outcome": name_of(Verdict, a["outcome"]),
+             "appeal_until": a["appealUntil"]},
+            dispute=a["dispute"],
+        )  # fmt: skip
 
     def _appealed(self, e: Event, a: Args) -> None:
         self.db.execute(

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -54,7 +54,8 @@ CREATE INDEX IF NOT EXISTS challenges_by_seq ON challenges (seq);
 CREATE TABLE IF NOT EXISTS disputes (
     dispute INTEGER PRIMARY KEY, task INTEGER NOT NULL, k INTEGER NOT NULL, reason TEXT NOT NULL,
     status TEXT NOT NULL, verdict TEXT NOT NULL, round INTEGER NOT NULL, challenger TEXT, report_cid TEXT,
-    commitment TEXT, opened_block INTEGER NOT NULL, joined INTEGER NOT NULL DEFAULT 0
+    commitment TEXT, opened_block INTEGER NOT NULL, joined INTEGER NOT NULL DEFAULT 0, outcome TEXT,
+    appeal_until INTEGER
 );
 CREATE INDEX IF NOT EXISTS disputes_by_task ON disputes (task, k);
 CREATE TABLE IF NOT EXISTS rounds (
