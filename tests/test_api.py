@@ -28,12 +28,17 @@ import schemathesis
 from eth_abi import encode
 from eth_utils import keccak
 from hypothesis import HealthCheck, settings
+from rich.console import Console
 from web3 import Web3
 from web3.logs import DISCARD
 
+from ovig_node.api import models as m
+from ovig_node.api import queries
 from ovig_node.api.main import create_app
+from ovig_node.api.routers.health import trusted_watchers
 from ovig_node.api.server import serving
 from ovig_node.api.settings import ApiSettings, devnet_settings
+from ovig_node.api.watchers import WatcherVerdicts
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.contracts import Protocol, TaskStatus
@@ -41,6 +46,7 @@ from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.randomness import BeaconRelays, for_contract
 from ovig_node.chain.rpc import connect
 from ovig_node.devnet.processes import free_port
+from ovig_node.nodes.context import Connection, open_node
 from ovig_node.protocol.attestation import Attestation, Domain, sign
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.storage.ipfs import IpfsClient
@@ -333,6 +339,11 @@ def write_watcher_state(home: Path, honest: int, slashed: int, sampled: dict[int
 LAYER_ONE = {0: 0.0, 1: 7.5, 2: math.inf}
 
 
+def own_node(devnet_dir: Path, index: int) -> Path:
+    """Where `ovig watcher run --account INDEX` keeps its state by default (docs/operations.md)."""
+    return devnet_dir / "nodes" / f"watcher-{index}"
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     folder = tmp_path_factory.mktemp("api")
@@ -343,18 +354,17 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
         chain = Chain(w3, Protocol.at(w3, info.contracts), folder / "journals", BeaconRelays((info.beacon_url,)))
         chain.folder.mkdir()
         built = build_history(chain, info.ipfs_api_url)
-        write_watcher_state(folder / "watcher", built["honest"], built["slashed"], built["sampled"])
+        # The owner's own watcher nodes, where `ovig watcher run --account N` keeps them: the API
+        # finds them with no flag, reads the verdicts in their state and trusts their accounts' attestations.
+        for index in (WATCHER, WATCHER_2):
+            connection = Connection(devnet_dir=net.data_dir, account_index=index)
+            open_node("watcher", own_node(net.data_dir, index), connection, console=Console(quiet=True)).close()
+        write_watcher_state(own_node(net.data_dir, WATCHER), built["honest"], built["slashed"], built["sampled"])
         labels = {address(OWNER): "owner", address(WATCHER): "watcher", address(PROVIDER_A): "provider A",
                   address(PROVIDER_B): "provider B", address(WATCHER_2): "watcher 2",
                   **{address(a): f"auditor {a - 3}" for a in AUDITORS}}  # fmt: skip
-        api_settings = devnet_settings(
-            net.data_dir,
-            home=folder / "api",
-            watcher_homes=(folder / "watcher",),
-            labels=labels,
-            gateway="https://ipfs.example",
-            trusted_attesters=frozenset({address(WATCHER_2)}),
-        )
+        # No --watcher-home, no --trust-attester: what a first-time owner runs.
+        api_settings = devnet_settings(net.data_dir, home=folder / "api", labels=labels, gateway="https://ipfs.example")
         app = create_app(api_settings)
         with serving(app, port=free_port()) as url:
             assert app.state.ovig.indexer.wait_for_block(w3.eth.block_number, timeout=60), "the indexer lags"
@@ -548,6 +558,74 @@ def test_attestations_are_kept_when_signed_by_who_they_name_and_trusted_ones_mar
     assert lines == [f"watcher 2 attests interval {k1} sound (replayed on profile of {WATCHER_2})"]
 
 
+def test_the_devnet_s_own_watcher_nodes_are_trusted_without_a_flag(history: History) -> None:
+    """A first-time owner passes no --watcher-home and no --trust-attester: the API finds the devnet's watcher
+    nodes (nodes/watcher-N), trusts the accounts they sign as, and says which attester made what verified."""
+    h = history
+    devnet = h.settings.home.parent / "devnet"
+    assert h.settings.trusted_attesters == frozenset()
+    assert h.settings.watcher_homes == (own_node(devnet, WATCHER), own_node(devnet, WATCHER_2))
+    assert h.settings.own_watchers == {address(WATCHER): f"nodes/watcher-{WATCHER}",
+                                       address(WATCHER_2): f"nodes/watcher-{WATCHER_2}"}  # fmt: skip
+    assert h.get("/api/config")["trusted"] == [
+        {"watcher": address(WATCHER), "name": "watcher", "node": f"nodes/watcher-{WATCHER}"},
+        {"watcher": address(WATCHER_2), "name": "watcher 2", "node": f"nodes/watcher-{WATCHER_2}"},
+    ]
+    k1, k2 = h.attested["k1"], h.attested["k2"]
+    slashed = {iv["k"]: iv for iv in h.get(f"/api/tasks/{h.slashed}/intervals")["items"]}
+    # k1: watcher 2's node attested it (account 8 too, untrusted); k2: only account 8 did.
+    assert (slashed[k1]["status"], slashed[k1]["verified_by"]) == (
+        "verified",
+        {"kind": "attestation", "watcher": address(WATCHER_2), "name": "watcher 2", "dispute": None},
+    )
+    assert (slashed[k2]["status"], slashed[k2]["verified_by"]) == ("opened", None)
+    assert (slashed[CHALLENGED]["status"], slashed[CHALLENGED]["verified_by"]) == ("faulty", None)
+    # The honest task's sample: valid in watcher 3's node's state, never attested on-chain.
+    honest = h.get(f"/api/tasks/{h.honest}/intervals")["items"]
+    assert [iv["verified_by"] for iv in honest] == [
+        {"kind": "watcher_state", "watcher": None, "name": None, "dispute": None} if k in h.sampled[h.honest] else None
+        for k in range(K)
+    ]
+
+
+def test_named_watchers_and_watcher_homes_are_trusted_as_well(history: History, tmp_path: Path) -> None:
+    """The flags still add to what the API found: --trust-attester an address, --watcher-home a node folder
+    anywhere, whose journal says which account it signs as (a node off the devnet: ovig_node.nodes.context)."""
+    h = history
+    devnet = h.settings.home.parent / "devnet"
+    elsewhere = tmp_path / "watcher-key"
+    elsewhere.mkdir()
+    journal = TxJournal(elsewhere / "journal.sqlite")  # what the node's ChainClient records before it sends
+    journal.record("attest:1:2", address(UNKNOWN), 0, "0x" + "ab" * 32, b"signed")
+    journal.close()
+    named = devnet_settings(devnet, home=tmp_path / "unused", watcher_homes=(elsewhere, own_node(devnet, WATCHER)),
+                            trusted_attesters=frozenset({address(COPIER)}))  # fmt: skip
+    assert named.watcher_homes == (own_node(devnet, WATCHER), own_node(devnet, WATCHER_2), elsewhere)  # each once
+    assert named.own_watchers == {address(WATCHER): f"nodes/watcher-{WATCHER}",
+                                  address(WATCHER_2): f"nodes/watcher-{WATCHER_2}",
+                                  address(UNKNOWN): "watcher-key"}  # fmt: skip
+    assert named.trusted == {address(WATCHER), address(WATCHER_2), address(UNKNOWN), address(COPIER)}
+    # The routers' queries over the fixture's read model, with these settings' watchers (no second index).
+    state = h.app.state.ovig
+    with state.store.snapshot() as db:
+        page = queries.task_intervals(db, h.slashed, WatcherVerdicts(named.watcher_homes), limit=K, offset=0,
+                                      names=state.names, trusted=named.trusted)  # fmt: skip
+        coverage = queries.task_coverage(db, h.slashed, names=state.names, trusted=named.trusted)
+    assert page is not None and coverage is not None
+    k2 = page.items[h.attested["k2"]]
+    assert (k2.status, k2.verified_by) == (
+        "verified",
+        m.VerifiedBy(kind="attestation", watcher=address(UNKNOWN), name=None, dispute=None),
+    )
+    assert (coverage.trusted_attested, [w.trusted for w in coverage.watchers]) == (2, [True, True])
+    assert [(t.watcher, t.node) for t in trusted_watchers(named, state.names)] == [
+        (address(WATCHER), f"nodes/watcher-{WATCHER}"),
+        (address(WATCHER_2), f"nodes/watcher-{WATCHER_2}"),
+        (address(UNKNOWN), "watcher-key"),
+        (address(COPIER), None),
+    ]
+
+
 def test_credits_and_auditors_match_the_contracts(history: History) -> None:
     h = history
     views = h.chain.protocol
@@ -683,7 +761,8 @@ def test_ovig_api_serve_serves_the_devnet_and_stops_on_ctrl_c(history: History, 
     devnet_dir = history.settings.home.parent / "devnet"
     label = f"{address(OWNER).lower()}=the owner"
     argv = [str(Path(sys.executable).parent / "ovig"), "api", "serve", "--devnet", "--devnet-dir", str(devnet_dir),
-            "--home", str(tmp_path / "index"), "--port", str(port), "--label", label]  # fmt: skip
+            "--home", str(tmp_path / "index"), "--port", str(port), "--label", label,
+            "--trust-attester", address(COPIER).lower()]  # fmt: skip
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -698,6 +777,12 @@ def test_ovig_api_serve_serves_the_devnet_and_stops_on_ctrl_c(history: History, 
             raise AssertionError("`ovig api serve` did not index the devnet's three tasks")
         config = httpx.get(f"http://127.0.0.1:{port}/api/config").json()
         assert config["labels"] == {address(OWNER): "the owner"}
+        # The devnet's own watcher nodes, found with no flag, then the one the flag named.
+        assert [(t["watcher"], t["node"]) for t in config["trusted"]] == [
+            (address(WATCHER), f"nodes/watcher-{WATCHER}"),
+            (address(WATCHER_2), f"nodes/watcher-{WATCHER_2}"),
+            (address(COPIER), None),
+        ]
         assert "<title>OVIG dashboard</title>" in httpx.get(f"http://127.0.0.1:{port}/").text
         server.send_signal(signal.SIGINT)
         output, _ = server.communicate(timeout=30)
@@ -706,6 +791,10 @@ def test_ovig_api_serve_serves_the_devnet_and_stops_on_ctrl_c(history: History, 
             server.kill()
     assert server.returncode == 0, output
     assert f"OVIG dashboard at http://127.0.0.1:{port}/" in output
+    assert (
+        f"verified by: your watcher node nodes/watcher-{WATCHER} ({address(WATCHER)}), your watcher node "
+        f"nodes/watcher-{WATCHER_2} ({address(WATCHER_2)}), {address(COPIER)} (--trust-attester)\n" in output
+    )
 
 
 # --- the dashboard in a real browser -------------------------------------------------------------

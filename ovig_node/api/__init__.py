@@ -1,6 +1,7 @@
 """The owner's API and dashboard: contract state, indexed from events, served read-only over HTTP.
 
-- ``settings``: where to read (RPC, contracts, IPFS) and what to show (gateway, labels, watchers);
+- ``settings``: where to read (RPC, contracts, IPFS) and what to show (gateway, labels, watchers: the
+  owner's own watcher nodes are found and trusted without a flag);
 - ``store``: the SQLite read model (one writer; requests read pooled snapshots);
 - ``projection``: folds each decoded event into the read model;
 - ``indexer``: the background thread that polls the EventScanner and runs the projection;

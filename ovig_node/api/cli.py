@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 
 from ovig_node.node_cli import checksummed_addresses
+
+if TYPE_CHECKING:  # imported when serving: `ovig --help` stays quick
+    from ovig_node.api.settings import ApiSettings
 
 console = Console(highlight=False)
 
@@ -30,10 +34,12 @@ def api() -> None:
 @click.option("--ipfs", "ipfs_url", help="IPFS (Kubo RPC) API the reports are fetched from [devnet: its node].")
 @click.option("--gateway", help="IPFS gateway URL the dashboard links content to, e.g. https://ipfs.io.")
 @click.option("--watcher-home", "watcher_homes", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-              help="A watcher node's --home: its verdicts mark intervals verified (repeatable).")  # fmt: skip
+              help="A watcher node's --home: its verdicts mark intervals verified, its account's attestations are "
+                   "trusted (repeatable) [devnet: its watcher nodes' folders are read without it].")  # fmt: skip
 @click.option("--label", "labels", multiple=True, metavar="ADDRESS=NAME", help="Show NAME for ADDRESS (repeatable).")
 @click.option("--trust-attester", "trusted", multiple=True, metavar="ADDRESS", callback=checksummed_addresses,
-              help="A watcher whose attestations mark intervals verified (repeatable); all are shown.")  # fmt: skip
+              help="Another watcher whose attestations mark intervals verified (repeatable); all are shown. "
+                   "Your own watcher nodes' are trusted without it.")  # fmt: skip
 @click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Index folder.")
 @click.option("--confirmations", type=int, help="Blocks under the head before indexing [devnet 0, else 3].")
 @click.option("--host", default="127.0.0.1", show_default=True)
@@ -68,7 +74,17 @@ def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, de
     app = create_app(settings)
     console.print(f"OVIG dashboard at http://{host}:{port}/  (API docs /docs; Ctrl-C to stop)")
     console.print(f"indexing {settings.rpc_url} into {settings.home}")
+    console.print(trusted_line(settings), soft_wrap=True)  # one line, however narrow the terminal
     serve(app, host=host, port=port)
+
+
+def trusted_line(settings: ApiSettings) -> str:
+    """Whose attestations colour intervals verified, and why: a first-time owner sees its watcher was found."""
+    found = ", ".join(
+        f"your watcher node {node} ({address})" if node else f"{address} (--trust-attester)"
+        for address, node in settings.trusted_nodes()
+    )
+    return f"verified by: {found or 'no watcher yet (run one, or name one with --trust-attester)'}"
 
 
 def parse_labels(labels: tuple[str, ...]) -> dict[str, str]:

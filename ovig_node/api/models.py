@@ -195,12 +195,27 @@ class IntervalAttestation(BaseModel):
 
     watcher: Address
     name: str | None = Field(description="the API's label for the watcher, if it has one")
-    trusted: bool = Field(description="the API was told to trust this watcher (`--trust-attester`)")
+    trusted: bool = Field(
+        description="the API trusts this watcher: one of its own watcher nodes, or named by `--trust-attester`"
+    )
     sound: bool
     profile: str = Field(description="the execution profile and host its replay ran on")
     report_cid: str
     attestation_cid: str = Field(description="the signed EIP-712 document, pinned to IPFS")
     block: int
+
+
+class VerifiedBy(BaseModel):
+    """What made an interval verified; when several did, the first of: a panel, a trusted watcher's attestation,
+    the verdict in one of the API's own watcher nodes' state."""
+
+    kind: Literal["panel", "attestation", "watcher_state"] = Field(
+        description="panel: a dispute's panel found it valid; attestation: a trusted watcher attested it sound; "
+        "watcher_state: one of the API's own watcher nodes judged it valid (in its state file, never on-chain)"
+    )
+    watcher: Address | None = Field(default=None, description="the trusted attester (attestation only)")
+    name: str | None = Field(default=None, description="the API's label for the attester, if it has one")
+    dispute: int | None = Field(default=None, description="the dispute whose panel found it valid (panel only)")
 
 
 class Interval(BaseModel):
@@ -224,12 +239,13 @@ class Interval(BaseModel):
         description="verified attestations by distinct watchers, trusted ones first, then oldest first; at most 16",
     )
     attested_by: int = Field(default=0, description="distinct watchers whose verified attestations say sound")
+    verified_by: VerifiedBy | None = Field(default=None, description="what made it verified (None: not verified)")
 
 
 class CoverageWatcher(BaseModel):
     watcher: Address
     name: str | None
-    trusted: bool
+    trusted: bool = Field(description="one of the API's own watcher nodes, or named by `--trust-attester`")
     intervals: int = Field(description="intervals it attested sound")
     profiles: list[str]
 
@@ -333,12 +349,26 @@ class Health(BaseModel):
     error: str | None
 
 
+class TrustedWatcher(BaseModel):
+    """A watcher whose attestations mark intervals verified."""
+
+    watcher: Address
+    name: str | None = Field(description="the API's label for it, if it has one")
+    node: str | None = Field(
+        description="the API's own watcher node it signs from (its folder, relative to the devnet's; the owner's "
+        "watcher, trusted without a flag); None: named by `--trust-attester` only"
+    )
+
+
 class Config(BaseModel):
     chain_id: int | None
     contracts: dict[str, Address]
     gateway: str | None = Field(description="IPFS gateway the dashboard links CIDs to")
     reports: bool = Field(description="whether reports can be fetched (an IPFS API is configured)")
     labels: dict[str, str] = Field(description="address -> name the dashboard shows for it")
+    trusted: list[TrustedWatcher] = Field(
+        default_factory=list, description="watchers whose attestations mark intervals verified: the API's own first"
+    )
 
 
 class ReportRow(BaseModel):

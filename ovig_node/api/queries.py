@@ -174,6 +174,9 @@ def task_intervals(
         opening, watched, on_k = opened.get(k), verdicts.get(k), disputes.get(k, [])
         listed = attested.get(k, [])
         on_trust = any(a.trusted and a.sound for a in listed)
+        status = _interval_status(
+            batch_status is not None, k in sample, opening is not None, on_k, watched, attested=on_trust
+        )
         # Unvalidated: every value comes from our own read model, and a page holds up to 4096 intervals
         # (validating them again would double this endpoint's time; the API tests check the shape).
         items.append(
@@ -181,9 +184,7 @@ def task_intervals(
                 k=k,
                 batch=k // per_batch,
                 end_step=min((k + 1) * stride, steps),
-                status=_interval_status(
-                    batch_status is not None, k in sample, opening is not None, on_k, watched, attested=on_trust
-                ),
+                status=status,
                 sampled=k in sample,
                 opened=opening is not None,
                 start_digest=opening["start_digest"] if opening else None,
@@ -197,6 +198,7 @@ def task_intervals(
                 layer_one_score=scores.get(k),
                 attestations=listed,
                 attested_by=attested_by.get(k, 0),
+                verified_by=_verified_by(on_k, listed) if status == m.IntervalState.VERIFIED else None,
             )
         )
     return m.Page[m.Interval](total=total, limit=limit, offset=offset, items=items)
@@ -292,8 +294,7 @@ def _interval_status(
             return m.IntervalState.FAULTY
         if verdicts & UNDECIDED:
             return m.IntervalState.DISPUTED
-        # A valid verdict on reason "unavailable" says the files were there, not that the replay passed.
-        panel_valid = any(d["verdict"] == "valid" and d["reason"] == "out_of_bounds" for d in disputes)
+        panel_valid = any(_replay_found_valid(d) for d in disputes)
     if opened:
         # The owner's own watcher saying faulty outweighs anyone's attestation until a panel decides.
         disowned = watched is not None and watched.verdict != "valid"
@@ -302,6 +303,23 @@ def _interval_status(
     if sampled:
         return m.IntervalState.SAMPLED
     return m.IntervalState.COMMITTED if committed else m.IntervalState.PENDING
+
+
+def _replay_found_valid(dispute: Row) -> bool:
+    # A valid verdict on reason "unavailable" says the files were there, not that the replay passed.
+    return bool(dispute["verdict"] == "valid" and dispute["reason"] == "out_of_bounds")
+
+
+def _verified_by(disputes: list[Row], listed: list[m.IntervalAttestation]) -> m.VerifiedBy:
+    """What made a verified interval so, in _interval_status's order: a panel's valid verdict on the replay, the
+    first trusted sound attestation (trusted ones are listed first), else the API's own watcher's verdict."""
+    for d in disputes:
+        if _replay_found_valid(d):
+            return m.VerifiedBy.model_construct(kind="panel", watcher=None, name=None, dispute=d["dispute"])
+    for a in listed:
+        if a.trusted and a.sound:
+            return m.VerifiedBy.model_construct(kind="attestation", watcher=a.watcher, name=a.name, dispute=None)
+    return m.VerifiedBy.model_construct(kind="watcher_state", watcher=None, name=None, dispute=None)
 
 
 def task_openings(db: sqlite3.Connection, task: int) -> list[m.Opening] | None:

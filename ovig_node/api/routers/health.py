@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from ovig_node.api import models as m
 from ovig_node.api.dependencies import State
+from ovig_node.api.settings import ApiSettings
 
 router = APIRouter(tags=["service"])
 STALE_SECONDS = 10.0  # the indexer polls every second: this long without a poll is an outage
@@ -39,4 +40,10 @@ async def config(state: State) -> m.Config:
         gateway=settings.gateway,
         reports=settings.ipfs_url is not None,
         labels=settings.labels,
+        trusted=trusted_watchers(settings, state.names),
     )
+
+
+def trusted_watchers(settings: ApiSettings, names: dict[str, str]) -> list[m.TrustedWatcher]:
+    """The API's own watcher nodes first (in folder order), then the watchers only --trust-attester named."""
+    return [m.TrustedWatcher(watcher=w, name=names.get(w), node=node) for w, node in settings.trusted_nodes()]

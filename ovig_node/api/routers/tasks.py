@@ -61,7 +61,7 @@ async def task_intervals(
 ) -> m.Page[m.Interval]:
     with state.store.snapshot() as db:
         found = queries.task_intervals(db, task, state.watchers, limit=limit, offset=offset, names=state.names,
-                                       trusted=state.settings.trusted_attesters)  # fmt: skip
+                                       trusted=state.settings.trusted)  # fmt: skip
     if found is None:
         raise not_found(f"task {task}")
     return found
@@ -70,7 +70,7 @@ async def task_intervals(
 @router.get("/{task}/coverage", summary="How many opened intervals independent watchers attested sound, and who")
 async def task_coverage(state: State, task: TaskId) -> m.Coverage:
     with state.store.snapshot() as db:
-        found = queries.task_coverage(db, task, names=state.names, trusted=state.settings.trusted_attesters)
+        found = queries.task_coverage(db, task, names=state.names, trusted=state.settings.trusted)
     if found is None:
         raise not_found(f"task {task}")
     return found
@@ -89,7 +89,7 @@ async def task_openings(state: State, task: TaskId) -> list[m.Opening]:
 async def task_timeline(state: State, task: TaskId) -> list[m.TimelineEntry]:
     with state.store.snapshot() as db:
         found = queries.task_timeline(db, task, names=state.names, head_time=state.indexer.status.head_time,
-                                      trusted=state.settings.trusted_attesters)  # fmt: skip
+                                      trusted=state.settings.trusted)  # fmt: skip
     if found is None:
         raise not_found(f"task {task}")
     return found
