@@ -8,9 +8,11 @@ the OpenAPI schema with schemathesis.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -34,6 +36,7 @@ from web3.logs import DISCARD
 
 from ovig_node.api import models as m
 from ovig_node.api import queries
+from ovig_node.api.dashboard import TASK_COLUMNS, WORDS, eth
 from ovig_node.api.main import create_app
 from ovig_node.api.routers.health import trusted_watchers
 from ovig_node.api.server import serving
@@ -797,6 +800,34 @@ def test_ovig_api_serve_serves_the_devnet_and_stops_on_ctrl_c(history: History, 
     )
 
 
+def test_the_dashboard_page_arrives_with_the_task_list_in_it(history: History) -> None:
+    """`/` holds the newest tasks before any script runs (a plain screenshot shows them), rendered from the
+    JSON API's query, with a tooltip on every column header."""
+    h = history
+    page = httpx.get(h.url + "/").text
+    rows = re.findall(r'<tr data-task="(\d+)">.*?data-status="(\w+)"', page, re.S)
+    assert [(int(task), status) for task, status in rows] == [(h.posted, "posted"), (h.slashed, "slashed"),
+                                                              (h.honest, "finalized")]  # fmt: skip
+    headers = re.findall(r'<th(?: class="num")? title="([^"]*)">([^<]*)</th>', page)
+    assert [label for _, label in headers] == [label for label, _ in TASK_COLUMNS]
+    assert [html.unescape(tip) for tip, _ in headers] == [WORDS["headers"][label] for label, _ in TASK_COLUMNS]
+    assert "chain 31337 · head " in page and "<!--" not in page.split("</head>")[1]  # every marker filled in
+    owner = address(OWNER)
+    assert f'<td><span class="mono" title="{owner}">owner ({owner[:6]}…{owner[-4:]})</span></td>' in page
+    assert page.count('<td class="num">2 ETH</td>') == 3  # REWARD, as app.js's eth() writes it
+    assert (eth("1500000000000000001"), eth("0")) == ("1.5 ETH", "0 ETH")  # cut at 6 decimals, not rounded
+
+
+def test_every_state_the_api_names_has_a_badge_colour_and_a_meaning() -> None:
+    """A badge shows the state's own name, so each state needs its colour (style.css) and its tooltip."""
+    css = (REPO / "ovig_node" / "api" / "static" / "style.css").read_text()
+    coloured = set(re.findall(r"\.badge\.(\w+)", css))
+    states = {s.value for enum in (m.TaskState, m.BatchState, m.DisputeState, m.VerdictName) for s in enum}
+    states |= set(queries.BALLOTS.values())
+    assert "appealable" in states and states - coloured == set()
+    assert states - WORDS["states"].keys() == set()
+
+
 # --- the dashboard in a real browser -------------------------------------------------------------
 
 
@@ -809,6 +840,15 @@ def test_dashboard_shows_the_slashed_task_and_its_dispute(history: History, tmp_
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         try:
+            # With no script at all (a screenshot taken before app.js fetched anything): the task list is there.
+            bare = browser.new_page(viewport={"width": 1440, "height": 600}, java_script_enabled=False)
+            bare.goto(h.url + "/")
+            shown = bare.locator("#tasks tbody tr").evaluate_all("rows => rows.map(r => r.dataset.task)")
+            assert shown == [str(h.posted), str(h.slashed), str(h.honest)]
+            assert headers_without_their_words(bare) == []
+            bare.screenshot(path=str(tmp_path / "dashboard-no-script.png"))
+            bare.close()
+
             page = browser.new_page(viewport={"width": 1440, "height": 1000})
             page.goto(h.url + "/")
             expect(page.locator("#tasks tbody tr")).to_have_count(3)
@@ -856,9 +896,40 @@ def test_dashboard_shows_the_slashed_task_and_its_dispute(history: History, tmp_
             assert f"attested sound by watcher 2 (trusted) on profile of {WATCHER_2}" in (
                 k1.get_attribute("title") or ""
             )
-            rows = page.locator("#attesters tbody tr").evaluate_all("rows => rows.map(r => r.cells[1].textContent)")
-            assert rows == ["1", "2"]  # trusted first
+            rows = page.locator("#attesters tbody tr").evaluate_all(
+                "rows => rows.map(r => [r.cells[1].textContent, r.cells[2].textContent])"
+            )
+            assert rows == [["your watcher node nodes/watcher-7", "1"], ["not trusted", "2"]]  # trusted first
             expect(page.locator("#coverage")).to_contain_text(f"2 of {len(h.sampled[h.slashed])} opened")
+            # Verified with no trust flag: watcher 2's own node attested k1, and the cell says so.
+            assert (k1.get_attribute("data-status"), k1.get_attribute("data-verified-by")) == (
+                "verified",
+                address(WATCHER_2),
+            )
+            first = h.attested["k1"]
+            assert (k1.get_attribute("title") or "").startswith(
+                f"interval {first} (batch {first // M}, steps to {end_step(first)}): verified, verified by "
+                f"watcher 2's attestation: your watcher node nodes/watcher-{WATCHER_2}; end digest "
+            )
+            expect(page.locator("#trusted")).to_have_text(
+                f"trusted watchers{short('watcher', WATCHER)} your watcher node nodes/watcher-{WATCHER}; "
+                f"{short('watcher 2', WATCHER_2)} your watcher node nodes/watcher-{WATCHER_2}"
+            )
+            opened = len(h.sampled[h.slashed])
+            expect(page.locator("#by-keys")).to_have_text(
+                f"opened intervals by attesting keys{opened - 2} by no key, 1 by 1 key, 1 by 2 keys"
+            )
+            # Every column header and coverage term explains itself on hover, in words.json's words.
+            assert headers_without_their_words(page) == []
+            terms = page.locator("#coverage .facts > div").evaluate_all(
+                "facts => facts.map(f => [f.querySelector('small').textContent, f.title])"
+            )
+            assert [tip for _, tip in terms] == [WORDS["facts"][term] for term, _ in terms] and len(terms) == 6
+            # Badges say their state's own name: the resolved dispute reads "resolved", its verdict "faulty".
+            assert badges_unlike_their_state(page) == []
+            expect(page.locator("#disputes tbody tr").first.locator("[data-status]")).to_have_text(
+                ["resolved", "faulty"]
+            )
             shot = tmp_path / "dashboard-task.png"
             page.screenshot(path=str(shot), full_page=True)
             if os.environ.get("OVIG_UPDATE_SCREENSHOT"):  # the README's picture, refreshed on request only
@@ -879,9 +950,61 @@ def test_dashboard_shows_the_slashed_task_and_its_dispute(history: History, tmp_
                     outside = figure.locator("svg.chart circle.out").count()
                     assert outside == sum(not row["ok"] for row in rows)
             expect(page.locator("#round-0 tbody tr")).to_have_count(3)
+            expect(page.locator("h1 .badge")).to_have_text("resolved")  # the status, as on the task page
+            assert page.locator("h1 .badge").get_attribute("data-status") == "resolved"
+            expect(page.locator("#dispute-status .badge")).to_have_text("resolved")
+            expect(page.locator("#dispute-verdict .badge")).to_have_text("faulty")
+            assert badges_unlike_their_state(page) == [] and headers_without_their_words(page) == []
+
+            # The same dispute while it was appealable (its JSON as the API served it then): the badge reads
+            # "appealable", and the verdict is what round 0 decided, standing unless appealed.
+            served = h.get(f"/api/disputes/{h.dispute}")
+            then = {**served, "status": "appealable", "verdict": "none"}
+            page.route(f"**/api/disputes/{h.dispute}", lambda route: route.fulfill(json=then))
+            page.reload()
+            expect(page.locator(f"#view[data-ready='#/disputes/{h.dispute}']")).to_have_count(1)
+            expect(page.locator("h1 .badge")).to_have_text("appealable")
+            expect(page.locator("#dispute-status .badge")).to_have_text("appealable")
+            expect(page.locator("#dispute-verdict .badge")).to_have_text("faulty")
+            expect(page.locator("#dispute-verdict")).to_contain_text("decided; stands unless appealed by ")
+            assert badges_unlike_their_state(page) == []
             page.screenshot(path=str(tmp_path / "dashboard-dispute.png"), full_page=True)
         finally:
             browser.close()
+
+
+def test_the_documented_screenshot_command_captures_a_rendered_task_page(history: History, tmp_path: Path) -> None:
+    """docs/api.md's command: Chromium's virtual time budget lets app.js fetch and render a hash-routed page
+    before the capture (`/` itself needs no budget: the server renders its task list)."""
+    if not CHROMIUM.is_file():
+        pytest.skip("no /usr/bin/chromium")
+    h = history
+    url = f"{h.url}/#/tasks/{h.slashed}"
+    flags = [str(CHROMIUM), *CHROMIUM_FLAGS, "--window-size=1440,2000", "--virtual-time-budget=10000"]
+    shot = tmp_path / "task.png"
+    subprocess.run([*flags, f"--screenshot={shot}", url], check=True, capture_output=True, timeout=60)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The same flags, the document instead of its picture: what the screenshot showed.
+    dom = subprocess.run([*flags, "--dump-dom", url], check=True, capture_output=True, text=True, timeout=60).stdout
+    assert f'data-ready="#/tasks/{h.slashed}"' in dom
+    assert dom.count('class="cell s-') == K and f'data-verified-by="{address(WATCHER_2)}"' in dom
+
+
+def short(name: str, index: int) -> str:
+    """How the dashboard shows a labelled account."""
+    return f"{name} ({address(index)[:6]}…{address(index)[-4:]})"
+
+
+def headers_without_their_words(page: Any) -> list[str]:
+    """Column headers whose tooltip is not words.json's explanation of them."""
+    cells = page.locator("th").evaluate_all("ths => ths.map(th => [th.textContent, th.title])")
+    return [label for label, tip in cells if not tip or tip != WORDS["headers"].get(label)]
+
+
+def badges_unlike_their_state(page: Any) -> list[list[str]]:
+    """Badges whose text is not their state's name, or that do not say what it means."""
+    shown = page.locator(".badge").evaluate_all("bs => bs.map(b => [b.dataset.status, b.textContent, b.title])")
+    return [b for b in shown if b[1] != b[0].replace("_", " ") or b[2] != WORDS["states"].get(b[0])]
 
 
 # --- the OpenAPI schema, fuzzed ------------------------------------------------------------------

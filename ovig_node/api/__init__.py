@@ -10,5 +10,6 @@
 - ``reports``: challengers' replay reports, fetched from IPFS and hash-checked;
 - ``watchers``: verdicts of the owner's own watcher nodes, read from their state files;
 - ``routers/*``: one APIRouter per resource; ``main``: wires them, the dashboard and the indexer;
+- ``dashboard``: the dashboard page's first paint (the task list), rendered on the server;
 - ``server``: runs the app under uvicorn; ``cli``: `ovig api serve`.
 """

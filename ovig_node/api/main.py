@@ -7,9 +7,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
-from fastapi.responses import FileResponse
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from ovig_node.api.dashboard import index_html
 from ovig_node.api.dependencies import ApiState
 from ovig_node.api.indexer import Indexer
 from ovig_node.api.reports import Reports
@@ -52,7 +53,8 @@ def create_app(settings: ApiSettings) -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/", include_in_schema=False)
-    def dashboard() -> FileResponse:
-        return FileResponse(STATIC / "index.html")
+    async def dashboard() -> HTMLResponse:
+        # The task list rendered in: content before (or without) the script (ovig_node.api.dashboard).
+        return HTMLResponse(index_html(state))
 
     return app

@@ -1,5 +1,7 @@
 // The OVIG dashboard: plain JS over the JSON API, routed by the URL hash (#/, #/tasks/N, #/disputes/N,
 // #/auditors). Every value from the chain is escaped: specs, manifests and reports are chosen by others.
+// The server renders the task list into the page first (ovig_node/api/dashboard.py mirrors tasksPage) and
+// inlines the tooltips' words (static/words.json), so both renderers say the same.
 "use strict";
 
 const view = document.getElementById("view");
@@ -9,12 +11,19 @@ const MEANING = {
   committed: "in a committed root, not sampled",
   sampled: "sampled, not opened yet",
   opened: "opened: digests proven, files pinned",
-  verified: "a watcher's replay (or a panel) found it valid",
+  verified: "found valid: by a watcher you trust (your own, or one named with --trust-attester), or by a panel",
   disputed: "challenged: dispute open or undecided",
   faulty: "a panel found it faulty",
 };
 const PAGE = 25;
-let config = { gateway: null, labels: {}, contracts: {} };
+const WORDS = readWords();
+let config = { gateway: null, labels: {}, contracts: {}, trusted: [] };
+let routed = 0; // the latest navigation: a page whose data arrives after the reader moved on is not shown
+
+function readWords() {
+  // Missing only when index.html is served raw (not through `/`): tooltips are then left out.
+  try { return JSON.parse(document.getElementById("words").textContent); } catch (error) { return { headers: {}, facts: {}, states: {} }; }
+}
 
 // --- helpers -------------------------------------------------------------------------------------
 
@@ -33,13 +42,20 @@ function eth(wei) {
   // Wei arrive as decimal strings: BigInt keeps them exact.
   const value = BigInt(wei);
   const whole = value / 10n ** 18n;
-  const frac = (value % 10n ** 18n).toString().padStart(18, "0").replace(/0+$/, "").slice(0, 6);
+  // Cut to 6 decimals, then trailing zeros dropped (the other way round, 1.5000001 ETH read "1.500000").
+  const frac = (value % 10n ** 18n).toString().padStart(18, "0").slice(0, 6).replace(/0+$/, "");
   return `${whole}${frac ? "." + frac : ""} ETH`;
+}
+
+// The API's own watcher nodes, by address: their attestations count as verified without any flag.
+function ownNode(address) {
+  return (config.trusted.find((t) => t.watcher === address) || {}).node || null;
 }
 
 function who(address) {
   if (!address) return '<span class="muted">—</span>';
-  const label = config.labels[address] || Object.keys(config.contracts).find((n) => config.contracts[n] === address);
+  const label = config.labels[address] || Object.keys(config.contracts).find((n) => config.contracts[n] === address) ||
+    ownNode(address);
   const short = `${address.slice(0, 6)}…${address.slice(-4)}`;
   return `<span class="mono" title="${esc(address)}">${esc(label ? `${label} (${short})` : short)}</span>`;
 }
@@ -62,18 +78,61 @@ function hash(value) {
   return value ? `<code title="${esc(value)}">${esc(value.slice(0, 10))}…</code>` : '<span class="muted">—</span>';
 }
 
+// A state as the API names it: the badge says exactly that name (underscores as spaces), coloured by
+// style.css's rule for it, with what it means on hover.
 function badge(state) {
-  return `<span class="badge ${esc(state)}" data-status="${esc(state)}">${esc(String(state).replace("_", " "))}</span>`;
+  const meaning = WORDS.states[state] || "";
+  return `<span class="badge ${esc(state)}" data-status="${esc(state)}" title="${esc(meaning)}">${esc(String(state).replaceAll("_", " "))}</span>`;
+}
+
+// A dispute's verdict: "none" is no verdict yet, so no badge claims one; while the dispute is appealable, what
+// its last round decided, which stands unless appealed.
+function verdict(d) {
+  if (d.verdict !== "none") return badge(d.verdict);
+  if (d.status === "appealable" && d.outcome) {
+    return `${badge(d.outcome)} <span class="muted">decided; stands unless appealed by ${when(d.appeal_until)}</span>`;
+  }
+  return `<span class="muted" title="${esc(WORDS.states.none)}">not decided yet</span>`;
+}
+
+function tip(label) {
+  const words = WORDS.facts[label] || WORDS.headers[label];
+  return words ? ` title="${esc(words)}"` : "";
 }
 
 function table(headers, rows, attrs = "") {
-  const head = headers.map((h) => `<th${h.num ? ' class="num"' : ""}>${esc(h.label ?? h)}</th>`).join("");
+  const head = headers.map((h) => `<th${h.num ? ' class="num"' : ""}${tip(h.label ?? h)}>${esc(h.label ?? h)}</th>`).join("");
   const body = rows.length ? rows.join("") : `<tr><td colspan="${headers.length}" class="muted">none</td></tr>`;
   return `<table ${attrs}><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
 }
 
-function fact(label, html) {
-  return `<div><small>${esc(label)}</small>${html}</div>`;
+function fact(label, html, attrs = "") {
+  return `<div${tip(label)}${attrs ? " " + attrs : ""}><small>${esc(label)}</small>${html}</div>`;
+}
+
+// Coverage's "by how many keys": by_watchers[n] opened intervals had exactly n keys attest them sound; the
+// API's last possible bucket (queries.MAX_LISTED) counts that many or more.
+const MAX_LISTED = 16;
+function byKeys(counts) {
+  const keys = (i) => (i === 0 ? "no key" : `${i}${i === MAX_LISTED ? " or more" : ""} key${i === 1 ? "" : "s"}`);
+  return counts.map((n, i) => `${n} by ${keys(i)}`).join(", ") || "—";
+}
+
+// Why the API trusts an attester, or that it does not.
+function trust(w) {
+  if (!w.trusted) return '<span class="muted">not trusted</span>';
+  const node = ownNode(w.watcher);
+  return node ? `your watcher node ${esc(node)}` : "trusted (--trust-attester)";
+}
+
+// What made an interval verified, in words (the API's verified_by).
+function verifiedBy(v) {
+  if (!v) return "";
+  if (v.kind === "panel") return `verified by dispute ${v.dispute}'s panel`;
+  if (v.kind === "watcher_state") return "verified by your own watcher node's replay (its state file)";
+  const node = ownNode(v.watcher);
+  const whose = node ? `your watcher node ${node}` : "a watcher you trust (--trust-attester)";
+  return `verified by ${v.name || v.watcher}'s attestation: ${whose}`;
 }
 
 // The charts and tables print numbers the same way, so a reader can match a point to its row.
@@ -97,26 +156,27 @@ async function tasksPage(params) {
     .map((s) => `<option value="${s}"${params.get("status") === s ? " selected" : ""}>${s || "any status"}</option>`).join("");
   const offset = page.offset;
   const nav = (o) => { const p = new URLSearchParams(params); p.set("offset", o); return `#/?${p}`; };
-  view.innerHTML = `<h1>Tasks <span class="muted">${page.total}</span></h1>
+  const html = `<h1>Tasks <span class="muted">${page.total}</span></h1>
     <form class="filters" id="filters">
       <select name="status">${options}</select>
       <input name="owner" placeholder="owner 0x…" value="${esc(params.get("owner") || "")}" size="44">
       <input name="provider" placeholder="provider 0x…" value="${esc(params.get("provider") || "")}" size="44">
       <button>filter</button>
     </form>
-    <section>${table(["task", "status", "owner", "provider", { label: "reward", num: 1 }, { label: "N / s / K", num: 1 },
+    <section>${table(["task", "status", "owner", "provider", { label: "reward", num: 1 }, { label: "steps N / stride s / intervals K", num: 1 },
       { label: "batches committed / opened", num: 1 }, { label: "open disputes", num: 1 }, "posted"], rows, 'id="tasks"')}
       <div class="pager">
         ${offset > 0 ? `<a href="${nav(Math.max(0, offset - PAGE))}">← newer</a>` : ""}
         <span class="muted">${page.total ? offset + 1 : 0}–${offset + page.items.length} of ${page.total}</span>
         ${offset + PAGE < page.total ? `<a href="${nav(offset + PAGE)}">older →</a>` : ""}
       </div></section>`;
-  document.getElementById("filters").addEventListener("submit", (event) => {
+  const after = () => document.getElementById("filters").addEventListener("submit", (event) => {
     event.preventDefault();
     const p = new URLSearchParams();
     for (const [key, value] of new FormData(event.target)) if (value) p.set(key, value.trim());
     location.hash = `#/?${p}`;
   });
+  return { html, after };
 }
 
 async function taskPage(id) {
@@ -136,14 +196,16 @@ async function taskPage(id) {
   for (const d of task.disputes) disputeOf[d.k] = d.dispute;
   const cells = intervals.items.map((iv) => {
     const tip = `interval ${iv.k} (batch ${iv.batch}, steps to ${iv.end_step}): ${iv.status}` +
-      (iv.end_digest ? `; end digest ${iv.end_digest}` : "") + (iv.watcher ? `; watcher: ${iv.watcher.verdict}` : "") +
+      (iv.verified_by ? `, ${verifiedBy(iv.verified_by)}` : "") +
+      (iv.end_digest ? `; end digest ${iv.end_digest}` : "") + (iv.watcher ? `; your watcher node's verdict: ${iv.watcher.verdict}` : "") +
       (iv.layer_one_score != null ? `; layer-one score ${iv.layer_one_score.toPrecision(3)}` : "") +
       iv.attestations.map((a) => `; attested sound by ${a.name || a.watcher}${a.trusted ? " (trusted)" : ""} on ${a.profile}`).join("") +
       (iv.attested_by > iv.attestations.length ? `; and ${iv.attested_by - iv.attestations.length} more` : "");
     const scored = iv.layer_one_score != null ? ` data-score="${iv.layer_one_score}"` : "";
     // The count shown is of trusted watchers: anyone may attest from as many keys as they like.
     const sound = iv.attestations.filter((a) => a.sound && a.trusted).length;
-    const attrs = `class="cell s-${iv.status}" data-k="${iv.k}" data-status="${iv.status}" data-attested="${sound}"${scored} title="${esc(tip)}"`;
+    const by = iv.verified_by ? ` data-verified-by="${esc(iv.verified_by.kind === "attestation" ? iv.verified_by.watcher : iv.verified_by.kind)}"` : "";
+    const attrs = `class="cell s-${iv.status}" data-k="${iv.k}" data-status="${iv.status}" data-attested="${sound}"${scored}${by} title="${esc(tip)}"`;
     const label = `${iv.k}${sound ? `<sup class="attested">${sound}</sup>` : ""}`;
     const dispute = iv.disputes.length ? iv.disputes[iv.disputes.length - 1] : null;
     return dispute ? `<a href="#/disputes/${dispute}" ${attrs}>${label}</a>` : `<div ${attrs}>${label}</div>`;
@@ -155,16 +217,18 @@ async function taskPage(id) {
   const opened = openings.map((o) => `<tr><td>${o.k}</td><td>${hash(o.start_digest)}</td><td>${hash(o.end_digest)}</td>
       <td>${cid(o.opening_cid)}</td><td class="num">${o.block}</td></tr>`);
   const disputes = task.disputes.map((d) => `<tr><td><a href="#/disputes/${d.dispute}">dispute ${d.dispute}</a></td>
-      <td>${d.k}</td><td>${esc(d.reason)}</td><td>${badge(d.status)}</td><td>${badge(d.verdict)}</td>
+      <td>${d.k}</td><td>${esc(d.reason)}</td><td>${badge(d.status)}</td><td>${verdict(d)}</td>
       <td>${who(d.challenger)}</td><td>${cid(d.report_cid)}</td></tr>`);
   const share = (n) => (coverage.opened ? `${n} of ${coverage.opened} opened (${Math.round((100 * n) / coverage.opened)}%)` : "none opened yet");
-  const attesters = coverage.watchers.map((w) => `<tr><td>${who(w.watcher)}${w.trusted ? ' <span class="muted">trusted</span>' : ""}</td>
+  const attesters = coverage.watchers.map((w) => `<tr data-watcher="${esc(w.watcher)}"><td>${who(w.watcher)}</td><td>${trust(w)}</td>
       <td class="num">${w.intervals}</td><td>${esc(w.profiles.join("; "))}</td></tr>`);
+  const trustedList = config.trusted.map((t) => `${who(t.watcher)} <span class="muted">${t.node ? `your watcher node ${esc(t.node)}` : "--trust-attester"}</span>`)
+    .join("; ") || '<span class="muted">none: run a watcher, or name one with --trust-attester</span>';
   const payouts = task.payouts.map((p) => `<tr><td>${who(p.account)}</td><td>${esc(p.contract)}</td>
       <td class="num">${eth(p.amount)}</td><td class="num">${p.block}</td></tr>`);
   const events = timeline.map((e) => `<li data-kind="${e.kind}" class="${e.upcoming ? "upcoming" : ""}">
       <span class="mono">${when(e.time)}</span><span class="kind">${esc(e.kind)}</span><span class="text">${esc(e.text)}</span></li>`).join("");
-  view.innerHTML = `<h1>Task ${task.task} ${badge(task.status)}</h1>${slashed}
+  return `<h1>Task ${task.task} ${badge(task.status)}</h1>${slashed}
     <section class="facts">${fact("owner", who(task.owner))}${fact("provider", who(task.provider))}
       ${fact("reward", eth(task.reward))}${fact("provider bond", eth(t.provider_bond))}${fact("challenger bond", eth(t.challenger_bond))}
       ${fact("steps N / stride s", `${t.total_steps} / ${t.stride}`)}${fact("intervals K / per batch m", `${task.intervals} / ${t.intervals_per_batch}`)}
@@ -174,9 +238,10 @@ async function taskPage(id) {
       <h2>Intervals</h2><section><div class="legend" id="legend">${legend}</div><div class="grid" id="intervals">${cells}</div>${more}</section>
       <h2>Coverage</h2><section id="coverage"><div class="facts">${fact("attested by a trusted watcher", share(coverage.trusted_attested))}
         ${fact("attested by any key (untrusted too)", share(coverage.attested))}
-        ${fact("keys per opened interval (any key)", coverage.by_watchers.map((n, i) => `${i}: ${n}`).join(", ") || "—")}
-        ${fact("execution profiles (any key)", String(coverage.profiles))}${fact("attesting keys", String(coverage.watcher_count))}</div>
-        ${table(["watcher", { label: "intervals attested", num: 1 }, "profiles"], attesters, 'id="attesters"')}</section>
+        ${fact("opened intervals by attesting keys", byKeys(coverage.by_watchers), 'id="by-keys"')}
+        ${fact("execution profiles (any key)", String(coverage.profiles))}${fact("attesting keys", String(coverage.watcher_count))}
+        ${fact("trusted watchers", trustedList, 'id="trusted"')}</div>
+        ${table(["watcher", "trust", { label: "intervals attested", num: 1 }, "profiles"], attesters, 'id="attesters"')}</section>
       <h2>Batches</h2><section>${table(["j", "status", "root", "sampled", "manifest", "opening manifest", "opening window", "challenge window"], batches, 'id="batches"')}</section>
       <h2>Openings</h2><section>${table(["k", "start digest", "end digest", "opening manifest", { label: "block", num: 1 }], opened, 'id="openings"')}</section>
       <h2>Disputes</h2><section>${table(["dispute", "interval", "reason", "status", "verdict", "lead", "report"], disputes, 'id="disputes"')}</section>
@@ -193,9 +258,11 @@ async function disputePage(id) {
     <section>${table(["panelist", "committed", "vote"], r.votes.map((v) => `<tr data-panelist="${esc(v.panelist)}"><td>${who(v.panelist)}</td>
       <td>${v.committed ? "yes" : "no"}</td><td>${v.vote ? badge(v.vote) : '<span class="muted">not revealed</span>'}</td></tr>`), `id="round-${r.round}"`)}</section>`).join("");
   const payouts = dispute.payouts.map((p) => `<tr><td>${who(p.account)}</td><td>${esc(p.contract)}</td><td class="num">${eth(p.amount)}</td></tr>`);
-  view.innerHTML = `<h1>Dispute ${dispute.dispute} ${badge(dispute.verdict)}</h1>
+  // The heading's badge is the dispute's status, as the task page's is the task's: its verdict is a fact of its own.
+  return `<h1>Dispute ${dispute.dispute} ${badge(dispute.status)}</h1>
     <section class="facts">${fact("task", `<a href="#/tasks/${dispute.task}">task ${dispute.task}</a>`)}${fact("interval", dispute.k)}
-      ${fact("reason", esc(dispute.reason))}${fact("status", badge(dispute.status))}${fact("round", dispute.round)}
+      ${fact("reason", esc(dispute.reason))}${fact("status", badge(dispute.status), 'id="dispute-status"')}
+      ${fact("verdict", verdict(dispute), 'id="dispute-verdict"')}${fact("round", dispute.round)}
       ${fact("lead", who(dispute.challenger))}${fact("joined", dispute.joined)}${fact("report", cid(dispute.report_cid))}</section>
     <h2>Challenger's report: replay against the boundary</h2>
     <section id="report">${report ? reportView(report) : `<p class="error">${esc(reportError)}</p>`}</section>
@@ -216,7 +283,7 @@ function reportView(report) {
       const body = rows.map((r) => `<tr><td>p${esc(r.p)}</td><td class="num value">${num(r.value)}</td><td class="num bound">${num(r.bound)}</td>
         <td class="num limit">${num(r.limit)}</td><td class="${r.ok ? "" : "out"}">${r.ok ? "within" : "OUT"}</td></tr>`);
       figures.push(`<figure data-signal="${esc(signal)}" data-kind="${esc(kind)}"><figcaption>${esc(signal)} · ${esc(kind)}</figcaption>
-        ${chart(rows, `${signal} ${kind}`)}${table(["percentile", { label: "replay", num: 1 }, { label: "bound", num: 1 }, { label: "limit", num: 1 }, ""], body)}</figure>`);
+        ${chart(rows, `${signal} ${kind}`)}${table(["percentile", { label: "replay", num: 1 }, { label: "bound", num: 1 }, { label: "limit", num: 1 }, "within limit"], body)}</figure>`);
     }
   }
   return head + (figures.length ? `<div class="charts">${figures.join("")}</div>` : '<p class="muted">the report has no percentile rows</p>');
@@ -253,23 +320,29 @@ async function auditorsPage() {
   const auditors = await getJSON("/api/auditors");
   const rows = auditors.map((a) => `<tr><td>${who(a.address)}</td><td class="num">${eth(a.stake)}</td><td class="num">${eth(a.locked)}</td>
     <td class="num">${a.registered_block}</td><td>${a.exited ? "exited" : a.exit_requested ? `exit from ${when(a.exit_at)}` : "active"}</td></tr>`);
-  view.innerHTML = `<h1>Auditors <span class="muted">${auditors.length}</span></h1>
+  return `<h1>Auditors <span class="muted">${auditors.length}</span></h1>
     <section>${table(["auditor", { label: "stake", num: 1 }, { label: "locked", num: 1 }, { label: "registered (block)", num: 1 }, "state"], rows, 'id="auditors"')}</section>`;
 }
 
 // --- routing and health --------------------------------------------------------------------------
 
 async function route() {
+  const token = ++routed;
   const [path, search] = (location.hash.slice(1) || "/").split("?");
   const params = new URLSearchParams(search || "");
   const parts = path.split("/").filter(Boolean);
   try {
-    if (parts[0] === "tasks" && parts[1]) await taskPage(Number(parts[1]));
-    else if (parts[0] === "disputes" && parts[1]) await disputePage(Number(parts[1]));
-    else if (parts[0] === "auditors") await auditorsPage();
-    else await tasksPage(params);
+    let page;
+    if (parts[0] === "tasks" && parts[1]) page = await taskPage(Number(parts[1]));
+    else if (parts[0] === "disputes" && parts[1]) page = await disputePage(Number(parts[1]));
+    else if (parts[0] === "auditors") page = await auditorsPage();
+    else page = await tasksPage(params);
+    if (token !== routed) return; // the reader followed a link (of the server's page, say) meanwhile
+    view.innerHTML = page.html ?? page;
+    if (page.after) page.after();
     view.dataset.ready = location.hash || "#/";
   } catch (error) {
+    if (token !== routed) return;
     view.innerHTML = `<p class="error">${esc(error.message)}</p>`;
     view.dataset.ready = "error";
   }
