@@ -10,7 +10,6 @@ import {PanelDraw} from "./libraries/PanelDraw.sol";
 import {PullPayments} from "./utils/PullPayments.sol";
 import {Appeal, Auditor, Ballot, Dispute, DisputeStatus, Run, Settlement, Verdict, Vote} from "./Types.sol";
 import {
-    AlreadyCommitted,
     AppealWindowClosed,
     AppealWindowOpen,
     AlreadyRegistered,
@@ -89,8 +88,8 @@ struct CommitteeParams {
 /// before it arms the next at no bond. A decided round stands when its appeal window passes; an appealed
 /// one stands only if a later round confirms it. A silent undecided round is drawn again (at most
 /// MAX_RERUNS times, its ballots void); a round that cannot seat or stays silent ends the dispute with an
-/// uncounted no-decision: a flood buys delay, never a verdict. (Except a round an UNAVAILABLE run armed that
-/// cannot seat: only a registry too small for it leaves it empty, and that UNAVAILABLE outcome stands.)
+/// uncounted no-decision: a flood buys delay, never a verdict. A run that decided UNAVAILABLE charges the
+/// joined bonds nothing after a no-decision.
 /// Penalties, settled against the final outcome a page of seats at a time (settleSeats), and burned:
 /// SOUND penalises faulty ballots, FAULTY penalises sound ones, UNAVAILABLE and no decision penalise none; an
 /// unavailable ballot never loses; silence loses unless the seat was excused (beyond L overlapping seats) or
@@ -449,8 +448,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @notice Arm the current round anew at this block, when its draw cannot complete: past
     /// MAX_DRAW_DELAY, its target's value gone, or every try made with too few seated. Past
     /// STARVATION_TIMEOUT from the round's first arm, the dispute ends instead with an uncounted
-    /// no-decision (an appealed outcome stands only if a later round confirms it), or, for the first run of
-    /// a round an UNAVAILABLE run armed, with that UNAVAILABLE outcome.
+    /// no-decision (an appealed outcome stands only if a later round confirms it).
     /// @param dispute The dispute id.
     function rearm(uint256 dispute) external {
         Dispute storage d = _take(dispute, DisputeStatus.AwaitingPanel);
@@ -462,30 +460,24 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         if (!_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
             emit RoundFailed(dispute, d.round);
             // INVARIANT (v3): a round that cannot seat ends the dispute undecided and uncounted: a flood that
-            // empties the pool buys delay, never a verdict (a flood cannot make an eligible auditor
-            // ineligible). The exception: a round armed at no bond by an UNAVAILABLE run, which only a
-            // registry too small to seat it leaves empty, lets that run stand, as a decision no larger round
-            // could overturn stands; otherwise a provider that withholds its files in a small registry would
-            // escalate for free into a round that cannot seat and never be slashed. Both contracts record
-            // the same moot outcome.
-            Verdict v = TASKS.isMoot(dispute) ? Verdict.Moot : _escalated(dispute, d)
-                ? Verdict.Unavailable
-                : Verdict.NoDecision;
-            return _finish(dispute, d, v, false);
+            // empties the pool buys delay, never a verdict. (Not an UNAVAILABLE outcome standing when the round
+            // it armed cannot seat: sybils that captured it and then exit would leave that round unseatable
+            // and slash an honest provider.) Both contracts record the same moot outcome.
+            return _finish(dispute, d, TASKS.isMoot(dispute) ? Verdict.Moot : Verdict.NoDecision, false);
         }
         _arm(d);
         emit PanelRearmed(dispute, d.round, block.number, seated);
     }
 
     /// @notice Commit a ballot, as a panelist of the current run, within COMMIT_WINDOW of the panel's
-    /// completion.
+    /// completion; a later commit within the window replaces it (a node commits an abstention at once and
+    /// replaces it with its verdict, so filling the blocks near the deadline silences nobody).
     /// @param dispute The dispute id.
     /// @param commitment keccak256(abi.encode(dispute, run, vote, salt, msg.sender)).
     function commitVote(uint256 dispute, bytes32 commitment) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Voting);
         Ballot storage b = _requirePanelist(dispute, d);
         if (_now() >= _commitEnd(d)) revert CommitWindowClosed(dispute, _commitEnd(d));
-        if (b.commitment != bytes32(0)) revert AlreadyCommitted(dispute, msg.sender);
         b.commitment = commitment;
         emit VoteCommitted(dispute, d.round, msg.sender);
     }
@@ -567,6 +559,9 @@ contract AuditCommittee is IAdjudicator, PullPayments {
                 emit PanelRearmed(dispute, d.round, block.number, 0);
                 return;
             }
+            // The last silent run judged nothing either: void, it charges no bond (a lone revealer among
+            // abstainers would otherwise take its round's charge from the watcher).
+            r.voided = true;
             return _finish(dispute, d, Verdict.NoDecision, false);
         }
         if (d.round + 1 < MAX_ROUNDS) return _nextRound(d);
@@ -816,11 +811,6 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         emit RoundDecided(dispute, d.round, outcome, _now() + APPEAL_WINDOW);
     }
 
-    /// @dev Whether the current run is the first of a round an UNAVAILABLE run armed (a re-run is not).
-    function _escalated(uint256 dispute, Dispute storage d) internal view returns (bool) {
-        return d.run == uint256(d.decidedRun) + 1 && _outcome(_runs[dispute][d.decidedRun]) == Verdict.Unavailable;
-    }
-
     /// @dev Arms the next, larger round (an appeal, an undecided run, an unavailable one).
     function _nextRound(Dispute storage d) internal {
         d.round += 1;
@@ -1002,7 +992,10 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         for (uint256 i = 0; i <= d.run; ++i) {
             Run storage r = _runs[dispute][i];
             uint256 revealed = _revealed(r);
-            if (r.voided || revealed == 0) continue;
+            // INVARIANT: an UNAVAILABLE run charges no bond: it backed the challenge, and the protocol, not an
+            // appellant, armed the next round; a provider that withholds its files in a registry too small
+            // for the next round must not bill the watcher for the no-decision that follows.
+            if (r.voided || revealed == 0 || _outcome(r) == Verdict.Unavailable) continue;
             uint256 charge = _charge(bond, r);
             total += charge;
             if (!share) continue;

@@ -349,11 +349,6 @@ error VoteRevealClosed(uint256 dispute, uint64 opensAt, uint64 closesAt);
 /// @param closesAt When it closes.
 error VotingNotOver(uint256 dispute, uint64 closesAt);
 
-/// @notice The panelist already committed a vote this round.
-/// @param dispute The dispute id.
-/// @param panelist The panelist.
-error AlreadyCommitted(uint256 dispute, address panelist);
-
 /// @notice The panelist has no vote commit to reveal, or already revealed it.
 /// @param dispute The dispute id.
 /// @param panelist The panelist.

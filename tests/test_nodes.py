@@ -34,7 +34,9 @@ from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES
 from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.owner import PostingError, Terms, post_task, task_status
+from ovig_node.nodes.trainer import TrainerNode
 from ovig_node.nodes.watcher import WatcherNode
 from ovig_node.protocol.attestation import Attestation, AttestedVerdict, from_document, sign, verified
 from ovig_node.protocol.intervals import Layout
@@ -197,6 +199,12 @@ def test_withholding_provider_is_slashed_by_a_keeper(system: System) -> None:
     assert tasks.credits(owner.address).call() == 2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share
     [slashed] = events(owner, "TaskSlashed", task=task)
     assert (slashed.args["j"], slashed.args["by"], slashed.args["dispute"]) == (0, keeper_node.address, 0)
+    # A provider node back from an outage across the opening window's close says so (issue 46)
+    end = int(owner.protocol.batch(task, 0).windowEnd)
+    trainer = TrainerNode(provider, task)
+    assert trainer.missed(end - 1, end) == [f"task {task}: batch 0's opening window closed at {chain_clock(end)} "
+                                            "before it was opened: anyone may have the task slashed"]  # fmt: skip
+    assert trainer.missed(end, end + 3600) == []
     # The owner's status says what each payout is for (issue 46)
     assert [(c["account"], c["amount"], c["for"]) for c in task_status(owner, task).credits] == [
         (owner.address, 2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share,

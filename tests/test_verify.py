@@ -36,7 +36,7 @@ from ovig_node.verify.evaluate import (
     evaluate,
 )
 from ovig_node.verify.plots import plot_honest, plot_margins
-from ovig_node.verify.replay import replay_interval
+from ovig_node.verify.replay import ReplayStopped, replay_interval, stop_at
 from ovig_node.verify.report import closest_to_limit, replay_and_judge
 from ovig_node.verify.statistics_judge import Reference
 from ovig_node.verify.stats import PERCENTILES, REL_EPS, difference_profiles, percentiles
@@ -216,6 +216,17 @@ def test_rel_p100_bound_follows_the_one_over_x_tail_not_the_sample_maximum() -> 
 
 def test_replay_with_the_claims_profile_reproduces_the_claim_exactly(task: PreparedTask, claims: Path) -> None:
     start = read_evidence(evidence_path(claims, 2))
+    replayed = replay_interval(task, 3, start, profile=get_profile("reference"))
+    assert replayed.to_bytes() == evidence_path(claims, 3).read_bytes()
+
+
+def test_a_replay_given_a_deadline_stops_there_between_two_steps(task: PreparedTask, claims: Path) -> None:
+    """An auditor's replay stops at its seat's deadline (issue 45, a fourth review: a junk task's endless interval
+    held the auditor's one replay worker for good); outside the deadline's context replays run as before."""
+    start = read_evidence(evidence_path(claims, 2))
+    first = task.spec.layout.start_step(3)
+    with pytest.raises(ReplayStopped, match=f"^the replay reached its deadline at step {first}$"), stop_at(0.0):
+        replay_interval(task, 3, start, profile=get_profile("reference"))
     replayed = replay_interval(task, 3, start, profile=get_profile("reference"))
     assert replayed.to_bytes() == evidence_path(claims, 3).read_bytes()
 

@@ -20,7 +20,9 @@ counts for no outcome and toward no quorum, as silence does (a run mostly abstai
 the dispute ends uncounted), but unlike silence it is never penalised and never paid: a task whose replay no
 node can finish in time (an owner's declared replay time far below the truth) costs the honest auditors
 nothing and decides nothing. The replay runs in a background thread, so the node keeps serving its other seats
-and reaches every deadline; one replay at a time, since an execution profile's settings are process-wide.
+and reaches every deadline; one replay at a time, since an execution profile's settings are process-wide, and each
+replay stops between two steps at its seat's deadline, so a junk task's endless interval holds the worker no
+longer than its own seat (a single step is not interrupted).
 
 Every evidence file it fetched it pins on its own IPFS node, so the other panelists can fetch it from there
 too. A panelist that has become interested in the task (it challenged it since it was drawn) does not reveal:
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,10 +53,11 @@ from ovig_node.nodes.fetching import FetchedTask, OwnerFileUnavailable, TaskRefu
 from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import Judgement, judge_interval, opened_interval
 from ovig_node.nodes.keeper import Keeper
-from ovig_node.nodes.looping import keep_running
+from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.storage.errors import ContentNotFound
+from ovig_node.verify.replay import stop_at
 from ovig_node.verify.stats import warm_up
 
 # The evidence reasons that mean "not obtained" (judging.py): a file not found, not matching its digest, or
@@ -74,6 +78,12 @@ class Ballot:
     vote: Vote
     reason: str  # why, in a line (the report's reason, or the refusal)
     report: str  # the report's CID ("" when no replay ran)
+
+
+def _judge_until(deadline: float, ctx: NodeContext, fetched: FetchedTask, opened: Any, *, profile: str) -> Judgement:
+    """An auditor's replay in its worker thread, stopped (ReplayStopped) at the monotonic ``deadline``."""
+    with stop_at(deadline):
+        return judge_interval(ctx, fetched, opened, profile=profile, who="audit")
 
 
 @dataclass
@@ -107,7 +117,31 @@ class AuditorNode:
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""
         warm_up()  # the comparison's compiled passes load meanwhile, not within a challenge or vote window
-        keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until)
+        keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until,
+                     missed=self.missed)  # fmt: skip
+
+    def missed(self, since: int, now: int) -> list[str]:
+        """Seats whose commit or reveal window closed in the chain times (since, now] with its ballot not
+        committed, or not revealed (said after an outage: a silent seat loses ``penalty`` unless excused)."""
+        lines = []
+        committee = self.ctx.protocol.committee
+        for event in self.ctx.scanner.events("PanelDrawn"):
+            if self.ctx.address not in event.args["panel"]:
+                continue
+            dispute, run = int(event.args["dispute"]), int(event.args["run"])
+            commit_end, reveal_end = int(event.args["commitEnd"]), int(event.args["revealEnd"])
+            if not (since < commit_end <= now or since < reveal_end <= now):
+                continue
+            seat = self.ctx.protocol.view(committee, "ballotOf", dispute, self.ctx.address)
+            if int(seat.run) != run:
+                continue
+            if seat.commitment == b"\x00" * 32 and since < commit_end <= now:
+                lines.append(f"dispute {dispute} run {run}: its commit window closed at {chain_clock(commit_end)} "
+                             "with no ballot committed")  # fmt: skip
+            elif seat.commitment != b"\x00" * 32 and seat.vote == 0 and since < reveal_end <= now:
+                lines.append(f"dispute {dispute} run {run}: its reveal window closed at {chain_clock(reveal_end)} "
+                             "with its ballot unrevealed")  # fmt: skip
+        return lines
 
     def step(self) -> None:
         self._register()
@@ -129,8 +163,9 @@ class AuditorNode:
                 continue
             if self.isolation.ready(key):
                 self.isolation.call(key, functools.partial(self._serve, dispute, run))
-            elif f"{dispute}:{run}" not in self.state.get("votes", {}) and self._due(int(event.args["commitEnd"])):
-                # backing off a failure, but its commit deadline has come: it commits an abstention now
+            elif self._due(int(event.args["commitEnd"])):
+                # backing off a failure, but its commit deadline has come: it makes sure of a committed ballot (an
+                # abstention at least) and, in the reveal window, reveals it
                 self.isolation.call(f"{key} at its deadline", functools.partial(self._serve, dispute, run))
         for event in self.ctx.scanner.events("RoundDecided"):
             if int(event.args["appealUntil"]):  # an unavailable round before the last arms the next by itself
@@ -182,48 +217,97 @@ class AuditorNode:
                 stale.cancel()
             return
         votes = self.state.get("votes", {})
-        if key not in votes:
-            try:
-                ballot = self._decide(key, dispute, d)
-            except Exception as exc:  # no verdict: at its deadline an abstention, never silence
-                if not self._due(int(d.drawnAt) + self._param("COMMIT_WINDOW")):
-                    raise
-                reason = f"no verdict by the commit deadline: {type(exc).__name__}: {exc}"
-                self.ctx.say(f"dispute {dispute}: {reason}; its ballot: abstain", style="yellow")
-                ballot = Ballot(Vote.ABSTAIN, reason, "")
-            if ballot is None:
-                return  # its replay is still running: the next pass looks again
-            # Salt and ballot are on disk before the commit leaves, so a restart can always reveal.
-            votes[key] = {"vote": int(ballot.vote), "salt": os.urandom(32).hex(), "report": ballot.report,
-                          "reason": ballot.reason}  # fmt: skip
-            self.state.set("votes", votes)
-        mine = votes[key]
-        salt = bytes.fromhex(mine["salt"])
-        committee = self.ctx.protocol.committee
-        seat = self.ctx.protocol.view(committee, "ballotOf", dispute, self.ctx.address)
-        commit_end = d.drawnAt + self._param("COMMIT_WINDOW")
+        commit_end = int(d.drawnAt) + self._param("COMMIT_WINDOW")
         reveal_end = commit_end + self._param("REVEAL_WINDOW")
         now = self.ctx.now()
+        committee = self.ctx.protocol.committee
+        if now < commit_end:
+            if key not in votes:
+                # A provisional abstention, committed at once and replaced by its verdict when it has one: a
+                # verdict that comes in the window's last seconds, when an attacker may fill the blocks, never
+                # leaves the seat silent. Salt and ballot are on disk before a commit leaves: a restart reveals.
+                votes[key] = self._entry(Ballot(Vote.ABSTAIN, "no verdict yet", ""), provisional=True)
+                self.state.set("votes", votes)
+            self._commit(dispute, run, key, votes[key])
+            if votes[key].get("provisional"):
+                ballot = self._verdict(key, dispute, d)
+                if ballot is None:
+                    return  # its replay is still running: the next pass looks again
+                previous = votes[key]
+                if ballot.vote == Vote.ABSTAIN:  # the committed abstention stands, now with its reason
+                    votes[key] = {**previous, "reason": ballot.reason, "provisional": False}
+                else:
+                    replaced = [*previous.get("replaced", []), {"vote": previous["vote"], "salt": previous["salt"]}]
+                    votes[key] = {**self._entry(ballot, provisional=False), "replaced": replaced}
+                self.state.set("votes", votes)
+                self._commit(dispute, run, key, votes[key])
+            return
+        seat = self.ctx.protocol.view(committee, "ballotOf", dispute, self.ctx.address)
+        mine = votes.get(key)
+        if mine is None or seat.commitment == b"\x00" * 32 or seat.vote != 0 or now >= reveal_end:
+            return
+        if self._interested(int(d.task)):
+            if key not in self.state.get("recused", []):
+                self.state.set("recused", [*self.state.get("recused", []), key])
+                self.ctx.say(f"dispute {dispute}: it challenged the task since it was drawn: it does not "
+                             "reveal (its seat costs it nothing)", style="yellow")  # fmt: skip
+            return
+        # The ballot the chain holds: its verdict, or the abstention a replacement did not get in before the window
+        # closed.
+        held = next((b for b in (mine, *mine.get("replaced", [])) if self._commitment(dispute, run, b) ==
+                     bytes(seat.commitment)), None)  # fmt: skip
+        if held is None:
+            self.ctx.say(f"dispute {dispute}: its committed ballot is none it kept: it cannot reveal", style="bold red")
+            return
         try:
-            if seat.commitment == b"\x00" * 32 and now < commit_end:
-                commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
-                                           [dispute, run, mine["vote"], salt, self.ctx.address]))  # fmt: skip
-                self.ctx.client.transact(f"vote-commit:{key}", committee.functions.commitVote(dispute, commitment))
-                self.ctx.say(f"dispute {dispute}: committed its ballot")
-            elif seat.commitment != b"\x00" * 32 and seat.vote == 0 and commit_end <= now < reveal_end:
-                if self._interested(int(d.task)):
-                    if key not in self.state.get("recused", []):
-                        self.state.set("recused", [*self.state.get("recused", []), key])
-                        self.ctx.say(f"dispute {dispute}: it challenged the task since it was drawn: it does not "
-                                     "reveal (its seat costs it nothing)", style="yellow")  # fmt: skip
-                    return
-                self.ctx.client.transact(
-                    f"vote-reveal:{key}", committee.functions.revealVote(dispute, mine["vote"], salt)
-                )
-                self.ctx.say(f"dispute {dispute}: revealed its ballot: {Vote(mine['vote']).name.lower()} "
-                             f"({mine.get('reason', '')})")  # fmt: skip
+            self.ctx.client.transact(
+                f"vote-reveal:{key}", committee.functions.revealVote(dispute, held["vote"], bytes.fromhex(held["salt"]))
+            )
+            reason = mine.get("reason", "") if held is mine else "its verdict's commit came too late"
+            self.ctx.say(f"dispute {dispute}: revealed its ballot: {Vote(held['vote']).name.lower()} ({reason})")
         except ContractReverted as exc:
             self.ctx.say(f"dispute {dispute}: ballot refused: {exc}", style="yellow")
+
+    def _verdict(self, key: str, dispute: int, d: Any) -> Ballot | None:
+        """Its ballot (None while its replay runs); at its deadline an abstention, whatever failed."""
+        try:
+            return self._decide(key, dispute, d)
+        except Exception as exc:  # no verdict: at its deadline an abstention, never silence
+            if not self._due(int(d.drawnAt) + self._param("COMMIT_WINDOW")):
+                raise
+            reason = f"no verdict by the commit deadline: {type(exc).__name__}: {exc}"
+            self.ctx.say(f"dispute {dispute}: {reason}; its ballot: abstain", style="yellow")
+            return Ballot(Vote.ABSTAIN, reason, "")
+
+    @staticmethod
+    def _entry(ballot: Ballot, *, provisional: bool) -> dict[str, Any]:
+        return {"vote": int(ballot.vote), "salt": os.urandom(32).hex(), "report": ballot.report,
+                "reason": ballot.reason, "provisional": provisional}  # fmt: skip
+
+    def _commitment(self, dispute: int, run: int, entry: dict[str, Any]) -> bytes:
+        salt = bytes.fromhex(entry["salt"])
+        return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
+                             [dispute, run, entry["vote"], salt, self.ctx.address]))  # fmt: skip
+
+    def _commit(self, dispute: int, run: int, key: str, entry: dict[str, Any]) -> None:
+        """Commit ``entry`` unless the chain holds it already (a replacement is allowed until the window ends)."""
+        commitment = self._commitment(dispute, run, entry)
+        seat = self.ctx.protocol.view(self.ctx.protocol.committee, "ballotOf", dispute, self.ctx.address)
+        if bytes(seat.commitment) == commitment:
+            return
+        n = len(entry.get("replaced", []))
+        try:
+            self.ctx.client.transact(f"vote-commit:{key}:{n}",
+                                     self.ctx.protocol.committee.functions.commitVote(dispute, commitment))  # fmt: skip
+        except ContractReverted as exc:
+            self.ctx.say(f"dispute {dispute}: ballot refused: {exc}", style="yellow")
+            return
+        what = (
+            "a provisional abstention"
+            if entry.get("provisional")
+            else f"its ballot ({Vote(entry['vote']).name.lower()})"
+        )
+        self.ctx.say(f"dispute {dispute}: committed {what}" + (", replacing its abstention" if n else ""))
 
     def _decide(self, key: str, dispute: int, d: Any) -> Ballot | None:
         """Its ballot from its own judgement of the interval: availability and the replay together, whatever
@@ -252,7 +336,11 @@ class AuditorNode:
             opened = opened_interval(self.ctx, task, k, fetched.prepared.spec.intervals_per_batch)
             if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
                 raise IndexBehind(f"dispute over task {task} interval {k}: its IntervalOpened is not indexed yet")
-            judge = functools.partial(judge_interval, self.ctx, fetched, opened, profile=self.profile_name, who="audit")
+            # The replay stops at the seat's deadline, between two steps, so a junk task's endless interval
+            # holds the one replay worker no longer than its own seat (chain time to this machine's clock).
+            due = int(d.drawnAt) + self._param("COMMIT_WINDOW") - self._commit_margin()
+            judge = functools.partial(_judge_until, time.monotonic() + max(0, due - self.ctx.now()), self.ctx, fetched,
+                                      opened, profile=self.profile_name)  # fmt: skip
             replay = self._replays[key] = self._pool.submit(judge)
         if not replay.done():
             if not late:
@@ -271,7 +359,11 @@ class AuditorNode:
 
     def _due(self, commit_end: int) -> bool:
         """Whether a seat whose commit window ends at ``commit_end`` must have its ballot now."""
-        return self.ctx.now() >= commit_end - min(COMMIT_MARGIN, self._param("COMMIT_WINDOW") // 6)
+        return self.ctx.now() >= commit_end - self._commit_margin()
+
+    def _commit_margin(self) -> int:
+        """Seconds before a commit window's end by which a seat's ballot is decided (time to send the commit)."""
+        return min(COMMIT_MARGIN, self._param("COMMIT_WINDOW") // 6)
 
     def _ballot(self, task: int, k: int, vote: Vote, reason: str, judgement: Judgement | None = None) -> Ballot:
         self.ctx.say(f"dispute over task {task} interval {k}: {reason}; its ballot: {vote.name.lower()}")

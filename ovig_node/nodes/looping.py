@@ -5,7 +5,7 @@ the chain moved). Every pass re-derives what to do from the chain and the disk, 
 them out: an endpoint that does not answer is one line when it goes (and the passes back off, up to
 ``OUTAGE_BACKOFF_CAP`` seconds apart) and one when it is back, however long it stays away; any other
 error of ours is printed and the pass retried. Errors that mean the node must stop (``fatal``) end the
-loop.
+loop. When an endpoint is back, the node says which of its duties' windows closed meanwhile (``missed``).
 """
 
 from __future__ import annotations
@@ -33,23 +33,30 @@ def keep_running(
     poll_seconds: float,
     until: float | None = None,
     fatal: tuple[type[BaseException], ...] = (),
+    missed: Callable[[int, int], list[str]] | None = None,
 ) -> None:
     """Run ``step`` (then the keeper's duties) every ``poll_seconds`` until it returns True (a node
-    with an end) or the monotonic time ``until`` passes."""
+    with an end) or the monotonic time ``until`` passes. After an outage, ``missed(since, now)`` (chain
+    times) names each duty whose window closed while the node could not act, one line each."""
     outage = Outage(ctx, poll_seconds)
     resumed = False
+    last_pass = time.time()  # when a whole pass last succeeded
     while until is None or time.monotonic() < until:
         pause = poll_seconds
         try:
             if not resumed:  # the journal's transactions in flight when the node last stopped
                 ctx.client.resume()
                 resumed = True
-            if step():
-                outage.over()
-                return
-            if keeper is not None:
+            done = step()
+            if not done and keeper is not None:
                 keeper.tick()
-            outage.over()
+            if outage.over() and missed is not None:
+                now = ctx.now()  # the chain ran on meanwhile: what closed since the last whole pass?
+                for line in missed(now - int(time.time() - last_pass) - 1, now):
+                    ctx.say(f"missed while it could not act: {line}", style="bold red")
+            last_pass = time.time()
+            if done:
+                return
         except fatal:
             raise
         except (OvigError, requests.RequestException, ConnectionError, TimeoutError) as exc:
@@ -59,6 +66,11 @@ def keep_running(
             else:
                 pause = outage.during(what, exc)
         time.sleep(pause)
+
+
+def chain_clock(t: int) -> str:
+    """A chain time as a person reads it in a node's log."""
+    return time.strftime("%H:%M:%S UTC", time.gmtime(t))
 
 
 def outage_of(exc: BaseException) -> str | None:
@@ -94,8 +106,11 @@ class Outage:
         self.failures += 1
         return min(OUTAGE_BACKOFF_CAP, self.poll_seconds * 2 ** min(self.failures, 16))
 
-    def over(self) -> None:
+    def over(self) -> bool:
+        """A whole pass succeeded: say which endpoints are back; whether any was away."""
+        back = bool(self.away)
         for what, since in self.away.items():
             self.ctx.say(f"{what} is back after {time.monotonic() - since:.0f} s", style="green")
         self.away.clear()
         self.failures = 0
+        return back

@@ -32,7 +32,7 @@ from ovig_node.files import file_sha256
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
 from ovig_node.nodes.keeper import Keeper
-from ovig_node.nodes.looping import keep_running
+from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.protocol.manifest import ManifestRow, batch_manifest, encode_stats
@@ -90,8 +90,33 @@ class TrainerNode:
             return bool(final)
 
         keep_running(self.ctx, step, keeper=self.keeper, poll_seconds=self.poll_seconds,
-                     fatal=(TrainerStopped, TaskRefused))  # fmt: skip
+                     fatal=(TrainerStopped, TaskRefused), missed=self.missed)  # fmt: skip
         return final[0]
+
+    def missed(self, since: int, now: int) -> list[str]:
+        """Its duties whose window closed in the chain times (since, now] undone: an opening, a requested
+        opening, the commit deadline (said after an outage: each lets anyone end the task against it)."""
+        t = self.ctx.protocol.task(self.task)
+        if t.provider != self.ctx.address or t.status not in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED,
+                                                              TaskStatus.SLASHED, TaskStatus.ABANDONED):  # fmt: skip
+            return []
+        lines = []
+        for j in range(t.committedBatches):
+            b = self.ctx.protocol.batch(self.task, j)
+            if b.status == BatchStatus.DRAWN and since < int(b.windowEnd) <= now:
+                lines.append(f"task {self.task}: batch {j}'s opening window closed at {chain_clock(b.windowEnd)} "
+                             "before it was opened: anyone may have the task slashed")  # fmt: skip
+        for event in self.ctx.scanner.events("OpeningRequested", task=self.task):
+            k = int(event.args["k"])
+            r = self.ctx.protocol.view(self.ctx.protocol.tasks, "getRequest", self.task, k)
+            if r.status == RequestStatus.PENDING and since < int(r.openBy) <= now:
+                lines.append(f"task {self.task}: the requested opening of interval {k} was due at "
+                             f"{chain_clock(r.openBy)}: anyone may have the task slashed")  # fmt: skip
+        if t.committedBatches < t.batchCount and since < int(t.terms.deadline) <= now:
+            left = t.batchCount - t.committedBatches
+            lines.append(f"task {self.task}: its commit deadline passed at {chain_clock(t.terms.deadline)} with "
+                         f"{left} batches uncommitted: the owner may abandon it")  # fmt: skip
+        return lines
 
     def step(self) -> TaskStatus:
         """One pass: do whatever the task's state calls for; return its status."""

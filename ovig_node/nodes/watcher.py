@@ -43,7 +43,7 @@ from ovig_node.nodes.fetching import FetchedTask, fetch_task
 from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import Judgement, Opened, judge_interval, opened_interval
 from ovig_node.nodes.keeper import Keeper
-from ovig_node.nodes.looping import keep_running
+from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.nodes.screening import Checked, screen_batch
@@ -85,7 +85,24 @@ class WatcherNode:
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""
         warm_up()  # the comparison's compiled passes load meanwhile, not within a challenge or vote window
-        keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until)
+        keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until,
+                     missed=self.missed)  # fmt: skip
+
+    def missed(self, since: int, now: int) -> list[str]:
+        """Opened intervals whose challenge window closed in the chain times (since, now] before it judged them
+        (said after an outage: a faulty one among them is paid unless another watcher challenged it)."""
+        judged = {**self.state.get("judged", {}), **self._still_covered()}
+        lines = []
+        for event in [*self.ctx.scanner.events("BatchOpened"), *self.ctx.scanner.events("RequestOpened")]:
+            task, end = int(event.args["task"]), int(event.args["challengeWindowEnd"])
+            if not since < end <= now or (self.only_tasks is not None and task not in self.only_tasks):
+                continue
+            opened = [int(event.args["k"])] if event.name == "RequestOpened" else self.ctx.protocol.sampled(
+                task, int(event.args["j"]))  # fmt: skip
+            if unjudged := [k for k in opened if f"{task}:{k}" not in judged]:
+                lines.append(f"task {task}: the challenge window of intervals {unjudged} closed at "
+                             f"{chain_clock(end)} before it judged them")  # fmt: skip
+        return lines
 
     def step(self) -> None:
         self.ctx.scanner.poll()

@@ -572,15 +572,22 @@ def test_commit_vote_from_the_end_of_the_commit_window_reverts(
     assert snapshot(committee, dispute, *panel) == before
 
 
-def test_commit_vote_twice_reverts(committee: Any, drawn: Any, signer: Any) -> None:
+def test_a_later_commit_in_the_window_replaces_the_ballot(committee: Any, chain: Any, drawn: Any, signer: Any) -> None:
+    """A panelist commits an abstention at once and replaces it with its verdict (a fourth review: a node that
+    committed only once it had its verdict could be silenced by filling the blocks near the deadline). Only the
+    commitment held when the window closes can be revealed."""
     _, _, dispute, panel = drawn()
-    first = vote_commitment(dispute, 0, FAULTY, SALT, panel[0])
-    committee.commitVote(dispute, first, sender=signer(panel[0]))
-    before = snapshot(committee, dispute, *panel)
-    with ape.reverts(committee.AlreadyCommitted, dispute=dispute, panelist=panel[0]):
-        committee.commitVote(dispute, vote_commitment(dispute, 0, VALID, SALT, panel[0]), sender=signer(panel[0]))
-    assert snapshot(committee, dispute, *panel) == before
-    assert bytes(committee.ballotOf(dispute, panel[0]).commitment) == first
+    abstain = vote_commitment(dispute, 0, 4, SALT, panel[0])
+    committee.commitVote(dispute, abstain, sender=signer(panel[0]))
+    verdict = vote_commitment(dispute, 0, FAULTY, b"\x02" * 32, panel[0])
+    tx = committee.commitVote(dispute, verdict, sender=signer(panel[0]))
+    assert events(tx, committee.VoteCommitted, "dispute", "panelist") == [(dispute, panel[0])]
+    assert bytes(committee.ballotOf(dispute, panel[0]).commitment) == verdict
+    chain.pending_timestamp = committee.getDispute(dispute).drawnAt + COMMIT_WINDOW
+    with ape.reverts(committee.VoteMismatch):
+        committee.revealVote(dispute, 4, SALT, sender=signer(panel[0]))
+    committee.revealVote(dispute, FAULTY, b"\x02" * 32, sender=signer(panel[0]))
+    assert committee.ballotOf(dispute, panel[0]).vote == FAULTY
 
 
 def test_reveal_vote_outside_the_reveal_window_reverts(committee: Any, chain: Any, drawn: Any, signer: Any) -> None:

@@ -106,6 +106,19 @@ def untouched(committee: Any, who: list[Any]) -> None:
     assert min(stakes) >= ELIGIBLE_STAKE
 
 
+def starve(committee: Any, dispute: int, keeper: Any, chain: Any) -> None:
+    """Keep trying to draw the dispute's current round, re-arming it, until the starvation timeout ends it."""
+    chain.pending_timestamp = committee.getDispute(dispute).roundStartedAt + STARVATION
+    while committee.getDispute(dispute).status == AWAITING_PANEL:
+        mine = committee.panelTarget(dispute) + 1 - chain.blocks.height
+        if mine > 0:
+            chain.mine(mine)
+        try:
+            committee.drawPanel(dispute, sender=keeper)
+        except ape.exceptions.ContractLogicError:
+            committee.rearm(dispute, sender=keeper)
+
+
 def test_a_task_no_honest_auditor_can_load_empties_nothing(
     committee: Any, tasks: Any, keeper: Any, opened_task: Any, owner: Any, provider: Any, auditors: list[Any],
     honest_auditors: list[Any], play: Any, chain: Any,
@@ -252,16 +265,7 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
     for i, a in enumerate(flood):
         commit_challenge(tasks, task, other, a, salt=bytes([i + 9]) * 32)
     committee.appeal(dispute, sender=watcher, value=2 * CBOND)
-    started = committee.getDispute(dispute).roundStartedAt
-    chain.pending_timestamp = started + STARVATION
-    while committee.getDispute(dispute).status == AWAITING_PANEL:
-        mine = committee.panelTarget(dispute) + 1 - chain.blocks.height
-        if mine > 0:
-            chain.mine(mine)
-        try:
-            committee.drawPanel(dispute, sender=keeper)
-        except ape.exceptions.ContractLogicError:
-            committee.rearm(dispute, sender=keeper)
+    starve(committee, dispute, keeper, chain)
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict) == (RESOLVED, NO_DECISION)
     iv = tasks.getOpenedInterval(task, faked)
@@ -273,41 +277,90 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
     assert reveal(tasks, task, faked, watcher, salt=b"\x44" * 32) != 0
 
 
-def test_a_withholding_provider_cannot_escalate_into_a_round_the_registry_cannot_seat(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, owner: Any, register: Any, auditors: list[Any],
-    play: Any, watcher: Any, chain: Any,
+def test_a_withholding_provider_in_a_small_registry_costs_the_watcher_nothing(
+    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
+    watcher: Any, chain: Any,
 ) -> None:  # fmt: skip
     """The second review's open finding: in a registry too small for the later rounds, a provider that withholds
     its faulty interval's files made round 0 UNAVAILABLE, whose free escalation armed a round nobody could seat;
-    the dispute ended with an uncounted no-decision whose round charges fell on the watcher, and the window
-    reopened for the same again. Now a round an UNAVAILABLE run armed that cannot seat lets that run stand, as a
-    decision no larger round could overturn stands: the task is slashed, the watcher's bond comes back whole."""
+    the dispute ended with an uncounted no-decision whose round charges fell on the watcher, again on every
+    reopening. Now a run that decided UNAVAILABLE charges no bond: the watcher's comes back whole, and the interval
+    is challengeable again (the faulty interval is never paid while the watcher challenges it; a larger registry
+    ends it). Round 0's panel is paid nothing: the price of refusing to bill the watcher."""
     register(auditors[:6])  # round 0 seats three; round 1's seven cannot be found among the other three
     task, _ = opened_task(**SMALL)
     k = sampled_intervals(tasks, task, 0)[0]
     commit_challenge(tasks, task, k, watcher)
     dispute = reveal(tasks, task, k, watcher)
     panel = play(dispute, lambda p: BALLOT_UNAVAILABLE)  # withheld
+    assert (committee.getDispute(dispute).status, committee.getDispute(dispute).round) == (AWAITING_PANEL, 1)
+    starve(committee, dispute, keeper, chain)
     d = committee.getDispute(dispute)
-    assert (d.status, d.round) == (AWAITING_PANEL, 1)
-    chain.pending_timestamp = d.roundStartedAt + STARVATION
-    while committee.getDispute(dispute).status == AWAITING_PANEL:
-        mine = committee.panelTarget(dispute) + 1 - chain.blocks.height
-        if mine > 0:
-            chain.mine(mine)
-        try:
-            committee.drawPanel(dispute, sender=keeper)
-        except ape.exceptions.ContractLogicError:
-            committee.rearm(dispute, sender=keeper)
-    d = committee.getDispute(dispute)
-    assert (d.status, d.verdict, d.round) == (RESOLVED, V_UNAVAILABLE, 1)
-    assert tasks.getTask(task).status == SLASHED and tasks.getDispute(dispute).refundPerBond == CBOND
+    assert (d.status, d.verdict, d.round) == (RESOLVED, NO_DECISION, 1)
+    assert tasks.getTask(task).status == COMMITTED and tasks.getDispute(dispute).refundPerBond == CBOND
+    assert tasks.getOpenedInterval(task, k).noDecisions == 0
+    assert tasks.challengeWindowEnd(task, k) > chain.pending_timestamp  # the watcher challenges it again
     settle_seats(committee, dispute, keeper)
     assert emitted(committee.Penalized, 0, dispute=dispute) == []
     untouched(committee, auditors[:6])
-    # Round 0's three unavailable ballots share the panel's 10%; the owner gets its reward, its bond and 70%.
-    assert [committee.credits(p) for p in panel] == [BOND * SHARES[1] // 10_000 // 3] * 3
-    assert tasks.credits(owner) == BOND * SHARES[2] // 10_000 + DEFAULTS["reward"] + DEFAULTS["ownerBond"]
+    assert [committee.credits(p) for p in panel] == [0, 0, 0]
+
+
+def test_a_captured_round_zero_whose_sybils_exit_slashes_no_honest_provider(
+    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
+    watcher: Any, chain: Any,
+) -> None:  # fmt: skip
+    """A third review's finding against a first fix of the one above (an UNAVAILABLE outcome standing when the
+    round it armed cannot seat): sybils that capture round 0 of an honest task's dispute answer ``unavailable``
+    (which never loses) and request their exits, leaving round 1 unseatable, and the honest provider was slashed.
+    Now the dispute ends uncounted and nobody is slashed; the junk challenger's bond comes back (delay, no
+    verdict), and the sybils earn nothing."""
+    sybils = auditors[:3]
+    register(sybils)  # the whole registry: round 0 is theirs
+    task, _ = opened_task(**SMALL)  # an honest provider: every interval sound
+    k = sampled_intervals(tasks, task, 0)[0]
+    commit_challenge(tasks, task, k, watcher)  # here the attacker's
+    dispute = reveal(tasks, task, k, watcher)
+    draw_and_exit = play(dispute, lambda p: BALLOT_UNAVAILABLE)
+    for s in sybils:
+        committee.requestExit(sender=s)
+    assert sorted(draw_and_exit) == sorted(s.address for s in sybils)
+    starve(committee, dispute, keeper, chain)
+    d = committee.getDispute(dispute)
+    assert (d.status, d.verdict) == (RESOLVED, NO_DECISION) and tasks.getTask(task).status == COMMITTED
+    settle_seats(committee, dispute, keeper)
+    assert [committee.credits(s) for s in sybils] == [0, 0, 0]
+
+
+def test_the_last_silent_run_is_void_too_so_a_lone_revealer_takes_no_charge(
+    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
+    watcher: Any,
+) -> None:  # fmt: skip
+    """A third review: a silent run at the re-run bound ended the dispute without being voided, so its round charge
+    came out of the watcher's bond and went to whoever revealed in it: one panelist revealing ``unavailable``
+    (never penalised) among abstainers took 10% of the bond, on every reopening. Now the last silent run is void
+    like the others: the watcher's bond comes back whole and the lone revealer earns nothing."""
+    register(auditors[:5])
+    task, _ = opened_task(**SMALL)
+    k = sampled_intervals(tasks, task, 0)[0]
+    commit_challenge(tasks, task, k, watcher)
+    dispute = reveal(tasks, task, k, watcher)
+    lone: list[str] = []
+    for _ in range(committee.MAX_RERUNS() + 1):
+        revealed: list[str] = []
+
+        def ballot(panelist: str, revealed: list[str] = revealed) -> int:  # the run's first reveals, the rest abstain
+            revealed.append(panelist)
+            return BALLOT_UNAVAILABLE if len(revealed) == 1 else ABSTAIN
+
+        play(dispute, ballot)
+        lone.append(revealed[0])
+    d = committee.getDispute(dispute)
+    assert (d.status, d.verdict, d.reruns) == (RESOLVED, NO_DECISION, 2)
+    settle_seats(committee, dispute, keeper)
+    assert tasks.getDispute(dispute).refundPerBond == CBOND
+    assert [committee.credits(a) for a in lone] == [0] * len(lone)
+    untouched(committee, auditors[:5])
 
 
 def test_a_silent_round_is_drawn_again_at_most_twice_then_the_dispute_ends_uncounted(
