@@ -1165,6 +1165,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "layer_one_honest": layer_one_honest,
     "layer_one_threshold": lambda: f"{load(layer_one_runs()[0][1] + '/layer_one.json')['threshold']:g}",
     "test_time_after": lambda: test_minutes("two-workers"),
+    "headline_caught": lambda: caught_summary(TINY),
     "gas_missed": gas_missed,
     "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
     "attest_gas": lambda: f"{load('gas.json')['calls']['attest']:,} gas",

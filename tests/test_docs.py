@@ -122,7 +122,7 @@ def test_relative_links_point_to_files_and_headings_that_exist(page: Path) -> No
 def outside_targets(text: str, folder: Path) -> list[str]:
     """What a page's ``text`` (the page in ``folder``) points to outside the repository: every link target that
     resolves outside it, and every relative path in inline code that is not a file or folder of it (a path
-    written from the repository's parent, such as `../shared/x`, resolves inside and names nothing)."""
+    written from the repository's parent, such as `../elsewhere/x`, resolves inside and names nothing)."""
 
     def inside(target: str, *, named: bool) -> bool:
         file = (folder / target.partition("#")[0]).resolve()
@@ -141,13 +141,13 @@ def test_no_page_points_outside_the_repository(page: Path) -> None:
 
 def test_the_outside_check_sees_links_and_paths_in_code() -> None:
     text = (
-        "[p](../../shared/protocol.md) `../../shared/x.txt` `../shared/papers/x.txt` [q](protocol.md) "
+        "[p](../../elsewhere/protocol.md) `../../elsewhere/x.txt` `../elsewhere/papers/x.txt` [q](protocol.md) "
         "`../bench/gas.py` [w](https://x.org)"
     )
     assert outside_targets(text, REPO / "docs") == [
-        "../../shared/protocol.md",
-        "../../shared/x.txt",
-        "../shared/papers/x.txt",
+        "../../elsewhere/protocol.md",
+        "../../elsewhere/x.txt",
+        "../elsewhere/papers/x.txt",
     ]
 
 
