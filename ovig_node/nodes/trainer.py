@@ -112,7 +112,8 @@ class TrainerNode:
             if r.status == RequestStatus.PENDING and since < int(r.openBy) <= now:
                 lines.append(f"task {self.task}: the requested opening of interval {k} was due at "
                              f"{chain_clock(r.openBy)}: anyone may have the task slashed")  # fmt: skip
-        if t.committedBatches < t.batchCount and since < int(t.terms.deadline) <= now:
+        unfinished = t.status != TaskStatus.SLASHED and t.committedBatches < t.batchCount
+        if unfinished and since < int(t.terms.deadline) <= now:
             left = t.batchCount - t.committedBatches
             lines.append(f"task {self.task}: its commit deadline passed at {chain_clock(t.terms.deadline)} with "
                          f"{left} batches uncommitted: the owner may abandon it")  # fmt: skip
