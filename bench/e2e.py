@@ -45,17 +45,18 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).parent))
 from gas import ACCOUNTS, BENCH_CHAIN_ID, Shape, open_bench  # bench/ is not a package
 
+from ovig_node import tools
 from ovig_node.chain.accounts import DEVNET_MNEMONIC
 from ovig_node.chain.rpc import connect
-from ovig_node.devnet import tools
 from ovig_node.devnet.manager import anvil_health
 from ovig_node.devnet.processes import free_port, start_process, terminate
-from ovig_node.nodes.demo import ALPHA, CALIBRATION_POSITIONS, CASTS, WATCHER, Cast
+from ovig_node.nodes.demo import CASTS, WATCHER, Cast
 from ovig_node.protocol.sampling import draw_positions
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import TrainRun, batch_roots, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify.boundary import BoundaryProfile, calibrate, spread_positions
+from ovig_node.verify.defaults import CALIBRATION
 from ovig_node.verify.report import closest_to_limit, verify_interval
 
 RESULTS = Path(__file__).parent / "results"
@@ -115,7 +116,7 @@ def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: f
     started = time.monotonic()
     boundary: BoundaryProfile = calibrate(prepared, claim_profile=get_profile(CLAIM_PROFILE),
                                           replay_profiles=[get_profile(p) for p in cast.calibration_profiles],
-                                          positions=positions, alpha=ALPHA,
+                                          positions=positions, alpha=CALIBRATION.alpha,
                                           work_dir=folder / f"calibration-{stride}")  # fmt: skip
     calibrate_seconds = time.monotonic() - started
 
@@ -203,13 +204,18 @@ def main() -> None:
     parser.add_argument("--per-batch", type=int, default=100, help="Intervals per batch m.")
     parser.add_argument("--sample-bps", type=int, default=1000, help="Share of each batch opened (phi x 10000).")
     parser.add_argument("--plain-runs", type=int, default=2, help="Plain runs timed, the fastest kept [2].")
-    parser.add_argument("--calibration-positions", type=int, default=CALIBRATION_POSITIONS,
-                        help=f"Intervals the boundary is calibrated on, spread over the run [the demo's: "
-                             f"{CALIBRATION_POSITIONS}].")  # fmt: skip
+    parser.add_argument(
+        "--calibration-positions",
+        type=int,
+        default=None,
+        help="Intervals the boundary is calibrated on, spread over the run [the demo cast's].",
+    )
     args = parser.parse_args()
     workloads = [name for name, cast in CASTS.items() if cast.tiny]  # a full cast shares its tiny one's profiles
     if args.workload not in workloads:
         parser.error(f"--workload: one of {', '.join(workloads)} (the demo's casts give the profiles)")
+    if args.calibration_positions is None:
+        args.calibration_positions = CASTS[args.workload].calibration_positions
     console = Console(width=160)
     rows = []
     load_before = os.getloadavg()  # timings are wall clock: what else ran on the machine moves them
@@ -250,7 +256,7 @@ def main() -> None:
     out = RESULTS / f"e2e_{args.workload}{'_tiny' if args.tiny else ''}.json"
     cast = CASTS[args.workload]
     judging = {"claim_profile": CLAIM_PROFILE, "calibration_profiles": list(cast.calibration_profiles),
-               "calibration_positions": args.calibration_positions, "alpha": ALPHA,
+               "calibration_positions": args.calibration_positions, "alpha": CALIBRATION.alpha,
                "watcher_profiles": watcher_profiles(cast)}  # fmt: skip
     out.write_text(json.dumps({"machine": machine, "args": vars(args), "ovig_published": OVIG_PUBLISHED,
                                "judging": judging, "rows": rows}, indent=2) + "\n")  # fmt: skip

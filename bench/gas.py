@@ -41,11 +41,11 @@ from rich.table import Table
 from web3 import Web3
 from web3.contract import Contract
 
+from ovig_node import tools
 from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import DEVNET_MNEMONIC, devnet_account
 from ovig_node.chain.deploy import Deployer, RandomnessChoice, run_plan
 from ovig_node.chain.rpc import connect
-from ovig_node.devnet import tools
 from ovig_node.devnet.beacon import DEVNET_BEACON_SECRET, devnet_network
 from ovig_node.devnet.manager import anvil_health
 from ovig_node.devnet.processes import free_port, start_process, terminate

@@ -23,7 +23,7 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-from ovig_node.devnet import tools
+from ovig_node import tools
 from ovig_node.devnet.manager import ipfs_health
 from ovig_node.devnet.processes import free_port, start_process, terminate
 from ovig_node.storage.ipfs import AddOptions, IpfsClient

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ovig_node.errors import OvigError
+from ovig_node.verify.defaults import CALIBRATION
 
 if TYPE_CHECKING:
     from ovig_node.devnet.manager import Devnet
@@ -286,10 +287,14 @@ warmup_option = click.option(
     help="Warm the learning rate up linearly over this many steps (0: none) [default: the workload's recipe].",
 )
 
+alpha_option = click.option(
+    "--alpha", type=float, default=CALIBRATION.alpha, show_default=True, help="Margin over the largest drift."
+)
+
 floor_option = click.option(
     "--floor-ulps",
-    type=click.FloatRange(min=0.0, max=64.0),  # the boundary's MAX_FLOOR_ULPS
-    default=4.0,  # the boundary's FLOOR_ULPS
+    type=click.FloatRange(min=0.0, max=CALIBRATION.max_floor_ulps),
+    default=CALIBRATION.floor_ulps,
     show_default=True,
     help="Rounding-scale floor: no limit below this many ulps of the claimed values at its percentile (0: none).",
 )
@@ -494,11 +499,17 @@ def _number_or_text(value: str) -> float | str:
 @click.option("--spec", "spec_paths", type=click.Path(dir_okay=False, path_type=Path), required=True, multiple=True,
               help="The task's spec. Repeat it to calibrate on several honest runs of one workload and stride "
               "(other seeds): the boundary keeps the largest drift of all.")  # fmt: skip
-@click.option("--profiles", default="micro2,micro4,micro4-fp64acc,native-conv,math-attention,fused-optimizer",
+@click.option("--profiles", default=",".join(CALIBRATION.profiles),
               show_default=True, help="Execution profiles of the honest replays (at least 3): the default covers "
               "every family but threads, which watchers confirm under.")  # fmt: skip
 @click.option("--claim-profile", default="reference", show_default=True, help="Profile of the honest claims.")
-@click.option("--intervals", type=int, default=4, show_default=True, help="How many intervals to calibrate on.")
+@click.option(
+    "--intervals",
+    type=int,
+    default=CALIBRATION.positions,
+    show_default=True,
+    help="How many intervals to calibrate on.",
+)
 @click.option(
     "--spread/--prefix",
     default=True,
@@ -512,7 +523,7 @@ def _number_or_text(value: str) -> float | str:
     show_default=True,
     help="Tail model of rel p100: bound >= median / (2 x this); 0 for the plain maximum.",
 )
-@click.option("--alpha", type=float, default=3.0, show_default=True, help="Margin over the largest drift.")
+@alpha_option
 @floor_option
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path),
@@ -707,7 +718,7 @@ def verify_cmd(
     metavar="PACKAGE.MODULE:CALLABLE",
     help="Also evaluate this outside attack (repeatable).",
 )
-@click.option("--alpha", type=float, default=3.0, show_default=True)
+@alpha_option
 @floor_option
 @click.option(
     "--batch-size", type=click.IntRange(min=1), default=None, help="Examples per step [default: the workload's]."
@@ -900,7 +911,26 @@ def demo_cmd(
     if full and workload != "llm":
         raise click.UsageError("--full is for --workload llm (the real chat model); vision has only a tiny demo")
     cast = CASTS[f"{workload}-full" if full else workload]
-    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console, serve=serve, cast=cast)
+    dashboard = _serve_demo_dashboard if serve else None
+    run_demo(_devnet(data_dir, **options), stop_at_end=down, console=console, serve=dashboard, cast=cast)
+
+
+def _serve_demo_dashboard(net: Any, folder: Path) -> None:
+    """The owner's dashboard over what the demo just did, until Ctrl-C."""
+    from ovig_node.api.main import create_app
+    from ovig_node.api.server import serve
+    from ovig_node.api.settings import devnet_settings
+    from ovig_node.chain.accounts import devnet_account
+    from ovig_node.devnet.processes import free_port, port_free
+    from ovig_node.nodes.demo import ROLES, WATCHERS
+
+    labels = {devnet_account(i).address: role for i, role in ROLES.items()}
+    homes = tuple(folder / "nodes" / f"watcher-{i}" for i in WATCHERS)
+    trusted = frozenset(devnet_account(i).address for i in WATCHERS)
+    app = create_app(devnet_settings(net.data_dir, labels=labels, watcher_homes=homes, trusted_attesters=trusted))
+    port = 8000 if port_free("127.0.0.1", 8000) else free_port()
+    console.print(f"dashboard: [bold]http://127.0.0.1:{port}/[/]  (API docs: /docs). Ctrl-C to stop serving.")
+    serve(app, host="127.0.0.1", port=port)
 
 
 def _add_node_commands() -> None:

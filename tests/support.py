@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ovig_node.devnet import tools
+from ovig_node import tools
 from ovig_node.devnet.errors import StartFailed
 from ovig_node.devnet.manager import Devnet, DevnetConfig, ipfs_health
 from ovig_node.devnet.processes import ProcessRecord, free_port, start_process, terminate

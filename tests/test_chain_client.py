@@ -13,6 +13,7 @@ import pytest
 from eth_utils import keccak
 from web3 import Web3
 
+from ovig_node import tools
 from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
@@ -22,7 +23,6 @@ from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import connect, send
 from ovig_node.chain.scanner import EventScanner
-from ovig_node.devnet import tools
 from ovig_node.devnet.processes import free_port
 
 COMMITTEE = (10**17, 4, 5, 7200, 3600, 1800, 1800, 3600, 7200, 900, 3, 3, 1000, 10**12)  # CommitteeParams, in order

@@ -11,11 +11,11 @@ from eth_abi import encode
 from eth_utils import keccak
 from web3.exceptions import ContractCustomError
 
+from ovig_node import tools
 from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account, write_keystore
 from ovig_node.chain.randomness import Randomness
 from ovig_node.chain.rpc import connect, send
-from ovig_node.devnet import tools
 from ovig_node.devnet.beacon import devnet_network
 from ovig_node.devnet.manager import Devnet, DevnetConfig, DevnetInfo, anvil_health
 from ovig_node.devnet.processes import start_process, terminate

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from test_cid import HELLO, VECTORS
 
-from ovig_node.devnet import tools
+from ovig_node import tools
 from ovig_node.storage.cid import Cid
 from ovig_node.storage.errors import ContentNotFound, DigestMismatch, InvalidCid, IpfsUnavailable
 from ovig_node.storage.ipfs import AddOptions, IpfsClient, api_url_from_multiaddr

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ovig_node import tools
 from ovig_node.chain import artifacts
-from ovig_node.devnet import tools
 
 REPO = tools.repo_root()
 SOLC = tools.solc_dir() / "solc-v0.8.28"

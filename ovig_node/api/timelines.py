@@ -16,8 +16,8 @@ from ovig_node.chain.contracts import Reason, Verdict
 from ovig_node.chain.scanner import Event
 
 # The demo timeline's formatting of amounts and addresses, so both read alike.
-from ovig_node.nodes.timeline import _eth as eth
-from ovig_node.nodes.timeline import _short, describe
+from ovig_node.formatting import eth, short
+from ovig_node.nodes.timeline import describe
 
 K = m.TimelineKind
 KINDS: dict[str, m.TimelineKind] = {
@@ -95,7 +95,7 @@ def timeline_entries(
         f" WHERE a.task = ? AND a.watcher IN ({marks})",
         (task, *sorted(trusted)),
     ):
-        text = f"{_short(a['watcher'], names)} attests interval {a['k']} sound (replayed on {a['profile']})"
+        text = f"{short(a['watcher'], names)} attests interval {a['k']} sound (replayed on {a['profile']})"
         entry = m.TimelineEntry(kind=K.ATTESTED, time=a["timestamp"], block=a["block"], event="Attested", text=text,
                                 upcoming=False, tx=a["tx"])  # fmt: skip
         keyed.append(((a["timestamp"] or 0, 0, a["block"], a["log_index"]), entry))
@@ -146,7 +146,7 @@ def _more(event: Event, names: dict[str, str]) -> str:
     a = event.args
 
     def who(address: str) -> str:
-        return _short(address, names)
+        return short(address, names)
 
     lines: dict[str, Callable[[], str]] = {
         "IntervalOpened": lambda: f"task {a['task']}: interval {a['k']} opened (end digest {a['endDigest'][:12]}…)",

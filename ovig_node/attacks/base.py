@@ -1,138 +1,44 @@
-"""The attack interface: hooks the training step calls in attacked intervals.
+"""The attack interface: a dishonest provider's change is a set of training hooks
+(:class:`ovig_node.training.hooks.StepHooks`), loaded by name or as a plugin.
 
-Every hook defaults to honest behaviour, so an attack overrides only what it changes. The trainer
-runs the hooks only for steps inside ``intervals``; everything else, including the probe gradient and
-the evidence format, stays honest, so the attacked evidence is well formed and only the replay
-comparison can tell.
-
-Order within one attacked step (``training_step``):
-
-1. ``lr`` and ``batch`` choose what the step trains on, ``compute_dtype`` its precision;
-2. ``gradients`` changes ``.grad`` before the optimizer step, ``skip_update`` may leave it out;
-3. ``after_update`` changes the weights, then ``after_optimizer`` the optimizer state.
-
-``setup`` runs once before the first step with the task's :class:`AttackContext`, so an attack that
-needs the workload (a target objective, a trigger, the interval layout) finds it in ``self.context``.
+An attack overrides only the hooks it changes (the batch, the learning rate, the precision, the gradients,
+the update, the optimizer state, exact mode's rounding, what it publishes), in the intervals it fakes; the
+training loop calls them without knowing attacks exist (ovig_node.training.hooks says in which order).
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import torch
-from torch import nn
+from collections.abc import Callable
+from typing import Any
 
 from ovig_node.errors import OvigError
-from ovig_node.protocol.intervals import Layout
+from ovig_node.training.hooks import StepContext, StepHooks
 
-if TYPE_CHECKING:
-    from ovig_node.protocol.spec import TaskSpec
-    from ovig_node.training.workloads import Dataset, Workload
+# An attack is a set of training hooks; the names the attacks and their plugins have always used.
+Attack = StepHooks
+AttackContext = StepContext
 
 
 class AttackError(OvigError, ValueError):
     """An attack that cannot be loaded or configured."""
 
 
-@dataclass(frozen=True)
-class AttackContext:
-    """What the trainer knows about the task, handed to an attack once before training."""
-
-    spec: TaskSpec
-    workload: Workload
-    dataset: Dataset
-    init_path: Path  # the initial checkpoint: what evidence leaves out (frozen parameters) comes from it
-    # What an attack or a measure derives from the task once and reuses (a chat dataset's tokenizer and
-    # questions): the one mutable part, left out of equality and repr.
-    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Attack:
-    intervals: frozenset[int]  # the intervals the provider fakes
-    # What the attack remembers between hooks (its context, saved tensors): the one mutable part of
-    # an otherwise frozen configuration, left out of equality and repr.
-    memory: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
-
-    @property
-    def name(self) -> str:
-        return type(self).__name__
-
-    @property
-    def context(self) -> AttackContext:
-        if "context" not in self.memory:
-            raise AttackError(f"{self.name} needs the task context: the trainer calls setup() before training")
-        context: AttackContext = self.memory["context"]
-        return context
-
-    def active(self, step: int, layout: Layout) -> bool:
-        return step < layout.total_steps and step // layout.stride in self.intervals
-
-    def last_step(self, step: int) -> bool:
-        """True for the last step of an interval (the one whose state becomes E_k)."""
-        layout = self.context.spec.layout
-        return step + 1 == layout.end_step(step // layout.stride)
-
-    def setup(self, context: AttackContext) -> None:
-        """Called once before the first step; subclasses that override it call ``super().setup``."""
-        self.memory["context"] = context
-
-    def batch(self, step: int, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The examples (and random draws) the step really trains on."""
-        return batch
-
-    def lr(self, step: int, lr: float) -> float:
-        """The learning rate the step really uses."""
-        return lr
-
-    def compute_dtype(self, step: int) -> torch.dtype | None:
-        """A lower precision to run the forward and backward pass in (None: the spec's)."""
-        return None
-
-    def gradients(self, step: int, model: nn.Module) -> None:
-        """Change ``.grad`` in place before the optimizer step."""
-
-    def skip_update(self, step: int) -> bool:
-        """True to leave out the optimizer step entirely."""
-        return False
-
-    def after_update(self, step: int, model: nn.Module) -> None:
-        """Change the weights after the optimizer step."""
-
-    def after_optimizer(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-        """Change the optimizer state (moments, step counters) after the optimizer step."""
-
-    def rounding(self, key: tuple[int, ...], free: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
-                 nearest: torch.Tensor) -> torch.Tensor:  # fmt: skip
-        """Exact mode: the rounded values of one rounding site (``key``: step, phase, site, call, element) given
-        its ``lo`` and ``hi`` neighbours and the ``nearest`` (an honest trainer's); the values under ``free``
-        are within training.exact.STEERABLE of their midpoint, where any side passes. Logged as returned."""
-        return nearest
-
-    def publish(self, k: int, evidence: Path, scratch: Path) -> Path | None:
-        """The file the provider pins and lists for E_k in its opening manifest: ``evidence`` itself (what an
-        honest provider does), another file it writes under ``scratch``, or None to list a CID it never serves.
-        Its committed digest stays E_k's either way: only what a verifier downloads changes."""
-        return evidence
-
-
 def load_attack(target: str, *, intervals: frozenset[int], **params: Any) -> Attack:
     """An attack by built-in name (``micro_batch_drop``) or plugin path (``package.module:callable``)."""
     from ovig_node.attacks.builtin import BUILTIN
 
-    if target in BUILTIN:
-        factory: Any = BUILTIN[target]
-    else:
-        module_name, _, attr = target.partition(":")
+    found: Callable[..., Attack] | str = BUILTIN.get(target, target)
+    if isinstance(found, str):  # a plugin's path, or a built-in one named by its path (the adaptive attacker)
+        module_name, _, attr = found.partition(":")
         if not attr:
             raise AttackError(f"unknown attack {target!r}: not built in ({', '.join(BUILTIN)}) nor module:callable")
         try:
-            factory = getattr(importlib.import_module(module_name), attr)
+            factory: Any = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError) as exc:
             raise AttackError(f"cannot load attack {target!r}: {exc}") from None
+    else:
+        factory = found
     try:
         attack = factory(intervals=intervals, **params)
     except TypeError as exc:

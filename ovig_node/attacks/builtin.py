@@ -3,7 +3,7 @@
 The shortcut attacks live here; steering attacks in :mod:`~ovig_node.attacks.manipulation`, attacks on the
 committed state in :mod:`~ovig_node.attacks.state`, a chat model's poisoned instruction set in
 :mod:`~ovig_node.attacks.instructions`, the boundary-aware attacker in
-:mod:`~ovig_node.attacks.adaptive`, exact mode's log-steering attacker in :mod:`~ovig_node.attacks.steering`.
+:mod:`~ovig_node.verify.adaptive`, exact mode's log-steering attacker in :mod:`~ovig_node.attacks.steering`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ovig_node.attacks.adaptive import BoundaryAware
 from ovig_node.attacks.base import Attack, AttackError
 from ovig_node.attacks.instructions import PoisonedInstructions
 from ovig_node.attacks.manipulation import Backdoor, TargetedGradient
@@ -130,7 +129,7 @@ class BaseTamper(Attack):
             params[self.parameter or frozen[0]] += self.delta
 
 
-BUILTIN: dict[str, Callable[..., Attack]] = {
+BUILTIN: dict[str, Callable[..., Attack] | str] = {
     "micro_batch_drop": MicroBatchDrop,
     "data_perturbation": DataPerturbation,
     "low_precision": LowPrecision,
@@ -144,6 +143,7 @@ BUILTIN: dict[str, Callable[..., Attack]] = {
     "poisoned_instructions": PoisonedInstructions,
     "optimizer_tamper": OptimizerTamper,
     "interpolated_endpoint": InterpolatedEndpoint,
-    "boundary_aware": BoundaryAware,
+    # The adaptive attacker computes differences as the verifier does, so it sits above verify: by its path.
+    "boundary_aware": "ovig_node.verify.adaptive:BoundaryAware",
     "log_steering": LogSteering,
 }

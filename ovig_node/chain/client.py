@@ -53,7 +53,6 @@ class ChainClient:
     def address(self) -> str:
         return self.account.address if self.account is not None else READER
 
-
     def call(self, fn: ContractFunction, *, block: int | str = "latest") -> Any:
         """A view call, retried on transient RPC errors; a revert raises ContractReverted."""
         try:

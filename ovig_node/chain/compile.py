@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ovig_node import tools
 from ovig_node.chain import artifacts
 from ovig_node.chain.errors import DeploymentError
-from ovig_node.devnet import tools
 
 
 def toolchain_env(repo: Path) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """Errors of the devnet manager; each message says what to do about it.
 
 OvigError
+├── ToolMissing (FileNotFoundError)         anvil, Node 22 or the IPFS daemon is not installed (ovig_node.tools)
 └── DevnetError
-    ├── ToolMissing (FileNotFoundError)     anvil, Node 22 or the IPFS daemon is not installed
     ├── PortTaken (OSError)                 another process listens on a port we need
     ├── StartFailed (RuntimeError)          a process exited or never became healthy
     └── DevnetNotRunning (RuntimeError)     an action needs a running devnet
@@ -11,16 +11,13 @@ OvigError
 from __future__ import annotations
 
 from ovig_node.errors import OvigError
+from ovig_node.tools import ToolMissing  # where the programs are looked up, below the devnet
+
+__all__ = ["DevnetError", "DevnetNotRunning", "PortTaken", "StartFailed", "ToolMissing"]
 
 
 class DevnetError(OvigError):
     """Anything that went wrong managing the devnet's processes or files."""
-
-
-class ToolMissing(DevnetError, FileNotFoundError):
-    def __init__(self, tool: str, hint: str) -> None:
-        self.tool = tool
-        super().__init__(f"{tool} not found: {hint}")
 
 
 class PortTaken(DevnetError, OSError):

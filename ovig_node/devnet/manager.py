@@ -29,8 +29,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
+from ovig_node import tools
 from ovig_node.chain.accounts import DEVNET_ACCOUNTS, DEVNET_MNEMONIC, devnet_account
-from ovig_node.devnet import tools
 from ovig_node.devnet.errors import DevnetNotRunning, PortTaken
 from ovig_node.devnet.processes import ProcessRecord, free_port, owns, port_free, start_process, terminate
 from ovig_node.files import write_atomic

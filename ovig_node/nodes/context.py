@@ -16,6 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
+from ovig_node import tools
 from ovig_node.chain.accounts import devnet_account, load_keystore, read_password
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.contracts import Protocol, deployed_addresses
@@ -24,7 +25,6 @@ from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.randomness import BeaconRelays
 from ovig_node.chain.rpc import connect
 from ovig_node.chain.scanner import EventScanner
-from ovig_node.devnet import tools
 from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import DEVNET_CHAIN_ID, Devnet, DevnetConfig, default_data_dir
 from ovig_node.protocol.drand import known_networks

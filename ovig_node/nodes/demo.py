@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
@@ -46,6 +47,7 @@ from ovig_node.protocol.sampling import batch_seed
 from ovig_node.training.execution import get_profile
 from ovig_node.training.taskfiles import attach_boundary, open_task, prepare_task
 from ovig_node.verify.boundary import BoundaryError, calibrate, load_boundary, spread_positions
+from ovig_node.verify.defaults import CALIBRATION
 from ovig_node.verify.report import closest_to_limit
 
 ETHER = 10**18
@@ -61,11 +63,12 @@ TERMS = Terms(reward=2 * ETHER, provider_bond=3 * ETHER, challenger_bond=ETHER /
               replay_seconds=15)  # fmt: skip
 # Tiny vision: 200 steps in 20 intervals of 10, committed 5 at a time, 40% of each batch opened.
 SPEC = {"total_steps": 200, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
-CALIBRATION_PROFILES = ("micro2", "micro4", "micro4-fp64acc")  # replays of honest claims on "reference"
-# Intervals spread from the first to the last: honest drift grows as training goes on (a boundary from
-# the first three intervals alone fails most later honest replays on other profiles).
-CALIBRATION_POSITIONS = 8
-ALPHA = 3.0  # an interval passes while every value <= alpha x the largest honest drift calibration saw
+# The demo calibrates on three of the default profiles (replays of honest claims on "reference"), so it runs in
+# minutes, and on twice the default's intervals, spread from the first to the last: honest drift grows as
+# training goes on, and its tiny run's 20 intervals are cheap. Every other setting is the default's.
+CALIBRATION_PROFILES = CALIBRATION.profiles[:3]
+CALIBRATION_POSITIONS = 2 * CALIBRATION.positions
+ALPHA = CALIBRATION.alpha
 # Each node's execution profile, as different hardware would be. No (claim, replay) pair below was
 # calibrated, and the watcher's micro8 and micro3 never ran in calibration at all. A watcher's or
 # auditor's second profile confirms a rejection (a replay that took the other side of a rounding tie is
@@ -167,10 +170,12 @@ def run_demo(
     stop_at_end: bool,
     console: Console,
     timeout: float | None = None,
-    serve: bool = False,
+    serve: Callable[[Devnet, Path], None] | None = None,
     cast: Cast = CASTS["vision"],
 ) -> DemoResult:
-    """The demo with ``cast``; ``timeout``: seconds for its tasks to end (default: the cast's)."""
+    """The demo with ``cast``; ``timeout``: seconds for its tasks to end (default: the cast's); ``serve``: what
+    serves the owner's dashboard at the end, given the devnet and the demo's folder (the command line's: the API
+    sits above the nodes)."""
     timeout = cast.timeout if timeout is None else timeout
     started = time.monotonic()
     console.rule("1. devnet and contracts")
@@ -235,8 +240,9 @@ def run_demo(
     console.print(f"every draw came from a round of the devnet's drand beacon, verified on-chain ({rounds})")
     result.seconds = time.monotonic() - started
     _check(result)
-    if serve:
-        _serve_dashboard(net, folder, console)
+    if serve is not None:
+        console.rule("6. the owner's dashboard")
+        serve(net, folder)
     if stop_at_end:
         net.down()
     console.print(f"done in {result.seconds:.0f}s. devnet config: {net.info_path}")
@@ -533,20 +539,3 @@ def _ratio(ratio: float | None) -> str:
     if ratio is None:
         return "-"
     return f"{ratio:.2f}" if ratio < 100 else f"{ratio:.1e}"
-
-
-def _serve_dashboard(net: Devnet, folder: Path, console: Console) -> None:
-    """6. The owner's dashboard over what just happened, until Ctrl-C."""
-    from ovig_node.api.main import create_app
-    from ovig_node.api.server import serve
-    from ovig_node.api.settings import devnet_settings
-    from ovig_node.devnet.processes import free_port, port_free
-
-    console.rule("6. the owner's dashboard")
-    labels = {devnet_account(i).address: role for i, role in ROLES.items()}
-    homes = tuple(folder / "nodes" / f"watcher-{i}" for i in WATCHERS)
-    trusted = frozenset(devnet_account(i).address for i in WATCHERS)
-    app = create_app(devnet_settings(net.data_dir, labels=labels, watcher_homes=homes, trusted_attesters=trusted))
-    port = 8000 if port_free("127.0.0.1", 8000) else free_port()
-    console.print(f"dashboard: [bold]http://127.0.0.1:{port}/[/]  (API docs: /docs). Ctrl-C to stop serving.")
-    serve(app, host="127.0.0.1", port=port)

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ovig_node import tools
 from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account, load_keystore, read_password
 from ovig_node.chain.compile import compile_contracts
 from ovig_node.chain.deploy import Deployer, Deployments, RandomnessChoice, run_plan
 from ovig_node.chain.errors import DeploymentError, KeystoreError
 from ovig_node.chain.rpc import connect
-from ovig_node.devnet import tools
 from ovig_node.devnet.beacon import devnet_network
 from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import Devnet, DevnetConfig, default_data_dir

@@ -7,28 +7,19 @@ from typing import Any
 
 from ovig_node.chain.contracts import Reason, Verdict
 from ovig_node.chain.scanner import Event
-
-ETH = 10**18
-
-
-def _eth(wei: Any) -> str:
-    return f"{int(wei) / ETH:g} ETH"
-
-
-def _short(address: str, names: dict[str, str]) -> str:
-    return names.get(address, address[:10] + "…")
+from ovig_node.formatting import eth, short
 
 
 def describe(event: Event, names: dict[str, str]) -> str | None:
     """The line for ``event`` (None: not worth a line); ``names`` maps addresses to roles."""
     a = event.args
-    who: Callable[[str], str] = lambda address: _short(address, names)  # noqa: E731
+    who: Callable[[str], str] = lambda address: short(address, names)  # noqa: E731
     lines: dict[str, Callable[[], str]] = {
         "TaskPosted": lambda: (
-            f"task {a['task']} posted by {who(a['owner'])}: reward {_eth(a['terms']['reward'])}, "
+            f"task {a['task']} posted by {who(a['owner'])}: reward {eth(a['terms']['reward'])}, "
             f"N={a['terms']['totalSteps']} s={a['terms']['stride']} m={a['terms']['intervalsPerBatch']}"
         ),
-        "TaskAccepted": lambda: f"task {a['task']} accepted by {who(a['provider'])} (bond {_eth(a['bond'])})",
+        "TaskAccepted": lambda: f"task {a['task']} accepted by {who(a['provider'])} (bond {eth(a['bond'])})",
         "BatchCommitted": lambda: f"task {a['task']} batch {a['j']} committed (root {a['root'][:12]}…)",
         "SeedDrawn": lambda: f"task {a['task']} batch {a['j']} sampled: positions {_bits(a['sampledBitmap'])}",
         "BatchOpened": lambda: f"task {a['task']} batch {a['j']} opened; challenge window open",
@@ -50,15 +41,15 @@ def describe(event: Event, names: dict[str, str]) -> str | None:
         "RoundDecided": lambda: (
             f"dispute {a['dispute']} round {a['round']}: {Verdict(a['outcome']).name.upper()}, appealable for a while"
         ),
-        "Appealed": lambda: f"dispute {a['dispute']}: {who(a['appellant'])} appeals ({_eth(a['bond'])})",
+        "Appealed": lambda: f"dispute {a['dispute']}: {who(a['appellant'])} appeals ({eth(a['bond'])})",
         "DisputeResolved": lambda: f"dispute {a['dispute']} resolved: {Verdict(a['verdict']).name.upper()}",
         "TaskSlashed": lambda: f"task {a['task']} SLASHED",
         "LeadShareWaiting": lambda: f"task {a['task']}: the lead's share waits for earlier challenges",
-        "LeadShareReleased": lambda: f"task {a['task']}: lead's share ({_eth(a['amount'])}) paid to {who(a['lead'])}",
+        "LeadShareReleased": lambda: f"task {a['task']}: lead's share ({eth(a['amount'])}) paid to {who(a['lead'])}",
         "TaskUndecided": lambda: f"task {a['task']} UNDECIDED: reward and bonds burned",
         "TaskFinalized": lambda: f"task {a['task']} finalized: {who(a['provider'])} is paid",
-        "Withdrawn": lambda: f"{who(a['account'])} withdrew {_eth(a['amount'])} from {event.contract}",
-        "AuditorRegistered": lambda: f"{who(a['auditor'])} registered as an auditor (stake {_eth(a['stake'])})",
+        "Withdrawn": lambda: f"{who(a['account'])} withdrew {eth(a['amount'])} from {event.contract}",
+        "AuditorRegistered": lambda: f"{who(a['auditor'])} registered as an auditor (stake {eth(a['stake'])})",
     }
     make = lines.get(event.name)
     return make() if make else None

@@ -47,8 +47,8 @@ from ovig_node.errors import OvigError
 from ovig_node.processes import die_with_parent
 
 if TYPE_CHECKING:
-    from ovig_node.attacks.base import Attack
     from ovig_node.training.execution import ExecutionProfile
+    from ovig_node.training.hooks import StepHooks
     from ovig_node.training.loop import TrainRun
 
 # A collective that waits longer than this on a peer fails instead of hanging: a rank stuck on a step
@@ -71,7 +71,7 @@ class Unshardable(OvigError, ValueError):
     """A model FSDP2 cannot shard (a 0-dimensional parameter)."""
 
 
-def refuse_sharded_attack(profile: ExecutionProfile, attack: Attack | None) -> None:
+def refuse_sharded_attack(profile: ExecutionProfile, attack: StepHooks | None) -> None:
     if attack is not None and profile.sharded:
         raise ShardedAttackRefused(f"attacks are simulated in one process or under ddp, not {profile.name}")
 

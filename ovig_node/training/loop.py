@@ -24,7 +24,6 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from ovig_node.attacks.base import Attack, AttackContext
 from ovig_node.files import file_sha256
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.protocol.spec import TaskSpec
@@ -42,6 +41,7 @@ from ovig_node.training.evidence import (
 )
 from ovig_node.training.exact import ExactNumerics, encode_log
 from ovig_node.training.execution import ExecutionProfile
+from ovig_node.training.hooks import StepContext, StepHooks
 from ovig_node.training.optim import build_optimizer, load_optimizer_state, lr_at, optimizer_state, set_lr
 from ovig_node.training.statistics import StepStatistics
 from ovig_node.training.workloads import Dataset, Workload, get_workload, step_batch
@@ -56,7 +56,7 @@ class TrainRun:
     out_dir: Path  # evidence goes to out_dir/evidence/E_<k>.safetensors
     profile: ExecutionProfile
     task: int = 0  # on-chain task id (0 before the task is posted)
-    attack: Attack | None = None  # a dishonest provider's change (ovig_node.attacks); None: honest
+    attack: StepHooks | None = None  # a dishonest provider's change (ovig_node.attacks); None: honest
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,8 @@ def train(
     model = load_initial_model(workload, config, run.init_path).to(run.profile.device)
     numerics = exact_numerics(model, workload, dataset, spec, run.profile)
     if run.attack is not None:
-        run.attack.setup(AttackContext(spec, workload, dataset, run.init_path))
-        if numerics is not None and type(run.attack).rounding is not Attack.rounding:  # a steering attack
+        run.attack.setup(StepContext(spec, workload, dataset, run.init_path))
+        if numerics is not None and type(run.attack).rounding is not StepHooks.rounding:  # a steering attack
             numerics.steer = run.attack.rounding
 
     # 2. resume from the last complete evidence (a write cut by a kill left only a temporary file);
@@ -174,7 +174,7 @@ def training_step(
     spec: TaskSpec,
     step: int,
     profile: ExecutionProfile,
-    attack: Attack | None = None,
+    attack: StepHooks | None = None,
     numerics: ExactNumerics | None = None,
     statistics: StepStatistics | None = None,
 ) -> float:
@@ -213,7 +213,7 @@ def compute_gradients(
     spec: TaskSpec,
     step: int,
     profile: ExecutionProfile,
-    attack: Attack | None = None,
+    attack: StepHooks | None = None,
     numerics: ExactNumerics | None = None,
 ) -> float:
     """Leave in ``.grad`` the gradient of the mean loss of step ``step``'s batch; return the loss.

@@ -44,6 +44,7 @@ from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.statistics import STATISTICS
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify import step_stats
+from ovig_node.verify.defaults import CALIBRATION
 from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.stats import PERCENTILES, SECTION_OF, SIGNALS, difference_profiles
 
@@ -53,8 +54,8 @@ from ovig_node.verify.stats import PERCENTILES, SECTION_OF, SIGNALS, difference_
 # on shrinking Adam's second moments, which have no such tail and which the update divides by: at 1e-5 an
 # attacker's review shrank 0.1% of them 545-fold and passed. docs/evaluation.md counts what 1e-3 costs.
 REL_TAIL = 1e-3
-FLOOR_ULPS = 4.0  # a limit is at least this many ulps of the claimed values at its percentile
-MAX_FLOOR_ULPS = 64.0  # a boundary may not claim more: past that the floor would be a tolerance, not rounding
+FLOOR_ULPS = CALIBRATION.floor_ulps  # a limit is at least this many ulps of the claimed values at its percentile
+MAX_FLOOR_ULPS = CALIBRATION.max_floor_ulps  # past that the floor would be a tolerance, not rounding
 
 
 class BoundaryError(OvigError, ValueError):

@@ -48,6 +48,7 @@ from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, attach_numerics, prepare_task
 from ovig_node.verify.boundary import FLOOR_ULPS, BoundaryProfile, calibrate
 from ovig_node.verify.check import JUDGED
+from ovig_node.verify.defaults import CALIBRATION
 from ovig_node.verify.exact import calibrate_numerics
 from ovig_node.verify.report import ALL, IntervalJudgement, replay_and_judge
 from ovig_node.verify.stats import flatten
@@ -173,7 +174,7 @@ class EvalSettings:
     # The evaluated provider's profile (its honest claims and its attacks). Another one than the reference
     # (ddp2: a data-parallel provider) needs calibration_seeds: the boundary is calibrated without it.
     claim_profile: str = "reference"
-    alpha: float = 3.0
+    alpha: float = CALIBRATION.alpha
     floor_ulps: float = FLOOR_ULPS  # the boundary's rounding-scale floor (0: none)
     attacks: tuple[AttackCase, ...] | None = None  # None: attacks_for(workload); empty: honest runs only
     batch_size: int | None = None  # None: the workload's

@@ -37,8 +37,8 @@ from helpers import (
 from rawchain import Reads, Rpc, deploy, transact
 from simulation import HONEST_AUDITORS, MAX_SYBILS, WITHHOLDING, Base, Cast, run_episode, timeline
 
+from ovig_node import tools
 from ovig_node.chain.deploy import create_address
-from ovig_node.devnet import tools
 from ovig_node.devnet.processes import free_port, start_process, terminate
 
 EPISODES = int(os.environ.get("OVIG_SIM_EPISODES", "40"))

@@ -37,9 +37,9 @@ from eth_utils import keccak
 from web3 import Web3
 from web3.contract import Contract
 
+from ovig_node import tools
 from ovig_node.chain import artifacts
 from ovig_node.chain.rpc import connect
-from ovig_node.devnet import tools
 from ovig_node.devnet.manager import anvil_health
 from ovig_node.devnet.processes import free_port, start_process, terminate
 from ovig_node.protocol import merkle

@@ -1,5 +1,9 @@
 """The boundary-aware adaptive attacker: as much change as the published boundary lets through.
 
+It lives above the verifier it attacks (it computes differences as the verifier does), not among the
+fixed-strength attacks the training layer's hooks run: ``ovig_node.attacks`` names it by its plugin path
+(``boundary_aware``), so nothing below ``verify`` imports ``verify``.
+
 The boundary profile is public (it is pinned with the task), so a provider knows, per signal, kind and
 percentile, how far a claim may sit from an honest replay. At the end of each attacked interval this
 attacker trains honestly, then moves the weights toward its objective by the largest step it expects to
@@ -17,7 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -27,10 +30,8 @@ from ovig_node.attacks.instructions import poisoned_batch
 from ovig_node.attacks.objectives import objective_gradient, target_batch, target_examples
 from ovig_node.training.evidence import load_model_tensors, model_tensors
 from ovig_node.training.workloads import step_batch
+from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.stats import difference_profiles, rounding_floor
-
-if TYPE_CHECKING:
-    from ovig_node.verify.boundary import BoundaryProfile
 
 SHRINK_STEPS = 12  # bisection steps on the step's scale: within 2^-12 of the largest passing scale
 
@@ -50,9 +51,6 @@ class BoundaryAware(Attack):
 
     def setup(self, context: AttackContext) -> None:
         super().setup(context)
-        # Imported here: verify imports the trainer, which imports this package.
-        from ovig_node.verify.boundary import BoundaryProfile
-
         if self.objective not in ("backdoor", "target", "poison"):
             raise AttackError(f"objective is 'backdoor', 'target' or 'poison', not {self.objective!r}")
         if self.budget <= 0.0:

@@ -13,9 +13,17 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-from ovig_node.devnet.errors import ToolMissing
+from ovig_node.errors import OvigError
 
 _SETUP_HINT = "run `make setup` in the OVIG repository (it runs `npm ci`)"
+
+
+class ToolMissing(OvigError, FileNotFoundError):
+    """anvil, Node 22, the IPFS daemon or solc is not installed where the repository keeps them."""
+
+    def __init__(self, tool: str, hint: str) -> None:
+        self.tool = tool
+        super().__init__(f"{tool} not found: {hint}")
 
 
 def _is_repo(path: Path) -> bool:
