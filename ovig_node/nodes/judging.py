@@ -107,25 +107,11 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, pr
         unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes, share=who == "audit")
         if unavailable is None and (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
             reason, cause, detail = wrong  # a replay's verdict would change nothing: the opening is not sound
-            report = {
-                "task": task,
-                "interval": k,
-                "verdict": FAULTY,
-                "reason": reason,
-                "detail": detail,
-                "cause": cause,
-            }
+            report = _faulty(task, k, reason, detail, cause)
             available = True
         elif unavailable is not None:
             reason, detail = unavailable
-            report = {
-                "task": task,
-                "interval": k,
-                "verdict": FAULTY,
-                "reason": reason,
-                "detail": detail,
-                "cause": reason,
-            }
+            report = _faulty(task, k, reason, detail, reason)
             available = False
         else:
             # "a,b": replay under a; a rejection stands only if b's replay rejects too (a branch flip is not fraud).
@@ -137,6 +123,11 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, pr
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return Judgement(report, cid, available)
+
+
+def _faulty(task: int, k: int, reason: str, detail: str, cause: str) -> dict[str, Any]:
+    """The report of an interval judged faulty without a replay (its files not obtained, or its opening wrong)."""
+    return {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": cause}
 
 
 def fetch_end_evidence(ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int) -> tuple[str, str] | None:
