@@ -88,8 +88,8 @@ struct CommitteeParams {
 /// before it arms the next at no bond. A decided round stands when its appeal window passes; an appealed
 /// one stands only if a later round confirms it. A silent undecided round is drawn again (at most
 /// MAX_RERUNS times, its ballots void); a round that cannot seat or stays silent ends the dispute with an
-/// uncounted no-decision: a flood buys delay, never a verdict. A run that decided UNAVAILABLE charges the
-/// joined bonds nothing after a no-decision.
+/// uncounted no-decision: a flood buys delay, never a verdict. A run that decided FAULTY or UNAVAILABLE charges
+/// the joined bonds nothing after a no-decision.
 /// Penalties, settled against the final outcome a page of seats at a time (settleSeats), and burned:
 /// SOUND penalises faulty ballots, FAULTY penalises sound ones, UNAVAILABLE and no decision penalise none; an
 /// unavailable ballot never loses; silence loses unless the seat was excused (beyond L overlapping seats) or
@@ -992,10 +992,11 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         for (uint256 i = 0; i <= d.run; ++i) {
             Run storage r = _runs[dispute][i];
             uint256 revealed = _revealed(r);
-            // INVARIANT: an UNAVAILABLE run charges no bond: it backed the challenge, and the protocol, not an
-            // appellant, armed the next round; a provider that withholds its files in a registry too small
-            // for the next round must not bill the watcher for the no-decision that follows.
-            if (r.voided || revealed == 0 || _outcome(r) == Verdict.Unavailable) continue;
+            // INVARIANT: a run that backed the challenge (FAULTY or UNAVAILABLE) charges no bond: a provider that
+            // withholds its files, or appeals a FAULTY round and then has the next round voided, must not bill
+            // the watcher for the no-decision that follows (an appellant pays PANEL_BPS of its own bond).
+            Verdict backed = _outcome(r);
+            if (r.voided || revealed == 0 || backed == Verdict.Faulty || backed == Verdict.Unavailable) continue;
             uint256 charge = _charge(bond, r);
             total += charge;
             if (!share) continue;

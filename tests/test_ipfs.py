@@ -14,6 +14,7 @@ import pytest
 from test_cid import HELLO, VECTORS
 
 from ovig_node import tools
+from ovig_node.deadlines import DeadlinePassed, stop_at
 from ovig_node.storage.cid import Cid
 from ovig_node.storage.errors import ContentNotFound, DigestMismatch, InvalidCid, IpfsUnavailable
 from ovig_node.storage.ipfs import AddOptions, IpfsClient, api_url_from_multiaddr
@@ -162,6 +163,16 @@ def test_get_file_with_wrong_sha256_raises_and_keeps_nothing(ipfs: IpfsClient, t
         ipfs.get_file(cid, tmp_path / "e.bin", sha256="00" * 32)
     assert info.value.got == hashlib.sha256(b"evidence bytes").hexdigest()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_download_stops_at_its_threads_deadline_and_keeps_nothing(ipfs: IpfsClient, tmp_path: Path) -> None:
+    """An auditor's seat has a deadline: a file served slowly (a provider's choice) stops being fetched there,
+    between two pieces, and leaves no partial file (issue 45, a fifth review)."""
+    cid = ipfs.add_bytes(b"x" * 300_000).cid
+    with stop_at(0.0), pytest.raises(DeadlinePassed, match=f"^fetching {cid}: its deadline passed$"):
+        ipfs.get_file(cid, tmp_path / "f")
+    assert list(tmp_path.iterdir()) == []
+    assert ipfs.cat_bytes(cid) == b"x" * 300_000  # outside a deadline's context, as before
 
 
 def test_unknown_cid_raises_content_not_found(ipfs_node: IpfsNode) -> None:

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from ovig_node.attacks.base import Attack, AttackError, load_attack
 from ovig_node.attacks.builtin import RowTamper
 from ovig_node.cli import cli
+from ovig_node.deadlines import DeadlinePassed, stop_at
 from ovig_node.protocol.spec import training_hash
 from ovig_node.training.evidence import Evidence, read_evidence, write_evidence
 from ovig_node.training.execution import get_profile
@@ -36,7 +37,7 @@ from ovig_node.verify.evaluate import (
     evaluate,
 )
 from ovig_node.verify.plots import plot_honest, plot_margins
-from ovig_node.verify.replay import ReplayStopped, replay_interval, stop_at
+from ovig_node.verify.replay import replay_interval
 from ovig_node.verify.report import closest_to_limit, replay_and_judge
 from ovig_node.verify.statistics_judge import Reference
 from ovig_node.verify.stats import PERCENTILES, REL_EPS, difference_profiles, percentiles
@@ -225,7 +226,7 @@ def test_a_replay_given_a_deadline_stops_there_between_two_steps(task: PreparedT
     held the auditor's one replay worker for good); outside the deadline's context replays run as before."""
     start = read_evidence(evidence_path(claims, 2))
     first = task.spec.layout.start_step(3)
-    with pytest.raises(ReplayStopped, match=f"^the replay reached its deadline at step {first}$"), stop_at(0.0):
+    with pytest.raises(DeadlinePassed, match=f"^the replay at step {first}: its deadline passed$"), stop_at(0.0):
         replay_interval(task, 3, start, profile=get_profile("reference"))
     replayed = replay_interval(task, 3, start, profile=get_profile("reference"))
     assert replayed.to_bytes() == evidence_path(claims, 3).read_bytes()

@@ -37,10 +37,13 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from eth_abi import encode
 from eth_utils import keccak
@@ -48,8 +51,16 @@ from eth_utils import keccak
 from ovig_node.chain.contracts import DisputeStatus, Verdict, Vote
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
+from ovig_node.deadlines import DeadlinePassed, stop_at
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
-from ovig_node.nodes.fetching import FetchedTask, OwnerFileUnavailable, TaskRefused, fetch_task
+from ovig_node.nodes.fetching import (
+    FetchedTask,
+    OwnerFileUnavailable,
+    TaskRefused,
+    TaskSources,
+    fetch_task,
+    task_sources,
+)
 from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import Judgement, judge_interval, opened_interval
 from ovig_node.nodes.keeper import Keeper
@@ -57,7 +68,6 @@ from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.storage.errors import ContentNotFound
-from ovig_node.verify.replay import stop_at
 from ovig_node.verify.stats import warm_up
 
 # The evidence reasons that mean "not obtained" (judging.py): a file not found, not matching its digest, or
@@ -66,11 +76,9 @@ NOT_OBTAINED = frozenset({"missing", "corrupt", "oversized"})
 # Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
 # minute, at most a sixth of the window (the devnet's is 30 s).
 COMMIT_MARGIN = 60
+_T = TypeVar("_T")
+FETCH_RETRY_SECONDS = 5.0  # between two looks for a file not found, within the fetch window
 REPLAY_WORKERS = 1  # an execution profile's torch settings are process-wide: two replays at once would mix them
-
-
-class NotFoundYet(ContentNotFound):
-    """A file of the seat's interval was not found, and the fetch window is still open: look again."""
 
 
 @dataclass(frozen=True)
@@ -80,10 +88,11 @@ class Ballot:
     report: str  # the report's CID ("" when no replay ran)
 
 
-def _judge_until(deadline: float, ctx: NodeContext, fetched: FetchedTask, opened: Any, *, profile: str) -> Judgement:
-    """An auditor's replay in its worker thread, stopped (ReplayStopped) at the monotonic ``deadline``."""
+def _until(deadline: float, work: Callable[[], _T]) -> _T:
+    """``work`` in a worker thread, stopped (DeadlinePassed) at the monotonic ``deadline``: its replay between two
+    steps, its downloads between two pieces."""
     with stop_at(deadline):
-        return judge_interval(ctx, fetched, opened, profile=profile, who="audit")
+        return work()
 
 
 @dataclass
@@ -100,11 +109,18 @@ class AuditorNode:
     _appeal_done: set[str] = field(default_factory=set)
     _prefetched: set[int] = field(default_factory=set)  # disputes whose task's files it holds, or that ended
     _warned_stake: bool = False
-    _replays: dict[str, Future[Judgement]] = field(default_factory=dict)  # seat key -> its replay, running or done
+    _replays: dict[str, Future[Ballot | Judgement]] = field(default_factory=dict)  # seat key -> its work
+    _prefetching: dict[int, Future[FetchedTask]] = field(default_factory=dict)  # dispute -> its task's prefetch
+    _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
 
     @functools.cached_property
     def _pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=REPLAY_WORKERS, thread_name_prefix="audit-replay")
+
+    @functools.cached_property
+    def _fetcher(self) -> ThreadPoolExecutor:
+        """Prefetches, apart from the seats' work: a slow task's files never hold a seat's replay back."""
+        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-prefetch")
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -146,16 +162,6 @@ class AuditorNode:
     def step(self) -> None:
         self._register()
         self.ctx.scanner.poll()
-        for event in self.ctx.scanner.events("DisputeOpened"):
-            # The disputed task's files before any panel is drawn: a drawn auditor's commit window goes to
-            # replaying, not to fetching a model of hundreds of megabytes
-            dispute, task = int(event.args["dispute"]), int(event.args["task"])
-            if dispute in self._prefetched or not self.isolation.ready(f"task {task} files"):
-                continue
-            if task in self._fetched or self._resolved(dispute):
-                self._prefetched.add(dispute)
-            else:
-                self.isolation.call(f"task {task} files", functools.partial(self._prefetch, task, dispute))
         for event in self.ctx.scanner.events("PanelDrawn"):
             dispute, run = int(event.args["dispute"]), int(event.args["run"])
             key = f"dispute {dispute} run {run}"
@@ -167,9 +173,20 @@ class AuditorNode:
                 # backing off a failure, but its commit deadline has come: it makes sure of a committed ballot (an
                 # abstention at least) and, in the reveal window, reveals it
                 self.isolation.call(f"{key} at its deadline", functools.partial(self._serve, dispute, run))
+        for event in self.ctx.scanner.events("DisputeOpened"):
+            # The disputed task's files before any panel is drawn (after the seats, which have deadlines; in the
+            # background): a drawn auditor's commit window goes to replaying, not to fetching hundreds of MB
+            dispute, task = int(event.args["dispute"]), int(event.args["task"])
+            if dispute in self._prefetched or not self.isolation.ready(f"task {task} files"):
+                continue
+            if task in self._fetched or self._resolved(dispute):
+                self._prefetched.add(dispute)
+            else:
+                self.isolation.call(f"task {task} files", functools.partial(self._prefetch, task, dispute))
         for event in self.ctx.scanner.events("RoundDecided"):
             if int(event.args["appealUntil"]):  # an unavailable round before the last arms the next by itself
                 self._maybe_appeal(int(event.args["dispute"]), int(event.args["round"]), int(event.args["outcome"]))
+        self._let_go()
         withdraw_credits(self.ctx, self.state, ("TrainingTasks", "AuditCommittee"))
 
     # --- stake ---------------------------------------------------------------------------------
@@ -311,51 +328,68 @@ class AuditorNode:
 
     def _decide(self, key: str, dispute: int, d: Any) -> Ballot | None:
         """Its ballot from its own judgement of the interval: availability and the replay together, whatever
-        reason the challenger gave (one question per interval); None while its replay runs. Raises NotFoundYet
-        while a file is not found and the fetch window is open (the seat is tried again)."""
+        reason the challenger gave (one question per interval); None while its work for the seat runs. Everything
+        that touches IPFS (the owner's files, the evidence) runs in the background worker, with the seat's
+        deadline, so a file served slowly never holds the node's loop (commits, reveals, top-ups)."""
         task, k = int(d.task), int(self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute).k)
-        fetch_until = int(d.drawnAt) + self._param("COMMIT_WINDOW") // 2
-        try:
-            fetched = self._task_files(task)
-        except OwnerFileUnavailable as exc:
-            return self._ballot(task, k, Vote.UNAVAILABLE, str(exc))
-        except TaskRefused as exc:  # the deterministic acceptability check every node and the trainer run
-            return self._ballot(task, k, Vote.FAULTY, str(exc))
-        except ContentNotFound as exc:
-            if self.ctx.now() < fetch_until:
-                raise NotFoundYet(f"task {task}'s files: {exc}") from exc
-            return self._ballot(task, k, Vote.UNAVAILABLE, f"the task's files: {exc}")
-        except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
-            return self._ballot(task, k, Vote.ABSTAIN, "the task's files do not fit this machine's memory")
-        replay = self._replays.get(key)
+        work = self._replays.get(key)
         late = self._due(int(d.drawnAt) + self._param("COMMIT_WINDOW"))
-        if replay is None and late:
+        if work is None and late:
             return self._ballot(task, k, Vote.ABSTAIN, "no time left to replay before the commit deadline")
-        if replay is None:
+        if work is None:
+            sources = task_sources(self.ctx, task)
             self.ctx.scanner.poll()
-            opened = opened_interval(self.ctx, task, k, fetched.prepared.spec.intervals_per_batch)
+            opened = opened_interval(self.ctx, task, k, int(sources.record.terms.intervalsPerBatch))
             if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
                 raise IndexBehind(f"dispute over task {task} interval {k}: its IntervalOpened is not indexed yet")
-            # The replay stops at the seat's deadline, between two steps, so a junk task's endless interval
-            # holds the one replay worker no longer than its own seat (chain time to this machine's clock).
+            # Chain times to this machine's clock: the fetch window (the same for every node), and the seat's
+            # deadline, or sooner twice the declared replay time after the fetch window (a junk task's endless
+            # interval holds the one worker no longer than that: an abstention decides nothing).
+            now, clock = self.ctx.now(), time.monotonic()
+            fetch_until = int(d.drawnAt) + self._param("COMMIT_WINDOW") // 2
             due = int(d.drawnAt) + self._param("COMMIT_WINDOW") - self._commit_margin()
-            judge = functools.partial(_judge_until, time.monotonic() + max(0, due - self.ctx.now()), self.ctx, fetched,
-                                      opened, profile=self.profile_name)  # fmt: skip
-            replay = self._replays[key] = self._pool.submit(judge)
-        if not replay.done():
+            due = min(due, fetch_until + 2 * int(sources.record.terms.replaySeconds))
+            seat = functools.partial(self._seat_work, sources, opened, clock + max(0, fetch_until - now))
+            work = self._replays[key] = self._pool.submit(_until, clock + max(0, due - now), seat)
+        if not work.done():
             if not late:
                 return None
             del self._replays[key]
-            replay.cancel()  # if it never started; one running runs on, unheard: its verdict would change nothing
+            work.cancel()  # if it never started; one running stops at its own deadline, unheard
             return self._ballot(task, k, Vote.ABSTAIN, "its replay did not finish by the commit deadline")
         del self._replays[key]
-        judgement = replay.result()  # what the replay raised, the seat's isolation logs and retries
-        reason = str(judgement.report.get("reason"))
-        obtained = judgement.available and not (judgement.faulty and reason in NOT_OBTAINED)
-        if not obtained and self.ctx.now() < fetch_until:
-            raise NotFoundYet(f"interval {k} of task {task}: {judgement.report.get('detail', reason)}")
-        vote = Vote.UNAVAILABLE if not obtained else Vote.FAULTY if judgement.faulty else Vote.SOUND
-        return self._ballot(task, k, vote, f"{judgement.report['verdict']}: {reason}", judgement)
+        outcome = work.result()  # what the work raised, the seat's isolation logs and retries (abstains when due)
+        if isinstance(outcome, Ballot):
+            return self._ballot(task, k, outcome.vote, outcome.reason)
+        reason = str(outcome.report.get("reason"))
+        obtained = outcome.available and not (outcome.faulty and reason in NOT_OBTAINED)
+        vote = Vote.UNAVAILABLE if not obtained else Vote.FAULTY if outcome.faulty else Vote.SOUND
+        return self._ballot(task, k, vote, f"{outcome.report['verdict']}: {reason}", outcome)
+
+    def _seat_work(self, sources: TaskSources, opened: Any, fetch_until: float) -> Ballot | Judgement:
+        """In the worker: the task's files, then the interval's replay. A file not found is looked for again until
+        the fetch window closes (``fetch_until``, this machine's clock), then the ballot is ``unavailable``."""
+        task = sources.task
+        while True:
+            try:
+                fetched = self._task_files(task, sources)
+            except OwnerFileUnavailable as exc:
+                return Ballot(Vote.UNAVAILABLE, str(exc), "")
+            except TaskRefused as exc:  # the deterministic acceptability check every node and the trainer run
+                return Ballot(Vote.FAULTY, str(exc), "")
+            except ContentNotFound as exc:
+                if time.monotonic() >= fetch_until:
+                    return Ballot(Vote.UNAVAILABLE, f"the task's files: {exc}", "")
+                time.sleep(FETCH_RETRY_SECONDS)
+                continue
+            except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
+                return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
+            judgement = judge_interval(self.ctx, fetched, opened, profile=self.profile_name, who="audit")
+            reason = str(judgement.report.get("reason"))
+            obtained = judgement.available and not (judgement.faulty and reason in NOT_OBTAINED)
+            if obtained or time.monotonic() >= fetch_until:
+                return judgement
+            time.sleep(FETCH_RETRY_SECONDS)  # the evidence not found yet: again, within the fetch window
 
     def _due(self, commit_end: int) -> bool:
         """Whether a seat whose commit window ends at ``commit_end`` must have its ballot now."""
@@ -369,18 +403,40 @@ class AuditorNode:
         self.ctx.say(f"dispute over task {task} interval {k}: {reason}; its ballot: {vote.name.lower()}")
         return Ballot(vote, reason, judgement.report_cid if judgement is not None else "")
 
-    def _task_files(self, task: int) -> FetchedTask:
-        if task not in self._fetched:
-            self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
-        return self._fetched[task]
+    def _task_files(self, task: int, sources: TaskSources) -> FetchedTask:
+        """The task's files, fetched once (one fetch of a task at a time: the prefetch and a seat share them)."""
+        with self._locks.setdefault(task, threading.Lock()):
+            if task not in self._fetched:
+                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files", sources)
+            return self._fetched[task]
 
     def _prefetch(self, task: int, dispute: int) -> None:
-        """The task's files ahead of any draw; a task no node can load is judged (and voted on) when drawn."""
-        try:
-            self._task_files(task)
-        except (TaskRefused, ContentNotFound) as exc:
-            self.ctx.say(f"task {task}'s files: {exc} (judged when a panel is drawn)", style="yellow")
-        self._prefetched.add(dispute)
+        """The task's files ahead of any draw, in the background (its own worker, for at most a commit window): a
+        task no node can load is judged (and voted on) when drawn, and a slow one holds nothing up."""
+        if dispute in self._prefetching:
+            future = self._prefetching[dispute]
+            if not future.done():
+                return
+            del self._prefetching[dispute]
+            self._prefetched.add(dispute)
+            try:
+                future.result()
+            except (TaskRefused, ContentNotFound, DeadlinePassed) as exc:
+                self.ctx.say(f"task {task}'s files: {exc} (judged when a panel is drawn)", style="yellow")
+            return
+        sources = task_sources(self.ctx, task)
+        work = functools.partial(self._task_files, task, sources)
+        deadline = time.monotonic() + self._param("COMMIT_WINDOW")
+        self._prefetching[dispute] = self._fetcher.submit(_until, deadline, work)
+
+    def _let_go(self) -> None:
+        """Delete the files of tasks whose every dispute has resolved (a provider's junk must not fill the disk)."""
+        for task in list(self._fetched):
+            disputes = [int(e.args["dispute"]) for e in self.ctx.scanner.events("DisputeOpened", task=task)]
+            if disputes and all(self._resolved(dispute) for dispute in disputes):
+                with self._locks.setdefault(task, threading.Lock()):
+                    self._fetched.pop(task, None)
+                    shutil.rmtree(self.ctx.home / f"task-{task}", ignore_errors=True)
 
     def _interested(self, task: int) -> bool:
         tasks = self.ctx.protocol.tasks

@@ -64,10 +64,18 @@ class FetchedTask:
     terms: Any  # the on-chain TaskTerms
 
 
-def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
-    """The task's spec, dataset, initial checkpoint and boundary in ``folder``, every digest checked.
-    Raises TaskRefused for anything wrong with the owner's files, IpfsUnavailable (or ContentNotFound,
-    which may pass) when they cannot be fetched now."""
+@dataclass(frozen=True)
+class TaskSources:
+    """Where a task's files come from, read from the chain and the event index (on the node's own thread: the
+    index is not shared between threads); fetching them then needs IPFS alone."""
+
+    task: int
+    record: Any  # the on-chain task
+    spec_cid: str
+
+
+def task_sources(ctx: NodeContext, task: int) -> TaskSources:
+    """The task's on-chain record and its spec's CID (TaskRefused if it was never posted)."""
     t = ctx.protocol.task(task)
     posted = ctx.scanner.events("TaskPosted", task=task)
     if not posted:
@@ -75,9 +83,19 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path) -> FetchedTask:
         posted = ctx.scanner.events("TaskPosted", task=task)
     if not posted:
         raise TaskRefused(f"task {task}: no TaskPosted event found")
+    return TaskSources(task, t, str(posted[0].args["specCID"]))
+
+
+def fetch_task(ctx: NodeContext, task: int, folder: Path, sources: TaskSources | None = None) -> FetchedTask:
+    """The task's spec, dataset, initial checkpoint and boundary in ``folder``, every digest checked.
+    Raises TaskRefused for anything wrong with the owner's files, IpfsUnavailable (or ContentNotFound,
+    which may pass) when they cannot be fetched now. Given its ``sources``, it touches IPFS alone (safe in a
+    worker thread)."""
+    sources = sources if sources is not None else task_sources(ctx, task)
+    t = sources.record
     spec_path = folder / "spec.json"
     if not spec_path.is_file():
-        spec_cid = str(posted[0].args["specCID"])
+        spec_cid = sources.spec_cid
         raw = _owner_file(task, "spec", lambda: ctx.ipfs.cat_bytes(spec_cid, max_bytes=MAX_SPEC_BYTES))
         if keccak(raw) != bytes(t.terms.specHash):
             raise OwnerFileUnavailable(f"task {task}: the spec at {spec_cid} does not hash to specHash")

@@ -100,26 +100,34 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, pr
     report. Safe in a worker thread: it touches IPFS, never the chain's event index."""
     task, k = fetched.task, opened.k
     folder = ctx.home / f"task-{task}" / f"{who}-{k}"
-    max_bytes = layout_of(fetched.prepared.spec).max_bytes
-    # An auditor re-shares what it fetched (pins it on its own node), so its co-panelists can fetch it there too.
-    unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes, share=who == "audit")
-    if unavailable is None and (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
-        reason, cause, detail = wrong  # a replay's verdict would change nothing: the opening is not sound
-        report = {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": cause}
-        available = True
-    elif unavailable is not None:
-        reason, detail = unavailable
-        report = {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": reason}
-        available = False
-    else:
-        # "a,b": replay under a; a rejection stands only if b's replay rejects too (a branch flip is not fraud).
-        profiles = [get_profile(name) for name in profile.split(",")]
-        report = verify_interval(fetched.prepared, folder, k, fetched.boundary, profiles=profiles, task=task,
-                                 end_sha256=opened.end_digest)  # fmt: skip
-        available = True
-    cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1, default=float).encode(), name="report.json").cid
-    shutil.rmtree(folder, ignore_errors=True)
+    try:  # the interval's evidence goes whatever happens (a replay stopped at its deadline included): a
+        # provider's files must not fill the disk
+        max_bytes = layout_of(fetched.prepared.spec).max_bytes
+        # An auditor re-shares what it fetched (pins it on its own node), so its co-panelists can fetch it there too.
+        unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes, share=who == "audit")
+        if unavailable is None and (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
+            reason, cause, detail = wrong  # a replay's verdict would change nothing: the opening is not sound
+            report = _faulty(task, k, reason, detail, cause)
+            available = True
+        elif unavailable is not None:
+            reason, detail = unavailable
+            report = _faulty(task, k, reason, detail, reason)
+            available = False
+        else:
+            # "a,b": replay under a; a rejection stands only if b's replay rejects too (a branch flip is not fraud).
+            profiles = [get_profile(name) for name in profile.split(",")]
+            report = verify_interval(fetched.prepared, folder, k, fetched.boundary, profiles=profiles, task=task,
+                                     end_sha256=opened.end_digest)  # fmt: skip
+            available = True
+        cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1, default=float).encode(), name="report.json").cid
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return Judgement(report, cid, available)
+
+
+def _faulty(task: int, k: int, reason: str, detail: str, cause: str) -> dict[str, Any]:
+    """The report of an interval judged faulty without a replay (its files not obtained, or its opening wrong)."""
+    return {"task": task, "interval": k, "verdict": FAULTY, "reason": reason, "detail": detail, "cause": cause}
 
 
 def fetch_end_evidence(ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int) -> tuple[str, str] | None:

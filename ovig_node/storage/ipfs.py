@@ -27,6 +27,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import httpx
 
+from ovig_node import deadlines
 from ovig_node.storage.cid import RAW, Cid
 from ovig_node.storage.errors import (
     ContentNotFound,
@@ -211,6 +212,7 @@ class IpfsClient:
         chose its size, so the count is of bytes received, not of sizes the blocks declare."""
         received = 0
         for piece in pieces:
+            deadlines.check(f"fetching {cid}")  # an auditor's seat's deadline: a slow server holds nobody past it
             received += len(piece)
             if max_bytes is not None and received > max_bytes:
                 raise ContentTooLarge(cid, max_bytes)

@@ -9,14 +9,9 @@ goes to ``faults`` (:class:`ovig_node.training.exact.ExactNumerics`).
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import time
-from collections.abc import Iterator
-
 import torch
 
-from ovig_node.errors import OvigError
+from ovig_node import deadlines
 from ovig_node.training.evidence import Evidence, load_model_tensors
 from ovig_node.training.execution import ExecutionProfile, ProfileUnavailable
 from ovig_node.training.loop import endpoint_evidence, exact_numerics, load_initial_model, training_step
@@ -24,30 +19,6 @@ from ovig_node.training.optim import build_optimizer, load_optimizer_state
 from ovig_node.training.statistics import StepStatistics
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.training.workloads import Dataset, get_workload
-
-# When this thread's replays must stop (time.monotonic()), or None: an auditor's seat has a commit deadline, and
-# its one replay worker must be free for the next seat after it, whatever the task's stride.
-_STOP_AT: contextvars.ContextVar[float | None] = contextvars.ContextVar("replay_stop_at", default=None)
-
-
-class ReplayStopped(OvigError, RuntimeError):
-    """A replay passed the deadline it was given (:func:`stop_at`) and stopped between two steps."""
-
-
-@contextlib.contextmanager
-def stop_at(deadline: float) -> Iterator[None]:
-    """Replays in this thread (and context) stop at the monotonic time ``deadline``, between two steps."""
-    token = _STOP_AT.set(deadline)
-    try:
-        yield
-    finally:
-        _STOP_AT.reset(token)
-
-
-def _check_stop(step: int) -> None:
-    deadline = _STOP_AT.get()
-    if deadline is not None and time.monotonic() >= deadline:
-        raise ReplayStopped(f"the replay reached its deadline at step {step}")
 
 
 def replay_interval(
@@ -82,7 +53,7 @@ def replay_interval(
         load_optimizer_state(model, optimizer, start.optim)
     statistics = StepStatistics(model, sharded=False)
     for step in range(layout.start_step(k), layout.end_step(k)):
-        _check_stop(step)
+        deadlines.check(f"the replay at step {step}")  # an auditor's seat's deadline, if it has one
         training_step(model, optimizer, workload, dataset, spec, step, profile, None, numerics, statistics)
     end = endpoint_evidence(model, optimizer, workload, dataset, spec, prepared.spec_hash, task, k, profile, numerics,
                             statistics)  # fmt: skip

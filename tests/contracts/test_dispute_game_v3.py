@@ -332,6 +332,33 @@ def test_a_captured_round_zero_whose_sybils_exit_slashes_no_honest_provider(
     assert [committee.credits(s) for s in sybils] == [0, 0, 0]
 
 
+def test_a_faulty_round_appealed_into_a_voided_one_costs_the_watcher_nothing(
+    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
+    watcher: Any, provider: Any,
+) -> None:  # fmt: skip
+    """A fifth review: a faulty provider appeals its round-0 FAULTY verdict and has round 1 voided (its panelists
+    kept busy, or a sybil's excused seat silent) to the re-run bound: the no-decision's round charge for the FAULTY
+    run came out of the watcher's bond, on every reopening. Now a run that backed the challenge charges no bond:
+    the watcher's comes back whole; the appellant pays PANEL_BPS of its own bond, burned."""
+    register(auditors[:10])
+    task, _ = opened_task(**SMALL)
+    k = sampled_intervals(tasks, task, 0)[0]
+    commit_challenge(tasks, task, k, watcher)
+    dispute = reveal(tasks, task, k, watcher)
+    panel = play(dispute, lambda p: FAULTY)
+    assert committee.getDispute(dispute).decided == FAULTY
+    committee.appeal(dispute, sender=provider, value=2 * CBOND)
+    for _ in range(committee.MAX_RERUNS() + 1):
+        play(dispute, lambda p: ABSTAIN)
+    d = committee.getDispute(dispute)
+    assert (d.status, d.verdict, d.round) == (RESOLVED, NO_DECISION, 1)
+    settle_seats(committee, dispute, keeper)
+    assert tasks.getDispute(dispute).refundPerBond == CBOND
+    assert committee.credits(provider) == 2 * CBOND - 2 * CBOND * COMMITTEE["panelBps"] // 10_000
+    assert [committee.credits(p) for p in panel] == [0, 0, 0]
+    untouched(committee, auditors[:10])
+
+
 def test_the_last_silent_run_is_void_too_so_a_lone_revealer_takes_no_charge(
     committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
     watcher: Any,

@@ -1,0 +1,39 @@
+"""A deadline for the work of one thread: long work (a replay's steps, an IPFS download's pieces) checks it
+between two pieces and stops there.
+
+An auditor's seat has a commit deadline; whatever a provider or owner put in the files (a stride of millions of
+steps, a dataset served a byte a second), the work for that seat must not hold the node's worker past it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Iterator
+
+from ovig_node.errors import OvigError
+
+# When this thread's work must stop (time.monotonic()), or None.
+_STOP_AT: contextvars.ContextVar[float | None] = contextvars.ContextVar("stop_at", default=None)
+
+
+class DeadlinePassed(OvigError, RuntimeError):
+    """Work passed the deadline it was given (:func:`stop_at`) and stopped between two pieces."""
+
+
+@contextlib.contextmanager
+def stop_at(deadline: float) -> Iterator[None]:
+    """Work in this thread (and context) stops at the monotonic time ``deadline``, between two pieces."""
+    token = _STOP_AT.set(deadline)
+    try:
+        yield
+    finally:
+        _STOP_AT.reset(token)
+
+
+def check(what: str) -> None:
+    """Raise DeadlinePassed (naming ``what`` was under way) once this thread's deadline has passed."""
+    deadline = _STOP_AT.get()
+    if deadline is not None and time.monotonic() >= deadline:
+        raise DeadlinePassed(f"{what}: its deadline passed")
