@@ -70,7 +70,8 @@ REPLAY_WORKERS = 1  # an execution profile's torch settings are process-wide: tw
 
 
 class NotFoundYet(ContentNotFound):
-    """A file of the seat's interval was not found, and the fetch window is still open: look again."""
+    """A file of the seat's interval was not found, and the fetch window is still open: look again. Its ``cid``
+    is the file's, or names the interval when the replay's report says which file was not obtained."""
 
 
 @dataclass(frozen=True)
@@ -323,7 +324,7 @@ class AuditorNode:
             return self._ballot(task, k, Vote.FAULTY, str(exc))
         except ContentNotFound as exc:
             if self.ctx.now() < fetch_until:
-                raise NotFoundYet(f"task {task}'s files: {exc}") from exc
+                raise NotFoundYet(exc.cid, f"task {task}'s files: {exc.detail}") from exc
             return self._ballot(task, k, Vote.UNAVAILABLE, f"the task's files: {exc}")
         except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
             return self._ballot(task, k, Vote.ABSTAIN, "the task's files do not fit this machine's memory")
@@ -353,7 +354,8 @@ class AuditorNode:
         reason = str(judgement.report.get("reason"))
         obtained = judgement.available and not (judgement.faulty and reason in NOT_OBTAINED)
         if not obtained and self.ctx.now() < fetch_until:
-            raise NotFoundYet(f"interval {k} of task {task}: {judgement.report.get('detail', reason)}")
+            # the report's detail names the file (and its CID) that was not obtained
+            raise NotFoundYet(f"of interval {k} of task {task}", str(judgement.report.get("detail", reason)))
         vote = Vote.UNAVAILABLE if not obtained else Vote.FAULTY if judgement.faulty else Vote.SOUND
         return self._ballot(task, k, vote, f"{judgement.report['verdict']}: {reason}", judgement)
 
