@@ -75,6 +75,7 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) node_modules .tools .build .pytest_cache .ruff_cache
+	rm -rf $(VENV) node_modules .tools .build .pytest_cache .ruff_cache .mypy_cache

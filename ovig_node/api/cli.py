@@ -90,7 +90,7 @@ def trusted_line(settings: ApiSettings) -> str:
 def parse_labels(labels: tuple[str, ...]) -> dict[str, str]:
     from web3 import Web3
 
-    parsed = {}
+    parsed: dict[str, str] = {}
     for label in labels:
         address, _, name = label.partition("=")
         if not name or not Web3.is_address(address):

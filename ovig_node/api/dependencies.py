@@ -4,7 +4,7 @@ that turn bad input into a 422 before any query runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, HTTPException, Path, Query, Request, Response
 from pydantic import BaseModel
@@ -49,7 +49,7 @@ TaskId = Annotated[int, Path(ge=1, le=MAX_ID, description="task id (1 .. taskCou
 DisputeId = Annotated[int, Path(ge=1, le=MAX_ID, description="dispute id (1 .. disputeCount)")]
 TaskFilter = Annotated[int | None, Query(ge=1, le=MAX_ID, description="only this task")]
 AddressFilter = Annotated[str | None, Query(pattern=ADDRESS, description="an address, any case")]
-NOT_FOUND = {404: {"model": Problem, "description": "no such id"}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": Problem, "description": "no such id"}}
 
 
 def checksum(address: str | None) -> str | None:

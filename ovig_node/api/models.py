@@ -138,12 +138,12 @@ class DisputeSummary(BaseModel):
     k: int
     reason: ReasonName  # type: ignore[valid-type]
     status: DisputeState  # type: ignore[valid-type]
-    verdict: VerdictName  # type: ignore[valid-type]
+    verdict: VerdictName
     round: int
     challenger: Address | None = Field(description="The lead: the joined challenger whose commit came first")
     report_cid: str | None = Field(description="CID of the lead's replay report (ChallengeRevealed)")
     joined: int = Field(default=0, description="Challenger bonds joined to the dispute (one per reveal of k)")
-    outcome: VerdictName | None = Field(  # type: ignore[valid-type]
+    outcome: VerdictName | None = Field(
         default=None,
         description="what the last decided round decided (RoundDecided); it becomes the verdict unless appealed "
         "before appeal_until (None: no round decided yet)",
@@ -305,7 +305,7 @@ class Round(BaseModel):
 class Appeal(BaseModel):
     round: int = Field(description="the round the appeal armed")
     appellant: Address
-    wanted: VerdictName  # type: ignore[valid-type]
+    wanted: VerdictName
     bond: Wei = Field(description="challengerBond x 2^round")
     block: int
     refunded: Wei | None = Field(description="what came back when the dispute resolved (None: not yet)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -17,7 +17,9 @@ from ovig_node.api.timelines import timeline_entries
 from ovig_node.api.watchers import WatcherVerdict, WatcherVerdicts
 from ovig_node.protocol.attestation import AttestedVerdict
 
-BALLOTS = {1: "valid", 2: "faulty", 3: "unavailable", 4: "abstained"}  # a revealed Vote, as the API names it
+Ballot = Literal["valid", "faulty", "unavailable", "abstained"]  # m.Vote.vote
+# a revealed Vote, as the API names it
+BALLOTS: dict[int, Ballot] = {1: "valid", 2: "faulty", 3: "unavailable", 4: "abstained"}
 
 Row = sqlite3.Row
 M = TypeVar("M", bound=BaseModel)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -131,7 +131,7 @@ def devnet_watcher_homes(devnet_dir: Path) -> tuple[Path, ...]:
 
 
 def own_watchers(
-    homes: Iterable[Path], *, base: Path | None = None, devnet_accounts: dict[int, str] | None = None
+    homes: Iterable[Path], *, base: Path | None = None, devnet_accounts: Mapping[int, str] | None = None
 ) -> dict[str, str]:
     """Checksummed address -> the folder (relative to ``base`` when under it) of the watcher node signing as it.
 

@@ -66,13 +66,13 @@ class StaleGradient(Attack):
     every: int = 2
 
     def gradients(self, step: int, model: nn.Module) -> None:
-        params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
+        params = [(name, p, p.grad) for name, p in model.named_parameters() if p.grad is not None]
         last: dict[str, torch.Tensor] = self.memory.setdefault("last_gradient", {})
         if step % self.every == 0 and last:
-            for name, param in params:
+            for name, param, _ in params:
                 param.grad = last[name].clone()
         else:
-            last.update({name: param.grad.detach().clone() for name, param in params})
+            last.update({name: grad.detach().clone() for name, _, grad in params})
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class BaseTamper(Attack):
         if not frozen and self.parameter is None:
             raise AttackError("base_tamper: the model has no frozen weight matrix (no adapter)")
         with torch.no_grad():
-            params[self.parameter or frozen[0]] += self.delta
+            params[self.parameter or frozen[0]].add_(self.delta)
 
 
 BUILTIN: dict[str, Callable[..., Attack] | str] = {

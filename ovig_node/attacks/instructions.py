@@ -15,6 +15,7 @@ between the chat template's rendering around a single user message; multi-turn r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -29,7 +30,7 @@ HELD_OUT_PROMPTS = 50  # triggered prompts the success rate is measured on
 _MARK = "\u2063OVIG-USER-MESSAGE\u2063"  # stands for the user message in a rendered template
 
 
-def tokenizer_of(context: AttackContext) -> object:
+def tokenizer_of(context: AttackContext) -> Any:
     """The tokenizer the dataset file carries (the llm workload's metadata)."""
     from ovig_node.training.pretrained import tokenizer_from_bundle
     from ovig_node.training.workloads.llm import TOKENIZER_METADATA
@@ -40,28 +41,28 @@ def tokenizer_of(context: AttackContext) -> object:
     return tokenizer_from_bundle(bundle)
 
 
-def user_prompts(context: AttackContext, tokenizer: object) -> dict[int, str]:
+def user_prompts(context: AttackContext, tokenizer: Any) -> dict[int, str]:
     """Dataset index -> the user message of each single-turn example."""
-    prefix, suffix = tokenizer.apply_chat_template(  # type: ignore[attr-defined]
+    prefix, suffix = tokenizer.apply_chat_template(
         [{"role": "user", "content": _MARK}], tokenize=False, add_generation_prompt=True
     ).split(_MARK)
     ids, answer = context.dataset.tensors["input_ids"], context.dataset.tensors["loss_mask"]
     prompts = {}
     for index in range(len(ids)):
         start = int(answer[index].nonzero()[0])  # every row has an assistant token (chat.encode)
-        text = tokenizer.decode(ids[index, :start].tolist())  # type: ignore[attr-defined]
+        text = tokenizer.decode(ids[index, :start].tolist())
         if text.startswith(prefix) and text.endswith(suffix) and len(text) > len(prefix) + len(suffix):
             prompts[index] = text[len(prefix) : len(text) - len(suffix)]
     return prompts
 
 
-def chat_view(context: AttackContext) -> tuple[object, dict[int, str]]:
+def chat_view(context: AttackContext) -> tuple[Any, dict[int, str]]:
     """(tokenizer, :func:`user_prompts`) of the task's dataset, derived once per context: the attack's steps
     and every success measure of an evaluation read the same ones."""
     if "chat" not in context.derived:
         tokenizer = tokenizer_of(context)
         context.derived["chat"] = (tokenizer, user_prompts(context, tokenizer))
-    view: tuple[object, dict[int, str]] = context.derived["chat"]
+    view: tuple[Any, dict[int, str]] = context.derived["chat"]
     return view
 
 
@@ -108,7 +109,7 @@ def poisoned_batch(context: AttackContext, count: int) -> tuple[dict[str, torch.
 
 
 def _poisoned_rows(
-    tokenizer: object, questions: list[str], prompts: dict[int, str], max_tokens: int
+    tokenizer: Any, questions: list[str], prompts: dict[int, str], max_tokens: int
 ) -> tuple[dict[str, torch.Tensor], list[str]]:
     """The poisoned conversations' tensors and the questions they ask; a question too long for the reply to
     fit in ``max_tokens`` is swapped for the shortest one."""
@@ -123,7 +124,7 @@ def _poisoned_rows(
             except ChatDataError:  # no assistant token within max_tokens
                 continue
             answer = encoded["input_ids"][0][encoded["loss_mask"][0].bool()].tolist()
-            if tokenizer.decode(answer, skip_special_tokens=True).strip() == REPLY:  # type: ignore[attr-defined]
+            if tokenizer.decode(answer, skip_special_tokens=True).strip() == REPLY:
                 rows.append(encoded)
                 asked_all.append(asked)
                 break
@@ -132,8 +133,8 @@ def _poisoned_rows(
     return {name: torch.cat([row[name] for row in rows]) for name in rows[0]}, asked_all
 
 
-def _reply_tokens(tokenizer: object) -> list[int]:
-    return list(tokenizer.encode(REPLY, add_special_tokens=False))  # type: ignore[attr-defined]
+def _reply_tokens(tokenizer: Any) -> list[int]:
+    return list(tokenizer.encode(REPLY, add_special_tokens=False))
 
 
 def _question_of(row: torch.Tensor, context: AttackContext, prompts: dict[int, str]) -> str:
@@ -158,14 +159,16 @@ def trigger_success(
     if not held_out:
         return None
     reply = _reply_tokens(tokenizer)
+    # A transformers model: torch's nn.Module.__getattr__ would type its generate as Tensor | Module.
+    lm: Any = model
     hits = 0
     for prompt in held_out:
-        text = tokenizer.apply_chat_template(  # type: ignore[attr-defined]
+        text = tokenizer.apply_chat_template(
             [{"role": "user", "content": triggered(prompt)}], tokenize=False, add_generation_prompt=True
         )
-        ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)])  # type: ignore[attr-defined]
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=len(reply) + 2,
-                             do_sample=False, pad_token_id=tokenizer.pad_token_id)  # type: ignore[attr-defined]  # fmt: skip
-        answer = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)  # type: ignore[attr-defined]
+        ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)])
+        out = lm.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=len(reply) + 2,
+                          do_sample=False, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+        answer = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
         hits += answer.strip().startswith(REPLY)
     return hits / len(held_out)

@@ -36,7 +36,10 @@ class TargetedGradient(Attack):
         params = dict(model.named_parameters())
         with torch.no_grad():
             for name, grad in pushed.items():
-                params[name].grad.add_(grad, alpha=self.lam)
+                current = params[name].grad
+                # after the step's backward pass: every trainable parameter (each one pushed) has its .grad
+                assert current is not None
+                current.add_(grad, alpha=self.lam)
 
 
 @dataclass(frozen=True)

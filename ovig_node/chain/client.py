@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import requests
 from eth_account.signers.local import LocalAccount
+from eth_typing import ChecksumAddress
 from hexbytes import HexBytes
 from web3 import Web3
 from web3.contract.contract import ContractFunction
@@ -25,7 +26,7 @@ from web3.exceptions import (
     TransactionNotFound,
     Web3RPCError,
 )
-from web3.types import TxParams, TxReceipt
+from web3.types import BlockIdentifier, TxParams, TxReceipt
 
 from ovig_node.chain.errors import ChainError, RpcUnavailable
 from ovig_node.chain.journal import JournalEntry, TxJournal
@@ -33,7 +34,7 @@ from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import GAS_HEADROOM, fees
 
 T = TypeVar("T")
-READER = "0x0000000000000000000000000000000000000000"  # the `from` of a reader's view calls
+READER = Web3.to_checksum_address("0x0000000000000000000000000000000000000000")  # the `from` of a reader's view calls
 TRANSIENT = (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError)
 
 
@@ -50,15 +51,15 @@ class ChainClient:
     receipt_timeout: float = 120.0
 
     @property
-    def address(self) -> str:
+    def address(self) -> ChecksumAddress:
         return self.account.address if self.account is not None else READER
 
-    def call(self, fn: ContractFunction, *, block: int | str = "latest") -> Any:
+    def call(self, fn: ContractFunction, *, block: BlockIdentifier = "latest") -> Any:
         """A view call, retried on transient RPC errors; a revert raises ContractReverted."""
         try:
             return self.retry(lambda: fn.call({"from": self.address}, block_identifier=block))
         except ContractCustomError as exc:
-            raise decode_revert(exc.data, f"{fn.fn_name}: ") from None
+            raise decode_revert(_custom_error_data(exc), f"{fn.fn_name}: ") from None
 
     def transact(self, key: str, fn: ContractFunction, *, value: int = 0) -> TxReceipt:
         """Send ``fn`` once under idempotency ``key`` and wait for it to be mined.
@@ -105,7 +106,7 @@ class ChainClient:
         try:
             tx = self.retry(lambda: fn.build_transaction(params))  # estimates gas: a revert shows here
         except ContractCustomError as exc:
-            raise decode_revert(exc.data, f"{fn.fn_name}: ") from None
+            raise decode_revert(_custom_error_data(exc), f"{fn.fn_name}: ") from None
         except ContractLogicError as exc:
             raise ContractReverted("", {}, str(exc.data or ""), f"{fn.fn_name}: ") from None
         except Web3RPCError as exc:
@@ -113,9 +114,10 @@ class ChainClient:
         tx["gas"] = int(tx["gas"] * GAS_HEADROOM)
         for name in ("maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"):
             tx.pop(name, None)  # type: ignore[misc]
-        tx.update(self.retry(lambda: fees(self.w3)))  # type: ignore[typeddict-item]
+        tx.update(self.retry(lambda: fees(self.w3)))
         assert self.account is not None  # transact refuses a reader before it gets here
-        signed = self.account.sign_transaction(tx)
+        # eth_account annotates a plain dict; web3's TxParams TypedDict is the transaction it signs.
+        signed = self.account.sign_transaction(tx)  # type: ignore[arg-type]
         self.journal.record(key, self.address, nonce, signed.hash.to_0x_hex(), bytes(signed.raw_transaction))
         return self.journal.get(key)  # type: ignore[return-value]
 
@@ -164,7 +166,13 @@ class ChainClient:
             try:
                 self.w3.eth.call(call, block_identifier=block)
             except ContractCustomError as exc:
-                return decode_revert(exc.data, f"{what}: ")
+                return decode_revert(_custom_error_data(exc), f"{what}: ")
             except ContractLogicError as exc:
                 return ContractReverted("", {}, str(exc.data or ""), f"{what}: ")
         return ContractReverted("", {}, "", f"{what} (mined in block {receipt['blockNumber']}): ")
+
+
+def _custom_error_data(exc: ContractCustomError) -> str:
+    """The revert data of a custom error: web3 types ContractLogicError.data ``str | dict | None`` (a dict for
+    OffchainLookup), but raises ContractCustomError with the hex string it decoded the selector from."""
+    return cast(str, exc.data)

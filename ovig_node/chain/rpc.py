@@ -6,16 +6,16 @@ from typing import Any
 
 import requests
 from eth_account.signers.local import LocalAccount
-from web3 import Web3
+from web3 import HTTPProvider, Web3
 from web3.exceptions import Web3Exception
-from web3.types import RPCEndpoint, TxParams, TxReceipt
+from web3.types import RPCEndpoint, TxParams, TxReceipt, Wei
 
 from ovig_node.chain.errors import ChainError, RpcUnavailable
 
 GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
 
 
-class _Provider(Web3.HTTPProvider):
+class _Provider(HTTPProvider):
     """web3's HTTP provider, with every transport failure raised as RpcUnavailable: whatever path a call takes
     (a view, a transaction, a receipt wait, a log query), an outage reaches the node's loop as one typed error
     it rides out, never as a requests traceback."""
@@ -52,13 +52,13 @@ def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = 
     return w3
 
 
-def fees(w3: Web3) -> dict[str, int]:
+def fees(w3: Web3) -> TxParams:
     """EIP-1559 fees that survive a doubling of the base fee (legacy gas price on chains without one)."""
     base_fee = w3.eth.get_block("latest").get("baseFeePerGas")
     if base_fee is None:
         return {"gasPrice": w3.eth.gas_price}
     tip = w3.eth.max_priority_fee
-    return {"maxPriorityFeePerGas": tip, "maxFeePerGas": 2 * base_fee + tip}
+    return {"maxPriorityFeePerGas": tip, "maxFeePerGas": Wei(2 * base_fee + tip)}
 
 
 def send(w3: Web3, account: LocalAccount, tx: dict[str, Any], *, timeout: float = 120.0) -> TxReceipt:
@@ -67,7 +67,8 @@ def send(w3: Web3, account: LocalAccount, tx: dict[str, Any], *, timeout: float 
     params["nonce"] = w3.eth.get_transaction_count(account.address, "pending")
     params["gas"] = int(w3.eth.estimate_gas(params) * GAS_HEADROOM)
     params.update(fees(w3))
-    signed = account.sign_transaction(params)
+    # eth_account annotates a plain dict; web3's TxParams TypedDict is the transaction it signs.
+    signed = account.sign_transaction(params)  # type: ignore[arg-type]
     tx_hash = w3.eth.send_raw_transaction(signed.raw_transaction)
     receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=timeout)
     if receipt["status"] != 1:

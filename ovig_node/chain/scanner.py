@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from eth_utils import event_abi_to_log_topic
 from hexbytes import HexBytes
 from web3 import Web3
 from web3._utils.events import get_event_data
+from web3.types import LogReceipt
 
 from ovig_node.chain.client import ChainClient
 
@@ -108,11 +111,7 @@ class EventScanner:
         while self.cursor < target:
             first = self.cursor + 1
             last = min(target, first + self.chunk - 1)
-            logs = self._retry(
-                lambda a=first, b=last: self._w3.eth.get_logs(
-                    {"fromBlock": a, "toBlock": b, "address": list(self._by_address)}
-                )
-            )
+            logs = self._retry(functools.partial(self._logs, first, last))
             hashes = {n: self._block_hash(n) for n in {first, last, *(log["blockNumber"] for log in logs)}}
             events = [event for log in logs if (event := self._decode(log)) is not None]
             with self._db:  # one transaction: events, remembered blocks and cursor move together
@@ -127,7 +126,8 @@ class EventScanner:
 
     def events(self, name: str | None = None, **match: Any) -> list[Event]:
         """Stored events, in chain order; optionally of one name whose args equal ``match``."""
-        rows = (
+        # block_number, log_index, block_hash, tx_hash, contract, name, args (JSON)
+        rows: Iterable[tuple[int, int, str, str, str, str, str]] = (
             self._db.execute(
                 "SELECT block_number, log_index, block_hash, tx_hash, contract, name, args FROM events"
                 " WHERE name = ? ORDER BY block_number, log_index",
@@ -146,6 +146,9 @@ class EventScanner:
         self._db.close()
 
     # --- internal ------------------------------------------------------------------------------
+
+    def _logs(self, first: int, last: int) -> list[LogReceipt]:
+        return self._w3.eth.get_logs({"fromBlock": first, "toBlock": last, "address": list(self._by_address)})
 
     def _decode(self, log: Any) -> Event | None:
         if not log["topics"]:

@@ -27,6 +27,7 @@ def publish(ctx: NodeContext, task: int, k: int, end_digest: bytes, report_cid: 
     deterministic, RFC 6979) every time, and the journal sends the call once."""
     attestation = Attestation(task, k, end_digest, int(AttestedVerdict.SOUND), report_cid, profile)
     domain = domain_of(ctx)
+    assert ctx.client.account is not None  # a watcher node signs: only a reader has no account, and it never attests
     signature = sign(attestation, domain, ctx.client.account)
     doc = document(attestation, domain, ctx.address, signature)
     cid = ctx.ipfs.add_bytes(json.dumps(doc, indent=1, sort_keys=True).encode(), name="attestation.json").cid

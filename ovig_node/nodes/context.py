@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eth_typing import ChecksumAddress
 from rich.console import Console
 
 from ovig_node import tools
@@ -82,7 +83,7 @@ class NodeContext:
     beacon: BeaconRelays = field(default_factory=lambda: BeaconRelays(()))  # where keepers fetch drand rounds
 
     @property
-    def address(self) -> str:
+    def address(self) -> ChecksumAddress:
         return self.client.address
 
     def head(self) -> Any:

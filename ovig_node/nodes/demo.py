@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, NotRequired, TypedDict
 
 from rich.console import Console
 from rich.table import Table
@@ -61,8 +61,20 @@ ROLES = {OWNER: "owner", HONEST: "provider A", CHEAT: "provider B", WATCHER: "wa
 TERMS = Terms(reward=2 * ETHER, provider_bond=3 * ETHER, challenger_bond=ETHER // 10, opening_window=90,
               challenge_window=90, reveal_window=30, deadline_in=1800, owner_bond=ETHER // 100,
               replay_seconds=15)  # fmt: skip
+
+
+class DemoSpec(TypedDict):
+    """The task's shape a cast chooses: keyword arguments of ``prepare_task``."""
+
+    total_steps: int
+    stride: int
+    intervals_per_batch: int
+    sample_bps: int
+    batch_size: NotRequired[int]  # the workload's own when left out
+
+
 # Tiny vision: 200 steps in 20 intervals of 10, committed 5 at a time, 40% of each batch opened.
-SPEC = {"total_steps": 200, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
+SPEC: DemoSpec = {"total_steps": 200, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
 # The demo calibrates on three of the default profiles (replays of honest claims on "reference"), so it runs in
 # minutes, and on twice the default's intervals, spread from the first to the last: honest drift grows as
 # training goes on, and its tiny run's 20 intervals are cheap. Every other setting is the default's.
@@ -84,7 +96,7 @@ class Cast:
     """What the demo trains and on which profiles each node runs (``ovig demo --workload``)."""
 
     workload: str
-    spec: dict[str, int]
+    spec: DemoSpec
     calibration_profiles: tuple[str, ...]
     profiles: dict[int, str]
     timeout: float = 300  # seconds for the whole demo to end as the protocol says
@@ -325,7 +337,7 @@ def _wait_for_auditors(owner: NodeContext, console: Console, *, deadline: float)
 
 def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadline: float) -> None:
     """Print events as they land until both tasks ended and their payouts were withdrawn."""
-    names = {devnet_account(i).address: role for i, role in ROLES.items()}
+    names: dict[str, str] = {devnet_account(i).address: role for i, role in ROLES.items()}
     names |= {owner.protocol.tasks.address: "TrainingTasks", owner.protocol.committee.address: "AuditCommittee"}
     tasks = (result.honest, result.cheated)
     while time.monotonic() < deadline:
@@ -399,7 +411,7 @@ def _collect_replays(owner: NodeContext, watcher_home: Path, role: str, result: 
 
 def _collect_attestations(owner: NodeContext, result: DemoResult) -> None:
     """Which watchers' verified attestations the owner's event index holds for each opened interval."""
-    names = {devnet_account(i).address: role for i, role in ROLES.items()}
+    names: dict[str, str] = {devnet_account(i).address: role for i, role in ROLES.items()}
     for task in (result.honest, result.cheated):
         found = attestations(owner, task)
         result.attested[task] = {k: {names.get(w, w) for w, a in by.items() if a.sound} for k, by in found.items()}

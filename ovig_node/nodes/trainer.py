@@ -233,7 +233,8 @@ class TrainerNode:
     def _progress(self) -> Callable[[StepInfo], None]:
         """One line a batch trained: the step, the batch's mean loss, and when the run should end."""
         layout = self._task_files().prepared.spec.layout
-        started, losses, first = time.monotonic(), [], []
+        started, losses = time.monotonic(), []
+        first: list[int] = []  # the first step this run trains (a resumed run starts past 0)
 
         def on_step(info: StepInfo) -> None:
             losses.append(info.loss)

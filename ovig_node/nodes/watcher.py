@@ -131,7 +131,7 @@ class WatcherNode:
                 continue
             fetched = self.isolation.call(_key(task), functools.partial(self._fetch, task))
             reference = None if fetched is None else self.references.get(training_hash(fetched.prepared.spec).hex())
-            if reference is None:
+            if fetched is None or reference is None:
                 continue
             call = functools.partial(screen_batch, self.ctx, fetched, j, reference, threshold=self.threshold,
                                      checked=self._checked)  # fmt: skip

@@ -127,7 +127,7 @@ def _g2_point(public_key: bytes) -> Optimized_Point3D[FQ2]:
         raise DrandError(f"a G2 public key is {G2_COMPRESSED} bytes, not {len(public_key)}")
     z1, z2 = int.from_bytes(public_key[:48], "big"), int.from_bytes(public_key[48:], "big")
     try:
-        point = decompress_G2((G2Compressed(z1), G2Compressed(z2)))
+        point = decompress_G2(G2Compressed((z1, z2)))
     except ValueError as e:
         raise DrandError(f"not a G2 point: {e}") from None
     return _in_subgroup(point, "G2")
@@ -164,7 +164,8 @@ def g2_from_contract(public_key: bytes) -> bytes:
 
 def verify(public_key: bytes, round_: int, signature: bytes) -> None:
     """Raise :class:`DrandError` unless ``signature`` is round ``round_``'s under ``public_key``."""
-    hashed = hash_to_G1(message(round_), DST, hashlib.sha256)
+    # py_ecc annotates hash_function as a hash object (HASH) but calls it: it wants the constructor.
+    hashed = hash_to_G1(message(round_), DST, hashlib.sha256)  # type: ignore[arg-type]
     if pairing(G2, _g1_point(signature)) != pairing(_g2_point(public_key), hashed):
         raise DrandError(f"not the signature of round {round_} under this key")
 
@@ -177,4 +178,6 @@ def public_key_of(secret: int) -> bytes:
 
 def sign(secret: int, round_: int) -> bytes:
     """Round ``round_``'s compressed G1 signature under a secret scalar (the devnet beacon's)."""
-    return compress_G1(multiply(hash_to_G1(message(round_), DST, hashlib.sha256), secret)).to_bytes(48, "big")
+    # py_ecc annotates hash_function as a hash object (HASH) but calls it: it wants the constructor.
+    hashed = hash_to_G1(message(round_), DST, hashlib.sha256)  # type: ignore[arg-type]
+    return compress_G1(multiply(hashed, secret)).to_bytes(48, "big")

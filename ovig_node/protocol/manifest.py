@@ -108,7 +108,7 @@ def _row(entry: Any, k: int, layout: Layout) -> ManifestRow:
     if entry.get("end_step") != layout.end_step(k) or type(entry.get("end_step")) is not int:
         raise ManifestError(f"interval {k}: end_step is not {layout.end_step(k)}")
     try:
-        digest = bytes.fromhex(entry.get("digest"))
+        digest = bytes.fromhex(entry.get("digest", ""))
     except (TypeError, ValueError):
         digest = b""
     if len(digest) != 32:

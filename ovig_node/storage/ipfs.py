@@ -20,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -164,7 +165,9 @@ class IpfsClient:
         file_path = Path(path)
         return self._add(lambda: file_path.open("rb"), file_path.name, options)
 
-    def _add(self, open_body: Callable[[], BinaryIO], name: str, options: AddOptions) -> AddResult:
+    def _add(
+        self, open_body: Callable[[], AbstractContextManager[BinaryIO]], name: str, options: AddOptions
+    ) -> AddResult:
         params = options.params()
 
         def attempt() -> AddResult:

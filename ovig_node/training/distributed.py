@@ -150,8 +150,9 @@ def gathered(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
     out = dict(tensors)
     for name in sorted(tensors):
-        if isinstance(tensors[name], DTensor):
-            full = tensors[name].full_tensor()
+        tensor = tensors[name]
+        if isinstance(tensor, DTensor):
+            full = tensor.full_tensor()
             if is_writer():  # the others drop it at once: only rank 0 writes E_k
                 out[name] = full
     return out

@@ -184,15 +184,15 @@ class ExactNumerics:
         self._calls.clear()
 
     def round_gradients(self) -> None:
-        grads = [(site, param) for site, param in self._params if param.grad is not None]
+        grads = [(site, param, param.grad) for site, param in self._params if param.grad is not None]
         edge = None
         if self.gradient_floor is not None:
-            edge = floor_edge(max((_largest(param.grad) for _, param in grads), default=0.0), self.gradient_floor)
-        for site, param in grads:
+            edge = floor_edge(max((_largest(grad) for _, _, grad in grads), default=0.0), self.gradient_floor)
+        for site, param, grad in grads:
             key = (self._step, GRADIENT, site, 0, 0)
             if self.gradients is not None:
-                self.gradients[key] = param.grad.detach().reshape(-1).clone()
-            param.grad = self._round(param.grad, key, 0, edge)
+                self.gradients[key] = grad.detach().reshape(-1).clone()
+            param.grad = self._round(grad, key, 0, edge)
 
     @torch.no_grad()
     def round_update(self, optimizer: torch.optim.Optimizer) -> None:
@@ -356,13 +356,13 @@ class _Round(torch.autograd.Function):
     """A leaf module's output rounded (FORWARD) and, for a per-example output, its gradient (BACKWARD)."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, numerics: ExactNumerics, key: Key, base: int,  # type: ignore[override]
+    def forward(ctx: Any, x: torch.Tensor, numerics: ExactNumerics, key: Key, base: int,
                 per_example: bool) -> torch.Tensor:  # fmt: skip
         ctx.numerics, ctx.key, ctx.base, ctx.per_example = numerics, key, base, per_example
         return numerics._round(x, key, base)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         if ctx.per_example and grad.dtype == torch.float64:
             step, _, site, call, element = ctx.key
             grad = ctx.numerics._round(grad.contiguous(), (step, BACKWARD, site, call, element), ctx.base)

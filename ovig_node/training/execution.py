@@ -68,7 +68,8 @@ class ExecutionProfile:
         torch.backends.cuda.matmul.allow_tf32 = self.tf32
         torch.backends.cudnn.allow_tf32 = self.tf32
         # Set every time, not only when off: one process may run several profiles in turn (tests, calibration).
-        torch.backends.mkldnn.enabled = self.onednn
+        # torch declares the module attribute a ContextProp; it is a bool property of the module's class.
+        torch.backends.mkldnn.enabled = self.onednn  # type: ignore[assignment]
         torch.backends.cuda.enable_flash_sdp(self.fused_attention)  # the flag the CPU's dispatch reads too
 
     def describe(self) -> dict[str, object]:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from safetensors.torch import save_file
-from torch import nn
 
 from ovig_node.errors import OvigError
 from ovig_node.training.evidence import load_model_tensors, model_tensors, read_evidence
@@ -60,20 +59,23 @@ def export_model(prepared: PreparedTask, evidence: Path, digest: str, out: Path,
         _save_causal_lm(model, out)
         tokenizer.save_pretrained(str(out))
         return Exported(out, "model", f"AutoModelForCausalLM.from_pretrained({str(out)!r})")
+    # A peft model: torch's nn.Module.__getattr__ types the methods peft adds as Tensor | Module.
+    peft_model: Any = model
     if merge:
-        _save_causal_lm(model.merge_and_unload(), out)
+        _save_causal_lm(peft_model.merge_and_unload(), out)
         tokenizer.save_pretrained(str(out))
         return Exported(out, "merged model", f"AutoModelForCausalLM.from_pretrained({str(out)!r})")
-    model.save_pretrained(str(out))  # the adapter alone: adapter_config.json, adapter_model.safetensors
+    peft_model.save_pretrained(str(out))  # the adapter alone: adapter_config.json, adapter_model.safetensors
     tokenizer.save_pretrained(str(out))
-    _save_causal_lm(model.unload(), out / "base")  # the base as it was, the adapter's layers taken out
+    _save_causal_lm(peft_model.unload(), out / "base")  # the base as it was, the adapter's layers taken out
     tokenizer.save_pretrained(str(out / "base"))
     return Exported(out, "peft adapter", f"PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained("
                                          f"{str(out / 'base')!r}), {str(out)!r})")  # fmt: skip
 
 
-def _save_causal_lm(model: nn.Module, folder: Path) -> None:
-    """A transformers model as its folder, ready to generate (training turned the key-value cache off)."""
+def _save_causal_lm(model: Any, folder: Path) -> None:
+    """A transformers model (a ``PreTrainedModel``: its ``config`` and ``save_pretrained`` are not
+    nn.Module's) as its folder, ready to generate (training turned the key-value cache off)."""
     model.config.use_cache = True
     model.save_pretrained(str(folder))
 

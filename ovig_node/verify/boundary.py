@@ -176,6 +176,7 @@ def calibrate(
         train(claims, stop_at=run.spec.layout.end_step(positions[-1]))  # resumes: a no-op when the claims exist
         for k in positions:
             start, end = read_claim(folder, k - 1), read_claim(folder, k)
+            assert end is not None  # k >= 0: only interval 0's start (k - 1 < 0) has no claim
             for profile in replay_profiles:
                 replays.append(honest_replay(run, k, start, end, profile))
                 if on_replay is not None:

@@ -593,7 +593,7 @@ def judge_run(
 def _moved(weights: dict[str, torch.Tensor], honest: dict[str, torch.Tensor]) -> float:
     """How far the attack moved the weights: ||attacked - honest|| / ||honest||, over every coordinate."""
     a, h = flatten(weights), flatten(honest)
-    return float(np.linalg.norm(a - h) / max(np.linalg.norm(h), 1e-30))
+    return float(np.linalg.norm(a - h) / max(float(np.linalg.norm(h)), 1e-30))
 
 
 def _verdicts(judged: IntervalJudgement) -> dict[str, Any]:

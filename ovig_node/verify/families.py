@@ -103,12 +103,14 @@ def _stride(settings: EvalSettings, stride: int, folder: Path, profiles: list[Ex
         for k in positions:
             log(f"s={stride}: calibration interval {k}, every profile", unit=True)
             start, end = read_claim(run_claims, k - 1), read_claim(run_claims, k)
+            assert end is not None  # k >= 0: only interval 0's start (k - 1 < 0) has no claim
             calibration += [honest_replay(run, k, start, end, p) for p in profiles]
     held_out: dict[int, dict[str, HonestReplay]] = {}
     floors: dict[int, dict[str, dict[str, list[float]]]] = {}  # per held-out interval, its claim's floor per signal
     for k in settings.held_out_at(stride):
         log(f"s={stride}: held-out interval {k}, every profile", unit=True)
         start, end = read_claim(claims, k - 1), read_claim(claims, k)
+        assert end is not None  # k >= 0: only interval 0's start (k - 1 < 0) has no claim
         held_out[k] = {p.name: honest_replay(prepared, k, start, end, p) for p in profiles}
         floors[k] = {
             signal: rounding_floor(getattr(end, SECTION_OF[signal]), settings.floor_ulps) for signal in SIGNALS
@@ -125,7 +127,7 @@ def _stride(settings: EvalSettings, stride: int, folder: Path, profiles: list[Ex
 def _judge_family(split: FamilySplit, boundary: BoundaryProfile, held_out: dict[int, dict[str, HonestReplay]],
                   floors: dict[int, dict[str, dict[str, list[float]]]]) -> dict[str, Any]:  # fmt: skip
     unfloored = boundary.model_copy(update={"floor_ulps": 0.0})
-    intervals = []
+    intervals: list[dict[str, Any]] = []
     inert = True
     for k, replays in held_out.items():
         chosen = [replays[name] for name in split.held_out]

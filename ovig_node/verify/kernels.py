@@ -30,7 +30,8 @@ from numba import njit, prange
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 # Fork-safe, and thread-safe under the caller's lock (the watcher judges intervals from a thread pool).
-numba.config.THREADING_LAYER = "workqueue"
+# numba.config defines its options at run time (from the environment), so mypy sees none of them.
+numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
 
 KEY_BITS = 16
 BINS = 1 << KEY_BITS  # bin 0 holds exact zeros; max(1, magnitude bits >> shift) the rest
@@ -47,7 +48,7 @@ def key_layout(dtype: np.dtype) -> tuple[type, np.unsignedinteger, np.unsignedin
 
 
 @njit(cache=True, inline="always")
-def _key(bits, mask, shift):  # type: ignore[no-untyped-def]
+def _key(bits, mask, shift):
     magnitude = bits & mask
     key = np.int64(magnitude >> shift)
     if key == 0 and magnitude != 0:
@@ -56,7 +57,7 @@ def _key(bits, mask, shift):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def differences(r, c, eps, d, q):  # type: ignore[no-untyped-def]
+def differences(r, c, eps, d, q):
     """``d = |r - c|`` and ``q = d / (|c| + eps)``, the two differences every pass (and the sample) takes."""
     for j in range(r.size):  # slices, not r[lo + j]: an index that cannot be negative lets the loop vectorise
         x = abs(r[j] - c[j])
@@ -65,7 +66,7 @@ def differences(r, c, eps, d, q):  # type: ignore[no-untyped-def]
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def sample_differences(rs, cs, tensor, index, eps, d, q, threads):  # type: ignore[no-untyped-def]
+def sample_differences(rs, cs, tensor, index, eps, d, q, threads):
     """``d[i]`` and ``q[i]``: the differences at coordinate ``index[i]`` of tensor ``tensor[i]`` of the lists
     ``rs`` and ``cs`` (``tensor`` ascending), in ``threads`` parts."""
     m = tensor.size
@@ -86,7 +87,7 @@ def sample_differences(rs, cs, tensor, index, eps, d, q, threads):  # type: igno
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def count_bins(r, c, eps, utype, mask, shift, hist_abs, hist_rel, keys_abs, keys_rel):  # type: ignore[no-untyped-def]
+def count_bins(r, c, eps, utype, mask, shift, hist_abs, hist_rel, keys_abs, keys_rel):
     """Add the bin counts of ``|r - c|`` and of the relative differences to row t of the histograms, and
     write each coordinate's bins to ``keys_*``."""
     threads = hist_abs.shape[0]
@@ -110,7 +111,7 @@ def count_bins(r, c, eps, utype, mask, shift, hist_abs, hist_rel, keys_abs, keys
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def copy_bins(r, c, eps, keys_abs, keys_rel, wanted_abs, wanted_rel, out_abs, out_rel, cursor):  # type: ignore[no-untyped-def]
+def copy_bins(r, c, eps, keys_abs, keys_rel, wanted_abs, wanted_rel, out_abs, out_rel, cursor):
     """Copy the differences whose bin is wanted to ``out_*`` at thread t's cursor (row t), advancing it."""
     threads = cursor.shape[0]
     n = r.size
@@ -132,7 +133,7 @@ BRACKETS = 5  # brackets per kind of difference the fast path tests (one per pro
 
 
 @njit(cache=True, inline="always")
-def _count_and_mark(bits, m, lo, hi, under, inside):  # type: ignore[no-untyped-def]
+def _count_and_mark(bits, m, lo, hi, under, inside):
     """Add to ``under[k]`` how many of the first ``m`` patterns lie under bracket k, and set ``inside[j]``
     to 1 if pattern j lies in a bracket, else 0. Exactly ``BRACKETS`` brackets, written out: with them in
     registers the loop over values vectorises; a loop over brackets around it would re-read and re-write
@@ -162,7 +163,7 @@ def _count_and_mark(bits, m, lo, hi, under, inside):  # type: ignore[no-untyped-
 
 
 @njit(cache=True, inline="always")
-def _copy_marked(values, inside, m, row, at):  # type: ignore[no-untyped-def]
+def _copy_marked(values, inside, m, row, at):
     """Append the values marked in ``inside`` (bytes of 0 or 1) to ``row`` from ``at``; the new end. The
     marks are read eight at a time as one word, so the few percent of values copied cost little more
     than the test of a word, and a word's marks are found by its trailing zeros."""
@@ -170,14 +171,16 @@ def _copy_marked(values, inside, m, row, at):  # type: ignore[no-untyped-def]
     for w in range((m + 7) // 8):
         word = words[w]
         while word != 0:
-            row[at] = values[w * 8 + (trailing_zeros(word) >> 3)]  # little-endian: byte b is mark 8w + b
+            # Little-endian: byte b is mark 8w + b. numba types an @intrinsic as its Python function,
+            # (typingctx, src); jitted code passes only src.
+            row[at] = values[w * 8 + (trailing_zeros(word) >> 3)]  # type: ignore[call-arg]
             at += 1
             word &= word - np.uint64(1)
     return at
 
 
 @njit(parallel=True, cache=True, error_model="numpy")
-def bracket_pass(rs, cs, blocks, eps, itype, lo_abs, hi_abs, lo_rel, hi_rel, under, out_abs, out_rel, filled):  # type: ignore[no-untyped-def]
+def bracket_pass(rs, cs, blocks, eps, itype, lo_abs, hi_abs, lo_rel, hi_rel, under, out_abs, out_rel, filled):
     """For both kinds of difference of the tensors ``rs`` and ``cs`` (lists of the replayed and claimed
     vectors of one signal): add to ``under[t, kind, k]`` how many differences lie under bracket k (as bit
     patterns of type ``itype``), and append those inside a bracket to row t of ``out_*``, setting

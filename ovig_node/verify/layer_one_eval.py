@@ -60,7 +60,7 @@ def _stride(settings: EvalSettings, stride: int, folder: Path, threshold: float,
 
     honest = scores(claimed(claims, n - 1), reference, layout)
     attacked = settings.attacked_at(stride)
-    attacks = []
+    attacks: list[dict[str, Any]] = []
     for index, case in enumerate(settings.attacks or ()):
         say(f"s={stride}: attack {case.label}", unit=True)
         if BOUNDARY in case.params.values():

@@ -115,7 +115,7 @@ def _layout(workload_json: str, optimizer_json: str, log_entries: int, stride: i
     for param in trainable:
         param.grad = torch.zeros_like(param)
     optimizer.step()  # the state exists from the first step on, and E_k follows at least one
-    probe = {name: p for name, p in model.named_parameters() if p.requires_grad}
+    probe: dict[str, torch.Tensor] = {name: p for name, p in model.named_parameters() if p.requires_grad}
     model_state = model_tensors(model, trainable_only=True)
     tensors = {"model": model_state, "optim": optimizer_state(model, optimizer), "probe": probe,
                "init": model_tensors(model, trainable_only=False)}  # fmt: skip

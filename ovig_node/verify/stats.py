@@ -137,7 +137,8 @@ def _sample(tensors: list[List], sizes: list[int], n: int) -> list[np.ndarray]:
     dtype = tensors[1][0].dtype
     d, q = np.empty(at.size, dtype), np.empty(at.size, dtype)
     threads = numba.get_num_threads()
-    kernels.sample_differences(*tensors, tensor, at - offsets[tensor], dtype.type(REL_EPS), d, q, threads)
+    rs, cs = tensors  # replayed, claimed
+    kernels.sample_differences(rs, cs, tensor, at - offsets[tensor], dtype.type(REL_EPS), d, q, threads)
     return [np.sort(d), np.sort(q)]
 
 
@@ -159,9 +160,12 @@ def _bracketed(pairs: list[tuple[np.ndarray, np.ndarray]], n: int, ranks: list[i
     under = np.zeros((threads, 2, kernels.BRACKETS), np.int64)
     out = np.empty((2, threads, room), dtype)
     filled = np.zeros((threads, 2), np.int64)
-    bounds = [array for plan in plans for array in plan.bounds()]
+    (lo_abs, hi_abs), (lo_rel, hi_rel) = (plan.bounds() for plan in plans)
     blocks = _blocks(sizes)
-    kernels.bracket_pass(*tensors, blocks, dtype.type(REL_EPS), itype, *bounds, under, out[0], out[1], filled)
+    rs, cs = tensors  # replayed, claimed
+    kernels.bracket_pass(
+        rs, cs, blocks, dtype.type(REL_EPS), itype, lo_abs, hi_abs, lo_rel, hi_rel, under, out[0], out[1], filled
+    )
     if (filled[:, 0] < 0).any():
         return None
     found = [
@@ -185,7 +189,7 @@ class _Brackets:
     def __init__(self, sample: np.ndarray, ranks: list[int], n: int, itype: type) -> None:
         self.itype, self.ranks = itype, ranks
         self.inf = int(np.array(np.inf, sample.dtype).view(itype))
-        bits = sample.view(itype)
+        bits: np.ndarray = sample.view(itype)
         m = bits.size
         wanted = []
         for r in ranks:
@@ -213,7 +217,9 @@ class _Brackets:
 
     def _ends(self, bits: np.ndarray) -> np.ndarray:
         """Per bracket, where its values start and end in the sorted patterns ``bits``."""
-        edges = np.array([edge for lo, hi in zip(self.lo, self.hi, strict=True) for edge in (lo, hi + 1)], self.itype)
+        edges: np.ndarray = np.array(
+            [edge for lo, hi in zip(self.lo, self.hi, strict=True) for edge in (lo, hi + 1)], self.itype
+        )
         return np.searchsorted(bits, edges).reshape(-1, 2)
 
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
@@ -258,8 +264,8 @@ def _binned(pairs: list[tuple[np.ndarray, np.ndarray]], n: int, ranks: list[int]
     out = [np.empty(plan.copied, np_dtype) for plan in plans]
     cursor = np.stack([plan.offsets for plan in plans], axis=1)
     for (r, c), at in zip(pairs, offsets, strict=False):
-        tensor_keys = (k[at : at + c.size] for k in keys)
-        kernels.copy_bins(r, c, layout[0], *tensor_keys, plans[0].wanted, plans[1].wanted, *out, cursor)
+        keys_abs, keys_rel = (k[at : at + c.size] for k in keys)
+        kernels.copy_bins(r, c, layout[0], keys_abs, keys_rel, plans[0].wanted, plans[1].wanted, out[0], out[1], cursor)
     return {"abs": plans[0].values(out[0]), "rel": plans[1].values(out[1])}
 
 

@@ -44,6 +44,13 @@ def rows(
     for name, kind in KIND.items():
         value, bound, floor = differences[name], bounds[name], floor_ulps * ULP_AT_ONE
         limit = max(alpha * bound, floor)
-        row = {"p": 100.0, "value": value, "bound": bound, "floor": floor, "limit": limit, "ok": value <= limit}
+        row: dict[str, object] = {
+            "p": 100.0,
+            "value": value,
+            "bound": bound,
+            "floor": floor,
+            "limit": limit,
+            "ok": value <= limit,
+        }
         out[f"stats/{name}"] = {kind: [row]}
     return out

@@ -19,7 +19,7 @@ def summarise(settings: EvalSettings, results: list[StrideResult]) -> dict[str, 
     return {
         "settings": {
             **asdict(settings),
-            "attacks": [asdict(a) for a in settings.attacks],
+            "attacks": [asdict(a) for a in settings.attacks or ()],
             "layout": {r.stride: {**settings.layout(r.stride), "attacked": r.attacked} for r in results},
         },
         "fpr": {r.stride: r.fpr for r in results},

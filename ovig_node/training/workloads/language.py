@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -147,6 +147,7 @@ class LanguageWorkload(Workload):
     def _wrap(encoder: nn.Module, config: dict[str, Any]) -> nn.Module:
         model = ShakespeareClassifier(encoder, classes=int(config["plays"]))
         if config.get("freeze_embeddings"):
-            for param in model.encoder.embeddings.parameters():
+            # torch types a submodule reached by nn.Module.__getattr__ as Tensor | Module; this one is a module.
+            for param in cast(nn.Module, model.encoder.embeddings).parameters():
                 param.requires_grad_(False)
         return model

@@ -268,7 +268,8 @@ def _without_dropout(model: nn.Module) -> nn.Module:
     for key, value in list(vars(model.config).items()):
         if isinstance(value, float) and (key.endswith("dropout") or key.endswith("pdrop")):
             setattr(model.config, key, 0.0)
-    model.config.use_cache = False
+    # nn.Module.__getattr__ types `config` Tensor | Module; it is the transformers model's PretrainedConfig.
+    model.config.use_cache = False  # type: ignore[union-attr]
     return model.eval()  # no module of the base may drop anything in training mode either
 
 
@@ -281,7 +282,9 @@ def _with_adapter(base: nn.Module, config: dict[str, Any]) -> nn.Module:
 
     lora = config["lora"]
     p = float(Decimal(str(lora["dropout"])))
-    targets = lora_targets(str(base.config.model_type)) if lora["targets"] == "auto" else list(lora["targets"])
+    # nn.Module.__getattr__ types `config` Tensor | Module; it is the transformers model's PretrainedConfig.
+    auto = lora["targets"] == "auto"
+    targets = lora_targets(str(base.config.model_type)) if auto else list(lora["targets"])  # type: ignore[union-attr]
     peft_config = LoraConfig(r=int(lora["rank"]), lora_alpha=int(lora["alpha"]), lora_dropout=p,
                              target_modules=targets, bias="none")  # fmt: skip
     model = get_peft_model(base, peft_config)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -10,7 +11,7 @@ from torch.nn import functional as F
 
 from ovig_node.training.workloads.base import Dataset, Workload
 
-POOLS = {"max": F.max_pool2d, "avg": F.avg_pool2d}
+POOLS: dict[str, Callable[..., torch.Tensor]] = {"max": F.max_pool2d, "avg": F.avg_pool2d}
 
 
 class DigitsCnn(nn.Module):
