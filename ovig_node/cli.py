@@ -26,16 +26,58 @@ if TYPE_CHECKING:
 console = Console()
 err_console = Console(stderr=True)
 
+
+class Renamed(click.Option):
+    """An option under its one name in every command; the spellings after the first (an earlier release's) still
+    work, for one release, and are shown nowhere."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        spellings, self.opts = self.opts, self.opts[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = spellings
+
+
+# The devnet folder has one name on every command (the nodes' and the API's too): --devnet-dir.
 data_dir_option = click.option(
+    "--devnet-dir",
     "--data-dir",
+    "data_dir",
+    cls=Renamed,
     type=click.Path(file_okay=False, path_type=Path),
     envvar="OVIG_DEVNET_DIR",
     default=None,
-    help="Devnet data directory [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
+    help="Devnet data folder [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
 )
 
 
-@click.group()
+class RoleGroups(click.Group):
+    """`ovig --help` lists the commands by who runs them."""
+
+    SECTIONS = (
+        ("Owner", ("spec", "calibrate", "owner", "api")),
+        ("Nodes", ("trainer", "watcher", "auditor", "keeper")),
+        ("Devnet and chain", ("devnet", "deploy", "compile", "ipfs", "demo")),
+        ("Research", ("train", "verify", "eval")),
+    )
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        listed: set[str] = set()
+        limit = max(30, formatter.width - 16)  # one line each, as click's own listing
+        for title, names in self.SECTIONS:
+            rows = [(n, self.commands[n].get_short_help_str(limit)) for n in names if n in self.commands]
+            listed.update(names)
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+        rest = [(n, c.get_short_help_str(limit)) for n, c in self.commands.items() if n not in listed and not c.hidden]
+        if rest:
+            with formatter.section("Other"):
+                formatter.write_dl(rest)
+
+
+@click.group(cls=RoleGroups)
 @click.version_option(package_name="ovig-node")
 def cli() -> None:
     """OVIG: optimistic verification of outsourced training."""
@@ -219,7 +261,8 @@ def ipfs() -> None:
 
 @ipfs.command("add")
 @click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--cid-version", type=click.IntRange(0, 1), default=0, show_default=True)
+@click.option("--cid-version", type=click.IntRange(0, 1), default=0, show_default=True,
+              help="CID version: 0 (Qm..., Kubo's default) or 1 (raw leaves).")  # fmt: skip
 @api_option
 @data_dir_option
 def ipfs_add(path: Path, cid_version: int, api_url: str | None, data_dir: Path | None) -> None:
@@ -232,7 +275,8 @@ def ipfs_add(path: Path, cid_version: int, api_url: str | None, data_dir: Path |
 
 @ipfs.command("get")
 @click.argument("cid")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--out", "-o", "--output", "output", cls=Renamed, type=click.Path(dir_okay=False, path_type=Path),
+              required=True, help="The file to write (atomically).")  # fmt: skip
 @click.option("--sha256", help="Also require this sha256 (hex) of the whole file.")
 @api_option
 @data_dir_option
@@ -314,7 +358,7 @@ def spec() -> None:
 @click.option("--intervals-per-batch", type=int, default=8, show_default=True, help="Intervals per commit m.")
 @click.option("--sample-bps", type=int, default=2500, show_default=True, help="Share of a batch to open (bps).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="[default: the workload's]")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True, help="The training seed (data order, init draws).")
 @click.option(
     "--model",
     "model_dir",
@@ -414,9 +458,10 @@ def _make_exact(prepared: Any) -> Any:
 
 
 @spec.command("set-boundary")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True)
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True,
+              help="The spec to name the boundary in (rewritten: its hash changes).")  # fmt: skip
 @click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              required=True)  # fmt: skip
+              required=True, help="The boundary profile `ovig calibrate` wrote for this spec.")  # fmt: skip
 def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
     """Name a calibrated boundary profile in the spec (its hash changes: do this before posting)."""
     from ovig_node.training.taskfiles import attach_boundary
@@ -428,7 +473,8 @@ def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
 
 
 @cli.command("train")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The task's spec.")  # fmt: skip
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Evidence folder; a run found there is resumed.")  # fmt: skip
 @click.option(
@@ -525,12 +571,13 @@ def _number_or_text(value: str) -> float | str:
 )
 @alpha_option
 @floor_option
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the boundary profile (JSON).")  # fmt: skip
 @click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the first spec's claims (the others' go in run-2, run-3, ... inside it).")  # fmt: skip
 @click.option("--reference", "reference_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the first spec's reference run (the statistics of every step its honest claims "
-              "trained) here, for your watchers' layer one (`watcher run --reference`). Keep it private: a "
+              "trained) here, for your watchers' layer one (`watcher --reference`). Keep it private: a "
               "published reference is a template for forged statistics.")  # fmt: skip
 def calibrate_cmd(
     spec_paths: tuple[Path, ...], profiles: str, claim_profile: str, intervals: int, spread: bool, rel_tail: float,
@@ -612,10 +659,11 @@ def calibrate_cmd(
 
 
 @cli.command("verify")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The task's spec.")  # fmt: skip
 @click.option("--evidence", "evidence_dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
               required=True, help="The claims' folder (E_k files); missing: an error, not a verdict.")  # fmt: skip
-@click.option("--interval", "k", type=int, required=True)
+@click.option("--interval", "k", type=int, required=True, help="The interval k to replay and judge.")
 @click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The calibrated boundary (boundary mode; an exact-mode spec needs none).")  # fmt: skip
 @click.option(
@@ -624,7 +672,8 @@ def calibrate_cmd(
     show_default=True,
     help="Execution profile of the replay; a comma-separated list confirms a rejection under the next ones.",
 )
-@click.option("--task", "task_id", type=int, default=0, show_default=True)
+@click.option("--task", "task_id", type=int, default=0, show_default=True,
+              help="On-chain task id the evidence is bound to (0: none).")  # fmt: skip
 @click.option("--digest", help="Expected sha256 (hex) of E_k, e.g. from the chain.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON report file.")
 def verify_cmd(
@@ -666,8 +715,8 @@ def verify_cmd(
 
 
 @cli.command("eval")
-@click.option("--workload", default="vision", show_default=True)
-@click.option("--tiny/--full", default=True, show_default=True)
+@click.option("--workload", default="vision", show_default=True, help="vision, language, diffusion or llm.")
+@click.option("--tiny/--full", default=True, show_default=True, help="The tiny config, or the full one (hours).")
 @click.option("--strides", default="1,10,100", show_default=True, help="Comma-separated strides.")
 @click.option(
     "--intervals",
@@ -739,7 +788,8 @@ def verify_cmd(
               "of the same task in boundary mode.")  # fmt: skip
 @config_option
 @warmup_option
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the evaluation's results (eval.json, eval.md, plots).")  # fmt: skip
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep the work (evidence, boundary, each verdict) here until the evaluation ends: a run cut "
               "short resumes when given the same folder and options again [default: a temporary folder].")  # fmt: skip

@@ -1,4 +1,4 @@
-"""Commands of the running system: `ovig trainer|watcher|auditor|keeper run` and `ovig owner ...`.
+"""Commands of the running system: `ovig trainer|watcher|auditor|keeper` and `ovig owner ...`.
 
 Every node connects the same way: ``--devnet`` with a test account (``--account N``), or ``--rpc``,
 ``--deployments``, ``--ipfs`` and an encrypted ``--keystore`` with its password in a file or an
@@ -41,9 +41,17 @@ def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--rpc", "rpc_url", help="JSON-RPC URL (not the devnet)."),
         click.option("--deployments", type=click.Path(dir_okay=False, path_type=Path), help="Deployments file."),
         click.option("--ipfs", "ipfs_url", help="IPFS (Kubo RPC) API URL."),
-        click.option("--keystore", type=click.Path(dir_okay=False, exists=True, path_type=Path)),
-        click.option("--password-file", type=click.Path(dir_okay=False, path_type=Path)),
-        click.option("--password-env", metavar="VAR"),
+        click.option(
+            "--keystore",
+            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            help="Encrypted keystore (JSON) of the account to sign with (not the devnet).",
+        ),
+        click.option(
+            "--password-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="File holding the keystore's password (never the password on the command line).",
+        ),
+        click.option("--password-env", metavar="VAR", help="Environment variable holding the keystore's password."),
         click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Node state folder."),
         click.option(
             "--beacon",
@@ -89,13 +97,16 @@ def _amount(value: str, option: str) -> int:
 # --- nodes ---------------------------------------------------------------------------------------
 
 
-@click.group()
-def trainer() -> None:
-    """The provider: accept, train with evidence, commit, open, get paid."""
+class NodeCommand(click.Command):
+    """A node: `ovig trainer --task 1`. The spelling of earlier releases, `ovig trainer run --task 1`, still works
+    for one release (a leading `run` is dropped) and is shown nowhere."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, args[1:] if args[:1] == ["run"] else args)
 
 
-@trainer.command("run")
-@click.option("--task", "task_id", type=int, required=True)
+@click.command("trainer", cls=NodeCommand)
+@click.option("--task", "task_id", type=int, required=True, help="The task to accept (or carry on) and train.")
 @click.option(
     "--profile",
     default="reference",
@@ -104,12 +115,14 @@ def trainer() -> None:
 )
 @click.option("--attack", help="Cheat (for demonstrations): a built-in attack or package.module:callable.")
 @click.option("--attack-intervals", default="", help="Comma-separated intervals the attack fakes.")
-@click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE")
+@click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE",
+              help="A parameter of the attack (repeatable), e.g. keep=0.5.")  # fmt: skip
 @click.option("--no-keeper", is_flag=True, help="Do not perform keeper duties.")
 @connection_options
-def trainer_run(task_id: int, profile: str, attack: str | None, attack_intervals: str,
-                attack_params: tuple[str, ...], no_keeper: bool, **options: Any) -> None:  # fmt: skip
-    """Work on one task until it ends; safe to kill and run again."""
+def trainer(task_id: int, profile: str, attack: str | None, attack_intervals: str,
+            attack_params: tuple[str, ...], no_keeper: bool, **options: Any) -> None:  # fmt: skip
+    """The provider: accept the task, train it with evidence, commit, open, get paid; until it ends. Safe to kill
+    and run again."""
     from ovig_node.attacks import load_attack
     from ovig_node.nodes.keeper import Keeper
     from ovig_node.nodes.trainer import TrainerNode
@@ -154,12 +167,7 @@ replay_profile_option = click.option(
 )  # fmt: skip
 
 
-@click.group()
-def watcher() -> None:
-    """Replays sampled intervals and challenges those outside the boundary."""
-
-
-@watcher.command("run")
+@click.command("watcher", cls=NodeCommand)
 @click.option("--task", "task_ids", type=int, multiple=True, help="Watch only these tasks [all].")
 @replay_profile_option
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Parallel replays.")
@@ -186,10 +194,10 @@ def watcher() -> None:
 @click.option("--attest/--no-attest", default=True, show_default=True,
               help="Announce an attestation (a transaction) of every interval judged sound.")  # fmt: skip
 @connection_options
-def watcher_run(task_ids: tuple[int, ...], profile: str, workers: int, seconds: float | None,
-                reference_paths: tuple[Path, ...], threshold: float | None, trusted: frozenset[str], enough: int,
-                attest: bool, **options: Any) -> None:  # fmt: skip
-    """Watch until interrupted."""
+def watcher(task_ids: tuple[int, ...], profile: str, workers: int, seconds: float | None,
+            reference_paths: tuple[Path, ...], threshold: float | None, trusted: frozenset[str], enough: int,
+            attest: bool, **options: Any) -> None:  # fmt: skip
+    """Replay opened intervals, challenge those outside the boundary, attest the sound ones; until interrupted."""
     import time
 
     from ovig_node.nodes.keeper import Keeper
@@ -211,12 +219,7 @@ def watcher_run(task_ids: tuple[int, ...], profile: str, workers: int, seconds: 
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 
-@click.group()
-def auditor() -> None:
-    """A staked committee member: votes on the panels it is drawn for."""
-
-
-@auditor.command("run")
+@click.command("auditor", cls=NodeCommand)
 @replay_profile_option
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @click.option("--appeal-budget", default="0", show_default=True,
@@ -224,8 +227,9 @@ def auditor() -> None:
 @click.option("--poll", "poll_seconds", type=click.FloatRange(0.1, 600), default=1.0, show_default=True,
               help="Seconds between passes: each reads its panels and keeper duties from the chain.")  # fmt: skip
 @connection_options
-def auditor_run(profile: str, seconds: float | None, appeal_budget: str, poll_seconds: float, **options: Any) -> None:
-    """Register (if needed) and serve on panels until interrupted."""
+def auditor(profile: str, seconds: float | None, appeal_budget: str, poll_seconds: float, **options: Any) -> None:
+    """A staked committee member: register (if needed) and answer every panel it is drawn for; until
+    interrupted."""
     import time
 
     from ovig_node.nodes.auditor import AuditorNode
@@ -238,15 +242,12 @@ def auditor_run(profile: str, seconds: float | None, appeal_budget: str, poll_se
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 
-@click.group()
-def keeper() -> None:
-    """Calls the protocol's due transitions (seeds, slashes, panels, resolutions, finalization)."""
-
-
-@keeper.command("run")
+@click.command("keeper", cls=NodeCommand)
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @connection_options
-def keeper_run(seconds: float | None, **options: Any) -> None:
+def keeper(seconds: float | None, **options: Any) -> None:
+    """Call the protocol's due transitions anyone may call (drand rounds, seeds, slashes, panels, resolutions,
+    finalization); every other node does too."""
     import time
 
     from ovig_node.nodes.keeper import Keeper
@@ -267,7 +268,8 @@ def owner() -> None:
 
 
 @owner.command("post-task")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True)
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True,
+              help="The task's spec, its boundary named (`ovig spec set-boundary`).")  # fmt: skip
 @click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="The boundary the spec names (not for an exact spec).")  # fmt: skip
 @click.option("--reward", required=True, help="Reward in ETH (escrowed now).")

@@ -343,7 +343,7 @@ LAYER_ONE = {0: 0.0, 1: 7.5, 2: math.inf}
 
 
 def own_node(devnet_dir: Path, index: int) -> Path:
-    """Where `ovig watcher run --account INDEX` keeps its state by default (docs/operations.md)."""
+    """Where `ovig watcher --account INDEX` keeps its state by default (docs/operations.md)."""
     return devnet_dir / "nodes" / f"watcher-{index}"
 
 
@@ -357,7 +357,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
         chain = Chain(w3, Protocol.at(w3, info.contracts), folder / "journals", BeaconRelays((info.beacon_url,)))
         chain.folder.mkdir()
         built = build_history(chain, info.ipfs_api_url)
-        # The owner's own watcher nodes, where `ovig watcher run --account N` keeps them: the API
+        # The owner's own watcher nodes, where `ovig watcher --account N` keeps them: the API
         # finds them with no flag, reads the verdicts in their state and trusts their accounts' attestations.
         for index in (WATCHER, WATCHER_2):
             connection = Connection(devnet_dir=net.data_dir, account_index=index)

@@ -48,3 +48,44 @@ def test_a_usage_error_names_its_option_before_torch_loads(tmp_path: Path, argv:
     assert lines[-1] == "torch loaded: False", run.stdout + run.stderr
     assert lines[0].startswith("usage error:") and said in lines[0], run.stdout + run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # nothing written
+
+
+def _commands(group: object, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], object]]:
+    import click
+
+    if isinstance(group, click.Group):
+        return [item for name, sub in group.commands.items() for item in _commands(sub, (*path, name))]
+    return [(path, group)]
+
+
+def test_every_option_of_every_command_says_what_it_is_for() -> None:
+    """Issue 46: help text on every option (the CLI's shape: docs/operations.md, "The command line")."""
+    import click
+
+    from ovig_node.cli import cli
+
+    bare = [f"{' '.join(path)} {p.opts[0]}" for path, command in _commands(cli, ("ovig",))
+            for p in command.params if isinstance(p, click.Option) and not p.help]  # type: ignore[attr-defined]  # fmt: skip
+    assert bare == []
+
+
+def test_the_help_lists_commands_by_role_and_the_old_spellings_still_work(tmp_path: Path) -> None:
+    """`ovig --help` by role; `ovig trainer run`, `--data-dir` and `ipfs get -o` (an earlier release's spellings)
+    still work for one release and are shown nowhere."""
+    from click.testing import CliRunner
+
+    from ovig_node.cli import cli
+
+    runner = CliRunner()
+    top = runner.invoke(cli, ["--help"]).output
+    sections = [line for line in top.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert sections == ["Options:", "Owner:", "Nodes:", "Devnet and chain:", "Research:"]
+    for argv in (["trainer", "run", "--help"], ["trainer", "--help"]):
+        shown = runner.invoke(cli, argv)
+        assert shown.exit_code == 0 and "--task" in shown.output and "trainer run" not in shown.output
+    old, new = (runner.invoke(cli, ["devnet", "status", flag, str(tmp_path / "nowhere")]) for flag in
+                ("--data-dir", "--devnet-dir"))  # fmt: skip
+    assert (old.exit_code, old.output) == (new.exit_code, new.output) and "nowhere" in new.output
+    assert "--data-dir" not in runner.invoke(cli, ["devnet", "status", "--help"]).output
+    get = runner.invoke(cli, ["ipfs", "get", "--help"]).output
+    assert "--out" in get and "--output" not in get and "-o," not in get

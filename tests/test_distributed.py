@@ -190,7 +190,7 @@ def test_an_fsdp4_run_over_uneven_shards_resumes_bit_identically(task: PreparedT
 
 def test_attacks_are_not_simulated_sharded(task: PreparedTask, tmp_path: Path) -> None:
     ovig = Path(sys.executable).parent / "ovig"
-    argv = [str(ovig), "trainer", "run", "--task", "1", "--profile", "fsdp2", "--attack", "micro_batch_drop"]
+    argv = [str(ovig), "trainer", "--task", "1", "--profile", "fsdp2", "--attack", "micro_batch_drop"]
     refused = subprocess.run(argv, capture_output=True, text=True, timeout=120)  # before any RPC: none runs
     assert refused.returncode == 1 and "attacks are simulated in one process or under ddp, not fsdp2" in refused.stderr
     cheat = load_attack("micro_batch_drop", intervals=frozenset({0}), keep=0.5)

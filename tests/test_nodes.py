@@ -77,7 +77,7 @@ class System:
     def start(self, role: str, index: int, *extra: str) -> subprocess.Popen[bytes]:
         home = self.folder / "nodes" / f"{role}-{index}"
         log = (self.folder / f"{role}-{index}.log").open("ab")
-        argv = [sys.executable, "-m", "ovig_node", role, "run", "--account", str(index), "--home", str(home),
+        argv = [sys.executable, "-m", "ovig_node", role, "--account", str(index), "--home", str(home),
                 "--profile", PROFILES[index], *extra]  # fmt: skip
         if role == "auditor":  # three of them, idle but for their votes: a pass every 2 s leaves CPU to the rest
             argv += ["--poll", "2"]
@@ -228,7 +228,7 @@ def test_every_node_rides_out_an_ipfs_and_an_rpc_outage(system: System) -> None:
     env = {**os.environ, "OVIG_DEVNET_DIR": str(system.net.data_dir)}
     nodes = {("auditor", i): system.start("auditor", i) for i in (4, 5, 6)}
     nodes["watcher", 3] = system.start("watcher", 3)
-    nodes["keeper", 8] = subprocess.Popen([sys.executable, "-m", "ovig_node", "keeper", "run", "--account", "8",
+    nodes["keeper", 8] = subprocess.Popen([sys.executable, "-m", "ovig_node", "keeper", "--account", "8",
                                            "--home", str(keeper_home)], stdout=keeper_log, stderr=subprocess.STDOUT,
                                           env=env)  # fmt: skip
     try:
@@ -681,7 +681,7 @@ def test_an_owner_lists_its_tasks_and_cancels_one_nobody_accepted(system: System
         (("--task", "999"), "error: there is no task 999 on this chain"),
         (("--task", str(task)), f"error: task {task} is cancelled; its provider is {zero}, not this account"),
     ):
-        trainer = run_ovig("trainer", "run", "--account", "2", "--home", str(system.folder / "t2"), *argv, env=env)
+        trainer = run_ovig("trainer", "--account", "2", "--home", str(system.folder / "t2"), *argv, env=env)
         assert trainer.returncode == 1 and trainer.stderr.strip().splitlines() == [line], trainer.stderr
     owner_home = str(system.folder / "nodes" / "owner-cli-0")
     post = ("owner", "post-task", "--spec", str(system.spec), "--boundary", str(system.boundary), "--provider-bond",

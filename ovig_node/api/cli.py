@@ -42,8 +42,8 @@ def api() -> None:
                    "Your own watcher nodes' are trusted without it.")  # fmt: skip
 @click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Index folder.")
 @click.option("--confirmations", type=int, help="Blocks under the head before indexing [devnet 0, else 3].")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
 def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, deployments: Path | None,
               ipfs_url: str | None, gateway: str | None, watcher_homes: tuple[Path, ...], labels: tuple[str, ...],
               trusted: frozenset[str], home: Path | None, confirmations: int | None, host: str,

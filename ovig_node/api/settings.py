@@ -27,7 +27,7 @@ from ovig_node.devnet.errors import DevnetNotRunning
 from ovig_node.devnet.manager import Devnet, DevnetConfig
 
 CONTRACTS = ("TrainingTasks", "AuditCommittee")
-# Where the devnet's watcher nodes keep their state, relative to its data folder: `ovig watcher run --account N`'s
+# Where the devnet's watcher nodes keep their state, relative to its data folder: `ovig watcher --account N`'s
 # default --home (nodes/<role>-<account>) and `ovig demo`'s nodes (demo/nodes/<role>-<account>).
 DEVNET_NODE_FOLDERS = ("nodes", "demo/nodes")
 DEVNET_WATCHER = re.compile(r"watcher-(\d+)")  # the folder name carries the test account's index

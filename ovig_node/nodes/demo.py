@@ -310,7 +310,7 @@ def _start(net: Devnet, cast: Cast, role: str, index: int, logs: Path, folder: P
            *extra: str) -> subprocess.Popen[bytes]:  # fmt: skip
     logs.mkdir(parents=True, exist_ok=True)
     home = folder / "nodes" / f"{role}-{index}"
-    argv = [sys.executable, "-m", "ovig_node", role, "run", "--account", str(index), "--home", str(home),
+    argv = [sys.executable, "-m", "ovig_node", role, "--account", str(index), "--home", str(home),
             "--profile", cast.profiles[index], *extra]  # fmt: skip
     if role != "trainer":
         argv += ["--for", str(int(timeout))]
