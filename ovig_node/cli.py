@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ovig_node.errors import OvigError
+from ovig_node.training.chat import FORMATS as CHAT_FORMATS
 from ovig_node.verify.defaults import CALIBRATION
 
 if TYPE_CHECKING:
@@ -375,6 +376,14 @@ def spec() -> None:
     "(docs/llm.md).",
 )
 @click.option(
+    "--format",
+    "data_format",
+    type=click.Choice(["auto", *CHAT_FORMATS]),
+    default="auto",
+    show_default=True,
+    help="llm: the format of every line of --data (auto: each line's keys name it).",
+)
+@click.option(
     "--exact",
     is_flag=True,
     help="Exact mode: float64 compute rounded to float32, a rounding log; replays must match bit for bit. "
@@ -394,6 +403,7 @@ def spec_new(
     config: dict[str, Any],
     model_dir: Path | None,
     data_file: Path | None,
+    data_format: str,
     exact: bool,
     force: bool,
     adapter: str | None,
@@ -415,6 +425,10 @@ def spec_new(
         raise click.BadParameter("a full fine-tune (--adapter none) has no LoRA settings", param_hint="--lora-*")
     if lora_targets is not None and not given.get("targets"):
         raise click.BadParameter("name at least one module", param_hint="--lora-targets")
+    if data_format != "auto":
+        if data_file is None:
+            raise click.BadParameter("names the format of --data: give --data too", param_hint="--format")
+        config = config | {"data_format": data_format}
     from ovig_node.training.taskfiles import prepare_task
 
     if adapter is not None:

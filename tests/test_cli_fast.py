@@ -29,6 +29,7 @@ print("torch loaded:", "torch" in sys.modules)
         (["spec", "new", "--workload", "vision", "--out", "{full}"], "is not empty"),
         (["spec", "new", "--workload", "vision", "--lora-rank", "2", "--out", "{new}"], "only the llm workload"),
         (["owner", "list", "--account", "12"], "12 is not in the range 0<=x<=9"),
+        (["spec", "new", "--workload", "llm", "--format", "alpaca", "--out", "{new}"], "give --data too"),
         (["owner", "post-task", "--spec", "{readme}", "--reward", "abc", "--provider-bond", "3", "--challenger-bond",
           "0.1", "--account", "0"], "'abc' is not an amount of ETH"),
         (["owner", "post-task", "--spec", "{readme}", "--reward", "1", "--provider-bond", "3", "--challenger-bond",

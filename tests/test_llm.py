@@ -127,6 +127,12 @@ def test_every_format_reads_as_the_same_conversation(tmp_path: Path) -> None:
         assert read_jsonl(write_lines(tmp_path / f"{name}.jsonl", [line, line])) == [same, same], name
     alpaca = {"instruction": "Translate", "input": "chat", "output": "cat"}
     assert read_jsonl(write_lines(tmp_path / "input.jsonl", [alpaca]))[0][0]["content"] == "Translate\n\nchat"
+    # Named (`ovig spec new --format`): every line must be in it; nothing is guessed
+    sharegpt = write_lines(tmp_path / "named.jsonl", [lines["sharegpt"]])
+    assert read_jsonl(sharegpt, "sharegpt") == [same]
+    with pytest.raises(ChatDataError, match=f"^{sharegpt} line 1: is not alpaca: it has no 'instruction', 'output' "
+                       r"\(keys \['conversations'\]\)$"):  # fmt: skip
+        read_jsonl(sharegpt, "alpaca")
 
 
 def test_an_assistant_turn_of_weight_zero_is_context_not_trained_on(tokenizer: Any, tmp_path: Path) -> None:

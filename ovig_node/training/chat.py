@@ -22,11 +22,12 @@ import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from ovig_node.errors import OvigError
+
+if TYPE_CHECKING:  # the formats are read before torch is loaded (`ovig spec new --format` checks them first)
+    import torch
 
 ROLES = ("system", "user", "assistant")
 Message = dict[str, str]
@@ -48,8 +49,9 @@ FORMATS = {
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
 
 
-def read_jsonl(path: Path) -> list[Conversation]:
-    """Every conversation of a JSONL file; ChatDataError names the first bad line."""
+def read_jsonl(path: Path, kind: str | None = None) -> list[Conversation]:
+    """Every conversation of a JSONL file, each line in the format ``kind`` (a key of FORMATS) or, without it,
+    in the format its keys name; ChatDataError names the first bad line."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -60,7 +62,7 @@ def read_jsonl(path: Path) -> list[Conversation]:
             continue
         try:
             record = json.loads(line)
-            conversations.append(_conversation(record, format_of(record)))
+            conversations.append(_conversation(record, format_of(record) if kind is None else _as(record, kind)))
         except json.JSONDecodeError as exc:
             raise ChatDataError(f"{path} line {number}: not JSON ({exc.msg} at column {exc.colno})") from None
         except ValueError as exc:
@@ -79,6 +81,15 @@ def format_of(record: Any) -> str:
             return name
     expected = "; ".join(" and ".join(repr(k) for k in keys) for keys in FORMATS.values())
     raise ValueError(f"has keys {sorted(record)}; expected one of: {expected}")
+
+
+def _as(record: Any, kind: str) -> str:
+    """``kind``, once the line has that format's keys (the owner named the format: no guessing)."""
+    if not isinstance(record, dict):
+        raise ValueError("a line must be a JSON object")
+    if missing := [key for key in FORMATS[kind] if key not in record]:
+        raise ValueError(f"is not {kind}: it has no {', '.join(map(repr, missing))} (keys {sorted(record)})")
+    return kind
 
 
 def _conversation(record: dict[str, Any], kind: str) -> Conversation:
@@ -176,6 +187,8 @@ def encode(tokenizer: Any, conversations: list[Conversation], max_tokens: int) -
     """Token ids of each conversation in the tokenizer's chat template, cut to ``max_tokens`` and padded,
     with the assistant's tokens marked. A conversation whose assistant tokens all fall past the cut is
     dropped (its loss would be empty)."""
+    import torch
+
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     rows: list[tuple[list[int], list[int]]] = []
     dropped = 0

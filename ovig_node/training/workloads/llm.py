@@ -79,6 +79,7 @@ class LlmWorkload(Workload):
         return {
             "model": DEFAULT_MODEL,  # or, when the spec is made, a Hugging Face model folder
             "data": DEFAULT_DATA,  # or, when the spec is made, a JSONL file of conversations
+            "data_format": None,  # its lines' format (training.chat.FORMATS); None: each line's keys name it
             "architecture": "",  # filled in when the spec is made: the base's config.json
             "pretrained": not tiny,  # False: the base is initialised from the seed, not the folder's weights
             "shrink": dict(TINY_SHRINK) if tiny else {},  # architecture keys replaced (the tiny base)
@@ -105,7 +106,7 @@ class LlmWorkload(Workload):
         if language is not None:
             conversations = chatterbot_conversations(language)
         else:
-            conversations = read_jsonl(Path(str(config["data"])))
+            conversations = read_jsonl(Path(str(config["data"])), config.get("data_format"))
         if int(config["max_examples"]) > 0:
             conversations = conversations[: int(config["max_examples"])]
         encoded = encode(tokenizer, conversations, int(config["max_tokens"]))
@@ -153,7 +154,8 @@ class LlmWorkload(Workload):
         if _corpus_language(data) is None:
             data = f"{Path(data).name} sha256:{hashlib.sha256(Path(data).read_bytes()).hexdigest()}"
         model = str(config["model"]) if config["model"] == DEFAULT_MODEL else folder.name
-        published = {**config, "model": model, "data": data,
+        given = {key: value for key, value in config.items() if key != "data_format" or value is not None}
+        published = {**given, "model": model, "data": data,
                      "architecture": json.dumps(shape, sort_keys=True, separators=(",", ":"))}  # fmt: skip
         if config["adapter"] == "lora" and config["lora"]["targets"] == "auto":
             published["lora"] = {**config["lora"], "targets": lora_targets(str(shape.get("model_type")))}
