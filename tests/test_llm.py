@@ -433,6 +433,41 @@ def test_the_deliverable_loads_with_peft_and_transformers_and_generates(
     assert not (tmp_path / "nothing").exists()
 
 
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+PLAIN = (
+    "{% for m in messages %}### {{ m['role'] }}:\n{{ m['content'] }}<|endoftext|>\n{% endfor %}"
+    "{% if add_generation_prompt %}### assistant:\n{% endif %}"
+)
+# Each family's tokenizer as its bases ship it, made small: vocabulary size, special tokens, the chat template a
+# user gives a base that has none (ChatML, or a plain one).
+FAMILIES = {
+    "gpt_neox": (300, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "<|endoftext|>", CHATML),
+    "gpt2": (280, ["<|endoftext|>"], "<|endoftext|>", PLAIN),
+    "qwen2": (320, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], "<|im_end|>", CHATML),
+}
+
+
+def own_tokenizer(architecture: str) -> Any:
+    """A byte-level BPE tokenizer trained here on the test's chats, shaped as ``architecture``'s family ships its
+    own (not SmolLM2's): what a user who brings such a base brings."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    size, special, eos, template = FAMILIES[architecture]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=special,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    bpe.train_from_iterator([json.dumps(line) for line in GOOD] * 8, trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=eos, pad_token=eos)
+    tokenizer.chat_template = template
+    return tokenizer
+
+
 @pytest.mark.parametrize(
     ("architecture", "targets"),
     [("gpt_neox", ["query_key_value"]), ("gpt2", ["c_attn"]), ("qwen2", ["q_proj", "v_proj"])],
@@ -440,11 +475,12 @@ def test_the_deliverable_loads_with_peft_and_transformers_and_generates(
 def test_the_adapter_targets_what_peft_targets_on_the_base_s_architecture(
     tmp_path: Path, architecture: str, targets: list[str]
 ) -> None:
-    """Issue 46: a GPT-NeoX (the Pythia family), GPT-2 or Qwen2 base, not only a Llama: the spec names PEFT's own
-    default targets for the architecture, and training adapts exactly those modules."""
+    """Issue 46: a GPT-NeoX (the Pythia family), GPT-2 or Qwen2 base, not only a Llama, each with a tokenizer of its
+    own (its vocabulary, special tokens and chat template): the spec names PEFT's own default targets for the
+    architecture, and training adapts exactly those modules."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    tokenizer = load_tokenizer(default_model_folder())
+    tokenizer = own_tokenizer(architecture)
     shapes = {
         "gpt_neox": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2},
         "gpt2": {"n_embd": 32, "n_layer": 1, "n_head": 2, "n_positions": 128},
@@ -466,3 +502,5 @@ def test_the_adapter_targets_what_peft_targets_on_the_base_s_architecture(
         name.split(".lora_")[0].rsplit(".", 1)[-1] for name in read_evidence(evidence_path(tmp_path / "run", 0)).model
     }
     assert adapted == set(targets)
+    assert len(tokenizer) == FAMILIES[architecture][0]  # its own vocabulary, which the base is shaped for
+    assert json.loads(task.spec.workload.config["architecture"])["vocab_size"] == len(tokenizer)
