@@ -15,10 +15,18 @@ from test_cid import HELLO, VECTORS
 
 from ovig_node import tools
 from ovig_node.deadlines import DeadlinePassed, stop_at
-from ovig_node.storage.cid import Cid
-from ovig_node.storage.errors import ContentNotFound, DigestMismatch, InvalidCid, IpfsUnavailable
+from ovig_node.storage.cid import DAG_PB, Cid
+from ovig_node.storage.errors import ContentNotFound, DigestMismatch, InvalidCid, InvalidContent, IpfsUnavailable
 from ovig_node.storage.ipfs import AddOptions, IpfsClient, api_url_from_multiaddr
-from ovig_node.storage.unixfs import cid_of_bytes
+from ovig_node.storage.unixfs import (
+    TYPE_FILE,
+    PBLink,
+    PBNode,
+    UnixFSData,
+    cid_of_bytes,
+    encode_pbnode,
+    encode_unixfs,
+)
 from support import IpfsNode, free_port, pattern, run_ovig
 
 V1 = AddOptions(cid_version=1)  # raw leaves
@@ -173,6 +181,24 @@ def test_a_download_stops_at_its_threads_deadline_and_keeps_nothing(ipfs: IpfsCl
         ipfs.get_file(cid, tmp_path / "f")
     assert list(tmp_path.iterdir()) == []
     assert ipfs.cat_bytes(cid) == b"x" * 300_000  # outside a deadline's context, as before
+
+
+def test_a_dag_whose_blocks_hold_fewer_bytes_than_declared_is_refused(
+    ipfs: IpfsClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sixth review: a file whose leaves are empty but declared 1 byte each, linked 20,000 times at two levels,
+    was walked for hours with no byte arriving (no cap, no deadline on bytes could stop it). Now each child must
+    hold exactly what its parent declares. FAKE, named as such: the hostile blocks are served by a stand-in for
+    block_get, since the devnet's IPFS node has no block/put to store a hand-made DAG for real."""
+    empty = encode_pbnode(PBNode(data=encode_unixfs(UnixFSData(type=TYPE_FILE))))
+    leaf = Cid.of_block(empty, version=1, codec=DAG_PB)
+    declared = encode_unixfs(UnixFSData(type=TYPE_FILE, filesize=3, blocksizes=(1, 1, 1)))
+    root_block = encode_pbnode(PBNode(links=tuple(PBLink(leaf) for _ in range(3)), data=declared))
+    root = Cid.of_block(root_block, version=1, codec=DAG_PB)
+    blocks = {str(leaf): empty, str(root): root_block}
+    monkeypatch.setattr(ipfs, "block_get", lambda cid: blocks[str(cid)])
+    with pytest.raises(InvalidContent, match=f"block {leaf} holds 0 of the 1 bytes its parent declares"):
+        ipfs.cat_bytes(str(root))
 
 
 def test_unknown_cid_raises_content_not_found(ipfs_node: IpfsNode) -> None:

@@ -35,6 +35,7 @@ left alone, and later seats are still served.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -67,7 +68,7 @@ from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
-from ovig_node.storage.errors import ContentNotFound
+from ovig_node.storage.errors import ContentNotFound, IpfsError
 from ovig_node.verify.stats import warm_up
 
 # The evidence reasons that mean "not obtained" (judging.py): a file not found, not matching its digest, or
@@ -77,6 +78,7 @@ NOT_OBTAINED = frozenset({"missing", "corrupt", "oversized"})
 # minute, at most a sixth of the window (the devnet's is 30 s).
 COMMIT_MARGIN = 60
 _T = TypeVar("_T")
+TOP_UP_GAS_RESERVE = 10**16  # wei kept for the top-up's own gas (and the next ballots'): 0.01 ETH
 FETCH_RETRY_SECONDS = 5.0  # between two looks for a file not found, within the fetch window
 REPLAY_WORKERS = 1  # an execution profile's torch settings are process-wide: two replays at once would mix them
 
@@ -160,7 +162,12 @@ class AuditorNode:
         return lines
 
     def step(self) -> None:
-        self._register()
+        # Registration and top-ups on their own, after the seats: a top-up that fails (a balance someone nudged
+        # to just short of the gas) must never keep the node from committing and revealing (a sixth review).
+        registered = bool(self.ctx.protocol.view(self.ctx.protocol.committee, "getAuditor", self.ctx.address)
+                          .registeredBlock)  # fmt: skip
+        if not registered:
+            self._register()
         self.ctx.scanner.poll()
         for event in self.ctx.scanner.events("PanelDrawn"):
             dispute, run = int(event.args["dispute"]), int(event.args["run"])
@@ -187,6 +194,8 @@ class AuditorNode:
             if int(event.args["appealUntil"]):  # an unavailable round before the last arms the next by itself
                 self._maybe_appeal(int(event.args["dispute"]), int(event.args["round"]), int(event.args["outcome"]))
         self._let_go()
+        if registered and self.isolation.ready("stake"):
+            self.isolation.call("stake", self._register)
         withdraw_credits(self.ctx, self.state, ("TrainingTasks", "AuditCommittee"))
 
     # --- stake ---------------------------------------------------------------------------------
@@ -205,7 +214,7 @@ class AuditorNode:
         # A penalty took some of it: back to (L + 2) x penalty, so the next one leaves it eligible.
         missing = target - int(me.stake)
         balance = self.ctx.client.retry(lambda: self.ctx.client.w3.eth.get_balance(self.ctx.address))
-        if balance <= missing:
+        if balance <= missing + TOP_UP_GAS_RESERVE:
             if not self._warned_stake:
                 eligible = int(me.stake) >= self._param("ELIGIBLE_STAKE")
                 self.ctx.say(f"cannot top the stake up: it needs {missing / 1e18:g} ETH, the account holds "
@@ -361,6 +370,10 @@ class AuditorNode:
         outcome = work.result()  # what the work raised, the seat's isolation logs and retries (abstains when due)
         if isinstance(outcome, Ballot):
             return self._ballot(task, k, outcome.vote, outcome.reason)
+        if outcome.shared:  # unpinned once the task's disputes are over (_let_go)
+            shared = self.state.get("shared", {})
+            shared[str(task)] = sorted({*shared.get(str(task), []), *outcome.shared})
+            self.state.set("shared", shared)
         reason = str(outcome.report.get("reason"))
         obtained = outcome.available and not (outcome.faulty and reason in NOT_OBTAINED)
         vote = Vote.UNAVAILABLE if not obtained else Vote.FAULTY if outcome.faulty else Vote.SOUND
@@ -372,7 +385,12 @@ class AuditorNode:
         task = sources.task
         while True:
             try:
-                fetched = self._task_files(task, sources)
+                # Still arriving when the fetch window closes (served a trickle, or behind a slow prefetch) is not
+                # obtained: withholding, whatever the pace, is answered `unavailable`, not with an abstention.
+                with stop_at(fetch_until):
+                    fetched = self._task_files(task, sources, wait=max(0.0, fetch_until - time.monotonic()))
+            except DeadlinePassed as exc:
+                return Ballot(Vote.UNAVAILABLE, f"the task's files were not obtained in the fetch window ({exc})", "")
             except OwnerFileUnavailable as exc:
                 return Ballot(Vote.UNAVAILABLE, str(exc), "")
             except TaskRefused as exc:  # the deterministic acceptability check every node and the trainer run
@@ -384,7 +402,8 @@ class AuditorNode:
                 continue
             except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
                 return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
-            judgement = judge_interval(self.ctx, fetched, opened, profile=self.profile_name, who="audit")
+            judgement = judge_interval(self.ctx, fetched, opened, profile=self.profile_name, who="audit",
+                                       fetch_by=fetch_until)  # fmt: skip
             reason = str(judgement.report.get("reason"))
             obtained = judgement.available and not (judgement.faulty and reason in NOT_OBTAINED)
             if obtained or time.monotonic() >= fetch_until:
@@ -403,12 +422,18 @@ class AuditorNode:
         self.ctx.say(f"dispute over task {task} interval {k}: {reason}; its ballot: {vote.name.lower()}")
         return Ballot(vote, reason, judgement.report_cid if judgement is not None else "")
 
-    def _task_files(self, task: int, sources: TaskSources) -> FetchedTask:
-        """The task's files, fetched once (one fetch of a task at a time: the prefetch and a seat share them)."""
-        with self._locks.setdefault(task, threading.Lock()):
+    def _task_files(self, task: int, sources: TaskSources, *, wait: float = -1) -> FetchedTask:
+        """The task's files, fetched once (one fetch of a task at a time: the prefetch and a seat share them);
+        waiting at most ``wait`` seconds for another fetch of them (DeadlinePassed after; -1: as long as it takes)."""
+        lock = self._locks.setdefault(task, threading.Lock())
+        if not lock.acquire(timeout=wait):
+            raise DeadlinePassed(f"task {task}'s files: another fetch of them still holds them")
+        try:
             if task not in self._fetched:
                 self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files", sources)
             return self._fetched[task]
+        finally:
+            lock.release()
 
     def _prefetch(self, task: int, dispute: int) -> None:
         """The task's files ahead of any draw, in the background (its own worker, for at most a commit window): a
@@ -430,13 +455,20 @@ class AuditorNode:
         self._prefetching[dispute] = self._fetcher.submit(_until, deadline, work)
 
     def _let_go(self) -> None:
-        """Delete the files of tasks whose every dispute has resolved (a provider's junk must not fill the disk)."""
-        for task in list(self._fetched):
+        """Delete the files of tasks whose every dispute has resolved, and unpin the evidence it re-shared for them
+        (a provider's junk must not fill the disk)."""
+        shared: dict[str, list[str]] = self.state.get("shared", {})
+        for task in {*self._fetched, *map(int, shared)}:
             disputes = [int(e.args["dispute"]) for e in self.ctx.scanner.events("DisputeOpened", task=task)]
-            if disputes and all(self._resolved(dispute) for dispute in disputes):
-                with self._locks.setdefault(task, threading.Lock()):
-                    self._fetched.pop(task, None)
-                    shutil.rmtree(self.ctx.home / f"task-{task}", ignore_errors=True)
+            if not disputes or not all(self._resolved(dispute) for dispute in disputes):
+                continue
+            with self._locks.setdefault(task, threading.Lock()):
+                self._fetched.pop(task, None)
+                shutil.rmtree(self.ctx.home / f"task-{task}", ignore_errors=True)
+            for cid in shared.pop(str(task), []):
+                with contextlib.suppress(IpfsError):  # already unpinned, or another pin of it: nothing to keep
+                    self.ctx.ipfs.unpin(cid)
+            self.state.set("shared", shared)
 
     def _interested(self, task: int) -> bool:
         tasks = self.ctx.protocol.tasks

@@ -19,12 +19,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ovig_node.deadlines import DeadlinePassed, stop_at
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
 from ovig_node.protocol.manifest import ManifestError, ManifestRow, encode_stats, manifest_limit, parse_batch_manifest
@@ -44,6 +46,7 @@ class Judgement:
     report: dict[str, Any]
     report_cid: str
     available: bool  # both files fetched and matched their on-chain digests
+    shared: tuple[str, ...] = ()  # evidence CIDs this node pinned to serve them too (unpinned once no longer due)
 
     @property
     def faulty(self) -> bool:
@@ -95,16 +98,26 @@ def fetch_batch_manifest(
     return parse_batch_manifest(raw, task=fetched.task, j=j, layout=layout, root=root)
 
 
-def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, profile: str, who: str) -> Judgement:
+def judge_interval(
+    ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, profile: str, who: str, fetch_by: float | None = None
+) -> Judgement:
     """Fetch (by the opening manifest), replay and judge interval ``opened.k`` of ``fetched``; pin the
-    report. Safe in a worker thread: it touches IPFS, never the chain's event index."""
+    report. Safe in a worker thread: it touches IPFS, never the chain's event index. With ``fetch_by`` (a
+    monotonic time), evidence still arriving then counts as not obtained: a provider that trickles its files
+    is withholding them."""
     task, k = fetched.task, opened.k
     folder = ctx.home / f"task-{task}" / f"{who}-{k}"
     try:  # the interval's evidence goes whatever happens (a replay stopped at its deadline included): a
         # provider's files must not fill the disk
         max_bytes = layout_of(fetched.prepared.spec).max_bytes
         # An auditor re-shares what it fetched (pins it on its own node), so its co-panelists can fetch it there too.
-        unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes, share=who == "audit")
+        shared: list[str] = []
+        try:
+            with stop_at(fetch_by) if fetch_by is not None else contextlib.nullcontext():
+                unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes,
+                                              shared=shared if who == "audit" else None)  # fmt: skip
+        except DeadlinePassed as exc:
+            unavailable = ("missing", f"not obtained by the end of the fetch window ({exc})")
         if unavailable is None and (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
             reason, cause, detail = wrong  # a replay's verdict would change nothing: the opening is not sound
             report = _faulty(task, k, reason, detail, cause)
@@ -122,7 +135,7 @@ def judge_interval(ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, pr
         cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1, default=float).encode(), name="report.json").cid
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return Judgement(report, cid, available)
+    return Judgement(report, cid, available, tuple(shared))
 
 
 def _faulty(task: int, k: int, reason: str, detail: str, cause: str) -> dict[str, Any]:
@@ -136,10 +149,16 @@ def fetch_end_evidence(ctx: NodeContext, opened: Opened, folder: Path, *, max_by
 
 
 def _fetch_evidence(
-    ctx: NodeContext, opened: Opened, folder: Path, *, max_bytes: int, share: bool = False, end_only: bool = False
+    ctx: NodeContext,
+    opened: Opened,
+    folder: Path,
+    *,
+    max_bytes: int,
+    shared: list[str] | None = None,
+    end_only: bool = False,
 ) -> tuple[str, str] | None:
-    """Download E_{k-1} (k > 0, unless ``end_only``) and E_k into ``folder`` (``share``: and pin each, to serve
-    it); (reason, detail) if they are unavailable, or None."""
+    """Download E_{k-1} (k > 0, unless ``end_only``) and E_k into ``folder`` (with ``shared``: and pin each, to
+    serve it, adding its CID there); (reason, detail) if they are unavailable, or None."""
     k, cid = opened.k, opened.opening_cid
     if cid is None:
         return "missing", f"batch of interval {k} has no opening manifest"
@@ -166,20 +185,22 @@ def _fetch_evidence(
             raise
         except IpfsError as exc:
             return _reason_of(exc), f"E_{index} ({files[digest]}): {exc}"
-        if share:
-            _share(ctx, files[digest])
+        if shared is not None and _share(ctx, files[digest]):
+            shared.append(files[digest])
     return None
 
 
-def _share(ctx: NodeContext, cid: str) -> None:
-    """Pin a file just fetched, so this node serves it too. A pin that fails changes nothing about what was
-    obtained (our own node being down aside, which the caller waits out)."""
+def _share(ctx: NodeContext, cid: str) -> bool:
+    """Pin a file just fetched, so this node serves it too; whether it did. A pin that fails changes nothing about
+    what was obtained (our own node being down aside, which the caller waits out)."""
     try:
         ctx.ipfs.pin(cid)
     except IpfsUnavailable:
         raise
     except IpfsError as exc:
         ctx.say(f"could not pin {cid} to re-share it: {exc}", style="yellow")
+        return False
+    return True
 
 
 def _manifest_problem(

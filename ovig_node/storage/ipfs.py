@@ -252,8 +252,11 @@ class IpfsClient:
     def _walk(self, cid: Cid, start: int, end: int | None, root: str, block: bytes | None = None) -> Iterator[bytes]:
         """Yield bytes ``[start, end)`` of the file under ``cid`` (``end=None``: to the end).
 
-        ``block`` is the verified block of ``cid`` when a parent already fetched it ahead.
+        ``block`` is the verified block of ``cid`` when a parent already fetched it ahead. Each child must hold
+        exactly the bytes its parent declares: a DAG of empty leaves declaring sizes (whoever made it chose them)
+        would otherwise be walked for ever without a byte arriving, and no cap or deadline on bytes would stop it.
         """
+        deadlines.check(f"fetching {root}")  # per block, not only per piece: a block may hold no bytes
         if block is None:
             block = self.block_get(cid)
         if cid.codec == RAW:
@@ -271,17 +274,22 @@ class IpfsClient:
         if unixfs.data:
             yield unixfs.data[start:end]
         # The children overlapping [start, end), each with the range it contributes.
-        wanted: list[tuple[Cid, int, int | None]] = []
+        wanted: list[tuple[Cid, int, int | None, int]] = []
         pos = len(unixfs.data)
         for link, size in zip(node.links, unixfs.blocksizes, strict=True):
             if end is not None and pos >= end:
                 break
             if pos + size > start:
-                wanted.append((link.cid, max(0, start - pos), None if end is None else min(size, end - pos)))
+                wanted.append((link.cid, max(0, start - pos), None if end is None else min(size, end - pos), size))
             pos += size
-        blocks = self._fetch_ahead([child for child, _, _ in wanted])
-        for (child, child_start, child_end), child_block in zip(wanted, blocks, strict=True):
-            yield from self._walk(child, child_start, child_end, root, child_block)
+        blocks = self._fetch_ahead([child for child, _, _, _ in wanted])
+        for (child, child_start, child_end, size), child_block in zip(wanted, blocks, strict=True):
+            expected, got = (size if child_end is None else child_end) - child_start, 0
+            for piece in self._walk(child, child_start, child_end, root, child_block):
+                got += len(piece)
+                yield piece
+            if got != expected:
+                raise InvalidContent(root, f"block {child} holds {got} of the {expected} bytes its parent declares")
 
     def _fetch_ahead(self, cids: list[Cid]) -> Iterator[bytes]:
         """Verified blocks of ``cids`` in order, with up to ``prefetch`` requests in flight.
