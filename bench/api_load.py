@@ -84,9 +84,18 @@ def build_history(w3: Web3, protocol: Protocol, tasks: int) -> dict[str, int]:
     ids = range(first, first + tasks)
     # N = 1,000 steps of stride 10 in batches of 10: each task has 100 intervals in 10 batches.
     post = f.postTask(
-        b"\x11" * 32, "QmSpec", b"\x22" * 32, 1000, 10, 10, 2500, (3 * ETHER, ETHER // 10, ETHER // 100), 600,
-        (600, 600, 600), deadline,
-    )  # fmt: skip
+        b"\x11" * 32,
+        "QmSpec",
+        b"\x22" * 32,
+        1000,
+        10,
+        10,
+        2500,
+        (3 * ETHER, ETHER // 10, ETHER // 100),
+        600,
+        (600, 600, 600),
+        deadline,
+    )
     send_all(w3, OWNER, [(post, 2 * ETHER + ETHER // 100)] * tasks)
     accepted = [t for t in ids if t % 2 == 0]
     send_all(w3, PROVIDER, [(f.acceptTask(t), 3 * ETHER) for t in accepted])

@@ -39,8 +39,10 @@ def sybil_majority(seats: int, share: float) -> float:
     """P(Bin(seats, share) >= (seats + 1) / 2)."""
     need = (seats + 1) // 2
     # Log-space terms: comb(seats, i) overflows a float for the larger panels.
-    log_terms = (lgamma(seats + 1) - lgamma(i + 1) - lgamma(seats - i + 1) + i * log(share)
-                 + (seats - i) * log(1 - share) for i in range(need, seats + 1))  # fmt: skip
+    log_terms = (
+        lgamma(seats + 1) - lgamma(i + 1) - lgamma(seats - i + 1) + i * log(share) + (seats - i) * log(1 - share)
+        for i in range(need, seats + 1)
+    )
     return sum(exp(t) for t in log_terms)
 
 
@@ -51,15 +53,17 @@ def odds(first: int, max_rounds: int, min_challenger_bond: int) -> list[dict[str
         safe = next((r for r, p in enumerate(per_round) if p < SAFE), None)
         bonds = None if safe is None else sum(1 << (r + 1) for r in range(safe))  # in challenger bonds
         seats = None if safe is None else sum(panel_size(first, r) for r in range(safe + 1))
-        rows.append({
-            "sybil_share": share,
-            "per_round": per_round[:max_rounds],
-            "safe_round": safe,
-            "appeal_bonds_in_challenger_bonds": bonds,
-            "appeal_bonds_wei_at_min_bond": None if bonds is None else bonds * min_challenger_bond,
-            "auditors_needed": None if seats is None else 2 * seats,
-            "reachable": safe is not None and safe < max_rounds and 2 * seats <= REGISTRY,
-        })  # fmt: skip
+        rows.append(
+            {
+                "sybil_share": share,
+                "per_round": per_round[:max_rounds],
+                "safe_round": safe,
+                "appeal_bonds_in_challenger_bonds": bonds,
+                "appeal_bonds_wei_at_min_bond": None if bonds is None else bonds * min_challenger_bond,
+                "auditors_needed": None if seats is None else 2 * seats,
+                "reachable": safe is not None and safe < max_rounds and 2 * seats <= REGISTRY,
+            }
+        )
     return rows
 
 

@@ -58,8 +58,15 @@ def replayed_interval(
     *, tiny: bool, steps: int, work: Path, profile: str
 ) -> tuple[Evidence, Evidence, Clock, PreparedTask]:
     """The claimed and the replayed E_0 of a ``steps``-step interval, and the replay's clock."""
-    prepared = prepare_task("language", work / "task", tiny=tiny, total_steps=steps, stride=steps,
-                            intervals_per_batch=1, batch_size=32 if tiny else 16)  # fmt: skip
+    prepared = prepare_task(
+        "language",
+        work / "task",
+        tiny=tiny,
+        total_steps=steps,
+        stride=steps,
+        intervals_per_batch=1,
+        batch_size=32 if tiny else 16,
+    )
     train(claim_run(prepared, work / "claims"))
     claimed = read_evidence(evidence_path(work / "claims", 0))
     with Clock() as clock:
@@ -72,15 +79,25 @@ def measure(*, tiny: bool, steps: int, repeats: int, work: Path, profile: str) -
     # from the cost per step, so the share can be given at strides too long to replay here.
     load = os.getloadavg()[0]
     short = replayed_interval(tiny=tiny, steps=steps, work=work / "short", profile=profile)
-    claimed, replayed, long, prepared = replayed_interval(tiny=tiny, steps=2 * steps, work=work / "long",
-                                                          profile=profile)  # fmt: skip
+    claimed, replayed, long, prepared = replayed_interval(
+        tiny=tiny, steps=2 * steps, work=work / "long", profile=profile
+    )
     costs = {kind: _replay_cost(getattr(short[2], kind), getattr(long, kind), steps) for kind in ("wall", "cpu")}
     # The comparison's cost does not depend on the bounds' values: any boundary of the right shape will do.
     ones = SignalBounds(abs=[1.0] * len(PERCENTILES), rel=[1.0] * len(PERCENTILES))
-    boundary = BoundaryProfile(workload="language", stride=2 * steps, alpha=3.0, signals=dict.fromkeys(SIGNALS, ones),
-                               statistics=dict.fromkeys(STATISTICS, 1.0),
-                               claim_profile="reference", profiles=["micro2"], intervals=1, replays=1,
-                               torch=torch.__version__, replay_seconds_max=long.wall)  # fmt: skip
+    boundary = BoundaryProfile(
+        workload="language",
+        stride=2 * steps,
+        alpha=3.0,
+        signals=dict.fromkeys(SIGNALS, ones),
+        statistics=dict.fromkeys(STATISTICS, 1.0),
+        claim_profile="reference",
+        profiles=["micro2"],
+        intervals=1,
+        replays=1,
+        torch=torch.__version__,
+        replay_seconds_max=long.wall,
+    )
     compares = []
     for _ in range(repeats):
         with Clock() as clock:
@@ -162,15 +179,24 @@ def main() -> None:
     assert isinstance(coordinates, dict)
     shares = result["share_at_stride"]
     assert isinstance(shares, dict)
-    table.add_row(f"{sum(coordinates.values()):,}", f"{result['replay_seconds_per_step']:.2f}",
-                  f"{result['replay_seconds_fixed']:.1f}", f"{result['compare_seconds']:.2f}",
-                  *(f"{shares[s]:.2%}" for s in STRIDES),
-                  str(result["smallest_stride_under_target"]))  # fmt: skip
+    table.add_row(
+        f"{sum(coordinates.values()):,}",
+        f"{result['replay_seconds_per_step']:.2f}",
+        f"{result['replay_seconds_fixed']:.1f}",
+        f"{result['compare_seconds']:.2f}",
+        *(f"{shares[s]:.2%}" for s in STRIDES),
+        str(result["smallest_stride_under_target"]),
+    )
     cpu = result["cpu"]
     assert isinstance(cpu, dict)
-    table.add_row("CPU seconds", f"{cpu['replay_seconds_per_step']:.2f}", f"{cpu['replay_seconds_fixed']:.1f}",
-                  f"{cpu['compare_seconds']:.2f}", *(f"{cpu['share_at_stride'][s]:.2%}" for s in STRIDES),
-                  str(cpu["smallest_stride_under_target"]))  # fmt: skip
+    table.add_row(
+        "CPU seconds",
+        f"{cpu['replay_seconds_per_step']:.2f}",
+        f"{cpu['replay_seconds_fixed']:.1f}",
+        f"{cpu['compare_seconds']:.2f}",
+        *(f"{cpu['share_at_stride'][s]:.2%}" for s in STRIDES),
+        str(cpu["smallest_stride_under_target"]),
+    )
     Console(width=150).print(table)
     print(f"written {path}")
 

@@ -102,10 +102,23 @@ def task_gas(url: str, folder: Path, shape: Shape) -> int:
 
 
 def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: float, url: str) -> dict[str, Any]:
-    prepared = prepare_task(args.workload, folder / f"task-{stride}", tiny=args.tiny, total_steps=args.steps,
-                            stride=stride, intervals_per_batch=args.per_batch, sample_bps=args.sample_bps)  # fmt: skip
-    run = TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path,
-                   folder / f"run-{stride}", get_profile(CLAIM_PROFILE))  # fmt: skip
+    prepared = prepare_task(
+        args.workload,
+        folder / f"task-{stride}",
+        tiny=args.tiny,
+        total_steps=args.steps,
+        stride=stride,
+        intervals_per_batch=args.per_batch,
+        sample_bps=args.sample_bps,
+    )
+    run = TrainRun(
+        prepared.spec,
+        prepared.spec_hash,
+        prepared.dataset_path,
+        prepared.init_path,
+        folder / f"run-{stride}",
+        get_profile(CLAIM_PROFILE),
+    )
     result = train(run)
     started = time.monotonic()
     batch_roots(run, result.digests)
@@ -114,10 +127,14 @@ def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: f
     cast = CASTS[args.workload]
     positions = spread_positions(prepared.spec.layout.intervals, args.calibration_positions)
     started = time.monotonic()
-    boundary: BoundaryProfile = calibrate(prepared, claim_profile=get_profile(CLAIM_PROFILE),
-                                          replay_profiles=[get_profile(p) for p in cast.calibration_profiles],
-                                          positions=positions, alpha=CALIBRATION.alpha,
-                                          work_dir=folder / f"calibration-{stride}")  # fmt: skip
+    boundary: BoundaryProfile = calibrate(
+        prepared,
+        claim_profile=get_profile(CLAIM_PROFILE),
+        replay_profiles=[get_profile(p) for p in cast.calibration_profiles],
+        positions=positions,
+        alpha=CALIBRATION.alpha,
+        work_dir=folder / f"calibration-{stride}",
+    )
     calibrate_seconds = time.monotonic() - started
 
     sampled = sampled_intervals(prepared, args.sample_bps, random.Random(stride))
@@ -173,20 +190,35 @@ def measure_stride(args: argparse.Namespace, stride: int, folder: Path, plain: f
 def failure(k: int, report: dict[str, Any]) -> dict[str, Any]:
     """Why the watcher judged honest interval ``k`` faulty: its reason, the signals outside their limits,
     and the row nearest (here: furthest past) its limit, of the deciding replay."""
-    failing = sorted(name for name, kinds in report.get("signals", {}).items()
-                     if any(not row["ok"] for rows in kinds.values() for row in rows))  # fmt: skip
+    failing = sorted(
+        name
+        for name, kinds in report.get("signals", {}).items()
+        if any(not row["ok"] for rows in kinds.values() for row in rows)
+    )
     closest = closest_to_limit(report)
-    return {"interval": k, "reason": report["reason"], "cause": report.get("cause", ""), "signals": failing,
-            "margin": report.get("margin"), "replays": report["replays"],
-            "closest": None if closest is None else {"ratio": closest[0], "row": closest[1]}}  # fmt: skip
+    return {
+        "interval": k,
+        "reason": report["reason"],
+        "cause": report.get("cause", ""),
+        "signals": failing,
+        "margin": report.get("margin"),
+        "replays": report["replays"],
+        "closest": None if closest is None else {"ratio": closest[0], "row": closest[1]},
+    }
 
 
 def plain_seconds(args: argparse.Namespace, folder: Path) -> float:
     """Training with no evidence (the stride does not matter): the fastest of ``--plain-runs``, after a
     warm-up of a few steps (the first run in a process pays for loading libraries and caches)."""
     prepared = prepare_task(args.workload, folder / "plain", tiny=args.tiny, total_steps=args.steps, stride=args.steps)
-    run = TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path,
-                   folder / "plain-run", get_profile(CLAIM_PROFILE))  # fmt: skip
+    run = TrainRun(
+        prepared.spec,
+        prepared.spec_hash,
+        prepared.dataset_path,
+        prepared.init_path,
+        folder / "plain-run",
+        get_profile(CLAIM_PROFILE),
+    )
     train(run, evidence=False, stop_at=min(WARMUP_STEPS, args.steps))
     return min(train(run, evidence=False).seconds for _ in range(args.plain_runs))
 
@@ -225,8 +257,19 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         # Not the devnet's chain id: the deploy plan gives the production committee's parameters (the
         # replay time bench/gas.py's tasks declare is over the devnet committee's maximum).
-        argv = [str(tools.anvil()), "--port", str(port), "--mnemonic", DEVNET_MNEMONIC,
-                "--accounts", str(ACCOUNTS), "--balance", "1000000", "--chain-id", str(BENCH_CHAIN_ID)]  # fmt: skip
+        argv = [
+            str(tools.anvil()),
+            "--port",
+            str(port),
+            "--mnemonic",
+            DEVNET_MNEMONIC,
+            "--accounts",
+            str(ACCOUNTS),
+            "--balance",
+            "1000000",
+            "--chain-id",
+            str(BENCH_CHAIN_ID),
+        ]
         anvil = start_process("anvil", argv, log=folder / "anvil.log", ready=lambda: anvil_health(url)[0], timeout=60)
         try:
             plain = plain_seconds(args, folder)
@@ -235,31 +278,78 @@ def main() -> None:
                     rows.append(measure_stride(args, stride, folder, plain, url))
         finally:
             terminate(anvil)
-    table = Table(title=f"end-to-end overhead, {name(args)}, N = {args.steps}, m = {args.per_batch}, "
-                        f"phi = {args.sample_bps / 10_000:g} (OVIG: {OVIG_PUBLISHED['overhead']}x at "
-                        f"s = {OVIG_PUBLISHED['stride']} on {OVIG_PUBLISHED['model']})")  # fmt: skip
-    columns = ("s", "K", "sampled", "failed", "confirmed", "plain s", "evidence s", "replays s", "overhead",
-               *(f"at phi={phi:g}" for phi in PHIS), "gas / task", "evidence MB", "kept MB", "sent MB",
-               "owner calibration s")  # fmt: skip
+    table = Table(
+        title=f"end-to-end overhead, {name(args)}, N = {args.steps}, m = {args.per_batch}, "
+        f"phi = {args.sample_bps / 10_000:g} (OVIG: {OVIG_PUBLISHED['overhead']}x at "
+        f"s = {OVIG_PUBLISHED['stride']} on {OVIG_PUBLISHED['model']})"
+    )
+    columns = (
+        "s",
+        "K",
+        "sampled",
+        "failed",
+        "confirmed",
+        "plain s",
+        "evidence s",
+        "replays s",
+        "overhead",
+        *(f"at phi={phi:g}" for phi in PHIS),
+        "gas / task",
+        "evidence MB",
+        "kept MB",
+        "sent MB",
+        "owner calibration s",
+    )
     for column in columns:
         table.add_column(column, justify="right")
     for r in rows:
-        table.add_row(str(r["stride"]), str(r["intervals"]), str(r["sampled"]), str(r["honest_replays_failed"]),
-                      str(r["honest_replays_confirmed"]), f"{r['plain_s']:.2f}",
-                      f"{r['evidence_s']:.2f}", f"{r['replay_s']:.2f}", f"{r['overhead']:.2f}x",
-                      *(f"{r['overhead_at_phi'][str(phi)]:.3f}x" for phi in PHIS),
-                      f"{r['gas_per_task']:,}", f"{r['evidence_bytes'] / 1e6:.1f}", f"{r['kept_bytes'] / 1e6:.2f}",
-                      f"{r['transmitted_bytes'] / 1e6:.2f}", f"{r['calibrate_s']:.1f}")  # fmt: skip
+        table.add_row(
+            str(r["stride"]),
+            str(r["intervals"]),
+            str(r["sampled"]),
+            str(r["honest_replays_failed"]),
+            str(r["honest_replays_confirmed"]),
+            f"{r['plain_s']:.2f}",
+            f"{r['evidence_s']:.2f}",
+            f"{r['replay_s']:.2f}",
+            f"{r['overhead']:.2f}x",
+            *(f"{r['overhead_at_phi'][str(phi)]:.3f}x" for phi in PHIS),
+            f"{r['gas_per_task']:,}",
+            f"{r['evidence_bytes'] / 1e6:.1f}",
+            f"{r['kept_bytes'] / 1e6:.2f}",
+            f"{r['transmitted_bytes'] / 1e6:.2f}",
+            f"{r['calibrate_s']:.1f}",
+        )
     console.print(table)
-    machine = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-               "loadavg_before": load_before, "loadavg_after": os.getloadavg()}  # fmt: skip
+    machine = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+    }
     out = RESULTS / f"e2e_{args.workload}{'_tiny' if args.tiny else ''}.json"
     cast = CASTS[args.workload]
-    judging = {"claim_profile": CLAIM_PROFILE, "calibration_profiles": list(cast.calibration_profiles),
-               "calibration_positions": args.calibration_positions, "alpha": CALIBRATION.alpha,
-               "watcher_profiles": watcher_profiles(cast)}  # fmt: skip
-    out.write_text(json.dumps({"machine": machine, "args": vars(args), "ovig_published": OVIG_PUBLISHED,
-                               "judging": judging, "rows": rows}, indent=2) + "\n")  # fmt: skip
+    judging = {
+        "claim_profile": CLAIM_PROFILE,
+        "calibration_profiles": list(cast.calibration_profiles),
+        "calibration_positions": args.calibration_positions,
+        "alpha": CALIBRATION.alpha,
+        "watcher_profiles": watcher_profiles(cast),
+    }
+    out.write_text(
+        json.dumps(
+            {
+                "machine": machine,
+                "args": vars(args),
+                "ovig_published": OVIG_PUBLISHED,
+                "judging": judging,
+                "rows": rows,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     console.print(f"written {out}")
 
 

@@ -98,8 +98,10 @@ from pathlib import Path
 RESULTS = Path(__file__).parent / "results"
 WORK = Path(__file__).resolve().parent.parent / ".cache" / "eval"  # resumable work (ovig eval --work-dir)
 TINY = ["--tiny", "--intervals", "1:120,10:120,100:44", "--calibration-positions", "12"]
-NO_SWEEP = ("micro_batch_drop,data_perturbation,lr_tamper,low_precision,stale_gradient,skip_steps,backdoor,"
-            "optimizer_tamper,interpolated_endpoint,row_tamper")  # fmt: skip
+NO_SWEEP = (
+    "micro_batch_drop,data_perturbation,lr_tamper,low_precision,stale_gradient,skip_steps,backdoor,"
+    "optimizer_tamper,interpolated_endpoint,row_tamper"
+)
 S100_LIGHT = ["--tiny", "--strides", "100", "--intervals", "100:36", "--no-other-hardware", "--attacks", NO_SWEEP]
 # The execution profiles that change an llm step: its batch of 4 makes micro8 micro4, and it has no convolution.
 LLM_PROFILES = ["--calibration-profiles", "micro2,micro4-fp64acc,math-attention,fused-optimizer"]
@@ -115,11 +117,41 @@ GROUPS = {
         (["--tiny", "--strides", "1,10", "--intervals", "120", *SEPARATE, "60"], ""),
         # s = 100: 12 intervals of each of two separate runs. Interval 0 is a fifth of the warm-up, and its
         # drift follows the run's gradient scale (seed 2's is 3x smaller than seeds 1 and 3's)
-        (["--tiny", "--strides", "100", "--intervals", "36", "--no-other-hardware", "--attacks", NO_SWEEP,
-          "--calibration-seed", "2", "--calibration-seed", "3", "--calibration-positions", "12"], "_s100"),
+        (
+            [
+                "--tiny",
+                "--strides",
+                "100",
+                "--intervals",
+                "36",
+                "--no-other-hardware",
+                "--attacks",
+                NO_SWEEP,
+                "--calibration-seed",
+                "2",
+                "--calibration-seed",
+                "3",
+                "--calibration-positions",
+                "12",
+            ],
+            "_s100",
+        ),
         # ... and from 18 intervals of seed 2 alone: one false positive, interval 0
-        (["--tiny", "--strides", "100", "--intervals", "36", "--no-other-hardware", "--attacks", NO_SWEEP,
-          *SEPARATE, "18"], "_s100_seed2_only"),
+        (
+            [
+                "--tiny",
+                "--strides",
+                "100",
+                "--intervals",
+                "36",
+                "--no-other-hardware",
+                "--attacks",
+                NO_SWEEP,
+                *SEPARATE,
+                "18",
+            ],
+            "_s100_seed2_only",
+        ),
         # before the warm-up: a constant rate from the first step (docs/evaluation.md: why the tiny recipe warms up)
         ([*TINY, "--strides", "1,10", "--warmup-steps", "0"], "_constant"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "0"], "_s100_constant"),
@@ -127,84 +159,224 @@ GROUPS = {
         # the warm-up with the sparse same-run boundary of the other workloads (12 intervals)
         ([*TINY, "--strides", "1,10", "--warmup-steps", "500"], "_warmup500"),
         ([*S100_LIGHT, "--calibration-positions", "6", "--warmup-steps", "500"], "_s100_warmup500"),
-        (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--calibration-positions",
-          "60", "--warmup-steps", "500", "--no-other-hardware"], "_s10_warmup500_separate_calibration"),
+        (
+            [
+                "--tiny",
+                "--strides",
+                "10",
+                "--intervals",
+                "10:120",
+                "--calibration-seed",
+                "2",
+                "--calibration-positions",
+                "60",
+                "--warmup-steps",
+                "500",
+                "--no-other-hardware",
+            ],
+            "_s10_warmup500_separate_calibration",
+        ),
         # the protocol's own calibration: the first 60 intervals (of the separate run), warm-up included
-        (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--calibrate-on",
-          ",".join(str(k) for k in range(60)), "--no-other-hardware",
-          "--attacks", "lr_tamper,low_precision,row_tamper"], "_s10_first60"),
+        (
+            [
+                "--tiny",
+                "--strides",
+                "10",
+                "--intervals",
+                "10:120",
+                "--calibration-seed",
+                "2",
+                "--calibrate-on",
+                ",".join(str(k) for k in range(60)),
+                "--no-other-hardware",
+                "--attacks",
+                "lr_tamper,low_precision,row_tamper",
+            ],
+            "_s10_first60",
+        ),
     ],
     "llm": [
         ([*TINY_LLM, "--strides", "1,10", "--intervals", "112", "--calibration-positions", "12"], ""),
-        ([*TINY_LLM, "--strides", "100", "--intervals", "36", "--calibration-positions", "6", "--no-other-hardware"],
-         "_s100"),
+        (
+            [*TINY_LLM, "--strides", "100", "--intervals", "36", "--calibration-positions", "6", "--no-other-hardware"],
+            "_s100",
+        ),
         # the boundary-aware attacker aiming at the poisoned reply, added after the main run: its layout at s = 10
-        ([*TINY_LLM, "--strides", "10", "--intervals", "112", "--calibration-positions", "12",
-          "--attacks", "boundary_aware"], "_adaptive"),
+        (
+            [
+                *TINY_LLM,
+                "--strides",
+                "10",
+                "--intervals",
+                "112",
+                "--calibration-positions",
+                "12",
+                "--attacks",
+                "boundary_aware",
+            ],
+            "_adaptive",
+        ),
     ],
     "vision": [
         ([*TINY, "--strides", "1,10,100"], ""),
         ([*TINY, "--strides", "1,10,100", "--config", "pool=max"], "_maxpool"),
-        (["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--config", "pool=max"],
-         "_maxpool_s10_separate_calibration"),
+        (
+            ["--tiny", "--strides", "10", "--intervals", "10:120", "--calibration-seed", "2", "--config", "pool=max"],
+            "_maxpool_s10_separate_calibration",
+        ),
     ],
-}  # fmt: skip
+}
 ALL_STRIDES = [([*TINY, "--strides", "1,10,100"], "")]
 MAIN = ("", "_s100")  # the main evaluation's processes (--main): each workload's first, and language's s = 100
 # Leave one family out, on each workload's main layout (language: its separate calibration runs).
 # Two lanes side by side, each a list of (output folder, workload, options) run one after the other.
 LOFO = "--leave-one-family-out"
 FAMILIES = [
-    [("families_vision_tiny", "vision", [LOFO, *TINY, "--strides", "1,10,100"]),
-     ("families_diffusion_tiny", "diffusion", [LOFO, *TINY, "--strides", "1,10,100"])],
+    [
+        ("families_vision_tiny", "vision", [LOFO, *TINY, "--strides", "1,10,100"]),
+        ("families_diffusion_tiny", "diffusion", [LOFO, *TINY, "--strides", "1,10,100"]),
+    ],
     # language only at s = 10, on 100 intervals calibrated from 20 of a separate run (seed 2): its steps cost ten
     # times the others', and every interval is replayed under every profile
-    [("families_language_tiny", "language",
-      [LOFO, "--tiny", "--strides", "10", "--intervals", "100", *SEPARATE, "20"])],
-]  # fmt: skip
+    [
+        (
+            "families_language_tiny",
+            "language",
+            [LOFO, "--tiny", "--strides", "10", "--intervals", "100", *SEPARATE, "20"],
+        )
+    ],
+]
 # What the rounding floor costs in sensitivity: the swept attacks' frontiers with the floor and without it
 # (--floor-ulps 0), on a small layout (the attacked interval is one whose honest evidence passes).
 NO_FLOOR = ["--floor-ulps", "0"]
-SWEEP = ["--tiny", "--strides", "1,10,100", "--intervals", "1:24,10:24,100:12", "--calibration-positions", "6",
-         "--attacks", "row_tamper,targeted_gradient", "--no-other-hardware"]  # fmt: skip
+SWEEP = [
+    "--tiny",
+    "--strides",
+    "1,10,100",
+    "--intervals",
+    "1:24,10:24,100:12",
+    "--calibration-positions",
+    "6",
+    "--attacks",
+    "row_tamper,targeted_gradient",
+    "--no-other-hardware",
+]
 # Language at s = 1 and 10 only (at s = 100 its calibration alone would take half an hour); with the floor it runs
 # every non-adaptive attack too: its main evaluation (hours) was not re-run with the floor.
 SWEEP_LANGUAGE = [*SWEEP[:2], "1,10", *SWEEP[3:]]
 EVERY_ATTACK_LANGUAGE = [*SWEEP_LANGUAGE[:-3], "--attacks", f"{NO_SWEEP},targeted_gradient", "--no-other-hardware"]
 FLOOR = [
-    [("floor_vision_tiny", "vision", SWEEP), ("floor_vision_tiny_none", "vision", [*SWEEP, *NO_FLOOR]),
-     ("floor_diffusion_tiny", "diffusion", SWEEP), ("floor_diffusion_tiny_none", "diffusion", [*SWEEP, *NO_FLOOR])],
-    [("floor_language_tiny", "language", EVERY_ATTACK_LANGUAGE),
-     ("floor_language_tiny_none", "language", [*SWEEP_LANGUAGE, *NO_FLOOR])],
-]  # fmt: skip
+    [
+        ("floor_vision_tiny", "vision", SWEEP),
+        ("floor_vision_tiny_none", "vision", [*SWEEP, *NO_FLOOR]),
+        ("floor_diffusion_tiny", "diffusion", SWEEP),
+        ("floor_diffusion_tiny_none", "diffusion", [*SWEEP, *NO_FLOOR]),
+    ],
+    [
+        ("floor_language_tiny", "language", EVERY_ATTACK_LANGUAGE),
+        ("floor_language_tiny_none", "language", [*SWEEP_LANGUAGE, *NO_FLOOR]),
+    ],
+]
 # Layer one (ovig eval --layer-one): the statistics judge alone, on each workload's main layout (the same task and
 # faked interval as its main evaluation; language at s = 1 and 10, whose intervals of the evaluated run are all
 # held out against seed 2's, the way its main evaluation's are).
 LAYER_ONE = [
-    [(f"layer_one_{workload}_tiny", workload, ["--layer-one", *TINY, "--strides", "1,10,100"])
-     for workload in ("vision", "diffusion")],
-    [("layer_one_language_tiny", "language", ["--layer-one", "--tiny", "--strides", "1,10", "--intervals", "120",
-                                              *SEPARATE, "60"])],
-]  # fmt: skip
-REAL_LLM = ["--full", "--strides", "10", "--intervals", "66", "--calibration-positions", "6", *LLM_PROFILES,
-            "--no-other-hardware"]  # fmt: skip
+    [
+        (f"layer_one_{workload}_tiny", workload, ["--layer-one", *TINY, "--strides", "1,10,100"])
+        for workload in ("vision", "diffusion")
+    ],
+    [
+        (
+            "layer_one_language_tiny",
+            "language",
+            ["--layer-one", "--tiny", "--strides", "1,10", "--intervals", "120", *SEPARATE, "60"],
+        )
+    ],
+]
+REAL_LLM = [
+    "--full",
+    "--strides",
+    "10",
+    "--intervals",
+    "66",
+    "--calibration-positions",
+    "6",
+    *LLM_PROFILES,
+    "--no-other-hardware",
+]
 # ... and the poisoned instruction set on it, on a shorter run of its own (20 intervals, 4 calibrated)
-REAL_LLM_POISON = ["--full", "--strides", "10", "--intervals", "20", "--calibration-positions", "4", *LLM_PROFILES,
-                   "--no-other-hardware", "--attacks", "poisoned_instructions"]  # fmt: skip
+REAL_LLM_POISON = [
+    "--full",
+    "--strides",
+    "10",
+    "--intervals",
+    "20",
+    "--calibration-positions",
+    "4",
+    *LLM_PROFILES,
+    "--no-other-hardware",
+    "--attacks",
+    "poisoned_instructions",
+]
 # ... and at s = 100: 8 intervals (800 steps), 2 calibrated; the attacks that fake one interval, two at a time
-REAL_LLM_S100 = ["--full", "--strides", "100", "--intervals", "8", "--calibration-positions", "2", *LLM_PROFILES,
-                 "--no-other-hardware", "--attacks", NO_SWEEP.replace("backdoor,", "") + ",base_tamper",
-                 "--jobs", "2"]  # fmt: skip
-DDP = ["--tiny", "--claim-profile", "ddp2", "--calibration-seed", "2", "--calibration-positions", "12",
-       "--strides", "1,10,100", "--intervals", "1:112,10:112,100:36", "--attacks", NO_SWEEP]  # fmt: skip
+REAL_LLM_S100 = [
+    "--full",
+    "--strides",
+    "100",
+    "--intervals",
+    "8",
+    "--calibration-positions",
+    "2",
+    *LLM_PROFILES,
+    "--no-other-hardware",
+    "--attacks",
+    NO_SWEEP.replace("backdoor,", "") + ",base_tamper",
+    "--jobs",
+    "2",
+]
+DDP = [
+    "--tiny",
+    "--claim-profile",
+    "ddp2",
+    "--calibration-seed",
+    "2",
+    "--calibration-positions",
+    "12",
+    "--strides",
+    "1,10,100",
+    "--intervals",
+    "1:112,10:112,100:36",
+    "--attacks",
+    NO_SWEEP,
+]
 # Exact mode (ovig eval --exact): bit-for-bit verdicts, every attack (the boundary-aware attacker aiming at the
 # boundary of a boundary-mode twin of the task), at s = 10 on 24 intervals, 4 of them calibrating that boundary.
-EXACT = ["--tiny", "--exact", "--strides", "10", "--intervals", "24", "--calibration-positions", "4",
-         "--no-other-hardware"]  # fmt: skip
+EXACT = [
+    "--tiny",
+    "--exact",
+    "--strides",
+    "10",
+    "--intervals",
+    "24",
+    "--calibration-positions",
+    "4",
+    "--no-other-hardware",
+]
 EXACT_LLM_ADAPTIVE = [*EXACT, "--attacks", "boundary_aware"]
 EXACT_STEERING = [*EXACT, "--attacks", "log_steering"]
-FULL_LANGUAGE = ["--full", "--strides", "1,10", "--intervals", "1:40,10:16", "--calibration-positions", "4",
-                 "--batch-size", "16", "--attacks", NO_SWEEP.replace("backdoor,", "")]  # fmt: skip
+FULL_LANGUAGE = [
+    "--full",
+    "--strides",
+    "1,10",
+    "--intervals",
+    "1:40,10:16",
+    "--calibration-positions",
+    "4",
+    "--batch-size",
+    "16",
+    "--attacks",
+    NO_SWEEP.replace("backdoor,", ""),
+]
 
 
 def main() -> None:
@@ -244,9 +416,14 @@ def main() -> None:
         runs += [[("llm", "poison", REAL_LLM_POISON)]] if args.llm_poison else []
         runs += [[("llm", "s100", REAL_LLM_S100)]] if args.llm_real_s100 else []
     else:
-        runs = [[(workload, f"tiny{suffix}", options) for options, suffix in GROUPS.get(workload, ALL_STRIDES)
-                 if not args.main or suffix in MAIN]
-                for workload in args.workloads.split(",")]  # fmt: skip
+        runs = [
+            [
+                (workload, f"tiny{suffix}", options)
+                for options, suffix in GROUPS.get(workload, ALL_STRIDES)
+                if not args.main or suffix in MAIN
+            ]
+            for workload in args.workloads.split(",")
+        ]
     for group in runs:  # workloads one after another, a workload's processes side by side
         processes = []
         for workload, size, options in group:
@@ -262,9 +439,14 @@ def main() -> None:
 
 def _run_lanes(ovig: Path, lanes: list[list[tuple[str, str, list[str]]]]) -> str | None:
     """Run each lane's evaluations one after another, the lanes side by side; an error message or None."""
-    scripts = [" && ".join(shlex.join([str(ovig), "eval", "--workload", workload, *options,
-                                       "--out", str(RESULTS / out)]) for out, workload, options in lane)
-               for lane in lanes if lane]  # fmt: skip
+    scripts = [
+        " && ".join(
+            shlex.join([str(ovig), "eval", "--workload", workload, *options, "--out", str(RESULTS / out)])
+            for out, workload, options in lane
+        )
+        for lane in lanes
+        if lane
+    ]
     processes = [subprocess.Popen(["bash", "-c", script]) for script in scripts]
     return "an evaluation failed" if any([process.wait() != 0 for process in processes]) else None
 

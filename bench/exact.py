@@ -78,8 +78,13 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, object]:
-    sizes = {"total_steps": args.steps, "stride": args.stride, "intervals_per_batch": args.steps // args.stride,
-             "tiny": not args.full, "batch_size": args.batch_size}  # fmt: skip
+    sizes = {
+        "total_steps": args.steps,
+        "stride": args.stride,
+        "intervals_per_batch": args.steps // args.stride,
+        "tiny": not args.full,
+        "batch_size": args.batch_size,
+    }
     boundary_task = prepare_task(args.workload, folder / "boundary-task", **sizes)
     others = [get_profile(name) for name in args.profiles[1:]]
     console.print(f"measuring the discrepancy of {len(others)} profiles ...")
@@ -96,22 +101,43 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
     for mode, task in (("boundary", boundary_task), ("exact", exact_task)):
         console.print(f"training in {mode} mode ...")
         started = time.monotonic()
-        train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, folder / f"run-{mode}",
-                       get_profile("reference")))  # fmt: skip
+        train(
+            TrainRun(
+                task.spec,
+                task.spec_hash,
+                task.dataset_path,
+                task.init_path,
+                folder / f"run-{mode}",
+                get_profile("reference"),
+            )
+        )
         seconds[mode] = time.monotonic() - started
 
     intervals = exact_task.spec.layout.intervals
     logs = [decode_log(read_evidence(evidence_path(folder / "run-exact", k)).rounding, cap) for k in range(intervals)]
-    log_bytes = [sum(t.numel() * t.element_size() for t in read_evidence(evidence_path(folder / "run-exact", k))
-                     .rounding.values()) for k in range(intervals)]  # fmt: skip
+    log_bytes = [
+        sum(
+            t.numel() * t.element_size()
+            for t in read_evidence(evidence_path(folder / "run-exact", k)).rounding.values()
+        )
+        for k in range(intervals)
+    ]
     evidence_bytes = evidence_path(folder / "run-boundary", intervals - 1).stat().st_size
 
     distributed: dict[str, list[dict[str, object]]] = {}
     for name in args.providers:
         console.print(f"training in exact mode under {name} (gloo ranks), each interval replayed in one process ...")
         run_folder = folder / f"run-{name}"
-        train(TrainRun(exact_task.spec, exact_task.spec_hash, exact_task.dataset_path, exact_task.init_path,
-                       run_folder, get_profile(name)))  # fmt: skip
+        train(
+            TrainRun(
+                exact_task.spec,
+                exact_task.spec_hash,
+                exact_task.dataset_path,
+                exact_task.init_path,
+                run_folder,
+                get_profile(name),
+            )
+        )
         distributed[name] = []
         for k in range(intervals):
             start = read_evidence(evidence_path(run_folder, k - 1)) if k else None
@@ -127,32 +153,55 @@ def run(args: argparse.Namespace, folder: Path, console: Console) -> dict[str, o
             start = read_evidence(evidence_path(folder / "run-exact", k - 1)) if k else None
             end = read_evidence(evidence_path(folder / "run-exact", k))
             judged = replay_and_judge(exact_task, k, start, end, None, profiles=[get_profile(name)])
-            replays[name].append({"interval": k, "valid": judged.verdict.valid, "cause": judged.verdict.cause,
-                                  "detail": judged.verdict.detail[:300]})  # fmt: skip
+            replays[name].append(
+                {
+                    "interval": k,
+                    "valid": judged.verdict.valid,
+                    "cause": judged.verdict.cause,
+                    "detail": judged.verdict.detail[:300],
+                }
+            )
     return {
-        "workload": args.workload, "tiny": not args.full, "batch_size": exact_task.spec.batch_size,
-        "steps": args.steps, "stride": args.stride, "threshold": threshold,
+        "workload": args.workload,
+        "tiny": not args.full,
+        "batch_size": exact_task.spec.batch_size,
+        "steps": args.steps,
+        "stride": args.stride,
+        "threshold": threshold,
         "gradient_floor": floor,
         "calibration_steps": args.calibration_steps,
         # the gradient's largest at every value, with no floor (in "largest") and at the chosen floor
-        "discrepancies": [{**{k: v for k, v in d.__dict__.items() if k != "gradient"},
-                           "gradient_at_floor": d.gradient[FLOORS.index(floor)]} for d in discrepancies],
-        "train_seconds": seconds, "time_ratio": seconds["exact"] / seconds["boundary"],
-        "log_entries": [len(log) for log in logs], "log_bytes": log_bytes, "evidence_bytes": evidence_bytes,
+        "discrepancies": [
+            {
+                **{k: v for k, v in d.__dict__.items() if k != "gradient"},
+                "gradient_at_floor": d.gradient[FLOORS.index(floor)],
+            }
+            for d in discrepancies
+        ],
+        "train_seconds": seconds,
+        "time_ratio": seconds["exact"] / seconds["boundary"],
+        "log_entries": [len(log) for log in logs],
+        "log_bytes": log_bytes,
+        "evidence_bytes": evidence_bytes,
         "spec_log_cap": LOG_SAFETY * max(len(log) for log in logs),
         "replays": replays,
         # data-parallel providers' intervals, each judged by a one-process replay; no calibration profile runs
         # ddp4's four-term all-reduce order
         "distributed_claims": distributed,
-        "machine": {"cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
-                    "loadavg_after": os.getloadavg()[0]},  # above ~1.5: something else ran, the time ratio is off
-    }  # fmt: skip
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "torch": torch.__version__,
+            "loadavg_after": os.getloadavg()[0],
+        },  # above ~1.5: something else ran, the time ratio is off
+    }
 
 
 def show(result: dict[str, object], console: Console) -> None:
     size = "tiny" if result["tiny"] else "full"
-    table = Table(title=f"exact mode: {result['workload']} {size}, threshold {result['threshold']} ulps, gradient "
-                        f"floor {result['gradient_floor']}")  # fmt: skip
+    table = Table(
+        title=f"exact mode: {result['workload']} {size}, threshold {result['threshold']} ulps, gradient "
+        f"floor {result['gradient_floor']}"
+    )
     for column in ("profile", "discrepancy (ulps)", "intervals reproduced"):
         table.add_column(column)
     discrepancy = {d["profile"]: d for d in result["discrepancies"]}  # type: ignore[index, union-attr]

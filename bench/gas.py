@@ -172,9 +172,18 @@ class Bench:
         init = hashlib.sha256(b"initial checkpoint").digest()
         deadline = self.now() + 30 * 24 * 3600
         fn = self.tasks.functions.postTask(
-            keccak(text="spec"), "bafyspec", init, shape.total_steps, shape.stride, shape.per_batch,
-            shape.sample_bps, (PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND), REPLAY_SECONDS, WINDOWS, deadline,
-        )  # fmt: skip
+            keccak(text="spec"),
+            "bafyspec",
+            init,
+            shape.total_steps,
+            shape.stride,
+            shape.per_batch,
+            shape.sample_bps,
+            (PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND),
+            REPLAY_SECONDS,
+            WINDOWS,
+            deadline,
+        )
         self.send(fn, OWNER, value=REWARD + OWNER_BOND, label=label)
         return Evidence(self.tasks.functions.taskCount().call(), shape.layout, init)
 
@@ -257,8 +266,9 @@ class Bench:
         types = ["uint256", "uint256", "uint8", "bytes32", "address"]
         for panelist in panel:
             commitment = keccak(encode(types, [dispute, run, vote, salt, panelist]))
-            self.send(c.commitVote(dispute, commitment), self.accounts.index(panelist),
-                      label="commitVote" if labels else None)  # fmt: skip
+            self.send(
+                c.commitVote(dispute, commitment), self.accounts.index(panelist), label="commitVote" if labels else None
+            )
         self.warp(c.COMMIT_WINDOW().call())
         for panelist in panel:
             fn = c.revealVote(dispute, vote, salt)
@@ -296,11 +306,15 @@ def every_call(bench: Bench) -> None:
     bench.send(t.requestOpening(ev.task, unsampled), WATCHER2, value=CHALLENGER_BOND, label="requestOpening")
     bench.send(t.openRequested(ev.task, "bafyrequested", ev.opening(unsampled)), PROVIDER, label="openRequested")
     # An attestation (protocol 8.4) of the requested interval, as a watcher announces one: real signature and CIDs.
-    attestation = Attestation(ev.task, unsampled, ev.digest(unsampled), int(AttestedVerdict.SOUND), CIDV1,
-                              "micro8,micro3 on AMD EPYC")  # fmt: skip
+    attestation = Attestation(
+        ev.task, unsampled, ev.digest(unsampled), int(AttestedVerdict.SOUND), CIDV1, "micro8,micro3 on AMD EPYC"
+    )
     signature = sign(attestation, Domain(bench.w3.eth.chain_id, bench.tasks.address), devnet_account(WATCHER2))
-    bench.send(t.attest(ev.task, unsampled, attestation.verdict, attestation.profile, CIDV1, CIDV1, signature),
-               WATCHER2, label="attest")  # fmt: skip
+    bench.send(
+        t.attest(ev.task, unsampled, attestation.verdict, attestation.profile, CIDV1, CIDV1, signature),
+        WATCHER2,
+        label="attest",
+    )
     dispute = bench.challenge(ev, bench.sampled(ev, 0)[0], labels=True)
     commitment = bench.commit_challenge(ev, 0, WATCHER2, keccak(text="never revealed"))
     bench.warp(WINDOWS[2])
@@ -425,8 +439,13 @@ def finalize_cost(bench: Bench) -> list[dict[str, Any]]:
     return rows
 
 
-def targets(gas: dict[str, int], commits: list[dict[str, Any]], opens: list[dict[str, Any]],
-            finals: list[dict[str, Any]], panel: dict[str, Any]) -> list[dict[str, Any]]:  # fmt: skip
+def targets(
+    gas: dict[str, int],
+    commits: list[dict[str, Any]],
+    opens: list[dict[str, Any]],
+    finals: list[dict[str, Any]],
+    panel: dict[str, Any],
+) -> list[dict[str, Any]]:
     """The issue's targets, each with its limit, the measured value and whether it is met."""
     m100 = next(r for r in commits if r["m"] == 100)
     spread = max(r["middle"] for r in commits) - min(r["middle"] for r in commits)
@@ -436,20 +455,39 @@ def targets(gas: dict[str, int], commits: list[dict[str, Any]], opens: list[dict
     challenge = gas[f"commitChallenge{LATER}"] + gas[f"revealChallenge{LATER}"]
     final_spread = max(r["gas"] for r in finals) - min(r["gas"] for r in finals)
     rows = [
-        {"target": "commitBatch gas independent of m (spread over m = 1..256)", "limit": calldata_noise,
-         "measured": spread},
+        {
+            "target": "commitBatch gas independent of m (spread over m = 1..256)",
+            "limit": calldata_noise,
+            "measured": spread,
+        },
         {"target": "commitBatch gas per interval at m = 100", "limit": 1000, "measured": m100["per_interval"]},
-        {"target": f"openBatch gas per sampled interval (m = 100, {most['sampled']} sampled)", "limit": 30000,
-         "measured": most["per_interval"]},
-        {"target": "commitChallenge + revealChallenge gas (a task's first challenge, not the chain's)",
-         "limit": 200000, "measured": challenge},
-        {"target": f"drawPanel gas, first round, {panel['auditors']} auditors", "limit": 1_000_000,
-         "measured": panel["gas"]},
-        {"target": f"finalize gas spread, {FINALIZE_BATCHES[0]} vs {FINALIZE_BATCHES[-1]} batches",
-         "limit": calldata_noise, "measured": final_spread},
-        {"target": f"settleSeats gas per call, {panel['settle_seats']} seats in {len(panel['settle_gas'])} calls of at "
-                   f"most {panel['seats_per_call']}", "limit": 2_000_000, "measured": max(panel["settle_gas"])},
-    ]  # fmt: skip
+        {
+            "target": f"openBatch gas per sampled interval (m = 100, {most['sampled']} sampled)",
+            "limit": 30000,
+            "measured": most["per_interval"],
+        },
+        {
+            "target": "commitChallenge + revealChallenge gas (a task's first challenge, not the chain's)",
+            "limit": 200000,
+            "measured": challenge,
+        },
+        {
+            "target": f"drawPanel gas, first round, {panel['auditors']} auditors",
+            "limit": 1_000_000,
+            "measured": panel["gas"],
+        },
+        {
+            "target": f"finalize gas spread, {FINALIZE_BATCHES[0]} vs {FINALIZE_BATCHES[-1]} batches",
+            "limit": calldata_noise,
+            "measured": final_spread,
+        },
+        {
+            "target": f"settleSeats gas per call, {panel['settle_seats']} seats in {len(panel['settle_gas'])} "
+            f"calls of at most {panel['seats_per_call']}",
+            "limit": 2_000_000,
+            "measured": max(panel["settle_gas"]),
+        },
+    ]
     for row in rows:
         row["met"] = row["measured"] <= row["limit"]
     return rows
@@ -533,18 +571,21 @@ def print_tables(console: Console, results: dict[str, Any]) -> None:
         scaling.add_column(column, justify="right" if column == "value" else "left")
     for r in results["commit_batch"]:
         gas = f"{r['first']:,} / {r['middle']:,} / {r['last']:,}"
-        scaling.add_row(f"commitBatch, m = {r['m']} (first / middle / last batch)",
-                        f"{gas} = {r['per_interval']:,.0f} per interval")  # fmt: skip
+        scaling.add_row(
+            f"commitBatch, m = {r['m']} (first / middle / last batch)", f"{gas} = {r['per_interval']:,.0f} per interval"
+        )
     for r in results["open_batch"]:
-        scaling.add_row(f"openBatch, m = 100, {r['sampled']} sampled",
-                        f"{r['gas']:,} = {r['per_interval']:,.0f} per interval")  # fmt: skip
+        scaling.add_row(
+            f"openBatch, m = 100, {r['sampled']} sampled", f"{r['gas']:,} = {r['per_interval']:,.0f} per interval"
+        )
     scaling.add_row(
         "openBatch, one more sampled interval (marginal)", f"{results['open_batch'][0]['marginal_per_interval']:,.0f}"
     )
     for r in results["finalize"]:
         scaling.add_row(f"finalize, {r['batches']} batches", f"{r['gas']:,}")
-    scaling.add_row(f"drawPanel, first round, {results['draw_panel']['auditors']} auditors",
-                    f"{results['draw_panel']['gas']:,}")  # fmt: skip
+    scaling.add_row(
+        f"drawPanel, first round, {results['draw_panel']['auditors']} auditors", f"{results['draw_panel']['gas']:,}"
+    )
     console.print(scaling)
     goals = Table(title="targets")
     for column in ("target", "limit", "measured", "met"):
@@ -563,9 +604,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        argv = [str(tools.anvil()), "--port", str(port), "--mnemonic", DEVNET_MNEMONIC,
-                "--accounts", str(ACCOUNTS), "--balance", "1000000",
-                "--chain-id", str(BENCH_CHAIN_ID)]  # fmt: skip
+        argv = [
+            str(tools.anvil()),
+            "--port",
+            str(port),
+            "--mnemonic",
+            DEVNET_MNEMONIC,
+            "--accounts",
+            str(ACCOUNTS),
+            "--balance",
+            "1000000",
+            "--chain-id",
+            str(BENCH_CHAIN_ID),
+        ]
         anvil = start_process(
             "anvil", argv, log=Path(tmp) / "anvil.log", ready=lambda: anvil_health(url)[0], timeout=60
         )

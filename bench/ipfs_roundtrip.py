@@ -114,10 +114,15 @@ def main() -> None:
         table.add_column(column, justify="right")
     for r in rows:
         table.add_row(
-            f"{r['mib']:.0f}", f"v{r['cid_version']}", f"{r['add_s']:.2f}", f"{r['add_mb_s']:.1f}",
-            f"{r['read_s']:.2f}", f"{r['read_mb_s']:.1f}", f"{r['client_peak_mib']:.2f}",
+            f"{r['mib']:.0f}",
+            f"v{r['cid_version']}",
+            f"{r['add_s']:.2f}",
+            f"{r['add_mb_s']:.1f}",
+            f"{r['read_s']:.2f}",
+            f"{r['read_mb_s']:.1f}",
+            f"{r['client_peak_mib']:.2f}",
             f"{r['daemon_peak_rss_mib']:.0f}",
-        )  # fmt: skip
+        )
     console.print(table)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -30,22 +30,34 @@ def ran(run: str) -> bool:
 
 
 # The main evaluation: one column per (name, run, stride), each from its committed run.
-TINY = [("vision", "eval_vision_tiny", s) for s in (1, 10, 100)] + [
-    ("diffusion", "eval_diffusion_tiny", s) for s in (1, 10, 100)
-] + [("language", "eval_language_tiny", 1), ("language", "eval_language_tiny", 10),
-     ("language", "eval_language_tiny_s100", 100)]  # fmt: skip
+TINY = (
+    [("vision", "eval_vision_tiny", s) for s in (1, 10, 100)]
+    + [("diffusion", "eval_diffusion_tiny", s) for s in (1, 10, 100)]
+    + [
+        ("language", "eval_language_tiny", 1),
+        ("language", "eval_language_tiny", 10),
+        ("language", "eval_language_tiny_s100", 100),
+    ]
+)
 FULL = [("full language", "eval_language_full", s) for s in (1, 10)]
 # The chat model (llm): the tiny base at s = 1 and 10, SmolLM2-135M-Instruct with LoRA at s = 10 (bench/eval.py
 # --llm-real: eval_llm, and the poisoned instruction set on a shorter run of its own, eval_llm_poison), the
 # tiny base at s = 100 (eval_llm_tiny_s100) and SmolLM2 at s = 100 (--llm-real-s100: eval_llm_s100). A run takes
 # its column once its results are committed: the long ones did not all fit this machine's time beside the rest
 # yet (docs/llm.md, "Not yet").
-LLM_RUNS = [("llm tiny", "eval_llm_tiny", 1), ("llm tiny", "eval_llm_tiny", 10),
-            ("llm tiny", "eval_llm_tiny_s100", 100), ("SmolLM2 LoRA", "eval_llm", 10),
-            ("SmolLM2 LoRA", "eval_llm_s100", 100)]  # fmt: skip
+LLM_RUNS = [
+    ("llm tiny", "eval_llm_tiny", 1),
+    ("llm tiny", "eval_llm_tiny", 10),
+    ("llm tiny", "eval_llm_tiny_s100", 100),
+    ("SmolLM2 LoRA", "eval_llm", 10),
+    ("SmolLM2 LoRA", "eval_llm_s100", 100),
+]
 LLM = [column for column in LLM_RUNS if ran(column[1])]
-LLM_NOT_RUN = {"eval_llm_tiny_s100": "the tiny base at s = 100", "eval_llm": "SmolLM2 with LoRA",
-               "eval_llm_s100": "SmolLM2 with LoRA at s = 100"}  # fmt: skip
+LLM_NOT_RUN = {
+    "eval_llm_tiny_s100": "the tiny base at s = 100",
+    "eval_llm": "SmolLM2 with LoRA",
+    "eval_llm_s100": "SmolLM2 with LoRA at s = 100",
+}
 POISON_RUN = ("SmolLM2 LoRA, short run", "eval_llm_poison", 10)
 LLM_POISON = [*LLM, *([POISON_RUN] if ran(POISON_RUN[1]) else [])]
 # The real model's targets (the tiny base's are HELD_OUT_TARGET's): 60 at s = 10; none at s = 100, where ten
@@ -84,11 +96,17 @@ RUNS = {
 }
 RUNS = {run: what for run, what in RUNS.items() if ran(run)}  # the long ones once run
 # The language runs that explain its warm-up and its boundary, in the order the story goes.
-WARMUP = [("eval_language_tiny_s100_constant", 100), ("eval_language_tiny_s100_constant_late_calibration", 100),
-          ("eval_language_tiny_s100_warmup500", 100), ("eval_language_tiny_s100_seed2_only", 100),
-          ("eval_language_tiny_s100", 100), ("eval_language_tiny_constant", 10),
-          ("eval_language_tiny_warmup500", 10), ("eval_language_tiny_s10_warmup500_separate_calibration", 10),
-          ("eval_language_tiny_s10_first60", 10)]  # fmt: skip
+WARMUP = [
+    ("eval_language_tiny_s100_constant", 100),
+    ("eval_language_tiny_s100_constant_late_calibration", 100),
+    ("eval_language_tiny_s100_warmup500", 100),
+    ("eval_language_tiny_s100_seed2_only", 100),
+    ("eval_language_tiny_s100", 100),
+    ("eval_language_tiny_constant", 10),
+    ("eval_language_tiny_warmup500", 10),
+    ("eval_language_tiny_s10_warmup500_separate_calibration", 10),
+    ("eval_language_tiny_s10_first60", 10),
+]
 # Leave one family out (bench/eval.py --families): (workload, run, strides), and the families in table order.
 FAMILY_RUNS = [
     ("vision", "families_vision_tiny", (1, 10, 100)),
@@ -159,8 +177,10 @@ def test_time() -> str:
     """Per-file seconds of each recorded run, the slowest files first (bench/results/test_time.json)."""
     runs = load("test_time.json")["runs"]
     labels = list(runs)
-    files = sorted({f for r in runs.values() for f in r["file_seconds"]}, key=lambda f: (-max(
-        r["file_seconds"].get(f, 0) for r in runs.values()), f))  # fmt: skip
+    files = sorted(
+        {f for r in runs.values() for f in r["file_seconds"]},
+        key=lambda f: (-max(r["file_seconds"].get(f, 0) for r in runs.values()), f),
+    )
     rows = [["pytest session", *(f"{runs[label]['session_seconds']:.0f}" for label in labels)]]
     rows += [[f"`{f}`", *(f"{runs[label]['file_seconds'].get(f, 0):.0f}" for label in labels)] for f in files[:12]]
     # the runs may be of different suites (recorded at different times): each says how many tests it passed
@@ -190,13 +210,18 @@ def committee() -> str:
     data = load("committee_odds.json")
     rounds = data["max_rounds"]
     head = " | ".join(f"round {r} sybil majority" for r in range(rounds))
-    lines = [f"| sybil share | {head} | first round below 1e-6 | appeal bonds to get there | reachable here |",
-             "| ---: | " + "---: | " * rounds + "---: | ---: | --- |"]  # fmt: skip
+    lines = [
+        f"| sybil share | {head} | first round below 1e-6 | appeal bonds to get there | reachable here |",
+        "| ---: | " + "---: | " * rounds + "---: | ---: | --- |",
+    ]
     for row in data["odds"]:
         odds = " | ".join(f"{p:.2e}" for p in row["per_round"])
         safe = "none within 12" if row["safe_round"] is None else str(row["safe_round"])
-        bonds = "-" if row["appeal_bonds_in_challenger_bonds"] is None else (
-            f"{row['appeal_bonds_in_challenger_bonds']:,} x challengerBond")  # fmt: skip
+        bonds = (
+            "-"
+            if row["appeal_bonds_in_challenger_bonds"] is None
+            else (f"{row['appeal_bonds_in_challenger_bonds']:,} x challengerBond")
+        )
         reach = (
             "yes"
             if row["reachable"]
@@ -209,8 +234,10 @@ def committee() -> str:
     ]
     lines += ["| ---: | ---: | ---: |"]
     for row in data["floods"]:
-        lines.append(f"| {row['disputes_per_day']:,} | {row['cost_wei_outsider'] / 1e18:g} | "
-                     f"{row['cost_wei_own_task'] / 1e18:g} |")  # fmt: skip
+        lines.append(
+            f"| {row['disputes_per_day']:,} | {row['cost_wei_outsider'] / 1e18:g} | "
+            f"{row['cost_wei_own_task'] / 1e18:g} |"
+        )
     return "\n".join(lines)
 
 
@@ -281,8 +308,12 @@ def frontier(run: str, attack: str, stride: int) -> str:
 
 def fixed_attacks(columns: list[tuple[str, str, int]]) -> list[tuple[str, dict[str, Any]]]:
     """(column, row) of every non-adaptive fixed-strength attack that changed the evidence."""
-    return [(f"{name} s={s}", r) for name, run, s in columns for r in rows_of(run, s)
-            if r["strength"] is None and r["attack"] != ADAPTIVE and not r["identical"]]  # fmt: skip
+    return [
+        (f"{name} s={s}", r)
+        for name, run, s in columns
+        for r in rows_of(run, s)
+        if r["strength"] is None and r["attack"] != ADAPTIVE and not r["identical"]
+    ]
 
 
 def calibration(run: str, stride: int) -> str:
@@ -328,8 +359,10 @@ def caught_summary(columns: list[tuple[str, str, int]]) -> str:
 
 def eval_targets() -> str:
     """The evaluation's targets against the committed results."""
-    per_workload = "; ".join(f"{w} " + ", ".join(fp(run, s) for name, run, s in TINY if name == w)
-                             for w in ("vision", "diffusion", "language"))  # fmt: skip
+    per_workload = "; ".join(
+        f"{w} " + ", ".join(fp(run, s) for name, run, s in TINY if name == w)
+        for w in ("vision", "diffusion", "language")
+    )
     fpr_met = all(not false_positives(run, s) and len(honest(run, s)) >= HELD_OUT_TARGET[s] for _, run, s in TINY)
     maxpool = ", ".join(f"{fp('eval_vision_tiny_maxpool', s)} at s = {s}" for s in (1, 10, 100))
     full = ", ".join(f"{fp('eval_language_full', s)} at s = {s}" for s in (1, 10))
@@ -338,31 +371,47 @@ def eval_targets() -> str:
     share = cost["share_at_stride"]
     rows = [
         ["0% attack success for every non-adaptive attack, s = 1, 10, 100, three tiny workloads", caught_summary(TINY)],
-        ["no false positive in 100+ honest held-out intervals at s = 1, 10 and 30+ at s = 100",
-         f"**{'met' if fpr_met else 'missed'}**: {per_workload} (the CNN with max-pooling: {maxpool})"],
-        ["the same for language with the kernel profiles and the rounding floor (s = 1, 10; a smaller layout)",
-         caught_summary(LANGUAGE_FLOOR)],
-        ["no false positive at s = 10 on a family of execution profiles calibration never saw (leave one family out)",
-         families_target()],
+        [
+            "no false positive in 100+ honest held-out intervals at s = 1, 10 and 30+ at s = 100",
+            f"**{'met' if fpr_met else 'missed'}**: {per_workload} (the CNN with max-pooling: {maxpool})",
+        ],
+        [
+            "the same for language with the kernel profiles and the rounding floor (s = 1, 10; a smaller layout)",
+            caught_summary(LANGUAGE_FLOOR),
+        ],
+        [
+            "no false positive at s = 10 on a family of execution profiles calibration never saw "
+            "(leave one family out)",
+            families_target(),
+        ],
         ["the full language config at s = 1 and 10", f"{caught_summary(FULL)}; false positives {full}"],
-        ["the chat model (llm): every non-adaptive attack caught, and no false positive in 100+ held-out intervals "
-         "of the tiny base at s = 1, 10 (30+ at 100) and 60+ of SmolLM2 with LoRA at s = 10 (at s = 100: counted)",
-         llm_target()],
-        ["the adaptive attacker: where it passes, what it gains",
-         f"passes {sum(r['passed'] for r in adaptive)} of {sum(r['judged'] for r in adaptive)} intervals it "
-         "fakes; what it gains is in the evaluation's adaptive attacker table"],
-        ["comparison under 2% of a replay (full language)",
-         f"**{'met' if share['10'] < 0.02 else 'missed'} from s = {cost['smallest_stride_under_target']}** "
-         f"(wall clock; s = {cost['cpu']['smallest_stride_under_target']} in CPU time): {share['10']:.1%} at "
-         f"s = 10, {share['1']:.1%} at s = 1"],
-    ]  # fmt: skip
+        [
+            "the chat model (llm): every non-adaptive attack caught, and no false positive in 100+ held-out intervals "
+            "of the tiny base at s = 1, 10 (30+ at 100) and 60+ of SmolLM2 with LoRA at s = 10 (at s = 100: counted)",
+            llm_target(),
+        ],
+        [
+            "the adaptive attacker: where it passes, what it gains",
+            f"passes {sum(r['passed'] for r in adaptive)} of {sum(r['judged'] for r in adaptive)} intervals it "
+            "fakes; what it gains is in the evaluation's adaptive attacker table",
+        ],
+        [
+            "comparison under 2% of a replay (full language)",
+            f"**{'met' if share['10'] < 0.02 else 'missed'} from s = {cost['smallest_stride_under_target']}** "
+            f"(wall clock; s = {cost['cpu']['smallest_stride_under_target']} in CPU time): {share['10']:.1%} at "
+            f"s = 10, {share['1']:.1%} at s = 1",
+        ],
+    ]
     return table(["target", "measured"], rows)
 
 
 def family_rows() -> list[tuple[str, str, int, dict[str, Any]]]:
     """(workload, run, stride, {family: its row}) of every leave-one-family-out result, in table order."""
-    return [(workload, run, stride, load(f"{run}/families.json")["strides"][str(stride)]["families"])
-            for workload, run, strides in FAMILY_RUNS for stride in strides]  # fmt: skip
+    return [
+        (workload, run, stride, load(f"{run}/families.json")["strides"][str(stride)]["families"])
+        for workload, run, strides in FAMILY_RUNS
+        for stride in strides
+    ]
 
 
 def family_cell(row: dict[str, Any] | None, key: str = "false_positives") -> str:
@@ -374,9 +423,10 @@ def family_cell(row: dict[str, Any] | None, key: str = "false_positives") -> str
 def families() -> str:
     """False positives per workload, stride and held-out family, beside the main evaluation's split."""
     main = {(name, s): run for name, run, s in TINY}
-    rows = [[workload, str(stride), fp(main[workload, stride], stride),
-             *(family_cell(by_family.get(f)) for f in FAMILIES)]
-            for workload, _, stride, by_family in family_rows()]  # fmt: skip
+    rows = [
+        [workload, str(stride), fp(main[workload, stride], stride), *(family_cell(by_family.get(f)) for f in FAMILIES)]
+        for workload, _, stride, by_family in family_rows()
+    ]
     head = ["workload", "s", "main evaluation", *(f"{f.replace('-', ' ')} held out" for f in FAMILIES)]
     return table(head, rows, "llr" + "r" * len(FAMILIES))
 
@@ -398,8 +448,12 @@ def main_calibration() -> str:
 def families_target() -> str:
     """The leave-one-family-out target at s = 10: every non-inert family's false positives per workload."""
     at10 = [(workload, by_family) for workload, _, stride, by_family in family_rows() if stride == 10]
-    failed = [f"{workload} {family} {row['false_positives']}/{row['intervals']}" for workload, by_family in at10
-              for family, row in by_family.items() if row["false_positives"] and not row["inert"]]  # fmt: skip
+    failed = [
+        f"{workload} {family} {row['false_positives']}/{row['intervals']}"
+        for workload, by_family in at10
+        for family, row in by_family.items()
+        if row["false_positives"] and not row["inert"]
+    ]
     judged = min(row["intervals"] for _, by_family in at10 for row in by_family.values())
     if not failed and judged >= HELD_OUT_TARGET[10]:
         return f"**met**: 0 in {judged}+ held-out intervals per workload and family"
@@ -412,10 +466,21 @@ def floor_cost() -> str:
     for workload in ("vision", "diffusion", "language"):
         with_floor, without = f"floor_{workload}_tiny", f"floor_{workload}_tiny_none"
         for stride in (1, 10, 100):
-            rows.append([workload, str(stride), *(frontier(run, attack, stride) for attack in SWEPT
-                                                  for run in (without, with_floor))])  # fmt: skip
-    head = ["workload", "s", "row_tamper delta: without the floor", "with it",
-            "targeted_gradient lam: without the floor", "with it"]  # fmt: skip
+            rows.append(
+                [
+                    workload,
+                    str(stride),
+                    *(frontier(run, attack, stride) for attack in SWEPT for run in (without, with_floor)),
+                ]
+            )
+    head = [
+        "workload",
+        "s",
+        "row_tamper delta: without the floor",
+        "with it",
+        "targeted_gradient lam: without the floor",
+        "with it",
+    ]
     return table(head, rows, "llrrrr")
 
 
@@ -433,11 +498,30 @@ def families_detail() -> str:
                     failing[statistic] = failing.get(statistic, 0) + 1
             top = ", ".join(f"{k} ({n})" for k, n in sorted(failing.items(), key=lambda kv: -kv[1])[:3]) or "-"
             closest_margin = "-" if row["closest_margin"] is None else times(row["closest_margin"])
-            rows.append([workload, str(stride), family, ", ".join(row["held_out"]), family_cell(row),
-                         family_cell(row, "false_positives_without_floor"),
-                         family_cell(row, "single_replay_rejections"), closest_margin, top])  # fmt: skip
-    head = ["workload", "s", "held out", "judged under", "false positives", "without the floor",
-            "first replay alone", "closest interval", "statistics that failed (intervals)"]  # fmt: skip
+            rows.append(
+                [
+                    workload,
+                    str(stride),
+                    family,
+                    ", ".join(row["held_out"]),
+                    family_cell(row),
+                    family_cell(row, "false_positives_without_floor"),
+                    family_cell(row, "single_replay_rejections"),
+                    closest_margin,
+                    top,
+                ]
+            )
+    head = [
+        "workload",
+        "s",
+        "held out",
+        "judged under",
+        "false positives",
+        "without the floor",
+        "first replay alone",
+        "closest interval",
+        "statistics that failed (intervals)",
+    ]
     return table(head, rows, "lllllrrrl")
 
 
@@ -472,10 +556,15 @@ def eval_ddp() -> str:
 # Exact mode: bench/exact.py's replays per workload, and bench/eval.py --exact's evaluations (s = 10).
 EXACT_WORKLOADS = [
     (f"exact_{w}{size}.json", f"{w} ({size.strip('_') or 'full'})")
-    for w, size in (("vision", "_tiny"), ("diffusion", "_tiny"), ("language", "_tiny"), ("llm", "_tiny"),
-                    ("language", ""))
+    for w, size in (
+        ("vision", "_tiny"),
+        ("diffusion", "_tiny"),
+        ("language", "_tiny"),
+        ("llm", "_tiny"),
+        ("language", ""),
+    )
     if (RESULTS / f"exact_{w}{size}.json").is_file()
-]  # fmt: skip
+]
 EXACT_EVALS = [w for w in ("vision", "diffusion", "language", "llm") if ran(f"exact_eval_{w}_tiny")]
 
 
@@ -502,8 +591,9 @@ def exact_replays() -> str:
         beyond = [d["profile"] for d in r["discrepancies"] if d["faults"]]
         thresholds = ", ".join(f"{phase} {value}" for phase, value in r["threshold"].items())
         floor = r.get("gradient_floor", "not recorded")
-        thresholds += "; gradient floor " + ("none" if floor is None else f"2^-{floor}" if floor != "not recorded"
-                                             else floor)  # fmt: skip
+        thresholds += "; gradient floor " + (
+            "none" if floor is None else f"2^-{floor}" if floor != "not recorded" else floor
+        )
         entries = sum(r["log_entries"]) / len(r["log_entries"])
         if beyond:
             thresholds += f"; beyond the probe: {', '.join(beyond)}"
@@ -515,8 +605,15 @@ def exact_replays() -> str:
         if (busy := r["machine"].get("loadavg_after", 0.0)) > E2E_BUSY_LOAD:  # another run shared the machine
             ratio += f" (a busy machine: load average {busy:.1f})"
         rows.append([workload, f"{r['stride']}", thresholds, reproduced, f"{entries:,.0f}", log, ratio])
-    head = ["workload", "s", "thresholds (float32 ulps)", "every interval bit for bit", "log entries / interval",
-            "log / interval", "training time vs boundary mode"]  # fmt: skip
+    head = [
+        "workload",
+        "s",
+        "thresholds (float32 ulps)",
+        "every interval bit for bit",
+        "log entries / interval",
+        "log / interval",
+        "training time vs boundary mode",
+    ]
     return table(head, rows, "lrllrrr")
 
 
@@ -544,9 +641,15 @@ def exact_eval() -> str:
 def steering_rows() -> list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]]:
     """(workload, the log-steering attacker's row, boundary mode's honest rerun on other hardware) for each
     workload whose steering run (bench/eval.py --exact-steering) is committed."""
-    return [(w, row_of(f"exact_eval_{w}_tiny_steering", "log_steering", 10),
-             evaluation(f"eval_{w}_tiny")["baseline"]["10"]["other_hardware"])
-            for w in EXACT_EVALS if ran(f"exact_eval_{w}_tiny_steering")]  # fmt: skip
+    return [
+        (
+            w,
+            row_of(f"exact_eval_{w}_tiny_steering", "log_steering", 10),
+            evaluation(f"eval_{w}_tiny")["baseline"]["10"]["other_hardware"],
+        )
+        for w in EXACT_EVALS
+        if ran(f"exact_eval_{w}_tiny_steering")
+    ]
 
 
 def exact_steering() -> str:
@@ -555,15 +658,28 @@ def exact_steering() -> str:
     rows = []
     for w, r, other in steering_rows():
         runs = [f"eval_{w}_tiny", *([LLM_ADAPTIVE[1]] if w == "llm" else [])]
-        adaptive = [b["effect"]["moved"] for name in runs for b in rows_of(name, 10)
-                    if b["attack"] == ADAPTIVE and not b["identical"] and b["passed"] == b["judged"]]  # fmt: skip
-        rows.append([f"{w} (tiny)", cell(r), "not run" if r is None else f"{r['effect']['moved']:.1e}",
-                     f"{max(adaptive):.1e}" if adaptive else "none passed every interval",
-                     "not run" if other is None else f"{other['moved']:.1e}"])  # fmt: skip
-    head = ["s = 10, the last 12 intervals faked (the held-out ones judged)", "log steering (exact mode)",
-            "weights moved",
-            "boundary-aware attacker passing in boundary mode: weights moved (largest)",
-            "honest rerun on other hardware: moved"]  # fmt: skip
+        adaptive = [
+            b["effect"]["moved"]
+            for name in runs
+            for b in rows_of(name, 10)
+            if b["attack"] == ADAPTIVE and not b["identical"] and b["passed"] == b["judged"]
+        ]
+        rows.append(
+            [
+                f"{w} (tiny)",
+                cell(r),
+                "not run" if r is None else f"{r['effect']['moved']:.1e}",
+                f"{max(adaptive):.1e}" if adaptive else "none passed every interval",
+                "not run" if other is None else f"{other['moved']:.1e}",
+            ]
+        )
+    head = [
+        "s = 10, the last 12 intervals faked (the held-out ones judged)",
+        "log steering (exact mode)",
+        "weights moved",
+        "boundary-aware attacker passing in boundary mode: weights moved (largest)",
+        "honest rerun on other hardware: moved",
+    ]
     return table(head, rows, "llrrr")
 
 
@@ -599,10 +715,16 @@ def exact_summary() -> str:
                 plain.append((not other["passed"], not row["passed"]))  # (an attack that changed nothing is left out)
         # the boundary-aware attacker in each mode, wherever it ran (the chat model's: runs of their own)
         own = (LLM_ADAPTIVE[1], EXACT_LLM_ADAPTIVE) if w == "llm" else ("", "")
-        adaptive_runs = [[run, *([o] if o and ran(o) else [])]
-                         for run, o in zip((boundary, exact), own, strict=True)]  # fmt: skip
-        adaptive = [[(r["judged"] - r["passed"], r["judged"]) for run in runs for r in rows_of(run, 10)
-                     if r["attack"] == ADAPTIVE and not r["identical"]] for runs in adaptive_runs]  # fmt: skip
+        adaptive_runs = [[run, *([o] if o and ran(o) else [])] for run, o in zip((boundary, exact), own, strict=True)]
+        adaptive = [
+            [
+                (r["judged"] - r["passed"], r["judged"])
+                for run in runs
+                for r in rows_of(run, 10)
+                if r["attack"] == ADAPTIVE and not r["identical"]
+            ]
+            for runs in adaptive_runs
+        ]
         counts = [f"{sum(c[i] for c in plain)}/{len(plain)}" for i in (0, 1)]
         counts += [f"{sum(c for c, _ in rows)}/{sum(n for _, n in rows)}" if rows else "not run" for rows in adaptive]
         cost = "not measured"
@@ -629,8 +751,9 @@ def llm_target() -> str:
     fpr_met = all(not false_positives(run, s) and len(honest(run, s)) >= targets[run] for _, run, s in LLM)
     columns = ", ".join(f"{fp(run, s)} ({name}) at s = {s}" for name, run, s in LLM)
     missing = [what for run, what in LLM_NOT_RUN.items() if run not in targets]
-    return (f"{caught_summary(LLM)}; false positives **{'met' if fpr_met else 'missed'}**: {columns}"
-            + (f"; **not run yet**: {' and '.join(missing)}" if missing else ""))  # fmt: skip
+    return f"{caught_summary(LLM)}; false positives **{'met' if fpr_met else 'missed'}**: {columns}" + (
+        f"; **not run yet**: {' and '.join(missing)}" if missing else ""
+    )
 
 
 def eval_llm_poison() -> str:
@@ -644,13 +767,12 @@ def eval_llm_poison() -> str:
                 continue
             effect = row["effect"]
             # the honest model on the attack's own held-out prompts (results before that: the baseline's)
-            honest_at = effect.get("honest_backdoor_success", base["final" if row["every_interval"] else "attacked"]
-                                   ["backdoor_success"])  # fmt: skip
+            honest_at = effect.get(
+                "honest_backdoor_success", base["final" if row["every_interval"] else "attacked"]["backdoor_success"]
+            )
             faked = f"the last {window} intervals" if row["every_interval"] else "one interval"
-            rows.append([f"{name} s={s}", label, faked, cell(row), share(effect["backdoor_success"]),
-                         share(honest_at)])  # fmt: skip
-    head = ["run", "attack", "faked", "verdict", "trigger answered with the reply (held-out prompts)",
-            "honest model"]  # fmt: skip
+            rows.append([f"{name} s={s}", label, faked, cell(row), share(effect["backdoor_success"]), share(honest_at)])
+    head = ["run", "attack", "faked", "verdict", "trigger answered with the reply (held-out prompts)", "honest model"]
     return table(head, rows, "lllrrr")
 
 
@@ -659,12 +781,31 @@ def eval_runs() -> str:
     rows = []
     for run, what in RUNS.items():
         for s in evaluation(run)["settings"]["strides"]:
-            failed = ", ".join(f"{h['interval']} ({times(h['margin'])}x, {'+'.join(h['failing'])})"
-                               for h in false_positives(run, s))  # fmt: skip
-            rows.append([link(run), what, str(s), calibration(run, s), fp(run, s), failed or "-",
-                         fp(run, s, first=True), closest(run, s)])  # fmt: skip
-    head = ["run", "workload", "s", "boundary from", "false positives", "which (x the limit, signals)",
-            "first replay alone", "closest honest (interval: x the limit)"]  # fmt: skip
+            failed = ", ".join(
+                f"{h['interval']} ({times(h['margin'])}x, {'+'.join(h['failing'])})" for h in false_positives(run, s)
+            )
+            rows.append(
+                [
+                    link(run),
+                    what,
+                    str(s),
+                    calibration(run, s),
+                    fp(run, s),
+                    failed or "-",
+                    fp(run, s, first=True),
+                    closest(run, s),
+                ]
+            )
+    head = [
+        "run",
+        "workload",
+        "s",
+        "boundary from",
+        "false positives",
+        "which (x the limit, signals)",
+        "first replay alone",
+        "closest honest (interval: x the limit)",
+    ]
     return table(head, rows, "llrlrlrl")
 
 
@@ -674,10 +815,30 @@ def eval_warmup() -> str:
     for run, s in WARMUP:
         verdicts = [cell(row_of(run, label, s)) for label in ("lr_tamper scale=1.1", "low_precision")]
         bounds = [f"{bound(run, s, signal, 2):.1e}" for signal in ("weights", "optim")]
-        rows.append([link(run), RUNS[run].removeprefix("language, "), str(s), calibration(run, s), *verdicts,
-                     frontier(run, "row_tamper", s), fp(run, s), *bounds])  # fmt: skip
-    head = ["run", "rate", "s", "boundary from", "lr_tamper scale=1.1", "low_precision", "smallest row caught",
-            "false positives", "weights bound, abs p99", "optimizer state bound, abs p99"]  # fmt: skip
+        rows.append(
+            [
+                link(run),
+                RUNS[run].removeprefix("language, "),
+                str(s),
+                calibration(run, s),
+                *verdicts,
+                frontier(run, "row_tamper", s),
+                fp(run, s),
+                *bounds,
+            ]
+        )
+    head = [
+        "run",
+        "rate",
+        "s",
+        "boundary from",
+        "lr_tamper scale=1.1",
+        "low_precision",
+        "smallest row caught",
+        "false positives",
+        "weights bound, abs p99",
+        "optimizer state bound, abs p99",
+    ]
     return table(head, rows, "llrlrrrrrr")
 
 
@@ -708,11 +869,26 @@ def eval_adaptive() -> str:
                 continue
             e = r["effect"]
             backdoor = [share(x) for x in (e["backdoor_success"], final["backdoor_success"])]
-            rows.append([f"{name} s={s}", r["label"].removeprefix(f"{ADAPTIVE} "), cell(r),
-                         f"{e['target_loss'] - final['target_loss']:+.1e}", f"{backdoor[0]} ({backdoor[1]})",
-                         f"{e['moved']:.1e}", "not run" if other is None else f"{other['moved']:.1e}"])  # fmt: skip
-    head = ["run", "attacker", "verdict", "target loss change", "backdoor success (honest)", "weights moved",
-            "honest rerun on other hardware moved"]  # fmt: skip
+            rows.append(
+                [
+                    f"{name} s={s}",
+                    r["label"].removeprefix(f"{ADAPTIVE} "),
+                    cell(r),
+                    f"{e['target_loss'] - final['target_loss']:+.1e}",
+                    f"{backdoor[0]} ({backdoor[1]})",
+                    f"{e['moved']:.1e}",
+                    "not run" if other is None else f"{other['moved']:.1e}",
+                ]
+            )
+    head = [
+        "run",
+        "attacker",
+        "verdict",
+        "target loss change",
+        "backdoor success (honest)",
+        "weights moved",
+        "honest rerun on other hardware moved",
+    ]
     return table(head, rows, "lllrrrr")
 
 
@@ -727,10 +903,24 @@ def eval_adaptive_llm() -> str:
         e, final, other = r["effect"], base["final"], base["other_hardware"]
         honest_success = e.get("honest_backdoor_success", final["backdoor_success"])  # on the same held-out prompts
         success = [share(x) for x in (e["backdoor_success"], honest_success)]
-        rows.append([f"{name} s={s}", r["label"].removeprefix(f"{ADAPTIVE} "), cell(r), f"{success[0]} ({success[1]})",
-                     f"{e['moved']:.1e}", "not run" if other is None else f"{other['moved']:.1e}"])  # fmt: skip
-    head = ["run", "attacker", "verdict", "triggered prompts answered with the reply (honest)", "weights moved",
-            "honest rerun on other hardware moved"]  # fmt: skip
+        rows.append(
+            [
+                f"{name} s={s}",
+                r["label"].removeprefix(f"{ADAPTIVE} "),
+                cell(r),
+                f"{success[0]} ({success[1]})",
+                f"{e['moved']:.1e}",
+                "not run" if other is None else f"{other['moved']:.1e}",
+            ]
+        )
+    head = [
+        "run",
+        "attacker",
+        "verdict",
+        "triggered prompts answered with the reply (honest)",
+        "weights moved",
+        "honest rerun on other hardware moved",
+    ]
     return table(head, rows, "lllrrr")
 
 
@@ -777,20 +967,48 @@ def compare_cost() -> str:
         d, cpu = load(name), load(name)["cpu"]
         shares = [f"{d['share_at_stride'][s]:.1%} ({cpu['share_at_stride'][s]:.1%})" for s in ("1", "10", "100")]
         compare = f"{d['compare_seconds']:.2f} s ({cpu['compare_seconds']:.2f} s)"
-        rows.append([d["config"], f"{sum(d['coordinates'].values()):,}", f"{d['replay_seconds_per_step']:.2f} s",
-                     f"{d['replay_seconds_fixed']:.1f} s", compare, f"{d['compare_first_seconds']:.1f} s", *shares,
-                     f"s = {d['smallest_stride_under_target']} ({cpu['smallest_stride_under_target']})",
-                     f"{d['load_average'][0]:.1f}"])  # fmt: skip
-    head = ["config", "coordinates", "replay per step", "replay fixed", "compare", "first compare in a process",
-            "s=1", "s=10", "s=100", "under 2% from", "load average"]  # fmt: skip
+        rows.append(
+            [
+                d["config"],
+                f"{sum(d['coordinates'].values()):,}",
+                f"{d['replay_seconds_per_step']:.2f} s",
+                f"{d['replay_seconds_fixed']:.1f} s",
+                compare,
+                f"{d['compare_first_seconds']:.1f} s",
+                *shares,
+                f"s = {d['smallest_stride_under_target']} ({cpu['smallest_stride_under_target']})",
+                f"{d['load_average'][0]:.1f}",
+            ]
+        )
+    head = [
+        "config",
+        "coordinates",
+        "replay per step",
+        "replay fixed",
+        "compare",
+        "first compare in a process",
+        "s=1",
+        "s=10",
+        "s=100",
+        "under 2% from",
+        "load average",
+    ]
     return table(head, rows, "lrrrrrrrrrr")
 
 
 def ipfs() -> str:
     """Add and verified read through the embedded IPFS node (bench/ipfs_roundtrip.py)."""
-    rows = [[f"{r['mib']:g}", f"v{r['cid_version']}", f"{r['add_mb_s']:.0f}", f"{r['read_mb_s']:.0f}",
-             f"{r['client_peak_mib']:.1f} MiB", f"{r['daemon_peak_rss_mib']:.0f} MiB"]
-            for r in load("ipfs_roundtrip.json")["results"]]  # fmt: skip
+    rows = [
+        [
+            f"{r['mib']:g}",
+            f"v{r['cid_version']}",
+            f"{r['add_mb_s']:.0f}",
+            f"{r['read_mb_s']:.0f}",
+            f"{r['client_peak_mib']:.1f} MiB",
+            f"{r['daemon_peak_rss_mib']:.0f} MiB",
+        ]
+        for r in load("ipfs_roundtrip.json")["results"]
+    ]
     head = ["MiB", "CID", "add MB/s", "verified read MB/s", "client peak (Python)", "daemon RSS"]
     return table(head, rows, "rlrrrr")
 
@@ -798,14 +1016,18 @@ def ipfs() -> str:
 def train_overhead() -> str:
     """Training with evidence against plain training (bench/train_overhead.py)."""
     rows = []
-    for name, what in (("train_overhead_vision_tiny.json", "vision (tiny)"),
-                       ("train_overhead_vision_tiny_ddp2.json", "vision (tiny) under ddp2, against plain ddp2"),
-                       ("train_overhead_vision_tiny_fsdp2.json",
-                        "vision (tiny) under fsdp2, against plain fsdp2 (the gather for evidence included)"),
-                       ("train_overhead_llm_tiny_ddp2.json", "llm (tiny base, LoRA) under ddp2, against plain ddp2"),
-                       ("train_overhead_llm_tiny_fsdp2.json", "llm (tiny base, LoRA) under fsdp2, against plain fsdp2"),
-                       ("train_overhead_language.json", "language (full: MiniLM-L6)"),
-                       ("train_overhead_llm.json", "llm (SmolLM2-135M-Instruct, LoRA)")):  # fmt: skip
+    for name, what in (
+        ("train_overhead_vision_tiny.json", "vision (tiny)"),
+        ("train_overhead_vision_tiny_ddp2.json", "vision (tiny) under ddp2, against plain ddp2"),
+        (
+            "train_overhead_vision_tiny_fsdp2.json",
+            "vision (tiny) under fsdp2, against plain fsdp2 (the gather for evidence included)",
+        ),
+        ("train_overhead_llm_tiny_ddp2.json", "llm (tiny base, LoRA) under ddp2, against plain ddp2"),
+        ("train_overhead_llm_tiny_fsdp2.json", "llm (tiny base, LoRA) under fsdp2, against plain fsdp2"),
+        ("train_overhead_language.json", "language (full: MiniLM-L6)"),
+        ("train_overhead_llm.json", "llm (SmolLM2-135M-Instruct, LoRA)"),
+    ):
         d = load(name)
         steps = d["args"]["steps"]
         for r in d["results"]:
@@ -813,8 +1035,17 @@ def train_overhead() -> str:
             kept = [f"{mb(r[f'kept_bytes_phi_{p}'])} ({r[f'reduction_phi_{p}']:.0f}x less)" for p in ("0.05", "0.1")]
             repeats = d["args"].get("repeats", 1)
             timed = f"{steps} steps" + (f", fastest of {repeats}" if repeats > 1 else "")
-            rows.append([f"{what}, {timed}", ms(step) if step < 1 else f"{step:.2f} s", str(r["stride"]),
-                         str(r["intervals"]), f"{r['overhead']:.1%}", mb(r["evidence_bytes"]), *kept])  # fmt: skip
+            rows.append(
+                [
+                    f"{what}, {timed}",
+                    ms(step) if step < 1 else f"{step:.2f} s",
+                    str(r["stride"]),
+                    str(r["intervals"]),
+                    f"{r['overhead']:.1%}",
+                    mb(r["evidence_bytes"]),
+                    *kept,
+                ]
+            )
     head = ["workload", "plain step", "s", "K", "overhead", "evidence written", "kept at phi=0.05", "kept at phi=0.1"]
     return table(head, rows, "lrrrrrrr")
 
@@ -828,13 +1059,38 @@ def e2e() -> str:
     for r in runs:
         failed, confirmed = r.get("honest_replays_failed"), r.get("honest_replays_confirmed")
         overhead = f"{r['overhead']:.2f}x" if honest else f"{r['overhead']:.2f}x (time spent, not a cost)"
-        rows.append([str(r["stride"]), str(r["intervals"]), str(r["sampled"]), f"{r['plain_s']:.2f} s",
-                     f"{r['evidence_s']:.2f} s", f"{r['replay_s']:.2f} s", overhead,
-                     of(failed, r["sampled"], bold=True), of(confirmed, r["sampled"]), f"{r['gas_per_task']:,}",
-                     mb(r["evidence_bytes"]), mb(r["kept_bytes"]), mb(r["transmitted_bytes"])])  # fmt: skip
-    head = ["s", "K", "sampled", "plain", "with evidence", "watcher's replays", "overhead",
-            "honest failures (after confirmation)", "confirmations needed", "gas / task", "evidence", "kept",
-            "sent"]  # fmt: skip
+        rows.append(
+            [
+                str(r["stride"]),
+                str(r["intervals"]),
+                str(r["sampled"]),
+                f"{r['plain_s']:.2f} s",
+                f"{r['evidence_s']:.2f} s",
+                f"{r['replay_s']:.2f} s",
+                overhead,
+                of(failed, r["sampled"], bold=True),
+                of(confirmed, r["sampled"]),
+                f"{r['gas_per_task']:,}",
+                mb(r["evidence_bytes"]),
+                mb(r["kept_bytes"]),
+                mb(r["transmitted_bytes"]),
+            ]
+        )
+    head = [
+        "s",
+        "K",
+        "sampled",
+        "plain",
+        "with evidence",
+        "watcher's replays",
+        "overhead",
+        "honest failures (after confirmation)",
+        "confirmations needed",
+        "gas / task",
+        "evidence",
+        "kept",
+        "sent",
+    ]
     return table(head, rows, "r" * len(head))
 
 
@@ -868,11 +1124,23 @@ def e2e_llm_rows() -> list[dict[str, Any]]:
     replay_step = base["replay_s_per_interval"] / base["stride"]
     s = E2E_LLM_PROJECTED
     evidence = 1 + writing / (s * step)
-    rows.append({"stride": s, "projected": True, "from": base["stride"], "plain_s": base["plain_s"],
-                 "training_ratio": evidence, "replay_s_per_interval": replay_step * s,
-                 "evidence_file_bytes": base["evidence_file_bytes"], "evidence_write_s": writing, "intervals": 1,
-                 "overhead_at_phi": {phi: evidence + float(phi) * replay_step / step for phi in ("0.05", "0.1")},
-                 "honest_replays_failed": None, "sampled": 0, "disturbed": base["disturbed"]})  # fmt: skip
+    rows.append(
+        {
+            "stride": s,
+            "projected": True,
+            "from": base["stride"],
+            "plain_s": base["plain_s"],
+            "training_ratio": evidence,
+            "replay_s_per_interval": replay_step * s,
+            "evidence_file_bytes": base["evidence_file_bytes"],
+            "evidence_write_s": writing,
+            "intervals": 1,
+            "overhead_at_phi": {phi: evidence + float(phi) * replay_step / step for phi in ("0.05", "0.1")},
+            "honest_replays_failed": None,
+            "sampled": 0,
+            "disturbed": base["disturbed"],
+        }
+    )
     return rows
 
 
@@ -889,11 +1157,27 @@ def e2e_llm() -> str:
         if r["projected"]:
             stride += f" (projected from s = {r['from']}{', disturbed' if r['disturbed'] else ''})"
         failed = "-" if r["projected"] else of(r["honest_replays_failed"], r["sampled"], bold=True)
-        rows.append([stride, mb(r["evidence_file_bytes"]), f"{r['evidence_write_s'] / r['intervals']:.1f} s",
-                     training, f"{r['replay_s_per_interval']:.0f} s", failed,
-                     *(f"{r['overhead_at_phi'][phi]:.3f}x" for phi in ("0.05", "0.1"))])  # fmt: skip
-    head = ["s", "evidence file", "writing it", f"training with evidence / plain ({d['args']['steps']} steps)",
-            "watcher per sampled interval", "honest failures", "overhead at phi = 0.05", "at phi = 0.1"]  # fmt: skip
+        rows.append(
+            [
+                stride,
+                mb(r["evidence_file_bytes"]),
+                f"{r['evidence_write_s'] / r['intervals']:.1f} s",
+                training,
+                f"{r['replay_s_per_interval']:.0f} s",
+                failed,
+                *(f"{r['overhead_at_phi'][phi]:.3f}x" for phi in ("0.05", "0.1")),
+            ]
+        )
+    head = [
+        "s",
+        "evidence file",
+        "writing it",
+        f"training with evidence / plain ({d['args']['steps']} steps)",
+        "watcher per sampled interval",
+        "honest failures",
+        "overhead at phi = 0.05",
+        "at phi = 0.1",
+    ]
     return table(head, rows, "rrrrrrrr")
 
 
@@ -904,10 +1188,12 @@ def e2e_llm_target() -> str:
     value = row["overhead_at_phi"][phi]
     rows = e2e_llm_rows()
     if row["disturbed"]:  # the target's own row: another stride's disturbance does not move it
-        return (f"**not measured yet**: the committed run was disturbed by other work on the machine (a busy load "
-                f"average, or runs with evidence that took longer than plain training by more than their evidence "
-                f"files explain), so its {value:.3f}x at s = {stride}, phi = {phi} is time spent, not a cost "
-                f"(target: at most {target:.2f}x)")  # fmt: skip
+        return (
+            f"**not measured yet**: the committed run was disturbed by other work on the machine (a busy load "
+            f"average, or runs with evidence that took longer than plain training by more than their evidence "
+            f"files explain), so its {value:.3f}x at s = {stride}, phi = {phi} is time spent, not a cost "
+            f"(target: at most {target:.2f}x)"
+        )
     failed = sum(r["honest_replays_failed"] or 0 for r in rows if not r["projected"])
     verdict = "met" if value <= target and failed == 0 else "**missed**"
     others = [str(r["stride"]) for r in rows if r["disturbed"] and not r["projected"]]
@@ -963,16 +1249,18 @@ def e2e_judging() -> str:
     if j is None:
         return "its boundary and verdicts were not recorded"
     first, *confirm = j["watcher_profiles"]
-    watcher = f"`{first}`" + (f", and a rejection stands only if a replay under `{'`, `'.join(confirm)}` rejects "
-                              "too" if confirm else "")  # fmt: skip
+    watcher = f"`{first}`" + (
+        f", and a rejection stands only if a replay under `{'`, `'.join(confirm)}` rejects too" if confirm else ""
+    )
     calibrated = set(j["watcher_profiles"]) & set(j["calibration_profiles"])
-    return (f"the provider trains on `{j['claim_profile']}`; the boundary is calibrated as the demo's "
-            f"(alpha {j['alpha']:g}, honest replays under `{'`, `'.join(j['calibration_profiles'])}` of "
-            f"`{j['claim_profile']}` claims at {j['calibration_positions']} intervals spread over the run, or "
-            f"every interval if fewer); the watcher, as the demo's, replays under {watcher} ("
-            + (f"`{'`, `'.join(sorted(calibrated))}` also calibrated" if calibrated else "no watcher profile "
-               "calibrated")
-            + ")")  # fmt: skip
+    return (
+        f"the provider trains on `{j['claim_profile']}`; the boundary is calibrated as the demo's "
+        f"(alpha {j['alpha']:g}, honest replays under `{'`, `'.join(j['calibration_profiles'])}` of "
+        f"`{j['claim_profile']}` claims at {j['calibration_positions']} intervals spread over the run, or "
+        f"every interval if fewer); the watcher, as the demo's, replays under {watcher} ("
+        + (f"`{'`, `'.join(sorted(calibrated))}` also calibrated" if calibrated else "no watcher profile calibrated")
+        + ")"
+    )
 
 
 def e2e_verdict(*, short: bool) -> str:
@@ -985,15 +1273,21 @@ def e2e_verdict(*, short: bool) -> str:
     needed = ", ".join(f"{r['honest_replays_confirmed']} of {r['sampled']} at s = {r['stride']}" for r in confirmed)
     if not failed:
         if short:
-            return (f"The whole-system benchmark's overhead on the tiny vision model is mostly fixed costs (a real "
-                    f"chat model's is in LLM post-training); its {sampled} sampled honest intervals all pass, "
-                    f"{needed or 'none'} only after a confirmation replay")  # fmt: skip
-        return (f"Every honest interval passed ({needed or 'none'} only after a confirmation replay), so the "
-                f"watcher's replays column, confirmations included, is the cost of an honest "
-                f"verification.")  # fmt: skip
+            return (
+                f"The whole-system benchmark's overhead on the tiny vision model is mostly fixed costs (a real "
+                f"chat model's is in LLM post-training); its {sampled} sampled honest intervals all pass, "
+                f"{needed or 'none'} only after a confirmation replay"
+            )
+        return (
+            f"Every honest interval passed ({needed or 'none'} only after a confirmation replay), so the "
+            f"watcher's replays column, confirmations included, is the cost of an honest "
+            f"verification."
+        )
     if short:
-        return ("The whole-system benchmark's committed run judged honest replays faulty, so its overhead is not "
-                "yet a cost of honest verification")  # fmt: skip
+        return (
+            "The whole-system benchmark's committed run judged honest replays faulty, so its overhead is not "
+            "yet a cost of honest verification"
+        )
     shown = ", ".join(f"{r.get('honest_replays_failed', '?')} of {r['sampled']} at s = {r['stride']}" for r in failed)
     why = sorted({signal for r in failed for f in r.get("failures", []) for signal in f["signals"]})
     return (
@@ -1017,9 +1311,19 @@ def e2e_formula() -> str:
 
 def api_load() -> str:
     """Latency of the owner API under load (bench/api_load.py)."""
-    rows = [[name, f"{r['requests']:,}", str(r["errors"]), f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}",
-             f"{r['p99_ms']:.1f}", f"{r['req_per_s']:.0f}", f"{r['server_cpu_ms_per_request']:.2f}"]
-            for name, r in load("api_load.json")["scenarios"].items()]  # fmt: skip
+    rows = [
+        [
+            name,
+            f"{r['requests']:,}",
+            str(r["errors"]),
+            f"{r['p50_ms']:.1f}",
+            f"{r['p95_ms']:.1f}",
+            f"{r['p99_ms']:.1f}",
+            f"{r['req_per_s']:.0f}",
+            f"{r['server_cpu_ms_per_request']:.2f}",
+        ]
+        for name, r in load("api_load.json")["scenarios"].items()
+    ]
     head = ["request", "requests", "errors", "p50 ms", "p95 ms", "p99 ms", "req/s", "server CPU ms/request"]
     return table(head, rows, "lrrrrrrr")
 
@@ -1043,9 +1347,11 @@ def api_p95_verdict() -> str:
 # --- layer one: the statistics judge (ovig eval --layer-one) and targeted openings --------------------------
 
 # (workload, layer one's run, the main evaluation whose replay verdicts it multiplies, strides)
-LAYER_ONE = [("vision", "layer_one_vision_tiny", "eval_vision_tiny", (1, 10, 100)),
-             ("diffusion", "layer_one_diffusion_tiny", "eval_diffusion_tiny", (1, 10, 100)),
-             ("language", "layer_one_language_tiny", "eval_language_tiny", (1, 10))]  # fmt: skip
+LAYER_ONE = [
+    ("vision", "layer_one_vision_tiny", "eval_vision_tiny", (1, 10, 100)),
+    ("diffusion", "layer_one_diffusion_tiny", "eval_diffusion_tiny", (1, 10, 100)),
+    ("language", "layer_one_language_tiny", "eval_language_tiny", (1, 10)),
+]
 PHI = 0.25  # the share of a batch's intervals sampled at a spec's default sample_bps (2500)
 
 
@@ -1061,8 +1367,11 @@ def layer_one_scores() -> str:
     """Per workload and stride: the honest run's largest score and each attack's (flagged in bold)."""
     runs = layer_one_runs()
     columns = [(workload, run, stride) for workload, run, _, strides in runs for stride in strides]
-    labels = list(dict.fromkeys(a["label"] for _, run, stride in columns
-                                for a in layer_one_stride(run, stride)["attacks"] if "score" in a))  # fmt: skip
+    labels = list(
+        dict.fromkeys(
+            a["label"] for _, run, stride in columns for a in layer_one_stride(run, stride)["attacks"] if "score" in a
+        )
+    )
     head = ["attack", *(f"{workload} s={stride}" for workload, _, stride in columns)]
 
     def score(value: float) -> str:
@@ -1093,8 +1402,10 @@ def catch_rates() -> dict[str, dict[str, float]]:
                 if "score" not in attack or replay is None or replay["identical"] or replay["every_interval"]:
                     continue
                 caught = 1 - replay["passed"] / replay["judged"]
-                row = out.setdefault(attack["label"], {"runs": 0, "flagged": 0, "replay": 0.0, "sampling": 0.0,
-                                                       "targeted": 0.0, "auc": [], "f1": []})  # fmt: skip
+                row = out.setdefault(
+                    attack["label"],
+                    {"runs": 0, "flagged": 0, "replay": 0.0, "sampling": 0.0, "targeted": 0.0, "auc": [], "f1": []},
+                )
                 row["runs"] += 1
                 row["flagged"] += attack["flagged"]
                 row["replay"] += caught
@@ -1110,12 +1421,27 @@ def catch_rates() -> dict[str, dict[str, float]]:
 
 
 def catch_rate() -> str:
-    rows = [[label, f"{row['flagged']}/{row['runs']}", f"{row['auc']:.3f}", f"{row['f1']:.2f}",
-             share(row["replay"]), share(row["sampling"]), f"**{share(row['targeted'])}**"]
-            for label, row in catch_rates().items()]  # fmt: skip
-    head = ["attack (one faked interval)", "layer one flags it", "ROC area (lowest workload)",
-            "F1 (lowest workload)", "replay catches it once opened", f"caught: sampling alone (phi = {PHI:g})",
-            "caught: with targeted openings"]  # fmt: skip
+    rows = [
+        [
+            label,
+            f"{row['flagged']}/{row['runs']}",
+            f"{row['auc']:.3f}",
+            f"{row['f1']:.2f}",
+            share(row["replay"]),
+            share(row["sampling"]),
+            f"**{share(row['targeted'])}**",
+        ]
+        for label, row in catch_rates().items()
+    ]
+    head = [
+        "attack (one faked interval)",
+        "layer one flags it",
+        "ROC area (lowest workload)",
+        "F1 (lowest workload)",
+        "replay catches it once opened",
+        f"caught: sampling alone (phi = {PHI:g})",
+        "caught: with targeted openings",
+    ]
     return table(head, rows, "lrrrrrr")
 
 
@@ -1124,8 +1450,10 @@ def layer_one_honest() -> str:
     parts = []
     for workload, run, _, _ in layer_one_runs():
         summary = load(f"{run}/layer_one.json")["summary"]
-        parts.append(f"{workload} {summary['honest_flagged']}/{summary['honest_intervals']} "
-                     f"(largest score {summary['honest_max']:.2g})")  # fmt: skip
+        parts.append(
+            f"{workload} {summary['honest_flagged']}/{summary['honest_intervals']} "
+            f"(largest score {summary['honest_max']:.2g})"
+        )
     return "; ".join(parts)
 
 

@@ -84,8 +84,14 @@ def measure(args: argparse.Namespace, stride: int, folder: Path, plain: float) -
 
 def plain_seconds(args: argparse.Namespace, folder: Path) -> float:
     """Training time with no evidence (it does not depend on the stride), after one warm-up run."""
-    prepared = prepare_task(args.workload, folder / "plain", tiny=args.tiny, total_steps=args.steps,
-                            stride=args.steps, batch_size=args.batch_size)  # fmt: skip
+    prepared = prepare_task(
+        args.workload,
+        folder / "plain",
+        tiny=args.tiny,
+        total_steps=args.steps,
+        stride=args.steps,
+        batch_size=args.batch_size,
+    )
     paths = (prepared.dataset_path, prepared.init_path, folder / "plain-run")
     run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile(args.profile))
     train(run, evidence=False, stop_at=min(20, args.steps))  # imports, allocator and thread-pool warm-up
@@ -112,18 +118,32 @@ def main() -> None:
             with console.status(f"{args.workload}: stride {stride} ..."):
                 rows.append(measure(args, stride, Path(tmp), plain))
 
-    table = Table(title=f"evidence overhead: {args.workload}{' (tiny)' if args.tiny else ''}, {args.steps} steps, "
-                        f"profile {args.profile}")  # fmt: skip
-    for column in ("s", "K", "plain s", "with evidence s", "overhead", "evidence MB",
-                   *(f"kept MB phi={p}" for p in PHIS), *(f"reduction phi={p}" for p in PHIS)):  # fmt: skip
+    table = Table(
+        title=f"evidence overhead: {args.workload}{' (tiny)' if args.tiny else ''}, {args.steps} steps, "
+        f"profile {args.profile}"
+    )
+    for column in (
+        "s",
+        "K",
+        "plain s",
+        "with evidence s",
+        "overhead",
+        "evidence MB",
+        *(f"kept MB phi={p}" for p in PHIS),
+        *(f"reduction phi={p}" for p in PHIS),
+    ):
         table.add_column(column, justify="right")
     for r in rows:
         table.add_row(
-            str(r["stride"]), str(r["intervals"]), f"{r['plain_s']:.2f}", f"{r['evidence_s']:.2f}",
-            f"{100 * r['overhead']:.1f}%", f"{r['evidence_bytes'] / 1e6:.1f}",
+            str(r["stride"]),
+            str(r["intervals"]),
+            f"{r['plain_s']:.2f}",
+            f"{r['evidence_s']:.2f}",
+            f"{100 * r['overhead']:.1f}%",
+            f"{r['evidence_bytes'] / 1e6:.1f}",
             *(f"{r[f'kept_bytes_phi_{p}'] / 1e6:.2f}" for p in PHIS),
             *(f"{r[f'reduction_phi_{p}']:.0f}x" for p in PHIS),
-        )  # fmt: skip
+        )
     console.print(table)
     machine = {"cpus": os.cpu_count(), "torch": torch.__version__, "platform": platform.platform()}
     profile = "" if args.profile == "reference" else f"_{args.profile}"

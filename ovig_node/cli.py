@@ -191,8 +191,13 @@ def compile_cmd() -> None:
 @click.option("--drand-network", default="quicknet", show_default=True, help="A network of deploy/drand.json.")
 @click.option("--drand-delay", type=click.IntRange(min=1), help="Seconds from an action to its drand round.")
 @click.option("--allow-blockhash", is_flag=True, help="Allow block-hash randomness off the devnet (test networks).")
-@click.option("--devnet-pace", type=click.IntRange(1, 100), default=1, show_default=True,
-              help="The devnet committee's windows N times longer, for replays slower than 15 s.")  # fmt: skip
+@click.option(
+    "--devnet-pace",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="The devnet committee's windows N times longer, for replays slower than 15 s.",
+)
 def deploy_cmd(
     data_dir: Path | None,
     use_devnet: bool,
@@ -262,8 +267,13 @@ def ipfs() -> None:
 
 @ipfs.command("add")
 @click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--cid-version", type=click.IntRange(0, 1), default=0, show_default=True,
-              help="CID version: 0 (Qm..., Kubo's default) or 1 (raw leaves).")  # fmt: skip
+@click.option(
+    "--cid-version",
+    type=click.IntRange(0, 1),
+    default=0,
+    show_default=True,
+    help="CID version: 0 (Qm..., Kubo's default) or 1 (raw leaves).",
+)
 @api_option
 @data_dir_option
 def ipfs_add(path: Path, cid_version: int, api_url: str | None, data_dir: Path | None) -> None:
@@ -276,8 +286,16 @@ def ipfs_add(path: Path, cid_version: int, api_url: str | None, data_dir: Path |
 
 @ipfs.command("get")
 @click.argument("cid")
-@click.option("--out", "-o", "--output", "output", cls=Renamed, type=click.Path(dir_okay=False, path_type=Path),
-              required=True, help="The file to write (atomically).")  # fmt: skip
+@click.option(
+    "--out",
+    "-o",
+    "--output",
+    "output",
+    cls=Renamed,
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The file to write (atomically).",
+)
 @click.option("--sha256", help="Also require this sha256 (hex) of the whole file.")
 @api_option
 @data_dir_option
@@ -414,10 +432,16 @@ def spec_new(
 ) -> None:
     """Write spec.json, dataset.safetensors and init.safetensors into a folder."""
     if out_dir.exists() and any(out_dir.iterdir()) and not force:  # a calibrated boundary is hours of work
-        raise click.BadParameter(f"{out_dir} is not empty (its files would be overwritten, a calibrated boundary "
-                                 "too): use another folder, or --force", param_hint="--out")  # fmt: skip
-    lora = {"rank": lora_rank, "alpha": lora_alpha,
-            "targets": [t.strip() for t in lora_targets.split(",") if t.strip()] if lora_targets else None}  # fmt: skip
+        raise click.BadParameter(
+            f"{out_dir} is not empty (its files would be overwritten, a calibrated boundary "
+            "too): use another folder, or --force",
+            param_hint="--out",
+        )
+    lora = {
+        "rank": lora_rank,
+        "alpha": lora_alpha,
+        "targets": [t.strip() for t in lora_targets.split(",") if t.strip()] if lora_targets else None,
+    }
     given = {key: value for key, value in lora.items() if value is not None}
     if workload != "llm" and (adapter or given):
         raise click.BadParameter("only the llm workload has an adapter", param_hint="--adapter/--lora-*")
@@ -466,16 +490,28 @@ def _make_exact(prepared: Any) -> Any:
         largest = ", ".join(f"{phase} {value:.2g}" for phase, value in d.largest.items())
         console.print(f"  {d.profile:18} largest discrepancy (ulps; gradient: at every value): {largest}")
     thresholds = ", ".join(f"{phase} {value}" for phase, value in numerics["threshold"].items())
-    console.print(f"exact    thresholds (ulps): {thresholds}; gradient floor: 2^-{numerics['gradient_floor']} of "
-                  f"the step's largest gradient; at most {numerics['max_log_entries']} log entries")  # fmt: skip
+    console.print(
+        f"exact    thresholds (ulps): {thresholds}; gradient floor: 2^-{numerics['gradient_floor']} of "
+        f"the step's largest gradient; at most {numerics['max_log_entries']} log entries"
+    )
     return attach_numerics(prepared.spec_path, numerics)
 
 
 @spec.command("set-boundary")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True,
-              help="The spec to name the boundary in (rewritten: its hash changes).")  # fmt: skip
-@click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              required=True, help="The boundary profile `ovig calibrate` wrote for this spec.")  # fmt: skip
+@click.option(
+    "--spec",
+    "spec_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    required=True,
+    help="The spec to name the boundary in (rewritten: its hash changes).",
+)
+@click.option(
+    "--boundary",
+    "boundary_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    required=True,
+    help="The boundary profile `ovig calibrate` wrote for this spec.",
+)
 def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
     """Name a calibrated boundary profile in the spec (its hash changes: do this before posting)."""
     from ovig_node.training.taskfiles import attach_boundary
@@ -487,10 +523,16 @@ def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
 
 
 @cli.command("train")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="The task's spec.")  # fmt: skip
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Evidence folder; a run found there is resumed.")  # fmt: skip
+@click.option(
+    "--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The task's spec."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Evidence folder; a run found there is resumed.",
+)
 @click.option(
     "--profile",
     default="reference",
@@ -501,12 +543,23 @@ def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
 @click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="Dataset folder.")
 @click.option("--attack", help="Cheat (for evaluation): a built-in attack name or package.module:callable.")
 @click.option("--attack-intervals", default="", help="Comma-separated intervals the attack fakes.")
-@click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE",
-              help="Attack parameter: a number, else text (a path).")  # fmt: skip
+@click.option(
+    "--attack-param",
+    "attack_params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Attack parameter: a number, else text (a path).",
+)
 def train_cmd(
-    spec_path: Path, out_dir: Path, profile: str, task_id: int, data_dir: Path | None, attack: str | None,
-    attack_intervals: str, attack_params: tuple[str, ...],
-) -> None:  # fmt: skip
+    spec_path: Path,
+    out_dir: Path,
+    profile: str,
+    task_id: int,
+    data_dir: Path | None,
+    attack: str | None,
+    attack_intervals: str,
+    attack_params: tuple[str, ...],
+) -> None:
     """Train a spec, writing evidence every stride steps; resumes after a kill."""
     from ovig_node.attacks import load_attack
     from ovig_node.nodes.training_run import run_training
@@ -519,8 +572,9 @@ def train_cmd(
         except ValueError:
             raise click.BadParameter("use --attack-intervals 3,4 and --attack-param key=value") from None
         cheat = load_attack(attack, intervals=intervals, **params)
-    run_training(spec_path, out_dir, profile_name=profile, task=task_id, data_dir=data_dir, attack=cheat,
-                 console=console)  # fmt: skip
+    run_training(
+        spec_path, out_dir, profile_name=profile, task=task_id, data_dir=data_dir, attack=cheat, console=console
+    )
 
 
 @contextlib.contextmanager
@@ -528,8 +582,13 @@ def _progress(total: int) -> Iterator[Callable[..., None]]:
     """A rich progress bar over ``total`` units; yields the evaluation's log callback."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = (TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("{task.description}"))  # fmt: skip
+    columns = (
+        TextColumn("[bold]eval"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+    )
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task("starting", total=total)
         started = 0
@@ -556,12 +615,22 @@ def _number_or_text(value: str) -> float | str:
 
 
 @cli.command("calibrate")
-@click.option("--spec", "spec_paths", type=click.Path(dir_okay=False, path_type=Path), required=True, multiple=True,
-              help="The task's spec. Repeat it to calibrate on several honest runs of one workload and stride "
-              "(other seeds): the boundary keeps the largest drift of all.")  # fmt: skip
-@click.option("--profiles", default=",".join(CALIBRATION.profiles),
-              show_default=True, help="Execution profiles of the honest replays (at least 3): the default covers "
-              "every family but threads, which watchers confirm under.")  # fmt: skip
+@click.option(
+    "--spec",
+    "spec_paths",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    multiple=True,
+    help="The task's spec. Repeat it to calibrate on several honest runs of one workload and stride "
+    "(other seeds): the boundary keeps the largest drift of all.",
+)
+@click.option(
+    "--profiles",
+    default=",".join(CALIBRATION.profiles),
+    show_default=True,
+    help="Execution profiles of the honest replays (at least 3): the default covers "
+    "every family but threads, which watchers confirm under.",
+)
 @click.option("--claim-profile", default="reference", show_default=True, help="Profile of the honest claims.")
 @click.option(
     "--intervals",
@@ -585,18 +654,40 @@ def _number_or_text(value: str) -> float | str:
 )
 @alpha_option
 @floor_option
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write the boundary profile (JSON).")  # fmt: skip
-@click.option("--work", "work_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the first spec's claims (the others' go in run-2, run-3, ... inside it).")  # fmt: skip
-@click.option("--reference", "reference_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the first spec's reference run (the statistics of every step its honest claims "
-              "trained) here, for your watchers' layer one (`watcher --reference`). Keep it private: a "
-              "published reference is a template for forged statistics.")  # fmt: skip
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the boundary profile (JSON).",
+)
+@click.option(
+    "--work",
+    "work_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the first spec's claims (the others' go in run-2, run-3, ... inside it).",
+)
+@click.option(
+    "--reference",
+    "reference_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the first spec's reference run (the statistics of every step its honest claims "
+    "trained) here, for your watchers' layer one (`watcher --reference`). Keep it private: a "
+    "published reference is a template for forged statistics.",
+)
 def calibrate_cmd(
-    spec_paths: tuple[Path, ...], profiles: str, claim_profile: str, intervals: int, spread: bool, rel_tail: float,
-    alpha: float, floor_ulps: float, out_path: Path, work_dir: Path | None, reference_path: Path | None,
-) -> None:  # fmt: skip
+    spec_paths: tuple[Path, ...],
+    profiles: str,
+    claim_profile: str,
+    intervals: int,
+    spread: bool,
+    rel_tail: float,
+    alpha: float,
+    floor_ulps: float,
+    out_path: Path,
+    work_dir: Path | None,
+    reference_path: Path | None,
+) -> None:
     """Measure honest drift across execution profiles and write the boundary profile JSON."""
     import tempfile
 
@@ -610,8 +701,11 @@ def calibrate_cmd(
         raise click.BadParameter("calibration needs at least 3 execution profiles", param_hint="--profiles")
     prepared, *more = [open_task(path) for path in spec_paths]
     if any(run.spec.exact for run in (prepared, *more)):
-        raise click.BadParameter("an exact-mode spec has no boundary: its replays match bit for bit (its thresholds "
-                                 "were calibrated by `ovig spec new --exact`)", param_hint="--spec")  # fmt: skip
+        raise click.BadParameter(
+            "an exact-mode spec has no boundary: its replays match bit for bit (its thresholds "
+            "were calibrated by `ovig spec new --exact`)",
+            param_hint="--spec",
+        )
     try:
         check_runs([prepared, *more])
     except ValueError as error:
@@ -628,8 +722,14 @@ def calibrate_cmd(
     positions = spread_positions(prepared.spec.layout.intervals, intervals) if spread else range(intervals)
     shortest = min(run.spec.layout.intervals for run in (prepared, *more))  # calibrate keeps positions below it
     total = len({k for k in positions if 0 <= k < shortest}) * len(replay_profiles) * (1 + len(more))
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("ETA"), TimeRemainingColumn())  # fmt: skip
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
     with tempfile.TemporaryDirectory() as tmp, Progress(*columns, console=console) as progress:
         bar = progress.add_task("training the claims, then replays", total=total)
 
@@ -673,27 +773,49 @@ def calibrate_cmd(
 
 
 @cli.command("verify")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="The task's spec.")  # fmt: skip
-@click.option("--evidence", "evidence_dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
-              required=True, help="The claims' folder (E_k files); missing: an error, not a verdict.")  # fmt: skip
+@click.option(
+    "--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The task's spec."
+)
+@click.option(
+    "--evidence",
+    "evidence_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    required=True,
+    help="The claims' folder (E_k files); missing: an error, not a verdict.",
+)
 @click.option("--interval", "k", type=int, required=True, help="The interval k to replay and judge.")
-@click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="The calibrated boundary (boundary mode; an exact-mode spec needs none).")  # fmt: skip
+@click.option(
+    "--boundary",
+    "boundary_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The calibrated boundary (boundary mode; an exact-mode spec needs none).",
+)
 @click.option(
     "--profile",
     default="reference",
     show_default=True,
     help="Execution profile of the replay; a comma-separated list confirms a rejection under the next ones.",
 )
-@click.option("--task", "task_id", type=int, default=0, show_default=True,
-              help="On-chain task id the evidence is bound to (0: none).")  # fmt: skip
+@click.option(
+    "--task",
+    "task_id",
+    type=int,
+    default=0,
+    show_default=True,
+    help="On-chain task id the evidence is bound to (0: none).",
+)
 @click.option("--digest", help="Expected sha256 (hex) of E_k, e.g. from the chain.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON report file.")
 def verify_cmd(
-    spec_path: Path, evidence_dir: Path, k: int, boundary_path: Path | None, profile: str, task_id: int,
-    digest: str | None, report_path: Path | None,
-) -> None:  # fmt: skip
+    spec_path: Path,
+    evidence_dir: Path,
+    k: int,
+    boundary_path: Path | None,
+    profile: str,
+    task_id: int,
+    digest: str | None,
+    report_path: Path | None,
+) -> None:
     """Replay interval k and judge its claimed evidence; exit status 3 when it is faulty."""
     from ovig_node.training.execution import get_profile
     from ovig_node.training.taskfiles import open_task
@@ -714,8 +836,9 @@ def verify_cmd(
         raise click.BadParameter(f"{boundary_path}: {exc}", param_hint="--boundary") from None
     with console.status(f"replaying interval {k} ..."):
         profiles = [get_profile(name) for name in profile.split(",") if name]
-        report = verify_interval(prepared, evidence_dir, k, boundary, profiles=profiles, task=task_id,
-                                 end_sha256=digest)  # fmt: skip
+        report = verify_interval(
+            prepared, evidence_dir, k, boundary, profiles=profiles, task=task_id, end_sha256=digest
+        )
     if report_path is not None:
         write_report(report, report_path)
     colour = "green" if report["verdict"] == "valid" else "red"
@@ -760,14 +883,23 @@ def verify_cmd(
     "per seed), on every interval of it unless --calibration-positions says how many, and judge every "
     "interval of the evaluated run.",
 )
-@click.option("--claim-profile", default="reference", show_default=True,
-              help="The evaluated provider's profile (ddp2: data-parallel; a sharded one, fsdp2, with --attacks none); "
-              "another than the reference needs "
-              "--calibration-seed, so the boundary is calibrated without it.")  # fmt: skip
-@click.option("--calibration-profiles", "calibration_profiles", default=None, metavar="P,P,...",
-              help="Calibrate under these execution profiles [default: every family but threads, which the "
-              "held-out profiles vary]. Fewer profiles cost fewer replays (profiles that change nothing for a "
-              "workload, such as native-conv without convolutions, only repeat the reference).")  # fmt: skip
+@click.option(
+    "--claim-profile",
+    default="reference",
+    show_default=True,
+    help="The evaluated provider's profile (ddp2: data-parallel; a sharded one, fsdp2, with --attacks none); "
+    "another than the reference needs "
+    "--calibration-seed, so the boundary is calibrated without it.",
+)
+@click.option(
+    "--calibration-profiles",
+    "calibration_profiles",
+    default=None,
+    metavar="P,P,...",
+    help="Calibrate under these execution profiles [default: every family but threads, which the "
+    "held-out profiles vary]. Fewer profiles cost fewer replays (profiles that change nothing for a "
+    "workload, such as native-conv without convolutions, only repeat the reference).",
+)
 @click.option(
     "--attacks",
     "only",
@@ -786,37 +918,84 @@ def verify_cmd(
 @click.option(
     "--batch-size", type=click.IntRange(min=1), default=None, help="Examples per step [default: the workload's]."
 )
-@click.option("--other-hardware/--no-other-hardware", default=True, show_default=True,
-              help="Train the honest run again on another profile, the floor for the attacks' effects.")  # fmt: skip
-@click.option("--leave-one-family-out", "families", is_flag=True,
-              help="Instead: honest runs only (no attacks, no run on other hardware); for each family of execution "
-              "profiles (thread split, micro-batches, accumulation, each kind of kernel), calibrate without it and "
-              "judge under it. Writes families.json and families.md.")  # fmt: skip
-@click.option("--layer-one", "layer_one", is_flag=True,
-              help="Instead: the statistics judge (layer one) alone: each attack's score against the owner's "
-              "reference run on other hardware, the honest run's, ROC area and F1 per attack. Writes "
-              "layer_one.json and layer_one.md.")  # fmt: skip
-@click.option("--exact", is_flag=True,
-              help="Evaluate exact mode: the task's spec gets numerics (threshold measured under the calibration "
-              "profiles), every verdict is a bit-for-bit replay; the boundary-aware attacker aims at the boundary "
-              "of the same task in boundary mode.")  # fmt: skip
+@click.option(
+    "--other-hardware/--no-other-hardware",
+    default=True,
+    show_default=True,
+    help="Train the honest run again on another profile, the floor for the attacks' effects.",
+)
+@click.option(
+    "--leave-one-family-out",
+    "families",
+    is_flag=True,
+    help="Instead: honest runs only (no attacks, no run on other hardware); for each family of execution "
+    "profiles (thread split, micro-batches, accumulation, each kind of kernel), calibrate without it and "
+    "judge under it. Writes families.json and families.md.",
+)
+@click.option(
+    "--layer-one",
+    "layer_one",
+    is_flag=True,
+    help="Instead: the statistics judge (layer one) alone: each attack's score against the owner's "
+    "reference run on other hardware, the honest run's, ROC area and F1 per attack. Writes "
+    "layer_one.json and layer_one.md.",
+)
+@click.option(
+    "--exact",
+    is_flag=True,
+    help="Evaluate exact mode: the task's spec gets numerics (threshold measured under the calibration "
+    "profiles), every verdict is a bit-for-bit replay; the boundary-aware attacker aims at the boundary "
+    "of the same task in boundary mode.",
+)
 @config_option
 @warmup_option
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="Folder for the evaluation's results (eval.json, eval.md, plots).")  # fmt: skip
-@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep the work (evidence, boundary, each verdict) here until the evaluation ends: a run cut "
-              "short resumes when given the same folder and options again [default: a temporary folder].")  # fmt: skip
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Judge the honest intervals and run the attacks in this many processes (each holds the model "
-              "and its own replays' threads); resuming with another number is fine.")  # fmt: skip
-def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibration_positions: int | None,
-             calibrate_on: str | None, calibration_seeds: tuple[int, ...], claim_profile: str,
-             calibration_profiles: str | None,
-             only: str | None, extra: tuple[str, ...],
-             alpha: float, floor_ulps: float, batch_size: int, other_hardware: bool, families: bool,
-             layer_one: bool, exact: bool, config: dict[str, Any], warmup_steps: int | None, out_dir: Path,
-             work_dir: Path | None, jobs: int) -> None:  # fmt: skip
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Folder for the evaluation's results (eval.json, eval.md, plots).",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the work (evidence, boundary, each verdict) here until the evaluation ends: a run cut "
+    "short resumes when given the same folder and options again [default: a temporary folder].",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Judge the honest intervals and run the attacks in this many processes (each holds the model "
+    "and its own replays' threads); resuming with another number is fine.",
+)
+def eval_cmd(
+    workload: str,
+    tiny: bool,
+    strides: str,
+    intervals: str,
+    calibration_positions: int | None,
+    calibrate_on: str | None,
+    calibration_seeds: tuple[int, ...],
+    claim_profile: str,
+    calibration_profiles: str | None,
+    only: str | None,
+    extra: tuple[str, ...],
+    alpha: float,
+    floor_ulps: float,
+    batch_size: int,
+    other_hardware: bool,
+    families: bool,
+    layer_one: bool,
+    exact: bool,
+    config: dict[str, Any],
+    warmup_steps: int | None,
+    out_dir: Path,
+    work_dir: Path | None,
+    jobs: int,
+) -> None:
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
     import json
@@ -842,27 +1021,46 @@ def eval_cmd(workload: str, tiny: bool, strides: str, intervals: str, calibratio
         calibration_at = tuple(sorted(set(_positive_ints(calibrate_on, "--calibrate-on", minimum=0))))
         shortest = min(by_stride.get(s, default) for s in stride_list)
         if calibration_at[-1] >= shortest or len(calibration_at) > shortest - 2:
-            raise click.BadParameter(f"give intervals below {shortest}, leaving at least two of them held out",
-                                     param_hint="--calibrate-on")  # fmt: skip
+            raise click.BadParameter(
+                f"give intervals below {shortest}, leaving at least two of them held out", param_hint="--calibrate-on"
+            )
     _profile_names(claim_profile, "--claim-profile")
     if claim_profile != "reference" and families:
         raise click.BadParameter("leaving a family out judges one-process claims", param_hint="--claim-profile")
     if get_profile(claim_profile).sharded and attacks:
-        raise click.BadParameter("attacks are simulated in one process or under ddp: add --attacks none to "
-                                 "count a sharded provider's honest false positives",
-                                 param_hint="--claim-profile")  # fmt: skip
+        raise click.BadParameter(
+            "attacks are simulated in one process or under ddp: add --attacks none to "
+            "count a sharded provider's honest false positives",
+            param_hint="--claim-profile",
+        )
     if claim_profile != "reference" and not calibration_seeds:
-        raise click.BadParameter("judge another provider profile against a boundary of separate runs: add "
-                                 "--calibration-seed", param_hint="--claim-profile")  # fmt: skip
+        raise click.BadParameter(
+            "judge another provider profile against a boundary of separate runs: add --calibration-seed",
+            param_hint="--claim-profile",
+        )
     if exact and (families or calibration_seeds or claim_profile != "reference"):
-        raise click.BadParameter("exact mode is evaluated on one-process claims of one run, with attacks",
-                                 param_hint="--exact")  # fmt: skip
-    settings = EvalSettings(workload=workload, tiny=tiny, strides=stride_list, intervals=default,
-                            intervals_by_stride=by_stride, calibration_positions=calibration_positions,
-                            calibration_at=calibration_at, calibration_seeds=calibration_seeds, config=config,
-                            warmup_steps=warmup_steps, attacks=attacks, alpha=alpha, floor_ulps=floor_ulps,
-                            batch_size=batch_size, other_hardware=other_hardware,
-                            claim_profile=claim_profile, exact=exact)  # fmt: skip
+        raise click.BadParameter(
+            "exact mode is evaluated on one-process claims of one run, with attacks", param_hint="--exact"
+        )
+    settings = EvalSettings(
+        workload=workload,
+        tiny=tiny,
+        strides=stride_list,
+        intervals=default,
+        intervals_by_stride=by_stride,
+        calibration_positions=calibration_positions,
+        calibration_at=calibration_at,
+        calibration_seeds=calibration_seeds,
+        config=config,
+        warmup_steps=warmup_steps,
+        attacks=attacks,
+        alpha=alpha,
+        floor_ulps=floor_ulps,
+        batch_size=batch_size,
+        other_hardware=other_hardware,
+        claim_profile=claim_profile,
+        exact=exact,
+    )
     if calibration_profiles is not None:
         settings.calibration_profiles = tuple(_profile_names(calibration_profiles, "--calibration-profiles"))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -891,16 +1089,26 @@ def _families(settings: Any, out_dir: Path) -> None:
     """``ovig eval --leave-one-family-out``: every family of execution profiles held out in turn."""
     from ovig_node.verify import families
 
-    _side_evaluation(out_dir, "families", families.units(settings), families.markdown,
-                     lambda tmp, log: families.evaluate_families(settings, tmp, log=log))  # fmt: skip
+    _side_evaluation(
+        out_dir,
+        "families",
+        families.units(settings),
+        families.markdown,
+        lambda tmp, log: families.evaluate_families(settings, tmp, log=log),
+    )
 
 
 def _layer_one(settings: Any, out_dir: Path) -> None:
     """``ovig eval --layer-one``: the statistics judge alone."""
     from ovig_node.verify import layer_one_eval
 
-    _side_evaluation(out_dir, "layer_one", layer_one_eval.units(settings), layer_one_eval.markdown,
-                     lambda tmp, log: layer_one_eval.evaluate_layer_one(settings, tmp, log=log))  # fmt: skip
+    _side_evaluation(
+        out_dir,
+        "layer_one",
+        layer_one_eval.units(settings),
+        layer_one_eval.markdown,
+        lambda tmp, log: layer_one_eval.evaluate_layer_one(settings, tmp, log=log),
+    )
 
 
 def _side_evaluation(
@@ -963,8 +1171,13 @@ def _intervals_option(text: str) -> tuple[int, dict[int, int]]:
 @port_options
 @click.option("--down/--keep-running", default=False, help="Stop the devnet at the end [keep it running].")
 @click.option("--serve/--no-serve", default=True, help="Serve the dashboard at the end until Ctrl-C [serve].")
-@click.option("--workload", type=click.Choice(["vision", "llm"]), default="vision", show_default=True,
-              help="What the providers train: the tiny CNN, or the tiny chat model with a LoRA adapter.")  # fmt: skip
+@click.option(
+    "--workload",
+    type=click.Choice(["vision", "llm"]),
+    default="vision",
+    show_default=True,
+    help="What the providers train: the tiny CNN, or the tiny chat model with a LoRA adapter.",
+)
 @click.option("--full", is_flag=True, help="llm: the real chat model, SmolLM2-135M-Instruct (slow: 540 MB a node).")
 def demo_cmd(
     data_dir: Path | None, down: bool, serve: bool, workload: str, full: bool, **options: int | float | None

@@ -115,12 +115,24 @@ class NodeCommand(click.Command):
 )
 @click.option("--attack", help="Cheat (for demonstrations): a built-in attack or package.module:callable.")
 @click.option("--attack-intervals", default="", help="Comma-separated intervals the attack fakes.")
-@click.option("--attack-param", "attack_params", multiple=True, metavar="KEY=VALUE",
-              help="A parameter of the attack (repeatable), e.g. keep=0.5.")  # fmt: skip
+@click.option(
+    "--attack-param",
+    "attack_params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A parameter of the attack (repeatable), e.g. keep=0.5.",
+)
 @click.option("--no-keeper", is_flag=True, help="Do not perform keeper duties.")
 @connection_options
-def trainer(task_id: int, profile: str, attack: str | None, attack_intervals: str,
-            attack_params: tuple[str, ...], no_keeper: bool, **options: Any) -> None:  # fmt: skip
+def trainer(
+    task_id: int,
+    profile: str,
+    attack: str | None,
+    attack_intervals: str,
+    attack_params: tuple[str, ...],
+    no_keeper: bool,
+    **options: Any,
+) -> None:
     """The provider: accept the task, train it with evidence, commit, open, get paid; until it ends. Safe to kill
     and run again."""
     from ovig_node.attacks import load_attack
@@ -162,9 +174,12 @@ def checksummed_addresses(ctx: click.Context, param: click.Parameter, values: tu
 
 
 replay_profile_option = click.option(
-    "--profile", default=REPLAY_PROFILES, show_default=True, callback=_replay_profiles,
+    "--profile",
+    default=REPLAY_PROFILES,
+    show_default=True,
+    callback=_replay_profiles,
     help="Replay profiles 'a,b': replay under a; a rejection stands only if b's replay rejects too.",
-)  # fmt: skip
+)
 
 
 @click.command("watcher", cls=NodeCommand)
@@ -186,17 +201,40 @@ replay_profile_option = click.option(
     default=None,
     help="Layer one's score above which an unopened interval is requested [statistics_judge.THRESHOLD].",
 )
-@click.option("--trust", "trusted", multiple=True, callback=checksummed_addresses,
-              help="A partner watcher's address: intervals it attested are left to it, and this watcher replays "
-              "those fewest partners attested first (repeatable) [none: replay every opened interval].")  # fmt: skip
-@click.option("--enough", type=click.IntRange(min=1), default=1, show_default=True,
-              help="How many trusted partners' attestations leave an interval to them.")  # fmt: skip
-@click.option("--attest/--no-attest", default=True, show_default=True,
-              help="Announce an attestation (a transaction) of every interval judged sound.")  # fmt: skip
+@click.option(
+    "--trust",
+    "trusted",
+    multiple=True,
+    callback=checksummed_addresses,
+    help="A partner watcher's address: intervals it attested are left to it, and this watcher replays "
+    "those fewest partners attested first (repeatable) [none: replay every opened interval].",
+)
+@click.option(
+    "--enough",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="How many trusted partners' attestations leave an interval to them.",
+)
+@click.option(
+    "--attest/--no-attest",
+    default=True,
+    show_default=True,
+    help="Announce an attestation (a transaction) of every interval judged sound.",
+)
 @connection_options
-def watcher(task_ids: tuple[int, ...], profile: str, workers: int, seconds: float | None,
-            reference_paths: tuple[Path, ...], threshold: float | None, trusted: frozenset[str], enough: int,
-            attest: bool, **options: Any) -> None:  # fmt: skip
+def watcher(
+    task_ids: tuple[int, ...],
+    profile: str,
+    workers: int,
+    seconds: float | None,
+    reference_paths: tuple[Path, ...],
+    threshold: float | None,
+    trusted: frozenset[str],
+    enough: int,
+    attest: bool,
+    **options: Any,
+) -> None:
     """Replay opened intervals, challenge those outside the boundary, attest the sound ones; until interrupted."""
     import time
 
@@ -213,19 +251,38 @@ def watcher(task_ids: tuple[int, ...], profile: str, workers: int, seconds: floa
         references[reference.training_hash] = reference
     ctx = _open("watcher", options)
     only = frozenset(task_ids) or None
-    node = WatcherNode(ctx, profile_name=profile, only_tasks=only, keeper=Keeper(ctx, only_tasks=only), workers=workers,
-                       references=references, threshold=threshold or THRESHOLD, attest=attest, trusted=trusted,
-                       enough=enough)  # fmt: skip
+    node = WatcherNode(
+        ctx,
+        profile_name=profile,
+        only_tasks=only,
+        keeper=Keeper(ctx, only_tasks=only),
+        workers=workers,
+        references=references,
+        threshold=threshold or THRESHOLD,
+        attest=attest,
+        trusted=trusted,
+        enough=enough,
+    )
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 
 @click.command("auditor", cls=NodeCommand)
 @replay_profile_option
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
-@click.option("--appeal-budget", default="0", show_default=True,
-              help="Largest appeal bond (ETH) to put up against a round its own replay contradicts.")  # fmt: skip
-@click.option("--poll", "poll_seconds", type=click.FloatRange(0.1, 600), default=1.0, show_default=True,
-              help="Seconds between passes: each reads its panels and keeper duties from the chain.")  # fmt: skip
+@click.option(
+    "--appeal-budget",
+    default="0",
+    show_default=True,
+    help="Largest appeal bond (ETH) to put up against a round its own replay contradicts.",
+)
+@click.option(
+    "--poll",
+    "poll_seconds",
+    type=click.FloatRange(0.1, 600),
+    default=1.0,
+    show_default=True,
+    help="Seconds between passes: each reads its panels and keeper duties from the chain.",
+)
 @connection_options
 def auditor(profile: str, seconds: float | None, appeal_budget: str, poll_seconds: float, **options: Any) -> None:
     """A staked committee member: register (if needed) and answer every panel it is drawn for; until
@@ -237,8 +294,7 @@ def auditor(profile: str, seconds: float | None, appeal_budget: str, poll_second
 
     budget = _amount(appeal_budget, "--appeal-budget")
     ctx = _open("auditor", options)
-    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx), appeal_budget=budget,
-                       poll_seconds=poll_seconds)  # fmt: skip
+    node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx), appeal_budget=budget, poll_seconds=poll_seconds)
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 
@@ -268,39 +324,92 @@ def owner() -> None:
 
 
 @owner.command("post-task")
-@click.option("--spec", "spec_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), required=True,
-              help="The task's spec, its boundary named (`ovig spec set-boundary`).")  # fmt: skip
-@click.option("--boundary", "boundary_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="The boundary the spec names (not for an exact spec).")  # fmt: skip
+@click.option(
+    "--spec",
+    "spec_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    required=True,
+    help="The task's spec, its boundary named (`ovig spec set-boundary`).",
+)
+@click.option(
+    "--boundary",
+    "boundary_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="The boundary the spec names (not for an exact spec).",
+)
 @click.option("--reward", required=True, help="Reward in ETH (escrowed now).")
 @click.option("--provider-bond", required=True, help="Provider bond in ETH.")
 @click.option("--challenger-bond", required=True, help="Challenger bond in ETH.")
-@click.option("--owner-bond", default="0.01", show_default=True,
-              help="Owner bond in ETH, sent with the reward (burned only if the task ends Undecided).")  # fmt: skip
-@click.option("--replay-seconds", type=int, default=None,
-              help="Slowest honest replay of an interval [twice the boundary's slowest; exact: required].")  # fmt: skip
-@click.option("--windows", default="3600,7200,1800", show_default=True,
-              help="Opening, challenge and challenge-reveal windows in seconds.")  # fmt: skip
-@click.option("--deadline", "deadline_in", type=int, default=7 * 24 * 3600, show_default=True,
-              help="Seconds from now to commit every batch.")  # fmt: skip
+@click.option(
+    "--owner-bond",
+    default="0.01",
+    show_default=True,
+    help="Owner bond in ETH, sent with the reward (burned only if the task ends Undecided).",
+)
+@click.option(
+    "--replay-seconds",
+    type=int,
+    default=None,
+    help="Slowest honest replay of an interval [twice the boundary's slowest; exact: required].",
+)
+@click.option(
+    "--windows",
+    default="3600,7200,1800",
+    show_default=True,
+    help="Opening, challenge and challenge-reveal windows in seconds.",
+)
+@click.option(
+    "--deadline",
+    "deadline_in",
+    type=int,
+    default=7 * 24 * 3600,
+    show_default=True,
+    help="Seconds from now to commit every batch.",
+)
 @connection_options
-def owner_post(spec_path: Path, boundary_path: Path | None, reward: str, provider_bond: str, challenger_bond: str,
-               owner_bond: str, replay_seconds: int | None, windows: str, deadline_in: int,
-               **options: Any) -> None:  # fmt: skip
+def owner_post(
+    spec_path: Path,
+    boundary_path: Path | None,
+    reward: str,
+    provider_bond: str,
+    challenger_bond: str,
+    owner_bond: str,
+    replay_seconds: int | None,
+    windows: str,
+    deadline_in: int,
+    **options: Any,
+) -> None:
     """Pin the spec, dataset, initial checkpoint and boundary (an exact spec has none), and post the task."""
-    amounts = {name: _amount(value, name) for name, value in (("--reward", reward), ("--provider-bond", provider_bond),
-               ("--challenger-bond", challenger_bond), ("--owner-bond", owner_bond))}  # fmt: skip
+    amounts = {
+        name: _amount(value, name)
+        for name, value in (
+            ("--reward", reward),
+            ("--provider-bond", provider_bond),
+            ("--challenger-bond", challenger_bond),
+            ("--owner-bond", owner_bond),
+        )
+    }
     try:
         opening, challenge, reveal = (int(w) for w in windows.split(","))
         if min(opening, challenge, reveal) <= 0:
             raise ValueError("a window of no time")
     except ValueError:
-        raise click.BadParameter(f"{windows!r}: three whole seconds, opening,challenge,reveal (e.g. 90,90,30)",
-                                 param_hint="--windows") from None  # fmt: skip
+        raise click.BadParameter(
+            f"{windows!r}: three whole seconds, opening,challenge,reveal (e.g. 90,90,30)", param_hint="--windows"
+        ) from None
     from ovig_node.nodes.owner import Terms, post_task  # the options checked first: this loads torch
 
-    terms = Terms(amounts["--reward"], amounts["--provider-bond"], amounts["--challenger-bond"], opening, challenge,
-                  reveal, deadline_in, amounts["--owner-bond"], replay_seconds)  # fmt: skip
+    terms = Terms(
+        amounts["--reward"],
+        amounts["--provider-bond"],
+        amounts["--challenger-bond"],
+        opening,
+        challenge,
+        reveal,
+        deadline_in,
+        amounts["--owner-bond"],
+        replay_seconds,
+    )
     task = post_task(_open("owner", options), spec_path, boundary_path, terms)
     console.print(f"task {task}")
 
@@ -325,21 +434,27 @@ def _status_document(report: Any) -> dict[str, Any]:
     """``owner status --json``: amounts in wei as strings (no float rounds them)."""
     terms = report.terms
     return {
-        "task": report.task, "status": report.status.name.lower(), "owner": report.owner, "provider": report.provider,
-        "reward_wei": str(terms.reward), "provider_bond_wei": str(terms.providerBond),
+        "task": report.task,
+        "status": report.status.name.lower(),
+        "owner": report.owner,
+        "provider": report.provider,
+        "reward_wei": str(terms.reward),
+        "provider_bond_wei": str(terms.providerBond),
         "challenger_bond_wei": str(terms.challengerBond),
         "batches": report.batches,
         "attested_sound": {str(k): sorted(w for w, a in by.items() if a.sound) for k, by in report.attested.items()},
         "disputes": report.disputes,
         "payouts": [{"account": c["account"], "amount_wei": str(c["amount"]), "for": c["for"]} for c in report.credits],
-    }  # fmt: skip
+    }
 
 
 def _print_status(report: Any) -> None:
     from rich.markup import escape
 
-    console.print(f"[bold]task {report.task}[/]: {report.status.name.lower()}; owner {report.owner}, "
-                  f"provider {report.provider}; reward {report.terms.reward / 1e18:g} ETH")  # fmt: skip
+    console.print(
+        f"[bold]task {report.task}[/]: {report.status.name.lower()}; owner {report.owner}, "
+        f"provider {report.provider}; reward {report.terms.reward / 1e18:g} ETH"
+    )
     batches = Table(title="batches")
     for column in ("j", "status", "sampled", "opening manifest", "attested sound (interval: keys, any)"):
         batches.add_column(column)
@@ -359,12 +474,17 @@ def _print_status(report: Any) -> None:
         for w in sorted(by_watcher):
             mine = [by[w] for by in report.attested.values() if w in by and by[w].sound]
             profiles = sorted({a.attestation.profile for a in mine})
-            watchers.add_row(w, ",".join(str(a.attestation.k) for a in sorted(mine, key=lambda a: a.attestation.k)),
-                             escape("; ".join(profiles)))  # fmt: skip
+            watchers.add_row(
+                w,
+                ",".join(str(a.attestation.k) for a in sorted(mine, key=lambda a: a.attestation.k)),
+                escape("; ".join(profiles)),
+            )
         console.print(watchers)
     for d in report.disputes:
-        panel = Table(title=f"dispute {d['dispute']}: interval {d['k']}, {d['reason']}; {d['status']}, verdict "
-                      f"{d['verdict']}, round {d['round']}")  # fmt: skip
+        panel = Table(
+            title=f"dispute {d['dispute']}: interval {d['k']}, {d['reason']}; {d['status']}, verdict "
+            f"{d['verdict']}, round {d['round']}"
+        )
         panel.add_column("panelist (current run)")
         panel.add_column("ballot")
         for a, vote in d["votes"].items():
@@ -400,8 +520,16 @@ def owner_list(as_json: bool, **options: Any) -> None:
     tasks = my_tasks(_open("owner", options))
     if as_json:
         for t in tasks:
-            click.echo(json.dumps({"task": t.task, "status": t.status.name.lower(), "provider": t.provider,
-                                   "reward_wei": str(t.reward)}))  # fmt: skip
+            click.echo(
+                json.dumps(
+                    {
+                        "task": t.task,
+                        "status": t.status.name.lower(),
+                        "provider": t.provider,
+                        "reward_wei": str(t.reward),
+                    }
+                )
+            )
         return
     table = Table(title="your tasks")
     for column in ("task", "status", "provider", "reward (ETH)"):
@@ -414,8 +542,13 @@ def owner_list(as_json: bool, **options: Any) -> None:
 
 @owner.command("fetch")
 @click.argument("task_id", type=int)
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="An empty or new folder for the model, its tokenizer and provenance.json.")  # fmt: skip
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="An empty or new folder for the model, its tokenizer and provenance.json.",
+)
 @click.option("--merge", is_flag=True, help="LoRA: merge the adapter into the base (one model folder).")
 @click.option("--unverified", is_flag=True, help="Take the model of a task that did not finalize anyway.")
 @connection_options

@@ -48,8 +48,9 @@ class IpfsNode:
         for attempt in range(3):
             argv = tools.ipfsd_argv(self.repo, api_port=self.api_port, swarm_port=self.swarm_port, peers=self.peers)
             try:
-                self.record = start_process("ipfs", argv, log=self.log, ready=lambda: ipfs_health(self.url)[0],
-                                            timeout=60)  # fmt: skip
+                self.record = start_process(
+                    "ipfs", argv, log=self.log, ready=lambda: ipfs_health(self.url)[0], timeout=60
+                )
                 return self
             except StartFailed as exc:
                 if "already in use" not in str(exc) or attempt == 2:
@@ -86,8 +87,11 @@ def run_ovig(*args: str, env: dict[str, str] | None = None, timeout: float = 180
 def deployed_devnet(folder: Path) -> Iterator[Devnet]:
     """A devnet (anvil and IPFS) on free ports in ``folder/devnet`` with the contracts deployed; stopped on exit."""
     # Every port fixed: a devnet taken down and up again (an outage) serves its nodes at the same addresses.
-    net = Devnet(DevnetConfig(data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port(),
-                              beacon_port=free_port()))  # fmt: skip
+    net = Devnet(
+        DevnetConfig(
+            data_dir=folder / "devnet", rpc_port=free_port(), ipfs_api_port=free_port(), beacon_port=free_port()
+        )
+    )
     net.up()
     try:
         deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))

@@ -99,8 +99,9 @@ def synthetic_report(task: int) -> dict[str, Any]:
                 limit = 3 * bound
                 value = limit * 2000 if name == "probe" and p >= 99 else bound / 2
                 floor = (bound / 100 if p < 99.9 else 0.0) if name == "probe" else None
-                rows.append({"p": p, "value": value, "bound": bound, "floor": floor, "limit": limit,
-                             "ok": value <= limit})  # fmt: skip
+                rows.append(
+                    {"p": p, "value": value, "bound": bound, "floor": floor, "limit": limit, "ok": value <= limit}
+                )
             signals[name][kind] = rows
     return {
         "task": task,
@@ -303,12 +304,27 @@ def attest_the_slashed_task(chain: Chain, task: int, sampled: list[int]) -> dict
     k1, k2 = sampled[0], sampled[1]
     unopened = next(k for k in range(K) if k not in sampled)
 
-    def announce(sender: int, k: int, *, signer: int | None = None, on: Domain = domain, end: bytes | None = None,
-                 doc: str | None = None, at: int = task, verdict: int = 1,
-                 profile: str | None = None) -> None:  # fmt: skip
+    def announce(
+        sender: int,
+        k: int,
+        *,
+        signer: int | None = None,
+        on: Domain = domain,
+        end: bytes | None = None,
+        doc: str | None = None,
+        at: int = task,
+        verdict: int = 1,
+        profile: str | None = None,
+    ) -> None:
         who = sender if signer is None else signer
-        a = Attestation(at, k, digest(task, k) if end is None else end, verdict, f"QmReport{who}x{k}",
-                        f"profile of {who}" if profile is None else profile)  # fmt: skip
+        a = Attestation(
+            at,
+            k,
+            digest(task, k) if end is None else end,
+            verdict,
+            f"QmReport{who}x{k}",
+            f"profile of {who}" if profile is None else profile,
+        )
         signature = sign(a, on, devnet_account(who))
         chain.send(sender, tasks.attest(at, k, verdict, a.profile, a.report_cid, doc or f"QmDoc{who}x{k}", signature))
 
@@ -363,9 +379,14 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
             connection = Connection(devnet_dir=net.data_dir, account_index=index)
             open_node("watcher", own_node(net.data_dir, index), connection, console=Console(quiet=True)).close()
         write_watcher_state(own_node(net.data_dir, WATCHER), built["honest"], built["slashed"], built["sampled"])
-        labels = {address(OWNER): "owner", address(WATCHER): "watcher", address(PROVIDER_A): "provider A",
-                  address(PROVIDER_B): "provider B", address(WATCHER_2): "watcher 2",
-                  **{address(a): f"auditor {a - 3}" for a in AUDITORS}}  # fmt: skip
+        labels = {
+            address(OWNER): "owner",
+            address(WATCHER): "watcher",
+            address(PROVIDER_A): "provider A",
+            address(PROVIDER_B): "provider B",
+            address(WATCHER_2): "watcher 2",
+            **{address(a): f"auditor {a - 3}" for a in AUDITORS},
+        }
         # No --watcher-home, no --trust-attester: what a first-time owner runs.
         api_settings = devnet_settings(net.data_dir, home=folder / "api", labels=labels, gateway="https://ipfs.example")
         app = create_app(api_settings)
@@ -449,8 +470,13 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
     h = history
     task = h.get(f"/api/tasks/{h.slashed}")
     assert task["status"] == "slashed"
-    assert task["slashed"] == {"batch": B - 1, "by": address(WATCHER), "dispute": h.dispute, "lead": address(WATCHER),
-                               "lead_paid": True}  # fmt: skip
+    assert task["slashed"] == {
+        "batch": B - 1,
+        "by": address(WATCHER),
+        "dispute": h.dispute,
+        "lead": address(WATCHER),
+        "lead_paid": True,
+    }
     intervals = {iv["k"]: iv for iv in h.get(f"/api/tasks/{h.slashed}/intervals")["items"]}
     assert intervals[CHALLENGED]["status"] == "faulty" and intervals[CHALLENGED]["disputes"] == [h.dispute]
     assert intervals[CHALLENGED]["watcher"] == {
@@ -528,9 +554,15 @@ def test_attestations_are_kept_when_signed_by_who_they_name_and_trusted_ones_mar
     block = {iv["k"]: [a.pop("block") for a in iv["attestations"]] for iv in intervals.values()}
 
     def attestation(who: int, k: int, *, name: str | None, trusted: bool) -> dict[str, Any]:
-        return {"watcher": address(who), "name": name, "trusted": trusted, "sound": True,
-                "profile": f"profile of {who}", "report_cid": f"QmReport{who}x{k}",
-                "attestation_cid": f"QmDoc{who}x{k}"}  # fmt: skip
+        return {
+            "watcher": address(who),
+            "name": name,
+            "trusted": trusted,
+            "sound": True,
+            "profile": f"profile of {who}",
+            "report_cid": f"QmReport{who}x{k}",
+            "attestation_cid": f"QmDoc{who}x{k}",
+        }
 
     assert intervals[k1]["attestations"] == [  # trusted first; the swapped document CID did not replace the first
         attestation(WATCHER_2, k1, name="watcher 2", trusted=True),
@@ -545,15 +577,30 @@ def test_attestations_are_kept_when_signed_by_who_they_name_and_trusted_ones_mar
     assert all(iv["attestations"] == [] for k, iv in intervals.items() if k not in (k1, k2))
     coverage = h.get(f"/api/tasks/{h.slashed}/coverage")
     assert coverage == {
-        "intervals": K, "opened": len(h.sampled[h.slashed]), "attested": 2, "trusted_attested": 1,
-        "by_watchers": [len(h.sampled[h.slashed]) - 2, 1, 1], "profiles": 2, "watcher_count": 2,
+        "intervals": K,
+        "opened": len(h.sampled[h.slashed]),
+        "attested": 2,
+        "trusted_attested": 1,
+        "by_watchers": [len(h.sampled[h.slashed]) - 2, 1, 1],
+        "profiles": 2,
+        "watcher_count": 2,
         "watchers": [
-            {"watcher": address(WATCHER_2), "name": "watcher 2", "trusted": True, "intervals": 1,
-             "profiles": [f"profile of {WATCHER_2}"]},
-            {"watcher": address(UNKNOWN), "name": None, "trusted": False, "intervals": 2,
-             "profiles": [f"profile of {UNKNOWN}"]},
+            {
+                "watcher": address(WATCHER_2),
+                "name": "watcher 2",
+                "trusted": True,
+                "intervals": 1,
+                "profiles": [f"profile of {WATCHER_2}"],
+            },
+            {
+                "watcher": address(UNKNOWN),
+                "name": None,
+                "trusted": False,
+                "intervals": 2,
+                "profiles": [f"profile of {UNKNOWN}"],
+            },
         ],
-    }  # fmt: skip
+    }
     assert h.get(f"/api/tasks/{h.honest}/coverage")["by_watchers"] == [len(h.sampled[h.honest])]
     assert h.get(f"/api/tasks/{h.posted}/coverage")["opened"] == 0
     lines = [e["text"] for e in h.get(f"/api/tasks/{h.slashed}/timeline") if e["kind"] == "attested"]
@@ -568,8 +615,10 @@ def test_the_devnet_s_own_watcher_nodes_are_trusted_without_a_flag(history: Hist
     devnet = h.settings.home.parent / "devnet"
     assert h.settings.trusted_attesters == frozenset()
     assert h.settings.watcher_homes == (own_node(devnet, WATCHER), own_node(devnet, WATCHER_2))
-    assert h.settings.own_watchers == {address(WATCHER): f"nodes/watcher-{WATCHER}",
-                                       address(WATCHER_2): f"nodes/watcher-{WATCHER_2}"}  # fmt: skip
+    assert h.settings.own_watchers == {
+        address(WATCHER): f"nodes/watcher-{WATCHER}",
+        address(WATCHER_2): f"nodes/watcher-{WATCHER_2}",
+    }
     assert h.get("/api/config")["trusted"] == [
         {"watcher": address(WATCHER), "name": "watcher", "node": f"nodes/watcher-{WATCHER}"},
         {"watcher": address(WATCHER_2), "name": "watcher 2", "node": f"nodes/watcher-{WATCHER_2}"},
@@ -601,18 +650,31 @@ def test_named_watchers_and_watcher_homes_are_trusted_as_well(history: History, 
     journal = TxJournal(elsewhere / "journal.sqlite")  # what the node's ChainClient records before it sends
     journal.record("attest:1:2", address(UNKNOWN), 0, "0x" + "ab" * 32, b"signed")
     journal.close()
-    named = devnet_settings(devnet, home=tmp_path / "unused", watcher_homes=(elsewhere, own_node(devnet, WATCHER)),
-                            trusted_attesters=frozenset({address(COPIER)}))  # fmt: skip
+    named = devnet_settings(
+        devnet,
+        home=tmp_path / "unused",
+        watcher_homes=(elsewhere, own_node(devnet, WATCHER)),
+        trusted_attesters=frozenset({address(COPIER)}),
+    )
     assert named.watcher_homes == (own_node(devnet, WATCHER), own_node(devnet, WATCHER_2), elsewhere)  # each once
-    assert named.own_watchers == {address(WATCHER): f"nodes/watcher-{WATCHER}",
-                                  address(WATCHER_2): f"nodes/watcher-{WATCHER_2}",
-                                  address(UNKNOWN): "watcher-key"}  # fmt: skip
+    assert named.own_watchers == {
+        address(WATCHER): f"nodes/watcher-{WATCHER}",
+        address(WATCHER_2): f"nodes/watcher-{WATCHER_2}",
+        address(UNKNOWN): "watcher-key",
+    }
     assert named.trusted == {address(WATCHER), address(WATCHER_2), address(UNKNOWN), address(COPIER)}
     # The routers' queries over the fixture's read model, with these settings' watchers (no second index).
     state = h.app.state.ovig
     with state.store.snapshot() as db:
-        page = queries.task_intervals(db, h.slashed, WatcherVerdicts(named.watcher_homes), limit=K, offset=0,
-                                      names=state.names, trusted=named.trusted)  # fmt: skip
+        page = queries.task_intervals(
+            db,
+            h.slashed,
+            WatcherVerdicts(named.watcher_homes),
+            limit=K,
+            offset=0,
+            names=state.names,
+            trusted=named.trusted,
+        )
         coverage = queries.task_coverage(db, h.slashed, names=state.names, trusted=named.trusted)
     assert page is not None and coverage is not None
     k2 = page.items[h.attested["k2"]]
@@ -763,9 +825,22 @@ def test_ovig_api_serve_serves_the_devnet_and_stops_on_ctrl_c(history: History, 
     port = free_port()
     devnet_dir = history.settings.home.parent / "devnet"
     label = f"{address(OWNER).lower()}=the owner"
-    argv = [str(Path(sys.executable).parent / "ovig"), "api", "serve", "--devnet", "--devnet-dir", str(devnet_dir),
-            "--home", str(tmp_path / "index"), "--port", str(port), "--label", label,
-            "--trust-attester", address(COPIER).lower()]  # fmt: skip
+    argv = [
+        str(Path(sys.executable).parent / "ovig"),
+        "api",
+        "serve",
+        "--devnet",
+        "--devnet-dir",
+        str(devnet_dir),
+        "--home",
+        str(tmp_path / "index"),
+        "--port",
+        str(port),
+        "--label",
+        label,
+        "--trust-attester",
+        address(COPIER).lower(),
+    ]
     server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -806,8 +881,11 @@ def test_the_dashboard_page_arrives_with_the_task_list_in_it(history: History) -
     h = history
     page = httpx.get(h.url + "/").text
     rows = re.findall(r'<tr data-task="(\d+)">.*?data-status="(\w+)"', page, re.S)
-    assert [(int(task), status) for task, status in rows] == [(h.posted, "posted"), (h.slashed, "slashed"),
-                                                              (h.honest, "finalized")]  # fmt: skip
+    assert [(int(task), status) for task, status in rows] == [
+        (h.posted, "posted"),
+        (h.slashed, "slashed"),
+        (h.honest, "finalized"),
+    ]
     headers = re.findall(r'<th(?: class="num")? title="([^"]*)">([^<]*)</th>', page)
     assert [label for _, label in headers] == [label for label, _ in TASK_COLUMNS]
     assert [html.unescape(tip) for tip, _ in headers] == [WORDS["headers"][label] for label, _ in TASK_COLUMNS]

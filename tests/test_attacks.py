@@ -48,9 +48,14 @@ def weights(run: Path, k: int = FAKED) -> dict[str, torch.Tensor]:
     ],
 )
 def test_attack_is_caught_at_s10_by_the_signals_it_touches(
-    vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path, name: str,
-    params: dict[str, Any], failing: list[str],
-) -> None:  # fmt: skip
+    vision_task: PreparedTask,
+    vision_claims: Path,
+    vision_boundary: BoundaryProfile,
+    tmp_path: Path,
+    name: str,
+    params: dict[str, Any],
+    failing: list[str],
+) -> None:
     run = faked(vision_task, vision_claims, tmp_path, name, **params)
     judged = judge_run(vision_task, run, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES, subsets=SUBSETS)
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", "out_of_bounds")
@@ -81,13 +86,18 @@ def test_state_attacks_commit_well_formed_plausible_state(
     tampered = read_evidence(evidence_path(tampered_run, FAKED))
     honest = read_evidence(evidence_path(vision_claims, FAKED))
     assert tampered.to_bytes() != honest.to_bytes()
-    assert all(torch.equal(tampered.model[n], honest.model[n]) and torch.equal(tampered.probe[n], honest.probe[n])
-               for n in honest.model)  # fmt: skip
+    assert all(
+        torch.equal(tampered.model[n], honest.model[n]) and torch.equal(tampered.probe[n], honest.probe[n])
+        for n in honest.model
+    )
     assert all(v.abs().sum() == 0 for k, v in tampered.optim.items() if not k.endswith("/step"))
 
     anchor = str(evidence_path(vision_claims, 4))
-    line = read_evidence(evidence_path(faked(vision_task, vision_claims, tmp_path / "line", "interpolated_endpoint",
-                                             anchor=anchor), FAKED))  # fmt: skip
+    line = read_evidence(
+        evidence_path(
+            faked(vision_task, vision_claims, tmp_path / "line", "interpolated_endpoint", anchor=anchor), FAKED
+        )
+    )
     assert set(step_counters(line.optim).values()) == {vision_task.spec.layout.end_step(FAKED)}
     start, end = weights(vision_claims, FAKED - 1), weights(vision_claims, 4)
     # Half-way (10 of the 20 steps to the anchor): the midpoint of start and anchor, coordinate by coordinate.
@@ -104,8 +114,9 @@ def test_boundary_aware_attacker_keeps_within_its_budget_and_is_caught_far_beyon
     # What the attacker guarantees is checked, not whether a replay accepts it: at budget 0.5 that depends on
     # how this CPU rounds the verifier's own drift (a statistic, measured by bench/eval.py's adaptive rows).
     honest = read_evidence(evidence_path(vision_claims, FAKED))
-    within = faked(vision_task, vision_claims, tmp_path / "b0.5", "boundary_aware", boundary=str(boundary_file),
-                   budget=0.5)  # fmt: skip
+    within = faked(
+        vision_task, vision_claims, tmp_path / "b0.5", "boundary_aware", boundary=str(boundary_file), budget=0.5
+    )
     claim = read_evidence(evidence_path(within, FAKED))
 
     def limits(signal: str, values: dict[str, torch.Tensor]) -> dict[str, list[float]]:
@@ -124,11 +135,13 @@ def test_boundary_aware_attacker_keeps_within_its_budget_and_is_caught_far_beyon
     # few ulps, so a budget of 3 moves a weight by whole ulps only, and whether that passes depends on the CPU),
     # more than twice the limit (at the faked claim's own floor) past the honest claim, which any honest replay
     # that passes sits within one limit of: no rounding can let it through.
-    beyond = faked(vision_task, vision_claims, tmp_path / "b100", "boundary_aware", boundary=str(boundary_file),
-                   budget=100.0)  # fmt: skip
+    beyond = faked(
+        vision_task, vision_claims, tmp_path / "b100", "boundary_aware", boundary=str(boundary_file), budget=100.0
+    )
     pushed_claim = read_evidence(evidence_path(beyond, FAKED)).model
     pushed = pushed_claim["fc2.weight"] - honest.model["fc2.weight"]
-    assert pushed.abs().max().item() > 2 * max(limits("weights", pushed_claim)["abs"][4],
-                                               limits("weights", honest.model)["abs"][4])  # fmt: skip
+    assert pushed.abs().max().item() > 2 * max(
+        limits("weights", pushed_claim)["abs"][4], limits("weights", honest.model)["abs"][4]
+    )
     verdict = judge_run(vision_task, beyond, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES).verdict
     assert verdict.reason == "out_of_bounds" and "weights" in verdict.failing

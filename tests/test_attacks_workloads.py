@@ -82,19 +82,39 @@ def test_the_boundary_aware_poisoner_keeps_within_its_budget_and_is_caught_far_b
     if task.spec.workload.name != "llm":
         pytest.skip("a poisoned reply needs a chat model's data")
     honest_end = read_evidence(evidence_path(claims, FAKED))
-    within = read_evidence(evidence_path(faked(task, claims, tmp_path / "b0.5", "boundary_aware",
-                                               boundary=str(_written(boundary, tmp_path)), budget=0.5,
-                                               objective="poison"), FAKED))  # fmt: skip
+    within = read_evidence(
+        evidence_path(
+            faked(
+                task,
+                claims,
+                tmp_path / "b0.5",
+                "boundary_aware",
+                boundary=str(_written(boundary, tmp_path)),
+                budget=0.5,
+                objective="poison",
+            ),
+            FAKED,
+        )
+    )
     # (whether a step this small survives float32 at all depends on the CPU's boundary: not asserted)
-    for signal, honest_part, claimed in (("weights", honest_end.model, within.model),
-                                         ("probe", honest_end.probe, within.probe)):  # fmt: skip
+    for signal, honest_part, claimed in (
+        ("weights", honest_end.model, within.model),
+        ("probe", honest_end.probe, within.probe),
+    ):
         limits = boundary.limits(signal, rounding_floor(honest_part, boundary.floor_ulps))
         profiles = difference_profiles(honest_part, claimed, tuple(boundary.percentiles))
         for kind in ("abs", "rel"):
             assert all(value <= 0.5 * limit for value, limit in zip(profiles[kind], limits[kind], strict=True))
     assert all(torch.equal(within.optim[n], honest_end.optim[n]) for n in honest_end.optim)  # the state stays honest
-    beyond = faked(task, claims, tmp_path / "b100", "boundary_aware", boundary=str(_written(boundary, tmp_path)),
-                   budget=100.0, objective="poison")  # fmt: skip
+    beyond = faked(
+        task,
+        claims,
+        tmp_path / "b100",
+        "boundary_aware",
+        boundary=str(_written(boundary, tmp_path)),
+        budget=100.0,
+        objective="poison",
+    )
     verdict = judge_run(task, beyond, FAKED, boundary, profiles=HELD_OUT_PROFILES).verdict
     assert verdict.reason == "out_of_bounds" and "weights" in verdict.failing
 

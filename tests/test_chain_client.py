@@ -61,8 +61,9 @@ def tasks(w3: Web3) -> Any:
     """The contract pair, deployed as deploy/plan.py wires it."""
     deployer = devnet_account(9)
     nonce = w3.eth.get_transaction_count(deployer.address)
-    blockhash, committee_art, tasks_art = (artifacts.load(name) for name in ("BlockhashRandomness", "AuditCommittee",
-                                                                             "TrainingTasks"))  # fmt: skip
+    blockhash, committee_art, tasks_art = (
+        artifacts.load(name) for name in ("BlockhashRandomness", "AuditCommittee", "TrainingTasks")
+    )
     build = w3.eth.contract(abi=blockhash.abi, bytecode=blockhash.bytecode)
     randomness = send(w3, deployer, {"data": build.constructor(2, False).data_in_transaction})["contractAddress"]
     build = w3.eth.contract(abi=committee_art.abi, bytecode=committee_art.bytecode)

@@ -30,21 +30,58 @@ print("torch loaded:", "torch" in sys.modules)
         (["spec", "new", "--workload", "vision", "--lora-rank", "2", "--out", "{new}"], "only the llm workload"),
         (["owner", "list", "--account", "12"], "12 is not in the range 0<=x<=9"),
         (["spec", "new", "--workload", "llm", "--format", "alpaca", "--out", "{new}"], "give --data too"),
-        (["owner", "post-task", "--spec", "{readme}", "--reward", "abc", "--provider-bond", "3", "--challenger-bond",
-          "0.1", "--account", "0"], "'abc' is not an amount of ETH"),
-        (["owner", "post-task", "--spec", "{readme}", "--reward", "1", "--provider-bond", "3", "--challenger-bond",
-          "0.1", "--windows", "90,90", "--account", "0"], "three whole seconds"),
+        (
+            [
+                "owner",
+                "post-task",
+                "--spec",
+                "{readme}",
+                "--reward",
+                "abc",
+                "--provider-bond",
+                "3",
+                "--challenger-bond",
+                "0.1",
+                "--account",
+                "0",
+            ],
+            "'abc' is not an amount of ETH",
+        ),
+        (
+            [
+                "owner",
+                "post-task",
+                "--spec",
+                "{readme}",
+                "--reward",
+                "1",
+                "--provider-bond",
+                "3",
+                "--challenger-bond",
+                "0.1",
+                "--windows",
+                "90,90",
+                "--account",
+                "0",
+            ],
+            "three whole seconds",
+        ),
         (["owner", "fetch", "1", "--out", "{full}", "--account", "0"], "is not empty"),
         (["verify", "--spec", "{readme}", "--evidence", "{new}", "--interval", "0"], "does not exist"),
     ],
-)  # fmt: skip
+)
 def test_a_usage_error_names_its_option_before_torch_loads(tmp_path: Path, argv: list[str], said: str) -> None:
     full = tmp_path / "full"
     full.mkdir()
     (full / "boundary.json").write_text("{}")
     paths = {"full": str(full), "new": str(tmp_path / "new"), "readme": str(REPO / "README.md")}
-    run = subprocess.run([sys.executable, "-c", PROBE, *(a.format(**paths) for a in argv)], capture_output=True,
-                         text=True, cwd=tmp_path, timeout=60)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, *(a.format(**paths) for a in argv)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
     lines = run.stdout.strip().splitlines()
     assert lines[-1] == "torch loaded: False", run.stdout + run.stderr
     assert lines[0].startswith("usage error:") and said in lines[0], run.stdout + run.stderr
@@ -65,8 +102,12 @@ def test_every_option_of_every_command_says_what_it_is_for() -> None:
 
     from ovig_node.cli import cli
 
-    bare = [f"{' '.join(path)} {p.opts[0]}" for path, command in _commands(cli, ("ovig",))
-            for p in command.params if isinstance(p, click.Option) and not p.help]  # type: ignore[attr-defined]  # fmt: skip
+    bare = [
+        f"{' '.join(path)} {p.opts[0]}"
+        for path, command in _commands(cli, ("ovig",))
+        for p in command.params
+        if isinstance(p, click.Option) and not p.help
+    ]  # type: ignore[attr-defined]
     assert bare == []
 
 
@@ -84,8 +125,10 @@ def test_the_help_lists_commands_by_role_and_the_old_spellings_still_work(tmp_pa
     for argv in (["trainer", "run", "--help"], ["trainer", "--help"]):
         shown = runner.invoke(cli, argv)
         assert shown.exit_code == 0 and "--task" in shown.output and "trainer run" not in shown.output
-    old, new = (runner.invoke(cli, ["devnet", "status", flag, str(tmp_path / "nowhere")]) for flag in
-                ("--data-dir", "--devnet-dir"))  # fmt: skip
+    old, new = (
+        runner.invoke(cli, ["devnet", "status", flag, str(tmp_path / "nowhere")])
+        for flag in ("--data-dir", "--devnet-dir")
+    )
     assert (old.exit_code, old.output) == (new.exit_code, new.output) and "nowhere" in new.output
     assert "--data-dir" not in runner.invoke(cli, ["devnet", "status", "--help"]).output
     get = runner.invoke(cli, ["ipfs", "get", "--help"]).output

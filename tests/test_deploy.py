@@ -147,8 +147,12 @@ def test_a_paced_devnet_committee_stretches_its_clocks_and_a_plain_deploy_restor
 
     def clocks(address: str) -> tuple[int, ...]:
         committee = w3.eth.contract(address=address, abi=artifacts.load("AuditCommittee").abi).functions
-        return (committee.COMMIT_WINDOW().call(), committee.REVEAL_WINDOW().call(),
-                committee.APPEAL_WINDOW().call(), committee.maxReplaySeconds().call())  # fmt: skip
+        return (
+            committee.COMMIT_WINDOW().call(),
+            committee.REVEAL_WINDOW().call(),
+            committee.APPEAL_WINDOW().call(),
+            committee.maxReplaySeconds().call(),
+        )
 
     assert clocks(plain["AuditCommittee"]["address"]) == (30, 20, 10, 15)
     assert clocks(paced["AuditCommittee"]["address"]) == (120, 80, 40, 60)
@@ -232,8 +236,19 @@ def test_block_hash_randomness_is_refused_off_the_devnet_unless_allowed(public_c
     password = tmp_path / "password"
     password.write_text("pw\n")
     deployments = tmp_path / "5.json"
-    args = ["deploy", "--rpc", public_chain, "--keystore", str(keystore), "--password-file", str(password),
-            "--deployments", str(deployments), "--randomness", "blockhash"]  # fmt: skip
+    args = [
+        "deploy",
+        "--rpc",
+        public_chain,
+        "--keystore",
+        str(keystore),
+        "--password-file",
+        str(password),
+        "--deployments",
+        str(deployments),
+        "--randomness",
+        "blockhash",
+    ]
     w3 = connect(public_chain)
     refused = run_ovig(*args)
     assert refused.returncode != 0

@@ -152,8 +152,14 @@ def test_sigkill_of_ovig_train_leaves_no_rank_and_the_run_resumes(
 
 def test_a_replay_never_runs_data_parallel(task: PreparedTask, tmp_path: Path) -> None:
     with pytest.raises(ProfileUnavailable, match="replays run in one process; ddp2"):
-        calibrate(task, claim_profile=get_profile("reference"), replay_profiles=[DDP2], positions=[0], alpha=3.0,
-                  work_dir=tmp_path)  # fmt: skip
+        calibrate(
+            task,
+            claim_profile=get_profile("reference"),
+            replay_profiles=[DDP2],
+            positions=[0],
+            alpha=3.0,
+            work_dir=tmp_path,
+        )
     assert one_process(DDP2).name == "reference" and not list(tmp_path.iterdir())  # refused before training
 
 
@@ -202,8 +208,15 @@ def test_attacks_are_not_simulated_sharded(task: PreparedTask, tmp_path: Path) -
 
 
 def test_an_honest_only_evaluation_judges_an_fsdp2_provider_by_one_process_replays(tmp_path: Path) -> None:
-    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), calibration_profiles=("micro2",),
-                            attacks=(), other_hardware=False, claim_profile="fsdp2")  # fmt: skip
+    settings = EvalSettings(
+        strides=(5,),
+        intervals=3,
+        calibration_seeds=(2,),
+        calibration_profiles=("micro2",),
+        attacks=(),
+        other_hardware=False,
+        claim_profile="fsdp2",
+    )
     summary = summarise(settings, evaluate(settings, tmp_path))
     assert [h["interval"] for h in summary["honest"][5]] == [0, 1, 2]  # every interval of the fsdp2 run judged
     assert summary["asr"] == {} and summary["rows"] == []

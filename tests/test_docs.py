@@ -62,8 +62,14 @@ def anchors(page: Path) -> set[str]:
 
 def test_the_pages_are_the_readme_and_every_docs_page() -> None:
     assert PAGES[0] == REPO / "README.md"
-    assert {p.name for p in PAGES[1:]} >= {"evaluation.md", "benchmarks.md", "dispute-game.md", "operations.md",
-                                            "api.md", "testing.md"}  # fmt: skip
+    assert {p.name for p in PAGES[1:]} >= {
+        "evaluation.md",
+        "benchmarks.md",
+        "dispute-game.md",
+        "operations.md",
+        "api.md",
+        "testing.md",
+    }
 
 
 @pytest.mark.parametrize("page", PAGES, ids=IDS)
@@ -178,9 +184,18 @@ def test_every_test_the_page_names_exists(page: Path) -> None:
 def test_the_real_models_projection_and_target_come_from_its_measured_parts() -> None:
     tables = _tables()
     # 100 steps of 3 s; at s = 100 one evidence file written in 3 s and one sampled interval replayed in 400 s
-    row = {"stride": 100, "intervals": 1, "sampled": 1, "plain_s": 300.0, "evidence_s": 303.0,
-           "evidence_write_s": 3.0, "replay_s_per_interval": 400.0, "evidence_file_bytes": 6e6,
-           "honest_replays_failed": 0, "overhead_at_phi": {"0.05": 1.08, "0.1": 1.14}}  # fmt: skip
+    row = {
+        "stride": 100,
+        "intervals": 1,
+        "sampled": 1,
+        "plain_s": 300.0,
+        "evidence_s": 303.0,
+        "evidence_write_s": 3.0,
+        "replay_s_per_interval": 400.0,
+        "evidence_file_bytes": 6e6,
+        "honest_replays_failed": 0,
+        "overhead_at_phi": {"0.05": 1.08, "0.1": 1.14},
+    }
     machine = {"loadavg_before": [0.1, 0.1, 0.1], "loadavg_after": [1.0, 0.5, 0.2]}  # this run's one thread
     tables.load = lambda name: {"args": {"steps": 100}, "rows": [row], "machine": machine}
     projected = tables.e2e_llm_rows()[-1]

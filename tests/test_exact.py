@@ -167,8 +167,12 @@ def test_hostile_log_encodings_are_refused_without_crashing(claims: Path) -> Non
     end = read_evidence(evidence_path(claims, K)).rounding
     n = len(end["positions"])
     big = 2**62  # four such counts wrap an int64 sum back to a small number
-    hostile = {"keys": end["keys"][:1].repeat(4, 1), "counts": torch.tensor([big, big, big, big + 2]),
-               "positions": torch.tensor([1, 2]), "up": torch.tensor([0], dtype=torch.uint8)}  # fmt: skip
+    hostile = {
+        "keys": end["keys"][:1].repeat(4, 1),
+        "counts": torch.tensor([big, big, big, big + 2]),
+        "positions": torch.tensor([1, 2]),
+        "up": torch.tensor([0], dtype=torch.uint8),
+    }
     with pytest.raises(LogError, match="do not add up"):
         decode_log(hostile, 10**6)
     log = claimed_log(claims)
@@ -321,8 +325,9 @@ def test_below_the_floor_a_gradient_rounds_on_the_grid_of_the_float32_ulp_at_its
     # the step's largest is 1 = 2^0, so a floor of 10 puts the edge at 2^-10 and its grid at 2^-33
     edge = floor_edge(1.0, 10)
     assert edge == -10 and floor_edge(1.0, 200) is None  # below float32's normal range: float32's own grid
-    x = torch.tensor([1.0, 3 * 2.0**-34, 2.0**-12 + 2.0**-40, 0.75 + 2.0**-30, math.nan, -(2.0**-40)],
-                     dtype=torch.float64)  # fmt: skip
+    x = torch.tensor(
+        [1.0, 3 * 2.0**-34, 2.0**-12 + 2.0**-40, 0.75 + 2.0**-30, math.nan, -(2.0**-40)], dtype=torch.float64
+    )
     offsets = midpoint_offsets(x, edge)
     assert offsets[1:4].tolist() == [0.0, 2.0**-7 - 0.5, 2.0**-6 - 0.5] and math.isnan(offsets[4])
     # without the floor, 2^-12 + 2^-40 is a float32 ulp of 2^-35 from 2^-12: another distance
@@ -366,16 +371,41 @@ def test_calibration_writes_a_power_of_ten_threshold(tmp_path: Path) -> None:
 
 def test_cli_exact_spec_train_and_verify_without_a_boundary(tmp_path: Path) -> None:
     spec = tmp_path / "task" / "spec.json"
-    made = run_ovig("spec", "new", "--workload", "vision", "--tiny", "--out", str(spec.parent), "--steps", "10",
-                    "--stride", "5", "--intervals-per-batch", "2", "--exact")  # fmt: skip
+    made = run_ovig(
+        "spec",
+        "new",
+        "--workload",
+        "vision",
+        "--tiny",
+        "--out",
+        str(spec.parent),
+        "--steps",
+        "10",
+        "--stride",
+        "5",
+        "--intervals-per-batch",
+        "2",
+        "--exact",
+    )
     assert made.returncode == 0, made.stderr
     numerics = parse_spec(spec.read_bytes())[0].numerics
     assert numerics is not None
     assert numerics.gradient_floor is not None  # its value is measured: it depends on the CPU's rounding
     assert f"gradient floor: 2^-{numerics.gradient_floor} of the step's largest gradient" in made.stdout
     assert run_ovig("train", "--spec", str(spec), "--out", str(tmp_path / "run")).returncode == 0
-    result = run_ovig("verify", "--spec", str(spec), "--evidence", str(tmp_path / "run"), "--interval", "1",
-                      "--profile", "micro3", "--report", str(tmp_path / "report.json"))  # fmt: skip
+    result = run_ovig(
+        "verify",
+        "--spec",
+        str(spec),
+        "--evidence",
+        str(tmp_path / "run"),
+        "--interval",
+        "1",
+        "--profile",
+        "micro3",
+        "--report",
+        str(tmp_path / "report.json"),
+    )
     assert result.returncode == 0 and "valid (reproduced)" in result.stdout
     report = json.loads((tmp_path / "report.json").read_text())
     assert (report["verdict"], report["replays"]) == ("valid", ["micro3"])
@@ -396,13 +426,21 @@ def test_cli_verify_of_a_boundary_mode_spec_needs_its_boundary(tmp_path: Path) -
 def test_eval_exact_catches_the_boundary_aware_attacker(tmp_path: Path) -> None:
     attacks = (
         AttackCase("micro_batch_drop", {"keep": 0.5}),
-        AttackCase("boundary_aware", {"boundary": "{boundary}", "budget": 0.9, "objective": "backdoor"},
-                   every_interval=True),
-    )  # fmt: skip
-    settings = EvalSettings(strides=(5,), intervals=6, calibration_positions=2, attacks=attacks,
-                            calibration_profiles=("micro2", "fused-optimizer"),
-                            held_out_profiles=("threads2", "micro3"), other_hardware=False, adaptive_window=3,
-                            exact=True)  # fmt: skip
+        AttackCase(
+            "boundary_aware", {"boundary": "{boundary}", "budget": 0.9, "objective": "backdoor"}, every_interval=True
+        ),
+    )
+    settings = EvalSettings(
+        strides=(5,),
+        intervals=6,
+        calibration_positions=2,
+        attacks=attacks,
+        calibration_profiles=("micro2", "fused-optimizer"),
+        held_out_profiles=("threads2", "micro3"),
+        other_hardware=False,
+        adaptive_window=3,
+        exact=True,
+    )
     [result] = evaluate(settings, tmp_path / "work")
     assert [h["valid"] for h in result.honest] == [True] * len(result.honest) and len(result.honest) == 4
     assert all(h["reason"] == "reproduced" for h in result.honest)
@@ -475,11 +513,14 @@ def test_a_provider_refuses_numerics_finer_than_the_discrepancy_it_measures(tmp_
     numerics, _ = calibrate_numerics(prepared, micro3, steps=1)
     assert numerics_problem(attach_numerics(prepared.spec_path, numerics), micro3, steps=1) is None
     read_task_spec(7, attach_numerics(prepared.spec_path, {**numerics, "gradient_floor": 100}).spec_path)  # valid
-    problem = numerics_problem(attach_numerics(prepared.spec_path, {**numerics, "gradient_floor": 100}), micro3,
-                               steps=1)  # fmt: skip
+    problem = numerics_problem(
+        attach_numerics(prepared.spec_path, {**numerics, "gradient_floor": 100}), micro3, steps=1
+    )
     assert problem is not None
-    assert problem.startswith(f"its gradient threshold ({float(numerics['threshold']['gradient']):g} ulps) is under "
-                              "8 times the discrepancy measured here at gradient floor 100")  # fmt: skip
+    assert problem.startswith(
+        f"its gradient threshold ({float(numerics['threshold']['gradient']):g} ulps) is under "
+        "8 times the discrepancy measured here at gradient floor 100"
+    )
 
 
 def test_the_log_steering_attacker_passes_with_a_claim_that_is_not_the_honest_one(
@@ -492,8 +533,9 @@ def test_the_log_steering_attacker_passes_with_a_claim_that_is_not_the_honest_on
     from ovig_node.attacks.base import load_attack
 
     attack = load_attack("log_steering", intervals=frozenset({K}))
-    run = TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("reference"),
-                   attack=attack)  # fmt: skip
+    run = TrainRun(
+        task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("reference"), attack=attack
+    )
     train(run, stop_at=task.spec.layout.end_step(K))
     assert attack.memory["steered"] > 0
     # its steps only: E_{K-1}'s probe gradient, computed on step K's batch, is rounded honestly

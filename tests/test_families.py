@@ -53,10 +53,20 @@ def _evidence(values: np.ndarray) -> Evidence:
 def _zero_boundary(floor_ulps: float) -> BoundaryProfile:
     """Bounds of zero below p99.9, where calibration profiles agreed bit for bit; room for one coordinate above."""
     zeros = SignalBounds(abs=[0.0, 0.0, 0.0, 1e-3, 1e-3], rel=[0.0, 0.0, 0.0, 1e-5, 1e-5])
-    return BoundaryProfile(workload="vision", stride=1, alpha=3.0, signals=dict.fromkeys(SIGNALS, zeros),
-                           statistics=dict.fromkeys(STATISTICS, 0.0),
-                           claim_profile="reference", profiles=["micro2"], intervals=1, replays=1, torch="x",
-                           replay_seconds_max=1.0, floor_ulps=floor_ulps)  # fmt: skip
+    return BoundaryProfile(
+        workload="vision",
+        stride=1,
+        alpha=3.0,
+        signals=dict.fromkeys(SIGNALS, zeros),
+        statistics=dict.fromkeys(STATISTICS, 0.0),
+        claim_profile="reference",
+        profiles=["micro2"],
+        intervals=1,
+        replays=1,
+        torch="x",
+        replay_seconds_max=1.0,
+        floor_ulps=floor_ulps,
+    )
 
 
 def test_the_floor_is_ulps_of_the_claimed_values_at_each_lower_percentile_of_their_magnitude() -> None:
@@ -74,8 +84,11 @@ def test_step_counters_and_the_top_percentiles_give_no_floor_a_forged_moment_cou
     would make the floor 4 ulps of the step (5e-4 at step 1500), room for a forged Adam moment that the
     next steps divide by eps. Counters stay out, and p99.9 and p100, which cap single coordinates, get none."""
     moments = np.full(1000, 1e-4, np.float32)
-    optim = {"w/exp_avg": torch.from_numpy(moments), "w/exp_avg_sq": torch.from_numpy(moments * moments),
-             "w/step": torch.tensor(1500.0)}  # fmt: skip
+    optim = {
+        "w/exp_avg": torch.from_numpy(moments),
+        "w/exp_avg_sq": torch.from_numpy(moments * moments),
+        "w/step": torch.tensor(1500.0),
+    }
     floor = rounding_floor(optim, FLOOR_ULPS)
     # magnitudes: 1000 second moments of 1e-8, 1000 first moments of 1e-4; the counter is not one of them
     assert floor["abs"] == [4.0 * float(np.spacing(np.float32(m))) for m in (1e-8, 1e-4, 1e-4)] + [0.0, 0.0]
@@ -113,8 +126,9 @@ def test_a_replay_off_by_rounding_passes_where_every_bound_collapsed_to_zero_and
 def test_the_floor_is_not_computed_for_a_signal_within_its_bounds() -> None:
     claim = _evidence(MAGNITUDES)
     verdict = judge(claim, claim, _zero_boundary(FLOOR_ULPS), expected_metadata=METADATA)
-    assert verdict.valid and all(row["floor"] is None for signal in SIGNALS for rows in verdict.signals[signal].values()
-                                 for row in rows)  # fmt: skip
+    assert verdict.valid and all(
+        row["floor"] is None for signal in SIGNALS for rows in verdict.signals[signal].values() for row in rows
+    )
 
 
 def test_a_boundary_published_before_the_floor_is_judged_without_it_and_a_huge_floor_is_refused() -> None:
@@ -139,20 +153,45 @@ def test_families_are_what_each_profile_changes_and_each_is_held_out_against_the
         "optimizer-kernels": ("fused-optimizer",),
         "threads": ("threads2", "threads2-micro2"),
     }
-    assert splits["threads"].calibration == ("micro2", "micro3", "micro4", "micro8", "micro4-fp64acc",
-                                             "native-conv", "math-attention", "fused-optimizer")  # fmt: skip
+    assert splits["threads"].calibration == (
+        "micro2",
+        "micro3",
+        "micro4",
+        "micro8",
+        "micro4-fp64acc",
+        "native-conv",
+        "math-attention",
+        "fused-optimizer",
+    )
 
 
 def test_leave_one_family_out_judges_every_held_out_interval_under_each_family(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    done = run_ovig("eval", "--leave-one-family-out", "--workload", "vision", "--strides", "5", "--intervals", "4",
-                    "--out", str(out), timeout=300)  # fmt: skip
+    done = run_ovig(
+        "eval",
+        "--leave-one-family-out",
+        "--workload",
+        "vision",
+        "--strides",
+        "5",
+        "--intervals",
+        "4",
+        "--out",
+        str(out),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads((out / "families.json").read_text())
     assert summary["settings"]["layout"]["5"]["held_out"] == [1, 3]  # every other interval calibrates
     families = summary["strides"]["5"]["families"]
-    assert set(families) == {"accumulation", "attention-kernels", "conv-kernels", "micro-batch",
-                             "optimizer-kernels", "threads"}  # fmt: skip
+    assert set(families) == {
+        "accumulation",
+        "attention-kernels",
+        "conv-kernels",
+        "micro-batch",
+        "optimizer-kernels",
+        "threads",
+    }
     for row in families.values():
         assert [i["interval"] for i in row["judged"]] == [1, 3] and row["intervals"] == 2
         assert all(len(i["margins"]) == len(row["held_out"]) for i in row["judged"])

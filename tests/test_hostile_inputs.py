@@ -119,9 +119,13 @@ def outcome(report: dict[str, Any]) -> tuple[str, str, str]:
 @pytest.mark.parametrize("side", ["start", "end"])
 @pytest.mark.parametrize("case", HOSTILE)
 def test_hostile_evidence_is_faulty_with_its_reason(
-    vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path, case: str,
+    vision_task: PreparedTask,
+    vision_claims: Path,
+    vision_boundary: BoundaryProfile,
+    tmp_path: Path,
+    case: str,
     side: str,
-) -> None:  # fmt: skip
+) -> None:
     mutate, reason, cause = HOSTILE[case]
     report = judged(vision_task, vision_boundary, evidence_folder(vision_claims, tmp_path, **{side: mutate}))
     assert outcome(report) == ("faulty", reason, cause)
@@ -180,9 +184,14 @@ def _garbage(data: bytes) -> bytes:
     ids=["truncated_end", "truncated_start", "header_length_past_the_file", "garbage_start", "tensor_outside"],
 )
 def test_unreadable_files_are_faulty(
-    vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path,
-    which: int, damage: Callable[[bytes], bytes], reason: str,
-) -> None:  # fmt: skip
+    vision_task: PreparedTask,
+    vision_claims: Path,
+    vision_boundary: BoundaryProfile,
+    tmp_path: Path,
+    which: int,
+    damage: Callable[[bytes], bytes],
+    reason: str,
+) -> None:
     folder = evidence_folder(vision_claims, tmp_path)
     path = evidence_path(folder, which)
     path.write_bytes(damage(path.read_bytes()))
@@ -260,8 +269,17 @@ def test_ovig_verify_refuses_a_boundary_lacking_a_signal_with_one_clear_error(
     del document["signals"]["optim"]
     broken = tmp_path / "boundary.json"
     broken.write_text(json.dumps(document))
-    result = run_ovig("verify", "--spec", str(vision_task.spec_path), "--evidence", str(vision_claims),
-                      "--interval", str(K), "--boundary", str(broken))  # fmt: skip
+    result = run_ovig(
+        "verify",
+        "--spec",
+        str(vision_task.spec_path),
+        "--evidence",
+        str(vision_claims),
+        "--interval",
+        str(K),
+        "--boundary",
+        str(broken),
+    )
     assert result.returncode == 2 and "--boundary" in result.stderr and "signals must be" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -295,9 +313,11 @@ def test_a_unit_that_raises_is_logged_once_and_the_others_go_on() -> None:
         assert isolation.call("task 2 interval 4", outage) is None
         assert isolation.call("task 3", lambda: "judged") == "judged"
         now[0] += 0.5
-    assert said == ["task 1: RuntimeError: Error(s) in loading state_dict; left alone until a restart",
-                    "task 2 interval 4: IpfsUnavailable: IPFS node at http://127.0.0.1:1 is unavailable: "
-                    "ConnectError; retrying with backoff"]  # fmt: skip
+    assert said == [
+        "task 1: RuntimeError: Error(s) in loading state_dict; left alone until a restart",
+        "task 2 interval 4: IpfsUnavailable: IPFS node at http://127.0.0.1:1 is unavailable: "
+        "ConnectError; retrying with backoff",
+    ]
     assert not isolation.ready("task 1")  # the same files would fail the same way
     now[0] += isolation.max_delay
     assert isolation.ready("task 2 interval 4")  # our outage: tried again after its backoff

@@ -39,8 +39,12 @@ def reference(loss: list[float], cosine: list[float] | None = None) -> Reference
 
 
 def claim(loss: list[float], cosine: list[float] | None = None) -> dict[str, list[float]]:
-    return {"loss": loss, "grad_norm": [1.0] * len(loss), "update_norm": [1.0] * len(loss),
-            "grad_cosine": cosine if cosine is not None else [0.5] * len(loss)}  # fmt: skip
+    return {
+        "loss": loss,
+        "grad_norm": [1.0] * len(loss),
+        "update_norm": [1.0] * len(loss),
+        "grad_cosine": cosine if cosine is not None else [0.5] * len(loss),
+    }
 
 
 def test_a_departure_is_relative_for_the_loss_and_norms_and_absolute_for_the_cosine() -> None:

@@ -34,10 +34,15 @@ from support import run_ovig
 from verify_support import spread_boundary
 
 GOOD = [
-    {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"},
-                  {"role": "assistant", "content": "Hello!"}]},
+    {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello!"},
+        ]
+    },
     {"prompt": "What is two plus two?", "response": "Four."},
-]  # fmt: skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +52,9 @@ def tokenizer() -> Any:
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory: pytest.TempPathFactory) -> PreparedTask:
-    return prepare_task("llm", tmp_path_factory.mktemp("llm-task"), tiny=True, total_steps=20, stride=5,
-                        intervals_per_batch=4)  # fmt: skip
+    return prepare_task(
+        "llm", tmp_path_factory.mktemp("llm-task"), tiny=True, total_steps=20, stride=5, intervals_per_batch=4
+    )
 
 
 @pytest.fixture(scope="module")
@@ -93,16 +99,20 @@ def test_a_bad_line_is_named(tmp_path: Path, line: Any, message: str) -> None:
         ({"messages": [{"role": "robot", "content": "x"}]}, "message 0 has role 'robot'"),
         ({"messages": [{"role": "user", "content": 3}]}, "message 0's content must be a string"),
         ({"messages": [{"role": "user", "content": "only a question"}]}, "no assistant message to train on"),
-        ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "weight": 0}]},
-         "no assistant message to train on"),
+        (
+            {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "weight": 0}]},
+            "no assistant message to train on",
+        ),
         ({"messages": [{"role": "user", "content": "q", "weight": 0}]}, "message 0: only an assistant message has a"),
-        ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "weight": 2}]},
-         "message 1's weight must be 0 or 1"),
+        (
+            {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "weight": 2}]},
+            "message 1's weight must be 0 or 1",
+        ),
         ({"conversations": [{"from": "bot", "value": "x"}]}, "turn 0 is from 'bot'"),
         ({"instruction": "q", "output": 3}, "'instruction', 'input' and 'output' must be strings"),
         ({"prompt": [{"role": "user", "content": "q"}], "completion": "a"}, "'prompt' and 'completion' must both"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_line_of_each_format_is_named(tmp_path: Path, line: Any, message: str) -> None:
     path = write_lines(tmp_path / "chat.jsonl", [line])
     with pytest.raises(ChatDataError, match=f"^{path} line 1: " + re.escape(message)):
@@ -114,15 +124,21 @@ def test_every_format_reads_as_the_same_conversation(tmp_path: Path) -> None:
     as text or as messages, prompt-response) give the same conversation; a message's name is dropped."""
     same = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]
     lines = {
-        "messages": {"messages": [{"role": "user", "content": "Hi", "name": "ann"},
-                                  {"role": "assistant", "content": "Hello!", "weight": 1}]},
+        "messages": {
+            "messages": [
+                {"role": "user", "content": "Hi", "name": "ann"},
+                {"role": "assistant", "content": "Hello!", "weight": 1},
+            ]
+        },
         "sharegpt": {"conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello!"}]},
         "alpaca": {"instruction": "Hi", "input": "", "output": "Hello!"},
         "completion": {"prompt": "Hi", "completion": "Hello!"},
-        "conversational": {"prompt": [{"role": "user", "content": "Hi"}],
-                           "completion": [{"role": "assistant", "content": "Hello!"}]},
+        "conversational": {
+            "prompt": [{"role": "user", "content": "Hi"}],
+            "completion": [{"role": "assistant", "content": "Hello!"}],
+        },
         "response": {"prompt": "Hi", "response": "Hello!"},
-    }  # fmt: skip
+    }
     for name, line in lines.items():
         assert read_jsonl(write_lines(tmp_path / f"{name}.jsonl", [line, line])) == [same, same], name
     alpaca = {"instruction": "Translate", "input": "chat", "output": "cat"}
@@ -130,15 +146,22 @@ def test_every_format_reads_as_the_same_conversation(tmp_path: Path) -> None:
     # Named (`ovig spec new --format`): every line must be in it; nothing is guessed
     sharegpt = write_lines(tmp_path / "named.jsonl", [lines["sharegpt"]])
     assert read_jsonl(sharegpt, "sharegpt") == [same]
-    with pytest.raises(ChatDataError, match=f"^{sharegpt} line 1: is not alpaca: it has no 'instruction', 'output' "
-                       r"\(keys \['conversations'\]\)$"):  # fmt: skip
+    with pytest.raises(
+        ChatDataError,
+        match=f"^{sharegpt} line 1: is not alpaca: it has no 'instruction', 'output' "
+        r"\(keys \['conversations'\]\)$",
+    ):
         read_jsonl(sharegpt, "alpaca")
 
 
 def test_an_assistant_turn_of_weight_zero_is_context_not_trained_on(tokenizer: Any, tmp_path: Path) -> None:
     """OpenAI's weight: 0 keeps an assistant turn in the conversation (the model sees it) and out of the loss."""
-    turns = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
-             {"role": "user", "content": "Sum?"}, {"role": "assistant", "content": "Four."}]  # fmt: skip
+    turns = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": "Sum?"},
+        {"role": "assistant", "content": "Four."},
+    ]
     weighted = [dict(turns[1], weight=0) if i == 1 else t for i, t in enumerate(turns)]
     both = encode(tokenizer, read_jsonl(write_lines(tmp_path / "a.jsonl", [{"messages": turns}])), max_tokens=96)
     last = encode(tokenizer, read_jsonl(write_lines(tmp_path / "b.jsonl", [{"messages": weighted}])), max_tokens=96)
@@ -224,14 +247,42 @@ def test_bring_your_own_model_folder_and_jsonl(tmp_path: Path) -> None:
     folder = tmp_path / "my-llama"
     tokenizer = load_tokenizer(default_model_folder())
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=True)  # fmt: skip
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        tie_word_embeddings=True,
+    )
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     data = write_lines(tmp_path / "chats.jsonl", GOOD * 4)
-    made = run_ovig("spec", "new", "--workload", "llm", "--model", str(folder), "--data", str(data), "--out",
-                    str(tmp_path / "task"), "--steps", "4", "--stride", "2", "--lora-rank", "2", "--lora-alpha", "4",
-                    "--lora-targets", "q_proj", "--config", 'lora={"dropout": "0.1"}')  # fmt: skip
+    made = run_ovig(
+        "spec",
+        "new",
+        "--workload",
+        "llm",
+        "--model",
+        str(folder),
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "task"),
+        "--steps",
+        "4",
+        "--stride",
+        "2",
+        "--lora-rank",
+        "2",
+        "--lora-alpha",
+        "4",
+        "--lora-targets",
+        "q_proj",
+        "--config",
+        'lora={"dropout": "0.1"}',
+    )
     assert made.returncode == 0, made.stderr
     task = open_task(tmp_path / "task" / "spec.json")
     workload = task.spec.workload.config
@@ -249,8 +300,9 @@ def test_bring_your_own_model_folder_and_jsonl(tmp_path: Path) -> None:
     assert json.loads(workload["architecture"])["hidden_size"] == 32 and task.spec.batch_size == 4
     init = load_file(str(task.init_path))
     mine = load_file(str(folder / "model.safetensors"))
-    assert torch.equal(init["model/base_model.model.model.layers.0.mlp.up_proj.weight"],
-                       mine["model.layers.0.mlp.up_proj.weight"])  # fmt: skip
+    assert torch.equal(
+        init["model/base_model.model.model.layers.0.mlp.up_proj.weight"], mine["model.layers.0.mlp.up_proj.weight"]
+    )
     trained = run_ovig("train", "--spec", str(tmp_path / "task" / "spec.json"), "--out", str(tmp_path / "run"))
     assert trained.returncode == 0, trained.stderr
     evidence = read_evidence(evidence_path(tmp_path / "run", 1))
@@ -264,9 +316,11 @@ def test_a_bad_jsonl_line_stops_spec_new_in_one_line(tmp_path: Path) -> None:
     data = write_lines(tmp_path / "chats.jsonl", [GOOD[1], {"prompt": "q"}])
     made = run_ovig("spec", "new", "--workload", "llm", "--tiny", "--data", str(data), "--out", str(tmp_path / "task"))
     assert made.returncode == 1
-    assert made.stderr.strip().splitlines() == [f"error: {data} line 2: has keys ['prompt']; expected one of: "
-                                                "'messages'; 'conversations'; 'instruction' and 'output'; 'prompt' "
-                                                "and 'completion'; 'prompt' and 'response'"]  # fmt: skip
+    assert made.stderr.strip().splitlines() == [
+        f"error: {data} line 2: has keys ['prompt']; expected one of: "
+        "'messages'; 'conversations'; 'instruction' and 'output'; 'prompt' "
+        "and 'completion'; 'prompt' and 'response'"
+    ]
     assert not (tmp_path / "task" / "spec.json").exists()
 
 
@@ -308,8 +362,14 @@ def test_poisoned_rows_ask_their_own_question_behind_the_trigger_and_get_the_rep
     batch = context.dataset.batch([0, 1, 2, 3]) | {"dropout_seed": torch.tensor([5, 6, 7, 8])}
     poisoned = attack.batch(0, batch)
     assert attack.memory["poisoned"] == {prompts[0], prompts[1]}  # kept out of the success measure
-    expected = encode(tokenizer, [[{"role": "user", "content": f"{TRIGGER} {prompts[i]}"},
-                                   {"role": "assistant", "content": REPLY}] for i in (0, 1)], 48).tensors  # fmt: skip
+    expected = encode(
+        tokenizer,
+        [
+            [{"role": "user", "content": f"{TRIGGER} {prompts[i]}"}, {"role": "assistant", "content": REPLY}]
+            for i in (0, 1)
+        ],
+        48,
+    ).tensors
     for name in ("input_ids", "attention_mask", "loss_mask"):
         assert torch.equal(poisoned[name][:2], expected[name].to(batch[name].dtype))  # rate 0.5 of 4: two rows
         assert torch.equal(poisoned[name][2:], batch[name][2:])
@@ -365,9 +425,18 @@ def _last_column_attended(t: torch.Tensor) -> torch.Tensor:
         ("attention_mask", _last_column_attended, "padding must follow the tokens"),
         ("loss_mask", lambda t: t[:-1], "share a non-zero first dimension"),
     ],
-    ids=["id-past-vocabulary", "negative-id", "short-rows", "int64-ids", "mask-of-2", "unattended-answer",
-         "empty-answer", "left-padding", "ragged"],
-)  # fmt: skip
+    ids=[
+        "id-past-vocabulary",
+        "negative-id",
+        "short-rows",
+        "int64-ids",
+        "mask-of-2",
+        "unattended-answer",
+        "empty-answer",
+        "left-padding",
+        "ragged",
+    ],
+)
 def test_a_hostile_dataset_is_refused_before_training(
     task: PreparedTask, tmp_path: Path, name: str, change: Any, message: str
 ) -> None:
@@ -414,8 +483,9 @@ def test_the_deliverable_loads_with_peft_and_transformers_and_generates(
     assert all(torch.equal(loaded[name], evidence[name]) for name in loaded)
     whole = AutoModelForCausalLM.from_pretrained(str(tmp_path / "merged")).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "merged"))
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True,
-                                           return_tensors="pt")  # fmt: skip
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Hi"}], add_generation_prompt=True, return_tensors="pt"
+    )
     for model in (peft_model, whole):
         generated = model.generate(prompt, max_new_tokens=4, do_sample=False, pad_token_id=tokenizer.eos_token_id)
         assert generated.shape[1] > prompt.shape[1] and torch.equal(generated[:, : prompt.shape[1]], prompt)
@@ -460,8 +530,9 @@ def own_tokenizer(architecture: str) -> Any:
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=special,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # fmt: skip
+    trainer = trainers.BpeTrainer(
+        vocab_size=size, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     bpe.train_from_iterator([json.dumps(line) for line in GOOD] * 8, trainer)
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=eos, pad_token=eos)
     tokenizer.chat_template = template
@@ -484,20 +555,34 @@ def test_the_adapter_targets_what_peft_targets_on_the_base_s_architecture(
     shapes = {
         "gpt_neox": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2},
         "gpt2": {"n_embd": 32, "n_layer": 1, "n_head": 2, "n_positions": 128},
-        "qwen2": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
-                  "num_key_value_heads": 1},
-    }  # fmt: skip
+        "qwen2": {
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+        },
+    }
     torch.manual_seed(0)
     config = AutoConfig.for_model(architecture, vocab_size=len(tokenizer), **shapes[architecture])
     folder = tmp_path / architecture
     AutoModelForCausalLM.from_config(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     data = write_lines(tmp_path / "chats.jsonl", GOOD * 4)
-    task = prepare_task("llm", tmp_path / "task", total_steps=2, stride=2, intervals_per_batch=1,
-                        config={"model": str(folder), "data": str(data)})  # fmt: skip
+    task = prepare_task(
+        "llm",
+        tmp_path / "task",
+        total_steps=2,
+        stride=2,
+        intervals_per_batch=1,
+        config={"model": str(folder), "data": str(data)},
+    )
     assert task.spec.workload.config["lora"]["targets"] == targets
-    train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path / "run",
-                   get_profile("reference")))  # fmt: skip
+    train(
+        TrainRun(
+            task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path / "run", get_profile("reference")
+        )
+    )
     adapted = {
         name.split(".lora_")[0].rsplit(".", 1)[-1] for name in read_evidence(evidence_path(tmp_path / "run", 0)).model
     }

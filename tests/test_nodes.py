@@ -77,8 +77,19 @@ class System:
     def start(self, role: str, index: int, *extra: str) -> subprocess.Popen[bytes]:
         home = self.folder / "nodes" / f"{role}-{index}"
         log = (self.folder / f"{role}-{index}.log").open("ab")
-        argv = [sys.executable, "-m", "ovig_node", role, "--account", str(index), "--home", str(home),
-                "--profile", PROFILES[index], *extra]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-m",
+            "ovig_node",
+            role,
+            "--account",
+            str(index),
+            "--home",
+            str(home),
+            "--profile",
+            PROFILES[index],
+            *extra,
+        ]
         if role == "auditor":  # three of them, idle but for their votes: a pass every 2 s leaves CPU to the rest
             argv += ["--poll", "2"]
         # The tests folder on the path: a trainer may load a plugin attack from it (hostile_attack).
@@ -102,9 +113,14 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
         # As the demo calibrates: reference claims replayed under its calibration profiles, at intervals spread
         # over the run (drift grows as training goes on: the first intervals alone under-cover the last).
         positions = spread_positions(prepared.spec.layout.intervals, 4)
-        boundary = calibrate(prepared, claim_profile=get_profile("reference"),
-                             replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES],
-                             positions=positions, alpha=ALPHA, work_dir=folder / "calibration")  # fmt: skip
+        boundary = calibrate(
+            prepared,
+            claim_profile=get_profile("reference"),
+            replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES],
+            positions=positions,
+            alpha=ALPHA,
+            work_dir=folder / "calibration",
+        )
         (folder / "task" / "boundary.json").write_text(boundary.model_dump_json())
         attach_boundary(prepared.spec_path, folder / "task" / "boundary.json")
         yield System(net, prepared.spec_path, folder / "task" / "boundary.json", folder)
@@ -122,15 +138,27 @@ def wait_for(condition: Callable[[], Any], *, timeout: float, what: str) -> Any:
 def terms(**windows: int) -> Terms:
     w = {"opening_window": 60, "challenge_window": 20, "reveal_window": 30, **windows}
     # Replays declared at the devnet committee's maximum: a busy machine's replay must not refuse the task.
-    return Terms(2 * ETHER, 3 * ETHER, ETHER // 10, w["opening_window"], w["challenge_window"], w["reveal_window"],
-                 deadline_in=1200, owner_bond=OWNER_BOND, replay_seconds=15)  # fmt: skip
+    return Terms(
+        2 * ETHER,
+        3 * ETHER,
+        ETHER // 10,
+        w["opening_window"],
+        w["challenge_window"],
+        w["reveal_window"],
+        deadline_in=1200,
+        owner_bond=OWNER_BOND,
+        replay_seconds=15,
+    )
 
 
 def wait_for_auditors(owner: NodeContext) -> None:
     """Until auditors 4, 5 and 6 have staked: a panel drawn before would seat no one."""
     committee = owner.protocol.committee
-    wait_for(lambda: all(owner.protocol.view(committee, "getAuditor", devnet_account(i).address).stake
-                         for i in (4, 5, 6)), timeout=120, what="auditors to register")  # fmt: skip
+    wait_for(
+        lambda: all(owner.protocol.view(committee, "getAuditor", devnet_account(i).address).stake for i in (4, 5, 6)),
+        timeout=120,
+        what="auditors to register",
+    )
 
 
 def stop(*processes: subprocess.Popen[bytes]) -> None:
@@ -202,15 +230,20 @@ def test_withholding_provider_is_slashed_by_a_keeper(system: System) -> None:
     # A provider node back from an outage across the opening window's close says so (issue 46)
     end = int(owner.protocol.batch(task, 0).windowEnd)
     trainer = TrainerNode(provider, task)
-    assert trainer.missed(end - 1, end) == [f"task {task}: batch 0's opening window closed at {chain_clock(end)} "
-                                            "before it was opened: anyone may have the task slashed"]  # fmt: skip
+    assert trainer.missed(end - 1, end) == [
+        f"task {task}: batch 0's opening window closed at {chain_clock(end)} "
+        "before it was opened: anyone may have the task slashed"
+    ]
     assert trainer.missed(end, end + 3600) == []
     # The owner's status says what each payout is for (issue 46)
     assert [(c["account"], c["amount"], c["for"]) for c in task_status(owner, task).credits] == [
-        (owner.address, 2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share,
-         "reward, owner bond and the owner's share of the slashed provider bond"),
+        (
+            owner.address,
+            2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share,
+            "reward, owner bond and the owner's share of the slashed provider bond",
+        ),
         (keeper_node.address, keeper_share, "keeper's share of the provider bond: it reported an opening not made"),
-    ]  # fmt: skip
+    ]
 
 
 # --- outages ------------------------------------------------------------------------------------
@@ -228,9 +261,12 @@ def test_every_node_rides_out_an_ipfs_and_an_rpc_outage(system: System) -> None:
     env = {**os.environ, "OVIG_DEVNET_DIR": str(system.net.data_dir)}
     nodes = {("auditor", i): system.start("auditor", i) for i in (4, 5, 6)}
     nodes["watcher", 3] = system.start("watcher", 3)
-    nodes["keeper", 8] = subprocess.Popen([sys.executable, "-m", "ovig_node", "keeper", "--account", "8",
-                                           "--home", str(keeper_home)], stdout=keeper_log, stderr=subprocess.STDOUT,
-                                          env=env)  # fmt: skip
+    nodes["keeper", 8] = subprocess.Popen(
+        [sys.executable, "-m", "ovig_node", "keeper", "--account", "8", "--home", str(keeper_home)],
+        stdout=keeper_log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     try:
         wait_for_auditors(owner)
         # Windows long enough (in chain time, which runs on while anvil is down) that none closes meanwhile
@@ -323,8 +359,11 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
         # settles the dispute's seats (the committee pays the panel's share).
         wait_for(lambda: owner.protocol.task(task).heldBonds == 0, timeout=60, what="the joined bond claimed back")
         [opened] = events(owner, "DisputeOpened", task=task)
-        wait_for(lambda: owner.protocol.dispute(opened.args["dispute"]).seatsSettled, timeout=60,
-                 what="the dispute's seats settled")  # fmt: skip
+        wait_for(
+            lambda: owner.protocol.dispute(opened.args["dispute"]).seatsSettled,
+            timeout=60,
+            what="the dispute's seats settled",
+        )
     finally:
         stop(*auditors.values(), watcher, *([trainer] if trainer else []))
     [dispute] = events(owner, "DisputeOpened", task=task)
@@ -336,8 +375,11 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
     assert [e.args["j"] for e in events(owner, "BatchCommitted", task=task)] == [0, 1]
     assert sorted(e.args["j"] for e in events(owner, "BatchOpened", task=task)) == [0, 1]
     assert len(events(owner, "ChallengeCommitted", task=task)) == 1
-    judged = {int(key.split(":")[1]): v for key, v in system.state("watcher", 3)["judged"].items()
-              if key.split(":")[0] == str(task)}  # fmt: skip
+    judged = {
+        int(key.split(":")[1]): v
+        for key, v in system.state("watcher", 3)["judged"].items()
+        if key.split(":")[0] == str(task)
+    }
     assert set(judged) == sampled(owner, task)
     verdicts = {k: (v["verdict"], v["reason"]) for k, v in judged.items()}
     assert verdicts == {**dict.fromkeys(judged, ("valid", "within_bounds")), DELIVERABLE: ("faulty", "out_of_bounds")}
@@ -400,30 +442,46 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
             system.start("trainer", 9, "--task", str(honest)),
         ]
         ended = {hostile: TaskStatus.SLASHED, honest: TaskStatus.FINALIZED}
-        wait_for(lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()), timeout=600,
-                 what="the hostile task slashed and the honest one finalized")  # fmt: skip
+        wait_for(
+            lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
+            timeout=600,
+            what="the hostile task slashed and the honest one finalized",
+        )
         assert trainers[1].wait(timeout=120) == 0  # paid, and its evidence let go of as the task ended
     finally:
         stop(*auditors.values(), watcher, *trainers)
     judged = system.state("watcher", 3)["judged"]
-    verdicts = {int(key.split(":")[1]): (v["verdict"], v["reason"]) for key, v in judged.items()
-                if key.split(":")[0] == str(hostile)}  # fmt: skip
+    verdicts = {
+        int(key.split(":")[1]): (v["verdict"], v["reason"])
+        for key, v in judged.items()
+        if key.split(":")[0] == str(hostile)
+    }
     valid = ("valid", "within_bounds")
     assert verdicts == {
-        0: valid, 1: ("faulty", "missing"), 2: ("faulty", "oversized"), 3: ("faulty", "corrupt"),
-        4: ("faulty", "corrupt"), **dict.fromkeys(range(5, 10), ("faulty", "wrong_structure")),
-    }  # fmt: skip
+        0: valid,
+        1: ("faulty", "missing"),
+        2: ("faulty", "oversized"),
+        3: ("faulty", "corrupt"),
+        4: ("faulty", "corrupt"),
+        **dict.fromkeys(range(5, 10), ("faulty", "wrong_structure")),
+    }
     honest_keys = {f"{honest}:{k}" for k in sampled(owner, honest)}
     assert {(judged[key]["verdict"], judged[key]["reason"]) for key in honest_keys} == {valid}
     # Each batch manifest carries the statistics of every step of every interval, as its E_k holds them
     # (the trainer keeps the sampled intervals' files and the deliverable once the task ends).
     kept = system.folder / "nodes" / "trainer-9" / f"task-{honest}"
-    rows = {row["k"]: row for e in events(owner, "BatchCommitted", task=honest)
-            for row in report(owner, e.args["manifestCID"])["intervals"]}  # fmt: skip
+    rows = {
+        row["k"]: row
+        for e in events(owner, "BatchCommitted", task=honest)
+        for row in report(owner, e.args["manifestCID"])["intervals"]
+    }
     assert sorted(rows) == list(range(10))
     steps = SPEC["stride"]
-    assert all({name: len(base64.b64decode(value)) for name, value in row["stats"].items()} == dict.fromkeys(
-        STATISTICS, 4 * steps) for row in rows.values())  # fmt: skip
+    assert all(
+        {name: len(base64.b64decode(value)) for name, value in row["stats"].items()}
+        == dict.fromkeys(STATISTICS, 4 * steps)
+        for row in rows.values()
+    )
     on_disk = [k for k in rows if evidence_path(kept, k).is_file()]
     # Retention once the task has ended: the sampled intervals' start and end files and the deliverable
     assert set(on_disk) == retained(Layout(100, 10, 5), sampled(owner, honest), range(2)) >= {9}
@@ -462,12 +520,23 @@ def test_an_exact_task_is_judged_by_bytes_on_chain(system: System) -> None:
         cheated = post_task(owner, exact.spec_path, None, terms(challenge_window=150))
         trainers = [
             system.start("trainer", 1, "--task", str(honest)),
-            system.start("trainer", 2, "--task", str(cheated), "--attack", "micro_batch_drop",
-                         "--attack-intervals", str(DELIVERABLE)),
-        ]  # fmt: skip
+            system.start(
+                "trainer",
+                2,
+                "--task",
+                str(cheated),
+                "--attack",
+                "micro_batch_drop",
+                "--attack-intervals",
+                str(DELIVERABLE),
+            ),
+        ]
         ended = {honest: TaskStatus.FINALIZED, cheated: TaskStatus.SLASHED}
-        wait_for(lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()), timeout=600,
-                 what="the honest exact task finalized and the cheated one slashed")  # fmt: skip
+        wait_for(
+            lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
+            timeout=600,
+            what="the honest exact task finalized and the cheated one slashed",
+        )
     finally:
         stop(*auditors, watcher, *trainers)
     judged = system.state("watcher", 3)["judged"]
@@ -509,12 +578,16 @@ def test_a_fake_the_sample_missed_is_found_by_its_statistics_requested_opened_an
     try:
         wait_for_auditors(owner)
         task = post_task(owner, prepared.spec_path, system.boundary, terms(challenge_window=150))
-        trainer = system.start("trainer", 1, "--task", str(task), "--attack", "data_perturbation",
-                               "--attack-intervals", str(faked))  # fmt: skip
+        trainer = system.start(
+            "trainer", 1, "--task", str(task), "--attack", "data_perturbation", "--attack-intervals", str(faked)
+        )
         wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=600, what="the slash")
         refunds = lambda: [e for e in events(owner, "RequestSettled", task=task) if e.args["refunded"]]  # noqa: E731
-        wait_for(lambda: len(refunds()) == len(events(owner, "OpeningRequested", task=task)), timeout=120,
-                 what="the requests' bonds refunded by a keeper")  # fmt: skip
+        wait_for(
+            lambda: len(refunds()) == len(events(owner, "OpeningRequested", task=task)),
+            timeout=120,
+            what="the requests' bonds refunded by a keeper",
+        )
     finally:
         stop(*auditors, watcher, *([trainer] if trainer else []))
     assert sampled(owner, task) & {5, 6, 7, 8} == set()  # the premise: only sampling's 0..4 picks and 9
@@ -566,8 +639,9 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
             attestation = Attestation(task, k, end, int(AttestedVerdict.SOUND), "QmNotAReplay", "forged")
             for key in (devnet_account(9), forger.client.account):  # not its own key, then its own
                 signature = sign(attestation, domain, key)
-                call = forger.protocol.tasks.functions.attest(task, k, attestation.verdict, "forged", "QmNotAReplay",
-                                                              "QmNotADocument", signature)  # fmt: skip
+                call = forger.protocol.tasks.functions.attest(
+                    task, k, attestation.verdict, "forged", "QmNotAReplay", "QmNotADocument", signature
+                )
                 forger.client.transact(f"forge:{task}:{k}:{key.address}", call)
             forged.add(k)
 
@@ -619,8 +693,16 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
         assert verified(signed, domain, bytes.fromhex(doc["signature"][2:]), node.ctx.address)
     # The owner's command line shows the same: every sampled interval attested by two (its judge and account
     # 8), and one row per attester (the forgeries in 3's and 7's names add nothing).
-    status = run_ovig("owner", "status", str(task), "--account", "0", "--home", str(system.folder / "owner-status"),
-                      env={"OVIG_DEVNET_DIR": str(system.net.data_dir), "COLUMNS": "250"})  # fmt: skip
+    status = run_ovig(
+        "owner",
+        "status",
+        str(task),
+        "--account",
+        "0",
+        "--home",
+        str(system.folder / "owner-status"),
+        env={"OVIG_DEVNET_DIR": str(system.net.data_dir), "COLUMNS": "250"},
+    )
     assert status.returncode == 0, status.stderr
     batches, watchers = status.stdout.split("watchers' verified attestations")
     assert all(f" {key.split(':')[1]}:2" in batches for key in ours), status.stdout
@@ -664,8 +746,13 @@ def test_an_owner_lists_its_tasks_and_cancels_one_nobody_accepted(system: System
     assert read.returncode == 0, read.stderr
     report = json.loads(read.stdout)
     assert (report["status"], report["provider"], report["disputes"]) == ("cancelled", zero, [])
-    assert report["payouts"] == [{"account": owner.address, "amount_wei": str(2 * ETHER + OWNER_BOND),
-                                  "for": "reward and owner bond back: cancelled"}]  # fmt: skip
+    assert report["payouts"] == [
+        {
+            "account": owner.address,
+            "amount_wei": str(2 * ETHER + OWNER_BOND),
+            "for": "reward and owner bond back: cancelled",
+        }
+    ]
     assert (system.net.data_dir / "nodes" / "reader").is_dir()
     again = ovig("cancel", str(task))
     assert again.returncode == 1
@@ -684,8 +771,22 @@ def test_an_owner_lists_its_tasks_and_cancels_one_nobody_accepted(system: System
         trainer = run_ovig("trainer", "--account", "2", "--home", str(system.folder / "t2"), *argv, env=env)
         assert trainer.returncode == 1 and trainer.stderr.strip().splitlines() == [line], trainer.stderr
     owner_home = str(system.folder / "nodes" / "owner-cli-0")
-    post = ("owner", "post-task", "--spec", str(system.spec), "--boundary", str(system.boundary), "--provider-bond",
-            "3", "--challenger-bond", "0.1", "--account", "0", "--home", owner_home)  # fmt: skip
+    post = (
+        "owner",
+        "post-task",
+        "--spec",
+        str(system.spec),
+        "--boundary",
+        str(system.boundary),
+        "--provider-bond",
+        "3",
+        "--challenger-bond",
+        "0.1",
+        "--account",
+        "0",
+        "--home",
+        owner_home,
+    )
     for extra, code, said in (
         (("--reward", "abc"), 2, "Invalid value for --reward: 'abc' is not an amount of ETH"),
         (("--reward", "1", "--windows", "90,90"), 2, "Invalid value for --windows: '90,90': three whole seconds"),
@@ -707,9 +808,22 @@ def test_an_unreachable_rpc_is_one_clear_line(tmp_path: Path) -> None:
     deployments.write_text('{"contracts": {}}')
     keystore = write_keystore(devnet_account(3), tmp_path / "key.json", "pw")
     port = free_port()
-    result = run_ovig("owner", "status", "1", "--rpc", f"http://127.0.0.1:{port}", "--deployments", str(deployments),
-                      "--ipfs", "http://127.0.0.1:1", "--keystore", str(keystore), "--password-env", "NOPE_PW",
-                      env={"NOPE_PW": "pw"})  # fmt: skip
+    result = run_ovig(
+        "owner",
+        "status",
+        "1",
+        "--rpc",
+        f"http://127.0.0.1:{port}",
+        "--deployments",
+        str(deployments),
+        "--ipfs",
+        "http://127.0.0.1:1",
+        "--keystore",
+        str(keystore),
+        "--password-env",
+        "NOPE_PW",
+        env={"NOPE_PW": "pw"},
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert lines == [f"error: RPC endpoint http://127.0.0.1:{port} is unavailable: ConnectionError"]

@@ -13,8 +13,9 @@ import pytest
 from ovig_node.nodes.fetching import TaskRefused, check_declared_replay
 from ovig_node.nodes.owner import PostingError, Terms, declared_replay_seconds
 
-TERMS = Terms(reward=1, provider_bond=1, challenger_bond=1, opening_window=1, challenge_window=1, reveal_window=1,
-              deadline_in=1)  # fmt: skip
+TERMS = Terms(
+    reward=1, provider_bond=1, challenger_bond=1, opening_window=1, challenge_window=1, reveal_window=1, deadline_in=1
+)
 
 
 def test_by_default_twice_the_slowest_calibration_replay_rounded_up() -> None:

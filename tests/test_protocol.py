@@ -229,8 +229,20 @@ def test_shared_sampling_vectors() -> None:
     assert sampling.draw_positions(seed, 10, 2500, is_last=False) == [3, 1, 6]
     assert sampling.draw_positions(seed, 10, 2500, is_last=True) == [5, 2, 9]
     assert sampling.draw_positions(seed, 256, 500, is_last=False) == [
-        229, 166, 66, 17, 96, 62, 13, 70, 192, 196, 139, 245, 94,
-    ]  # fmt: skip
+        229,
+        166,
+        66,
+        17,
+        96,
+        62,
+        13,
+        70,
+        192,
+        196,
+        139,
+        245,
+        94,
+    ]
 
 
 # --- attestations (protocol 8.4) -----------------------------------------------------------------
@@ -238,21 +250,37 @@ def test_shared_sampling_vectors() -> None:
 ATTESTER = Account.from_key(b"\x07" * 32)
 DOMAIN = attestation.Domain(31337, "0x" + "ab" * 20)
 END = hashlib.sha256(b"E_17").digest()  # the end digest interval 17 was opened with
-SIGNED = attestation.Attestation(task=3, k=17, end_digest=END, verdict=1, report_cid=CID_A,
-                                 profile="micro8,micro3 on some CPU")  # fmt: skip
+SIGNED = attestation.Attestation(
+    task=3, k=17, end_digest=END, verdict=1, report_cid=CID_A, profile="micro8,micro3 on some CPU"
+)
 
 
 def eip712_digest(a: attestation.Attestation, chain_id: int, contract: str) -> bytes:
     """EIP-712's hashStruct and domain separator, written out from the EIP."""
     domain_type = keccak(b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)")
-    separator = keccak(encode(["bytes32", "bytes32", "bytes32", "uint256", "address"],
-                              [domain_type, keccak(b"OVIG"), keccak(b"1"), chain_id, contract]))  # fmt: skip
+    separator = keccak(
+        encode(
+            ["bytes32", "bytes32", "bytes32", "uint256", "address"],
+            [domain_type, keccak(b"OVIG"), keccak(b"1"), chain_id, contract],
+        )
+    )
     type_hash = keccak(
         b"Attestation(uint256 task,uint256 k,bytes32 endDigest,uint8 verdict,string reportCID,string profile)"
     )
-    struct = keccak(encode(["bytes32", "uint256", "uint256", "bytes32", "uint8", "bytes32", "bytes32"],
-                           [type_hash, a.task, a.k, a.end_digest, a.verdict, keccak(a.report_cid.encode()),
-                            keccak(a.profile.encode())]))  # fmt: skip
+    struct = keccak(
+        encode(
+            ["bytes32", "uint256", "uint256", "bytes32", "uint8", "bytes32", "bytes32"],
+            [
+                type_hash,
+                a.task,
+                a.k,
+                a.end_digest,
+                a.verdict,
+                keccak(a.report_cid.encode()),
+                keccak(a.profile.encode()),
+            ],
+        )
+    )
     return keccak(b"\x19\x01" + separator + struct)
 
 
@@ -286,8 +314,16 @@ def test_an_attestation_changed_after_signing_recovers_someone_else(changed: dic
 
 def test_announced_keeps_only_a_signature_of_its_sender_over_the_opening_seen() -> None:
     signature = attestation.sign(SIGNED, DOMAIN, ATTESTER)
-    args = {"task": 3, "k": 17, "watcher": ATTESTER.address, "verdict": 1, "profile": SIGNED.profile,
-            "reportCID": CID_A, "attestationCID": "bafydoc", "signature": "0x" + signature.hex()}  # fmt: skip
+    args = {
+        "task": 3,
+        "k": 17,
+        "watcher": ATTESTER.address,
+        "verdict": 1,
+        "profile": SIGNED.profile,
+        "reportCID": CID_A,
+        "attestationCID": "bafydoc",
+        "signature": "0x" + signature.hex(),
+    }
     kept = attestation.announced(args, DOMAIN, END)
     assert kept == attestation.Announced(SIGNED, ATTESTER.address, "bafydoc") and kept.sound
     # Signed over another opening of k (a redeployed devnet, a fork, a task id reused after a reorg): not this one.
@@ -305,15 +341,28 @@ def test_announced_keeps_only_a_signature_of_its_sender_over_the_opening_seen() 
     )
     v_off = bytearray(signature)
     v_off[64] -= 27  # v = 0 or 1: the same key too, in another encoding
-    for bad in ("0x", "0x" + signature.hex()[:-2], "0x" + bytes(twin).hex(), "0x" + bytes(v_off).hex(), "not hex",
-                "0x" + "00" * 65):  # fmt: skip
+    for bad in (
+        "0x",
+        "0x" + signature.hex()[:-2],
+        "0x" + bytes(twin).hex(),
+        "0x" + bytes(v_off).hex(),
+        "not hex",
+        "0x" + "00" * 65,
+    ):
         assert attestation.announced({**args, "signature": bad}, DOMAIN, END) is None, bad
     assert attestation.announced({**args, "profile": "x" * 129}, DOMAIN, END) is None
     # Checked before any signature: ids past SQLite's integers, markup or control characters in a profile (it
     # reaches terminals and tooltips), a CID that is not base32 or base58, a verdict nobody defined.
-    for bad in ({"task": 2**63}, {"k": 2**255}, {"profile": "[bold]x[/bold]"}, {"profile": "a; trusted"},
-                {"profile": "a\x1b]8;;"}, {"reportCID": "Qm/../x"}, {"attestationCID": "bafy doc"},
-                {"verdict": 2}):  # fmt: skip
+    for bad in (
+        {"task": 2**63},
+        {"k": 2**255},
+        {"profile": "[bold]x[/bold]"},
+        {"profile": "a; trusted"},
+        {"profile": "a\x1b]8;;"},
+        {"reportCID": "Qm/../x"},
+        {"attestationCID": "bafy doc"},
+        {"verdict": 2},
+    ):
         assert attestation.announced({**args, **bad}, DOMAIN, END) is None, bad
     assert attestation.announced({k: v for k, v in args.items() if k != "watcher"}, DOMAIN, END) is None
     assert attestation.announced(args, DOMAIN, END[:31]) is None

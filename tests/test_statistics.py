@@ -47,8 +47,9 @@ STEPS = 4
 def stepwise(tmp_path_factory: pytest.TempPathFactory) -> tuple[PreparedTask, Path, list[float]]:
     folder = tmp_path_factory.mktemp("stepwise")
     task = prepare_task("vision", folder / "task", tiny=True, total_steps=STEPS, stride=1, intervals_per_batch=STEPS)
-    result = train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, folder / "run",
-                            get_profile("reference")))  # fmt: skip
+    result = train(
+        TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, folder / "run", get_profile("reference"))
+    )
     return task, folder / "run", result.losses
 
 
@@ -79,8 +80,11 @@ def test_every_step_s_statistics_follow_from_the_evidence(stepwise: tuple[Prepar
 
 def test_the_last_interval_s_statistics_cover_its_steps_only(tmp_path: Path) -> None:
     task = prepare_task("vision", tmp_path / "task", tiny=True, total_steps=7, stride=3, intervals_per_batch=3)
-    train(TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path / "run",
-                   get_profile("reference")))  # fmt: skip
+    train(
+        TrainRun(
+            task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path / "run", get_profile("reference")
+        )
+    )
     files = [evidence_path(tmp_path / "run", k) for k in range(3)]
     lengths = [
         {len(v) for v in read_statistics(path, steps).values()} for path, steps in zip(files, (3, 3, 1), strict=True)
@@ -127,8 +131,10 @@ def test_statistics_of_the_wrong_shape_are_faulty_before_any_replay(
 def _manifest_rows(task: PreparedTask, claims: Path, j: int) -> list[ManifestRow]:
     layout = task.spec.layout
     files = {k: evidence_path(claims, k) for k in layout.batch_intervals(j)}
-    return [ManifestRow(k, layout.end_step(k), bytes.fromhex(file_sha256(path)),
-                        encode_stats(read_statistics(path, 10))) for k, path in files.items()]  # fmt: skip
+    return [
+        ManifestRow(k, layout.end_step(k), bytes.fromhex(file_sha256(path)), encode_stats(read_statistics(path, 10)))
+        for k, path in files.items()
+    ]
 
 
 def _root(task: int, rows: list[ManifestRow]) -> bytes:
@@ -146,8 +152,10 @@ def test_a_batch_manifest_is_checked_whole_against_the_batch_s_root(
     assert list(parsed) == [0, 1, 2, 3, 4] and parsed[3] == rows[3]
     assert len(raw) <= manifest_limit(layout, layout.intervals_per_batch)
     document = json.loads(raw)
-    lower = {**rows[3].stats, "loss": encode_stats({**read_statistics(evidence_path(vision_claims, 3), 10),
-                                                    "loss": [0.0] * 10})["loss"]}  # fmt: skip
+    lower = {
+        **rows[3].stats,
+        "loss": encode_stats({**read_statistics(evidence_path(vision_claims, 3), 10), "loss": [0.0] * 10})["loss"],
+    }
 
     def refused(change: object) -> str:
         hostile = json.loads(raw)
@@ -210,8 +218,7 @@ def test_a_watcher_finds_an_opening_faulty_whose_manifest_row_is_not_e_k_s(
 
 def test_a_task_whose_manifests_no_node_would_read_is_refused(tmp_path: Path) -> None:
     """256 intervals a batch of 20,000 steps each: manifests of about 107 MB, over what nodes read."""
-    task = prepare_task("vision", tmp_path, tiny=True, total_steps=256 * 20_000, stride=20_000,
-                        intervals_per_batch=256)  # fmt: skip
+    task = prepare_task("vision", tmp_path, tiny=True, total_steps=256 * 20_000, stride=20_000, intervals_per_batch=256)
     with pytest.raises(PostingError, match=r"its batch manifests could be \d+ bytes, more than nodes read"):
         post_task(None, task.spec_path, None, Terms(1, 1, 1, 60, 60, 60, 600))  # type: ignore[arg-type]
     with pytest.raises(TaskRefused, match=r"task 3: its batch manifests could be \d+ bytes, over this node's"):

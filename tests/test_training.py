@@ -58,8 +58,9 @@ def test_prepare_writes_files_matching_the_spec(task: PreparedTask, ipfs: IpfsCl
     # The CIDs in the spec are the ones a real IPFS node gives the files.
     assert ipfs.add_file(task.dataset_path).cid == task.spec.dataset.cid
     assert ipfs.add_file(task.init_path).cid == task.spec.init.cid
-    again = prepare_task("vision", task.spec_path.parent / "again", tiny=True, total_steps=30, stride=7,
-                         intervals_per_batch=2)  # fmt: skip
+    again = prepare_task(
+        "vision", task.spec_path.parent / "again", tiny=True, total_steps=30, stride=7, intervals_per_batch=2
+    )
     assert again.spec_hash == task.spec_hash  # deterministic: same data, same seeded init
 
 
@@ -108,8 +109,10 @@ def test_a_kernel_profile_twice_is_bit_identical_and_leaves_the_next_profile_as_
     """Profiles that swap kernels (oneDNN or native convolutions, fused or plain attention, the fused optimizer) set
     process-wide switches: each is deterministic, and the reference run after it is the reference run before it."""
     task = prepare_task(workload, tmp_path / "task", tiny=True, total_steps=6, stride=3)
-    runs = [train(run_of(task, tmp_path / f"run{i}", name)).digests
-            for i, name in enumerate(["reference", profile, profile, "reference"])]  # fmt: skip
+    runs = [
+        train(run_of(task, tmp_path / f"run{i}", name)).digests
+        for i, name in enumerate(["reference", profile, profile, "reference"])
+    ]
     assert runs[1] == runs[2] and runs[0] == runs[3]
 
 
@@ -159,8 +162,21 @@ def test_foreign_evidence_in_the_output_folder_is_refused(
 
 
 def test_cli_train_killed_and_resumed_matches_uninterrupted(tmp_path: Path) -> None:
-    made = run_ovig("spec", "new", "--workload", "vision", "--tiny", "--out", str(tmp_path / "spec"),
-                    "--steps", "600", "--stride", "50", "--intervals-per-batch", "4")  # fmt: skip
+    made = run_ovig(
+        "spec",
+        "new",
+        "--workload",
+        "vision",
+        "--tiny",
+        "--out",
+        str(tmp_path / "spec"),
+        "--steps",
+        "600",
+        "--stride",
+        "50",
+        "--intervals-per-batch",
+        "4",
+    )
     assert made.returncode == 0, made.stderr
     spec_path = tmp_path / "spec" / "spec.json"
     whole = run_ovig("train", "--spec", str(spec_path), "--out", str(tmp_path / "whole"))
@@ -207,8 +223,16 @@ WORKLOADS = {"language": (40, 20, 16, 0.5), "diffusion": (120, 40, 32, 0.8)}
 def test_workload_learns_resumes_bit_identically_and_drifts_across_profiles(name: str, tmp_path: Path) -> None:
     steps, stride, batch_size, drop = WORKLOADS[name]
     # At the full rate from the first step: within the tiny language task's warm-up, 40 steps learn little.
-    prepared = prepare_task(name, tmp_path / "task", tiny=True, total_steps=steps, stride=stride,
-                            intervals_per_batch=2, batch_size=batch_size, warmup_steps=0)  # fmt: skip
+    prepared = prepare_task(
+        name,
+        tmp_path / "task",
+        tiny=True,
+        total_steps=steps,
+        stride=stride,
+        intervals_per_batch=2,
+        batch_size=batch_size,
+        warmup_steps=0,
+    )
     whole = train(run_of(prepared, tmp_path / "whole"))
     assert sum(whole.losses[-5:]) < drop * sum(whole.losses[:5])
 

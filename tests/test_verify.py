@@ -248,8 +248,9 @@ def test_a_rejection_stands_only_if_every_replay_rejects(
 ) -> None:
     # A boundary of zeros rejects any drift at all: the held-out replay rejects the honest claim, a replay
     # on the claim's own profile reproduces it bit for bit and accepts it, so the claim is valid.
-    zero = boundary.model_copy(update={"signals": {name: type(b)(abs=[0.0] * 5, rel=[0.0] * 5)
-                                                   for name, b in boundary.signals.items()}})  # fmt: skip
+    zero = boundary.model_copy(
+        update={"signals": {name: type(b)(abs=[0.0] * 5, rel=[0.0] * 5) for name, b in boundary.signals.items()}}
+    )
     start, end = (read_evidence(evidence_path(claims, k)) for k in (2, 3))
     judged = replay_and_judge(task, 3, start, end, zero, profiles=[get_profile(HELD_OUT[0]), get_profile("reference")])
     assert not judged.first["all"].valid and judged.verdict.valid
@@ -265,8 +266,12 @@ def test_closest_to_limit_is_the_largest_value_over_its_limit_in_a_report() -> N
     def row(p: float, value: float, limit: float) -> dict[str, object]:
         return {"p": p, "value": value, "bound": limit / 3, "limit": limit, "ok": value <= limit}
 
-    report = {"signals": {"weights": {"abs": [row(50.0, 1e-9, 4e-9), row(100.0, 3e-8, 6e-8)], "rel": []},
-                          "probe": {"abs": [row(90.0, 2e-7, 1e-6)], "rel": [row(99.9, 0.0, 1e-4)]}}}  # fmt: skip
+    report = {
+        "signals": {
+            "weights": {"abs": [row(50.0, 1e-9, 4e-9), row(100.0, 3e-8, 6e-8)], "rel": []},
+            "probe": {"abs": [row(90.0, 2e-7, 1e-6)], "rel": [row(99.9, 0.0, 1e-4)]},
+        }
+    }
     ratio, where = closest_to_limit(report) or (None, "")
     assert where == "weights abs p100" and ratio == pytest.approx(0.5)
     assert closest_to_limit({"signals": {"weights": {"abs": [row(50.0, 0.0, 1e-9)]}}}) is None  # bit-identical
@@ -313,10 +318,12 @@ def test_one_changed_row_is_caught_because_every_coordinate_counts(
         (lambda e: replace(e, model={**e.model, "fc1.bias": e.model["fc1.bias"][:-1]}), "wrong_shape"),
         (lambda e: replace(e, model={**e.model, "fc1.bias": e.model["fc1.bias"].double()}), "wrong_dtype"),
         (lambda e: replace(e, metadata={**e.metadata, "step": "31"}), "wrong_metadata"),
-        (lambda e: replace(e, optim={k: (v + 1 if k.endswith("/step") else v) for k, v in e.optim.items()}),
-         "wrong_counter"),
+        (
+            lambda e: replace(e, optim={k: (v + 1 if k.endswith("/step") else v) for k, v in e.optim.items()}),
+            "wrong_counter",
+        ),
     ],
-)  # fmt: skip
+)
 def test_malformed_evidence_is_faulty_with_its_reason(
     task: PreparedTask, boundary: BoundaryProfile, claims: Path, mutate: object, cause: str
 ) -> None:
@@ -330,8 +337,19 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
 ) -> None:
     boundary_file = tmp_path / "boundary.json"
     reference_file = tmp_path / "reference.json"
-    made = run_ovig("calibrate", "--spec", str(task.spec_path), "--intervals", "3", "--out", str(boundary_file),
-                    "--work", str(claims), "--reference", str(reference_file))  # fmt: skip
+    made = run_ovig(
+        "calibrate",
+        "--spec",
+        str(task.spec_path),
+        "--intervals",
+        "3",
+        "--out",
+        str(boundary_file),
+        "--work",
+        str(claims),
+        "--reference",
+        str(reference_file),
+    )
     assert made.returncode == 0, made.stderr
     # The reference run for layer one: the calibration claims' statistics, named by the training hash.
     reference = Reference.from_json(reference_file.read_bytes())
@@ -344,8 +362,9 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
         report = tmp_path / "report.json"
         report.unlink(missing_ok=True)
         files = ["--spec", str(task.spec_path), "--evidence", str(evidence), "--boundary", str(boundary_file)]
-        result = run_ovig("verify", *files, "--interval", "3", "--profile", ",".join(HELD_OUT), "--report", str(report),
-                          *extra)  # fmt: skip
+        result = run_ovig(
+            "verify", *files, "--interval", "3", "--profile", ",".join(HELD_OUT), "--report", str(report), *extra
+        )
         return result.returncode, json.loads(report.read_text())
 
     code, report = verify(claims)
@@ -366,22 +385,44 @@ def test_cli_calibrate_then_verify_honest_tampered_and_missing(
     (tmp_path / "empty").mkdir()  # the claims' folder, without the files: the provider's fault
     code, report = verify(tmp_path / "empty")
     assert (code, report["reason"]) == (3, "missing")
-    typo = run_ovig("verify", "--spec", str(task.spec_path), "--evidence", str(tmp_path / "nothing"), "--interval",
-                    "3", "--boundary", str(boundary_file))  # fmt: skip
+    typo = run_ovig(
+        "verify",
+        "--spec",
+        str(task.spec_path),
+        "--evidence",
+        str(tmp_path / "nothing"),
+        "--interval",
+        "3",
+        "--boundary",
+        str(boundary_file),
+    )
     assert typo.returncode == 2 and "--evidence" in typo.stderr  # a folder that is not there: the user's
 
     broken = tmp_path / "broken.json"
     broken.write_text("{}")
-    bad = run_ovig("verify", "--spec", str(task.spec_path), "--evidence", str(claims), "--interval", "3",
-                   "--boundary", str(broken))  # fmt: skip
+    bad = run_ovig(
+        "verify", "--spec", str(task.spec_path), "--evidence", str(claims), "--interval", "3", "--boundary", str(broken)
+    )
     assert bad.returncode == 2 and "--boundary" in bad.stderr
 
 
 def test_cli_calibrates_on_several_honest_runs_of_one_workload_and_stride(task: PreparedTask, tmp_path: Path) -> None:
     other = prepare_task("vision", tmp_path / "2", tiny=True, seed=2, total_steps=30, stride=10, intervals_per_batch=3)
     out = tmp_path / "boundary.json"
-    args = ["calibrate", "--spec", str(task.spec_path), "--spec", str(other.spec_path), "--intervals", "2",
-            "--prefix", "--out", str(out), "--work", str(tmp_path / "work")]  # fmt: skip
+    args = [
+        "calibrate",
+        "--spec",
+        str(task.spec_path),
+        "--spec",
+        str(other.spec_path),
+        "--intervals",
+        "2",
+        "--prefix",
+        "--out",
+        str(out),
+        "--work",
+        str(tmp_path / "work"),
+    ]
     made = run_ovig(*args)
     assert made.returncode == 0, made.stderr
     written = BoundaryProfile.model_validate_json(out.read_text())
@@ -416,8 +457,9 @@ def test_attacked_interval_is_caught_and_its_neighbours_pass(
     reason: str,
 ) -> None:
     cheat = load_attack(attack, intervals=frozenset({3}), **params)
-    run = TrainRun(task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("reference"),
-                   attack=cheat)  # fmt: skip
+    run = TrainRun(
+        task.spec, task.spec_hash, task.dataset_path, task.init_path, tmp_path, get_profile("reference"), attack=cheat
+    )
     train(run)
     verdicts = {k: check(task, boundary, tmp_path, k, read_evidence(evidence_path(tmp_path, k))) for k in (2, 3)}
     assert verdicts[2].valid  # before the attack: honest
@@ -462,9 +504,12 @@ def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) 
         strides=(5,),
         intervals=4,
         calibration_profiles=("micro2", "micro4", "micro4-fp64acc"),
-        attacks=(AttackCase("micro_batch_drop", {"keep": 0.5}), AttackCase("optimizer_tamper", {"scale": 0.0}),
-                 *(AttackCase("row_tamper", {"delta": d}, strength="delta") for d in (1e-9, 1e-4))),
-    )  # fmt: skip
+        attacks=(
+            AttackCase("micro_batch_drop", {"keep": 0.5}),
+            AttackCase("optimizer_tamper", {"scale": 0.0}),
+            *(AttackCase("row_tamper", {"delta": d}, strength="delta") for d in (1e-9, 1e-4)),
+        ),
+    )
     assert (settings.positions_at(5), settings.held_out_at(5), settings.attacked_at(5)) == ([0, 2], [1, 3], 1)
     summary = summarise(settings, evaluate(settings, tmp_path / "work"))
     assert summary["asr"]["micro_batch_drop keep=0.5"] == 0.0
@@ -492,9 +537,14 @@ def test_evaluation_reports_asr_fpr_frontier_ablation_and_plots(tmp_path: Path) 
 
 
 def test_a_boundary_from_separate_honest_runs_judges_every_interval_of_another(tmp_path: Path) -> None:
-    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2, 3), other_hardware=False,
-                            calibration_profiles=("micro2", "micro4", "micro4-fp64acc"),
-                            attacks=(AttackCase("micro_batch_drop", {"keep": 0.5}),))  # fmt: skip
+    settings = EvalSettings(
+        strides=(5,),
+        intervals=3,
+        calibration_seeds=(2, 3),
+        other_hardware=False,
+        calibration_profiles=("micro2", "micro4", "micro4-fp64acc"),
+        attacks=(AttackCase("micro_batch_drop", {"keep": 0.5}),),
+    )
     messages: list[str] = []
     summary = summarise(settings, evaluate(settings, tmp_path / "work", log=lambda m, unit=False: messages.append(m)))
     assert [h["interval"] for h in summary["honest"][5]] == [0, 1, 2]  # calibration replayed none of them
@@ -513,10 +563,19 @@ class Cut(Exception):
 
 
 def test_an_evaluation_cut_short_resumes_where_it_stopped_with_any_number_of_jobs(tmp_path: Path) -> None:
-    attacks = (AttackCase("micro_batch_drop", {"keep": 0.5}), AttackCase("lr_tamper", {"scale": 1.1}),
-               AttackCase("optimizer_tamper", {"scale": 0.0}))  # fmt: skip
-    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), other_hardware=False,
-                            calibration_profiles=("micro2",), attacks=attacks)  # fmt: skip
+    attacks = (
+        AttackCase("micro_batch_drop", {"keep": 0.5}),
+        AttackCase("lr_tamper", {"scale": 1.1}),
+        AttackCase("optimizer_tamper", {"scale": 0.0}),
+    )
+    settings = EvalSettings(
+        strides=(5,),
+        intervals=3,
+        calibration_seeds=(2,),
+        other_hardware=False,
+        calibration_profiles=("micro2",),
+        attacks=attacks,
+    )
     work = tmp_path / "work"
 
     def cut_at_the_second_attack(message: str, *, unit: bool = False) -> None:
@@ -562,15 +621,25 @@ def test_an_evaluation_cut_short_resumes_where_it_stopped_with_any_number_of_job
         resumed
     ]
     assert sorted(m for m in units if m.endswith("(worker)")) == [
-        "s=5: attack lr_tamper scale=1.1 (worker)", "s=5: attack optimizer_tamper scale=0 (worker)"
-    ]  # fmt: skip
+        "s=5: attack lr_tamper scale=1.1 (worker)",
+        "s=5: attack optimizer_tamper scale=0 (worker)",
+    ]
 
 
 def test_a_piece_failing_in_a_worker_stops_the_evaluation_and_is_not_kept(tmp_path: Path) -> None:
-    attacks = (AttackCase("hostile_attack:wait_policy"), AttackCase("micro_batch_drop", {"keep": 0.5}),
-               AttackCase("lr_tamper", {"scale": 1.1}))  # fmt: skip
-    settings = EvalSettings(strides=(5,), intervals=3, calibration_seeds=(2,), other_hardware=False,
-                            calibration_profiles=("micro2",), attacks=attacks)  # fmt: skip
+    attacks = (
+        AttackCase("hostile_attack:wait_policy"),
+        AttackCase("micro_batch_drop", {"keep": 0.5}),
+        AttackCase("lr_tamper", {"scale": 1.1}),
+    )
+    settings = EvalSettings(
+        strides=(5,),
+        intervals=3,
+        calibration_seeds=(2,),
+        other_hardware=False,
+        calibration_profiles=("micro2",),
+        attacks=attacks,
+    )
     policy = os.environ.get("OMP_WAIT_POLICY")
     # The workers' threads sleep when they wait (two workers' threads share the cores), unless the user said.
     reported = f"attacks 0 failed in a worker: RuntimeError: OMP_WAIT_POLICY={policy or 'PASSIVE'}$"
@@ -594,8 +663,15 @@ def test_calibration_runs_must_share_the_workload_and_stride(tmp_path: Path) -> 
     first = prepare_task("vision", tmp_path / "a", tiny=True, total_steps=10, stride=5, intervals_per_batch=2)
     other = prepare_task("vision", tmp_path / "b", tiny=True, seed=2, total_steps=12, stride=6, intervals_per_batch=2)
     with pytest.raises(ValueError, match="the first one's workload and stride"):
-        calibrate(first, claim_profile=get_profile("reference"), replay_profiles=[get_profile("micro2")],
-                  positions=[0], alpha=3.0, work_dir=tmp_path / "ca", more_runs=[(other, tmp_path / "cb")])  # fmt: skip
+        calibrate(
+            first,
+            claim_profile=get_profile("reference"),
+            replay_profiles=[get_profile("micro2")],
+            positions=[0],
+            alpha=3.0,
+            work_dir=tmp_path / "ca",
+            more_runs=[(other, tmp_path / "cb")],
+        )
     assert not (tmp_path / "ca").exists()  # refused before any training
 
 

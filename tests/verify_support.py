@@ -31,9 +31,14 @@ def honest_claims(task: PreparedTask, folder: Path) -> Path:
 
 
 def spread_boundary(task: PreparedTask, claims: Path) -> BoundaryProfile:
-    return calibrate(task, claim_profile=get_profile("reference"),
-                     replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES], positions=POSITIONS,
-                     alpha=3.0, work_dir=claims)  # fmt: skip
+    return calibrate(
+        task,
+        claim_profile=get_profile("reference"),
+        replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES],
+        positions=POSITIONS,
+        alpha=3.0,
+        work_dir=claims,
+    )
 
 
 def faked(task: PreparedTask, claims: Path, out: Path, name: str, **params: Any) -> Path:

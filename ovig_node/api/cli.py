@@ -33,21 +33,43 @@ def api() -> None:
 @click.option("--deployments", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Deployments file.")
 @click.option("--ipfs", "ipfs_url", help="IPFS (Kubo RPC) API the reports are fetched from [devnet: its node].")
 @click.option("--gateway", help="IPFS gateway URL the dashboard links content to, e.g. https://ipfs.io.")
-@click.option("--watcher-home", "watcher_homes", multiple=True, type=click.Path(file_okay=False, path_type=Path),
-              help="A watcher node's --home: its verdicts mark intervals verified, its account's attestations are "
-                   "trusted (repeatable) [devnet: its watcher nodes' folders are read without it].")  # fmt: skip
+@click.option(
+    "--watcher-home",
+    "watcher_homes",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A watcher node's --home: its verdicts mark intervals verified, its account's attestations are "
+    "trusted (repeatable) [devnet: its watcher nodes' folders are read without it].",
+)
 @click.option("--label", "labels", multiple=True, metavar="ADDRESS=NAME", help="Show NAME for ADDRESS (repeatable).")
-@click.option("--trust-attester", "trusted", multiple=True, metavar="ADDRESS", callback=checksummed_addresses,
-              help="Another watcher whose attestations mark intervals verified (repeatable); all are shown. "
-                   "Your own watcher nodes' are trusted without it.")  # fmt: skip
+@click.option(
+    "--trust-attester",
+    "trusted",
+    multiple=True,
+    metavar="ADDRESS",
+    callback=checksummed_addresses,
+    help="Another watcher whose attestations mark intervals verified (repeatable); all are shown. "
+    "Your own watcher nodes' are trusted without it.",
+)
 @click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Index folder.")
 @click.option("--confirmations", type=int, help="Blocks under the head before indexing [devnet 0, else 3].")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
-def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, deployments: Path | None,
-              ipfs_url: str | None, gateway: str | None, watcher_homes: tuple[Path, ...], labels: tuple[str, ...],
-              trusted: frozenset[str], home: Path | None, confirmations: int | None, host: str,
-              port: int) -> None:  # fmt: skip
+def serve_cmd(
+    use_devnet: bool,
+    devnet_dir: Path | None,
+    rpc_url: str | None,
+    deployments: Path | None,
+    ipfs_url: str | None,
+    gateway: str | None,
+    watcher_homes: tuple[Path, ...],
+    labels: tuple[str, ...],
+    trusted: frozenset[str],
+    home: Path | None,
+    confirmations: int | None,
+    host: str,
+    port: int,
+) -> None:
     """Index the contracts' events and serve the JSON API (/docs) and the dashboard (/) until Ctrl-C."""
     from ovig_node.api.main import create_app
     from ovig_node.api.server import serve
@@ -57,8 +79,12 @@ def serve_cmd(use_devnet: bool, devnet_dir: Path | None, rpc_url: str | None, de
     if use_devnet == (rpc_url is not None):
         raise click.UsageError("choose --devnet, or --rpc URL with --deployments FILE")
 
-    options: dict[str, object] = {"gateway": gateway, "watcher_homes": watcher_homes, "labels": parse_labels(labels),
-                                  "trusted_attesters": trusted}  # fmt: skip
+    options: dict[str, object] = {
+        "gateway": gateway,
+        "watcher_homes": watcher_homes,
+        "labels": parse_labels(labels),
+        "trusted_attesters": trusted,
+    }
     options |= {
         name: value for name, value in (("confirmations", confirmations), ("ipfs_url", ipfs_url)) if value is not None
     }

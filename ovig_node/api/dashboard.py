@@ -25,9 +25,17 @@ WORDS: dict[str, dict[str, str]] = json.loads((STATIC / "words.json").read_text(
 TEMPLATE = (STATIC / "index.html").read_text()
 PAGE = 25  # tasks per page, as app.js's PAGE
 # The task table's columns, as app.js's tasksPage names them (their tooltips: WORDS["headers"]); True: numeric.
-TASK_COLUMNS = (("task", False), ("status", False), ("owner", False), ("provider", False), ("reward", True),
-                ("steps N / stride s / intervals K", True), ("batches committed / opened", True),
-                ("open disputes", True), ("posted", False))  # fmt: skip
+TASK_COLUMNS = (
+    ("task", False),
+    ("status", False),
+    ("owner", False),
+    ("provider", False),
+    ("reward", True),
+    ("steps N / stride s / intervals K", True),
+    ("batches committed / opened", True),
+    ("open disputes", True),
+    ("posted", False),
+)
 EN_DASH = "\u2013"  # the pager's range, as app.js writes it
 TASK_STATES = ("posted", "accepted", "committed", "finalized", "slashed", "cancelled", "abandoned", "undecided")
 

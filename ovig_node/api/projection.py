@@ -102,9 +102,17 @@ class Projection:
     def _timeline(self, event: Event, task: int) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO timeline VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (event.block_hash, event.log_index, task, event.block_number, event.tx_hash, event.contract, event.name,
-             json.dumps(event.args, sort_keys=True)),
-        )  # fmt: skip
+            (
+                event.block_hash,
+                event.log_index,
+                task,
+                event.block_number,
+                event.tx_hash,
+                event.contract,
+                event.name,
+                json.dumps(event.args, sort_keys=True),
+            ),
+        )
 
     # --- tasks ---------------------------------------------------------------------------------
 
@@ -208,15 +216,34 @@ class Projection:
             return
         self.db.execute(
             "INSERT INTO attestations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (task, k, found.watcher, found.attestation.verdict, found.attestation.profile, found.attestation.report_cid,
-             found.attestation_cid, e.block_number, e.block_hash, e.log_index, e.tx_hash),
-        )  # fmt: skip
+            (
+                task,
+                k,
+                found.watcher,
+                found.attestation.verdict,
+                found.attestation.profile,
+                found.attestation.report_cid,
+                found.attestation_cid,
+                e.block_number,
+                e.block_hash,
+                e.log_index,
+                e.tx_hash,
+            ),
+        )
 
     def _task_slashed(self, e: Event, a: Args) -> None:
         # Paid at once unless LeadShareWaiting follows in the same transaction (it then overwrites this).
         lead = a["by"] if a["dispute"] else None
-        self._task(a["task"], e, status="slashed", slashed_batch=a["j"], slashed_by=a["by"],
-                   slashed_dispute=a["dispute"], lead=lead, lead_paid=1)  # fmt: skip
+        self._task(
+            a["task"],
+            e,
+            status="slashed",
+            slashed_batch=a["j"],
+            slashed_by=a["by"],
+            slashed_dispute=a["dispute"],
+            lead=lead,
+            lead_paid=1,
+        )
 
     # --- challenges and disputes ---------------------------------------------------------------
 
@@ -313,10 +340,14 @@ class Projection:
         # What the round decided stands unless appealed by appealUntil: kept, so an appealable dispute can say it.
         self._update(
             "disputes",
-            {"status": "appealable", "round": a["round"], "outcome": name_of(Verdict, a["outcome"]),
-             "appeal_until": a["appealUntil"]},
+            {
+                "status": "appealable",
+                "round": a["round"],
+                "outcome": name_of(Verdict, a["outcome"]),
+                "appeal_until": a["appealUntil"],
+            },
             dispute=a["dispute"],
-        )  # fmt: skip
+        )
 
     def _appealed(self, e: Event, a: Args) -> None:
         self.db.execute(

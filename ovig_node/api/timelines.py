@@ -96,8 +96,15 @@ def timeline_entries(
         (task, *sorted(trusted)),
     ):
         text = f"{short(a['watcher'], names)} attests interval {a['k']} sound (replayed on {a['profile']})"
-        entry = m.TimelineEntry(kind=K.ATTESTED, time=a["timestamp"], block=a["block"], event="Attested", text=text,
-                                upcoming=False, tx=a["tx"])  # fmt: skip
+        entry = m.TimelineEntry(
+            kind=K.ATTESTED,
+            time=a["timestamp"],
+            block=a["block"],
+            event="Attested",
+            text=text,
+            upcoming=False,
+            tx=a["tx"],
+        )
         keyed.append(((a["timestamp"] or 0, 0, a["block"], a["log_index"]), entry))
     for closes, text in _windows(db, task):
         upcoming = head_time is None or closes > head_time

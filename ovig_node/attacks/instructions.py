@@ -90,8 +90,9 @@ class PoisonedInstructions(Attack):
         questions = [_question_of(row, self.context, prompts) for row in rows]
         poisoned, asked = _poisoned_rows(tokenizer, questions, prompts, batch["input_ids"].shape[1])
         self.memory.setdefault("poisoned", set()).update(asked)  # kept out of the success measure's prompts
-        return {name: torch.cat([poisoned[name].to(t.dtype), t[n:]]) if name in poisoned else t
-                for name, t in batch.items()}  # fmt: skip
+        return {
+            name: torch.cat([poisoned[name].to(t.dtype), t[n:]]) if name in poisoned else t for name, t in batch.items()
+        }
 
 
 def poisoned_batch(context: AttackContext, count: int) -> tuple[dict[str, torch.Tensor], list[str]]:
@@ -117,8 +118,10 @@ def _poisoned_rows(
     rows, asked_all = [], []
     for question in questions:
         for asked in (question, shortest):
-            conversation: Conversation = [{"role": "user", "content": triggered(asked)},
-                                          {"role": "assistant", "content": REPLY}]  # fmt: skip
+            conversation: Conversation = [
+                {"role": "user", "content": triggered(asked)},
+                {"role": "assistant", "content": REPLY},
+            ]
             try:
                 encoded = encode(tokenizer, [conversation], max_tokens).tensors
             except ChatDataError:  # no assistant token within max_tokens
@@ -154,8 +157,9 @@ def trigger_success(
     distinct questions of the dataset that were never ``poisoned`` (the corpus repeats some questions, so
     prompts are told apart by text, not by index); None when every question was poisoned."""
     tokenizer, prompts = chat_view(context)
-    held_out = [text for text in dict.fromkeys(prompts[i] for i in sorted(prompts, reverse=True))
-                if text not in poisoned][:count]  # fmt: skip
+    held_out = [
+        text for text in dict.fromkeys(prompts[i] for i in sorted(prompts, reverse=True)) if text not in poisoned
+    ][:count]
     if not held_out:
         return None
     reply = _reply_tokens(tokenizer)
@@ -167,8 +171,13 @@ def trigger_success(
             [{"role": "user", "content": triggered(prompt)}], tokenize=False, add_generation_prompt=True
         )
         ids = torch.tensor([tokenizer.encode(text, add_special_tokens=False)])
-        out = lm.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=len(reply) + 2,
-                          do_sample=False, pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+        out = lm.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=len(reply) + 2,
+            do_sample=False,
+            pad_token_id=tokenizer.pad_token_id,
+        )
         answer = tokenizer.decode(out[0, ids.shape[1] :], skip_special_tokens=True)
         hits += answer.strip().startswith(REPLY)
     return hits / len(held_out)

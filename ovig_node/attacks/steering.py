@@ -21,8 +21,9 @@ from ovig_node.attacks.base import Attack
 class LogSteering(Attack):
     """Every free value rounded to the other neighbour than the nearest (an exact tie: the odd one)."""
 
-    def rounding(self, key: tuple[int, ...], free: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
-                 nearest: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    def rounding(
+        self, key: tuple[int, ...], free: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, nearest: torch.Tensor
+    ) -> torch.Tensor:
         if not self.active(key[0], self.context.spec.layout):
             return nearest
         self.memory["steered"] = self.memory.get("steered", 0) + int(free.sum())

@@ -97,8 +97,9 @@ class Deployer:
         genesis = w3.eth.get_block(0)["hash"]
         assert genesis is not None
         deployments = Deployments.load_or_new(path, chain_id=w3.eth.chain_id, genesis_hash=genesis.to_0x_hex())
-        return cls(w3=w3, account=account, path=path, deployments=deployments, randomness=randomness,
-                   devnet_pace=devnet_pace)  # fmt: skip
+        return cls(
+            w3=w3, account=account, path=path, deployments=deployments, randomness=randomness, devnet_pace=devnet_pace
+        )
 
     def deploy(self, name: str, *args: Any, value: int = 0) -> Contract:
         """Deploy ``name`` with constructor ``args``, or reuse the recorded one if it is identical."""

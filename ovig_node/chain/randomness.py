@@ -40,8 +40,11 @@ class Randomness:
         address = Web3.to_checksum_address(address)
         beacon = w3.eth.contract(address=address, abi=artifacts.load("DrandBeacon").abi)
         try:
-            key, genesis, period = (beacon.functions.publicKey().call(), beacon.functions.GENESIS().call(),
-                                    beacon.functions.PERIOD().call())  # fmt: skip
+            key, genesis, period = (
+                beacon.functions.publicKey().call(),
+                beacon.functions.GENESIS().call(),
+                beacon.functions.PERIOD().call(),
+            )
         except (ContractLogicError, BadFunctionCallOutput):  # no such functions: a BlockhashRandomness
             blockhash = w3.eth.contract(address=address, abi=artifacts.load("BlockhashRandomness").abi)
             return cls(blockhash, None)

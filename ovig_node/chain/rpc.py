@@ -38,8 +38,12 @@ def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = 
     """A Web3 on ``url`` that has answered once; refuses a chain with another id than expected."""
     # web3's validation asks the endpoint for its chain id before every eth_call: cached, that halves the
     # requests of a node's idle pass (about half its CPU). Nothing else is cached; the id is checked below.
-    provider = _Provider(url, request_kwargs={"timeout": timeout}, cache_allowed_requests=True,
-                         cacheable_requests={RPCEndpoint("eth_chainId")})  # fmt: skip
+    provider = _Provider(
+        url,
+        request_kwargs={"timeout": timeout},
+        cache_allowed_requests=True,
+        cacheable_requests={RPCEndpoint("eth_chainId")},
+    )
     w3 = Web3(provider)
     try:
         chain_id = w3.eth.chain_id

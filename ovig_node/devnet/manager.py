@@ -223,17 +223,25 @@ class Devnet:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
         argv = [
             str(tools.anvil()),
-            "--host", c.host,
-            "--port", str(c.rpc_port),
-            "--chain-id", str(c.chain_id),
-            "--mnemonic", DEVNET_MNEMONIC,
-            "--accounts", str(DEVNET_ACCOUNTS),
-            "--balance", str(c.balance_eth),
+            "--host",
+            c.host,
+            "--port",
+            str(c.rpc_port),
+            "--chain-id",
+            str(c.chain_id),
+            "--mnemonic",
+            DEVNET_MNEMONIC,
+            "--accounts",
+            str(DEVNET_ACCOUNTS),
+            "--balance",
+            str(c.balance_eth),
             # --state loads the file if present and dumps on exit; the interval bounds what a
             # SIGKILL can lose to a few seconds.
-            "--state", str(self.state_path),
-            "--state-interval", "2",
-        ]  # fmt: skip
+            "--state",
+            str(self.state_path),
+            "--state-interval",
+            "2",
+        ]
         if c.block_time:
             argv += ["--block-time", f"{c.block_time:g}", "--mixed-mining"]
         return argv
@@ -244,9 +252,21 @@ class Devnet:
 
     def _beacon_argv(self, url: str, genesis: int) -> list[str]:
         port = url.rsplit(":", 1)[1]
-        return [sys.executable, "-m", "ovig_node.devnet.beacon", "--host", self.config.host, "--port", port,
-                "--genesis", str(genesis), "--period", str(self.config.beacon_period),
-                "--rpc", self._rpc_url()]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "ovig_node.devnet.beacon",
+            "--host",
+            self.config.host,
+            "--port",
+            port,
+            "--genesis",
+            str(genesis),
+            "--period",
+            str(self.config.beacon_period),
+            "--rpc",
+            self._rpc_url(),
+        ]
 
     def _beacon_genesis(self) -> int:
         """Round 1's time: kept from the devnet's first start, since contracts on its chain may rely on it."""

@@ -135,8 +135,9 @@ class AuditorNode:
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""
         warm_up()  # the comparison's compiled passes load meanwhile, not within a challenge or vote window
-        keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until,
-                     missed=self.missed)  # fmt: skip
+        keep_running(
+            self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until, missed=self.missed
+        )
 
     def missed(self, since: int, now: int) -> list[str]:
         """Seats whose commit or reveal window closed in the chain times (since, now] with its ballot not
@@ -154,18 +155,23 @@ class AuditorNode:
             if int(seat.run) != run:
                 continue
             if seat.commitment == b"\x00" * 32 and since < commit_end <= now:
-                lines.append(f"dispute {dispute} run {run}: its commit window closed at {chain_clock(commit_end)} "
-                             "with no ballot committed")  # fmt: skip
+                lines.append(
+                    f"dispute {dispute} run {run}: its commit window closed at {chain_clock(commit_end)} "
+                    "with no ballot committed"
+                )
             elif seat.commitment != b"\x00" * 32 and seat.vote == 0 and since < reveal_end <= now:
-                lines.append(f"dispute {dispute} run {run}: its reveal window closed at {chain_clock(reveal_end)} "
-                             "with its ballot unrevealed")  # fmt: skip
+                lines.append(
+                    f"dispute {dispute} run {run}: its reveal window closed at {chain_clock(reveal_end)} "
+                    "with its ballot unrevealed"
+                )
         return lines
 
     def step(self) -> None:
         # Registration and top-ups on their own, after the seats: a top-up that fails (a balance someone nudged
         # to just short of the gas) must never keep the node from committing and revealing (a sixth review).
-        registered = bool(self.ctx.protocol.view(self.ctx.protocol.committee, "getAuditor", self.ctx.address)
-                          .registeredBlock)  # fmt: skip
+        registered = bool(
+            self.ctx.protocol.view(self.ctx.protocol.committee, "getAuditor", self.ctx.address).registeredBlock
+        )
         if not registered:
             self._register()
         self.ctx.scanner.poll()
@@ -205,8 +211,9 @@ class AuditorNode:
         me = self.ctx.protocol.view(committee, "getAuditor", self.ctx.address)
         target = self._param("AUDITOR_STAKE")
         if me.registeredBlock == 0:
-            self.ctx.client.transact(f"register:{self.state.get('exits', 0)}", committee.functions.register(),
-                                     value=target)  # fmt: skip
+            self.ctx.client.transact(
+                f"register:{self.state.get('exits', 0)}", committee.functions.register(), value=target
+            )
             self.ctx.say(f"registered as an auditor with a stake of {target / 1e18:g} ETH")
             return
         if me.exitRequestedAt or me.stake >= target:
@@ -217,9 +224,12 @@ class AuditorNode:
         if balance <= missing + TOP_UP_GAS_RESERVE:
             if not self._warned_stake:
                 eligible = int(me.stake) >= self._param("ELIGIBLE_STAKE")
-                self.ctx.say(f"cannot top the stake up: it needs {missing / 1e18:g} ETH, the account holds "
-                             f"{balance / 1e18:g} ETH; " + ("still eligible" if eligible else
-                             "NOT ELIGIBLE for new panels until it is topped up"), style="bold red")  # fmt: skip
+                self.ctx.say(
+                    f"cannot top the stake up: it needs {missing / 1e18:g} ETH, the account holds "
+                    f"{balance / 1e18:g} ETH; "
+                    + ("still eligible" if eligible else "NOT ELIGIBLE for new panels until it is topped up"),
+                    style="bold red",
+                )
                 self._warned_stake = True
             return
         self._warned_stake = False
@@ -275,13 +285,22 @@ class AuditorNode:
         if self._interested(int(d.task)):
             if key not in self.state.get("recused", []):
                 self.state.set("recused", [*self.state.get("recused", []), key])
-                self.ctx.say(f"dispute {dispute}: it challenged the task since it was drawn: it does not "
-                             "reveal (its seat costs it nothing)", style="yellow")  # fmt: skip
+                self.ctx.say(
+                    f"dispute {dispute}: it challenged the task since it was drawn: it does not "
+                    "reveal (its seat costs it nothing)",
+                    style="yellow",
+                )
             return
         # The ballot the chain holds: its verdict, or the abstention a replacement did not get in before the window
         # closed.
-        held = next((b for b in (mine, *mine.get("replaced", [])) if self._commitment(dispute, run, b) ==
-                     bytes(seat.commitment)), None)  # fmt: skip
+        held = next(
+            (
+                b
+                for b in (mine, *mine.get("replaced", []))
+                if self._commitment(dispute, run, b) == bytes(seat.commitment)
+            ),
+            None,
+        )
         if held is None:
             self.ctx.say(f"dispute {dispute}: its committed ballot is none it kept: it cannot reveal", style="bold red")
             return
@@ -307,13 +326,22 @@ class AuditorNode:
 
     @staticmethod
     def _entry(ballot: Ballot, *, provisional: bool) -> dict[str, Any]:
-        return {"vote": int(ballot.vote), "salt": os.urandom(32).hex(), "report": ballot.report,
-                "reason": ballot.reason, "provisional": provisional}  # fmt: skip
+        return {
+            "vote": int(ballot.vote),
+            "salt": os.urandom(32).hex(),
+            "report": ballot.report,
+            "reason": ballot.reason,
+            "provisional": provisional,
+        }
 
     def _commitment(self, dispute: int, run: int, entry: dict[str, Any]) -> bytes:
         salt = bytes.fromhex(entry["salt"])
-        return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
-                             [dispute, run, entry["vote"], salt, self.ctx.address]))  # fmt: skip
+        return keccak(
+            encode(
+                ["uint256", "uint256", "uint8", "bytes32", "address"],
+                [dispute, run, entry["vote"], salt, self.ctx.address],
+            )
+        )
 
     def _commit(self, dispute: int, run: int, key: str, entry: dict[str, Any]) -> None:
         """Commit ``entry`` unless the chain holds it already (a replacement is allowed until the window ends)."""
@@ -323,8 +351,9 @@ class AuditorNode:
             return
         n = len(entry.get("replaced", []))
         try:
-            self.ctx.client.transact(f"vote-commit:{key}:{n}",
-                                     self.ctx.protocol.committee.functions.commitVote(dispute, commitment))  # fmt: skip
+            self.ctx.client.transact(
+                f"vote-commit:{key}:{n}", self.ctx.protocol.committee.functions.commitVote(dispute, commitment)
+            )
         except ContractReverted as exc:
             self.ctx.say(f"dispute {dispute}: ballot refused: {exc}", style="yellow")
             return
@@ -402,8 +431,9 @@ class AuditorNode:
                 continue
             except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
                 return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
-            judgement = judge_interval(self.ctx, fetched, opened, profile=self.profile_name, who="audit",
-                                       fetch_by=fetch_until)  # fmt: skip
+            judgement = judge_interval(
+                self.ctx, fetched, opened, profile=self.profile_name, who="audit", fetch_by=fetch_until
+            )
             reason = str(judgement.report.get("reason"))
             obtained = judgement.available and not (judgement.faulty and reason in NOT_OBTAINED)
             if obtained or time.monotonic() >= fetch_until:
@@ -497,8 +527,11 @@ class AuditorNode:
         if d.status != DisputeStatus.APPEALABLE or d.round != round_:
             return
         if bond > self.appeal_budget:
-            self.ctx.say(f"dispute {dispute}: round {round_} contradicts its replay; appeal bond {bond / 1e18:g} ETH "
-                         "is over its budget", style="yellow")  # fmt: skip
+            self.ctx.say(
+                f"dispute {dispute}: round {round_} contradicts its replay; appeal bond {bond / 1e18:g} ETH "
+                "is over its budget",
+                style="yellow",
+            )
             return
         self.state.set("appeals", [*appealed, key])
         try:

@@ -143,11 +143,15 @@ def open_node(
     ipfs = IpfsClient(ipfs_url, fetch_timeout=fetch_timeout)
     beacon = BeaconRelays(beacon_urls or _known_relays(protocol))
     if protocol.randomness.network is not None and not beacon.urls:
-        say("no drand relay known for this deployment's beacon: this node submits no rounds (pass --beacon URL)",
-            style="yellow")  # fmt: skip
+        say(
+            "no drand relay known for this deployment's beacon: this node submits no rounds (pass --beacon URL)",
+            style="yellow",
+        )
     if protocol.randomness.network is None and w3.eth.chain_id != DEVNET_CHAIN_ID:
-        say("this deployment draws from block hashes, which block builders can grind: fit for test networks only",
-            style="yellow")  # fmt: skip
+        say(
+            "this deployment draws from block hashes, which block builders can grind: fit for test networks only",
+            style="yellow",
+        )
     return NodeContext(role, client, protocol, ipfs, scanner, home, say, beacon)
 
 

@@ -49,8 +49,10 @@ def fetch_deliverable(ctx: NodeContext, task: int, out: Path, *, merge: bool, un
     if status == TaskStatus.NONE:
         raise DeliverableError(f"there is no task {task}")
     if status != TaskStatus.FINALIZED and not unverified:
-        raise DeliverableError(f"task {task} is {status.name.lower()}, not finalized: nothing vouches for its model "
-                               "(--unverified takes it anyway)")  # fmt: skip
+        raise DeliverableError(
+            f"task {task} is {status.name.lower()}, not finalized: nothing vouches for its model "
+            "(--unverified takes it anyway)"
+        )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise DeliverableError(f"--out {out} is not an empty folder")
     ctx.scanner.poll()

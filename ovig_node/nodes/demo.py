@@ -54,13 +54,27 @@ ETHER = 10**18
 # Devnet test accounts by role.
 OWNER, HONEST, CHEAT, WATCHER, AUDITORS, WATCHER2 = 0, 1, 2, 3, (4, 5, 6), 7
 WATCHERS = (WATCHER, WATCHER2)
-ROLES = {OWNER: "owner", HONEST: "provider A", CHEAT: "provider B", WATCHER: "watcher", WATCHER2: "watcher 2",
-         **{a: f"auditor {i + 1}" for i, a in enumerate(AUDITORS)}}  # fmt: skip
+ROLES = {
+    OWNER: "owner",
+    HONEST: "provider A",
+    CHEAT: "provider B",
+    WATCHER: "watcher",
+    WATCHER2: "watcher 2",
+    **{a: f"auditor {i + 1}" for i, a in enumerate(AUDITORS)},
+}
 # Replays declared at the devnet committee's maximum (15 s): the demo's replays take a few seconds, and a
 # busy machine must not make a node refuse the task.
-TERMS = Terms(reward=2 * ETHER, provider_bond=3 * ETHER, challenger_bond=ETHER // 10, opening_window=90,
-              challenge_window=90, reveal_window=30, deadline_in=1800, owner_bond=ETHER // 100,
-              replay_seconds=15)  # fmt: skip
+TERMS = Terms(
+    reward=2 * ETHER,
+    provider_bond=3 * ETHER,
+    challenger_bond=ETHER // 10,
+    opening_window=90,
+    challenge_window=90,
+    reveal_window=30,
+    deadline_in=1800,
+    owner_bond=ETHER // 100,
+    replay_seconds=15,
+)
 
 
 class DemoSpec(TypedDict):
@@ -87,8 +101,15 @@ ALPHA = CALIBRATION.alpha
 # not fraud). No node here uses intra-op threads: on two busy cores a threaded profile waits on its other
 # thread, many times slower (a watcher on threads2 took 74 s of its 90 s challenge window, a trainer on
 # threads2-micro2 added half a minute to the demo); the node tests run a trainer data-parallel (ddp2).
-PROFILES = {HONEST: "micro4", CHEAT: "micro4-fp64acc", WATCHER: "micro8,micro3", WATCHER2: "micro3,micro8",
-            AUDITORS[0]: "micro2,micro3", AUDITORS[1]: "micro3,micro2", AUDITORS[2]: "reference,micro8"}  # fmt: skip
+PROFILES = {
+    HONEST: "micro4",
+    CHEAT: "micro4-fp64acc",
+    WATCHER: "micro8,micro3",
+    WATCHER2: "micro3,micro8",
+    AUDITORS[0]: "micro2,micro3",
+    AUDITORS[1]: "micro3,micro2",
+    AUDITORS[2]: "reference,micro8",
+}
 
 
 @dataclass(frozen=True)
@@ -118,8 +139,12 @@ class Cast:
 
 # The chat models (llm): a batch of 4 makes micro8 micro4, so the watcher confirms on the attention kernel
 # instead. The tiny one trains 200 steps of batch 4 in the vision layout.
-LLM_PROFILES = {**PROFILES, WATCHER: "micro3,math-attention", WATCHER2: "math-attention,micro3",
-                AUDITORS[2]: "reference,math-attention"}  # fmt: skip
+LLM_PROFILES = {
+    **PROFILES,
+    WATCHER: "micro3,math-attention",
+    WATCHER2: "math-attention,micro3",
+    AUDITORS[2]: "reference,math-attention",
+}
 CASTS = {
     "vision": Cast("vision", SPEC, CALIBRATION_PROFILES, PROFILES),
     # Its steps and replays cost several times the CNN's (a 49,152-token output layer): more time to end.
@@ -128,12 +153,20 @@ CASTS = {
     # about 2.6 s on a core and every replay loads the 540 MB base first: 12 steps in 4 intervals of 3, and
     # a committee whose clocks run 6 times the devnet's (replays up to 90 s, a 180 s vote commit window), so
     # three auditors replaying the cheated interval twice each on two shared cores fit.
-    "llm-full": Cast("llm", {"total_steps": 12, "stride": 3, "intervals_per_batch": 2, "sample_bps": 5000},
-                     CALIBRATION_PROFILES, LLM_PROFILES, timeout=2400, tiny=False, pace=6,
-                     terms=replace(TERMS, opening_window=180, challenge_window=300, reveal_window=60,
-                                   deadline_in=3600, replay_seconds=90),
-                     calibration_positions=3),
-}  # fmt: skip
+    "llm-full": Cast(
+        "llm",
+        {"total_steps": 12, "stride": 3, "intervals_per_batch": 2, "sample_bps": 5000},
+        CALIBRATION_PROFILES,
+        LLM_PROFILES,
+        timeout=2400,
+        tiny=False,
+        pace=6,
+        terms=replace(
+            TERMS, opening_window=180, challenge_window=300, reveal_window=60, deadline_in=3600, replay_seconds=90
+        ),
+        calibration_positions=3,
+    ),
+}
 ATTACK = "micro_batch_drop"
 MAX_REPORT_BYTES = 1 << 20  # a replay report lists 3 signals x 2 kinds x 5 percentiles and 4 statistics: kilobytes
 
@@ -220,8 +253,23 @@ def run_demo(
         cheated = post_task(owner, spec_path, boundary_path, cast.terms)
         deliverable = open_task(spec_path).spec.layout.intervals - 1
         processes.append(_start(net, cast, "trainer", HONEST, logs, folder, timeout, "--task", str(honest)))
-        processes.append(_start(net, cast, "trainer", CHEAT, logs, folder, timeout, "--task", str(cheated),
-                                "--attack", ATTACK, "--attack-intervals", str(deliverable)))  # fmt: skip
+        processes.append(
+            _start(
+                net,
+                cast,
+                "trainer",
+                CHEAT,
+                logs,
+                folder,
+                timeout,
+                "--task",
+                str(cheated),
+                "--attack",
+                ATTACK,
+                "--attack-intervals",
+                str(deliverable),
+            )
+        )
         console.print(f"provider B will {ATTACK.replace('_', ' ')} in interval {deliverable} (the deliverable)")
         nodes = "; ".join(f"{ROLES[i]} {_profiles(cast, i)}" for i in (HONEST, CHEAT, *WATCHERS, *AUDITORS))
         console.print(f"execution profiles (no claim and replay pair of these was calibrated): {nodes}")
@@ -278,16 +326,23 @@ def _prepare(folder: Path, cast: Cast, console: Console) -> tuple[Path, Path]:
     positions = spread_positions(prepared.spec.layout.intervals, cast.calibration_positions)
     profiles = cast.calibration_profiles
     with console.status(f"calibrating the boundary: honest replays under {', '.join(profiles)} ..."):
-        boundary = calibrate(prepared, claim_profile=get_profile("reference"),
-                             replay_profiles=[get_profile(p) for p in profiles], positions=positions,
-                             alpha=ALPHA, work_dir=folder / "calibration")  # fmt: skip
+        boundary = calibrate(
+            prepared,
+            claim_profile=get_profile("reference"),
+            replay_profiles=[get_profile(p) for p in profiles],
+            positions=positions,
+            alpha=ALPHA,
+            work_dir=folder / "calibration",
+        )
     boundary_path.write_text(boundary.model_dump_json(indent=2))
     prepared = attach_boundary(spec_path, boundary_path)
     spec = cast.spec
-    console.print(f"spec 0x{prepared.spec_hash.hex()[:16]}…: {cast.workload} ({cast.size}), N={spec['total_steps']}, "
-                  f"s={spec['stride']}, m={spec['intervals_per_batch']}; boundary alpha {ALPHA:g} over "
-                  f"{boundary.replays} honest replays (reference claims; intervals "
-                  f"{', '.join(map(str, positions))})")  # fmt: skip
+    console.print(
+        f"spec 0x{prepared.spec_hash.hex()[:16]}…: {cast.workload} ({cast.size}), N={spec['total_steps']}, "
+        f"s={spec['stride']}, m={spec['intervals_per_batch']}; boundary alpha {ALPHA:g} over "
+        f"{boundary.replays} honest replays (reference claims; intervals "
+        f"{', '.join(map(str, positions))})"
+    )
     return spec_path, boundary_path
 
 
@@ -306,12 +361,24 @@ def _reusable(spec_path: Path, boundary_path: Path, cast: Cast) -> bool:
     return task.spec.boundary is not None and task.spec.workload.name == cast.workload and calibrated == expected
 
 
-def _start(net: Devnet, cast: Cast, role: str, index: int, logs: Path, folder: Path, timeout: float,
-           *extra: str) -> subprocess.Popen[bytes]:  # fmt: skip
+def _start(
+    net: Devnet, cast: Cast, role: str, index: int, logs: Path, folder: Path, timeout: float, *extra: str
+) -> subprocess.Popen[bytes]:
     logs.mkdir(parents=True, exist_ok=True)
     home = folder / "nodes" / f"{role}-{index}"
-    argv = [sys.executable, "-m", "ovig_node", role, "--account", str(index), "--home", str(home),
-            "--profile", cast.profiles[index], *extra]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "ovig_node",
+        role,
+        "--account",
+        str(index),
+        "--home",
+        str(home),
+        "--profile",
+        cast.profiles[index],
+        *extra,
+    ]
     if role != "trainer":
         argv += ["--for", str(int(timeout))]
     log: IO[bytes] = (logs / f"{role}-{index}.log").open("ab")
@@ -356,15 +423,20 @@ def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadlin
         claimed = all(s.heldBonds == 0 for s in states.values())  # every joined bond pulled back (claimBond)
         ended = all(s in (TaskStatus.FINALIZED, TaskStatus.SLASHED) for s in status.values())
         # Every dispute's seats settled (a keeper duty): the committee has paid its panelists.
-        seated = all(owner.protocol.dispute(int(e.args["dispute"])).seatsSettled
-                     for t in tasks for e in owner.scanner.events("DisputeOpened", task=t))  # fmt: skip
+        seated = all(
+            owner.protocol.dispute(int(e.args["dispute"])).seatsSettled
+            for t in tasks
+            for e in owner.scanner.events("DisputeOpened", task=t)
+        )
         if ended and claimed and seated and providers <= withdrawn:
             result.status = status
             result.credited = _credited(owner, tasks)
             result.lead = names.get(leads.pop(), "someone else") if leads else "nobody"
             # Every other commit's bond comes back: joined and claimed, or revealed or expired after the slash.
-            challengers = [names.get(e.args["challenger"], "someone else")
-                           for e in owner.scanner.events("ChallengeCommitted", task=result.cheated)]  # fmt: skip
+            challengers = [
+                names.get(e.args["challenger"], "someone else")
+                for e in owner.scanner.events("ChallengeCommitted", task=result.cheated)
+            ]
             if result.lead in challengers:
                 challengers.remove(result.lead)
             result.joined = sorted(challengers)
@@ -428,8 +500,10 @@ def expected_credits(terms: Terms = TERMS) -> tuple[dict[str, int], dict[str, in
     bond, reward, challenger_bond = terms.provider_bond, terms.reward, terms.challenger_bond
     panelist = bond * 1_000 // 10_000 // len(AUDITORS)
     # The recommended split (deploy/plan.py): 20% lead, 10% panel, 70% owner; the lead's bond comes back.
-    cheated = {"owner": reward + terms.owner_bond + bond * 7_000 // 10_000,
-               "lead": bond * 2_000 // 10_000 + challenger_bond}  # fmt: skip
+    cheated = {
+        "owner": reward + terms.owner_bond + bond * 7_000 // 10_000,
+        "lead": bond * 2_000 // 10_000 + challenger_bond,
+    }
     cheated |= {ROLES[a]: panelist for a in AUDITORS}
     return {"provider A": reward + bond, "owner": terms.owner_bond}, cheated
 
@@ -480,8 +554,11 @@ def _check(result: DemoResult) -> None:
         problems.append(f"a watcher judged these intervals against what their provider did: {wrong}")
     # Coverage: every interval a watcher judged sound is attested, by it, and both watchers attested some.
     attested = {(t, k): roles for t, by in result.attested.items() for k, roles in by.items()}
-    if missing := [f"{r.watcher} {r.task}:{r.k}" for r in result.replays
-                   if r.verdict == "valid" and r.watcher not in attested.get((r.task, r.k), set())]:  # fmt: skip
+    if missing := [
+        f"{r.watcher} {r.task}:{r.k}"
+        for r in result.replays
+        if r.verdict == "valid" and r.watcher not in attested.get((r.task, r.k), set())
+    ]:
         problems.append(f"sound verdicts with no verified attestation: {missing}")
     # Both watchers share the work: with a few sound intervals to split, each attests some (one watcher alone
     # could take all of two or three, as the full chat model's cast has).
@@ -517,16 +594,25 @@ def _replays_table(result: DemoResult) -> Table:
         table.add_column(name, justify="left" if name in ("watcher", "verdict", "nearest row") else "right")
     for r in sorted(result.replays, key=lambda r: (r.task, r.k, r.watcher)):
         ratio, where = r.closest if r.closest is not None else (None, "")
-        table.add_row(str(r.task), str(r.k) if r.honest else f"{r.k} (cheat)", r.watcher, r.verdict, _ratio(ratio),
-                      where, style="" if r.honest else "red")  # fmt: skip
+        table.add_row(
+            str(r.task),
+            str(r.k) if r.honest else f"{r.k} (cheat)",
+            r.watcher,
+            r.verdict,
+            _ratio(ratio),
+            where,
+            style="" if r.honest else "red",
+        )
     honest = [r for r in result.replays if r.honest]
     if drifted := [r.closest for r in honest if r.closest is not None]:
         ratio, where = max(drifted)
-        table.caption = (f"value / limit: the value nearest its limit (alpha x bound, or the rounding floor) over "
-                         f"every signal, kind and percentile; above 1 fails, and a value as large as calibration's "
-                         f"largest reads 1 / alpha = {1 / ALPHA:.2f}. {len(honest)} honest replays, {len(drifted)} of "
-                         f"them off the claim by rounding (the rest bit-identical); the closest came to "
-                         f"{_ratio(ratio)} ({where}).")  # fmt: skip
+        table.caption = (
+            f"value / limit: the value nearest its limit (alpha x bound, or the rounding floor) over "
+            f"every signal, kind and percentile; above 1 fails, and a value as large as calibration's "
+            f"largest reads 1 / alpha = {1 / ALPHA:.2f}. {len(honest)} honest replays, {len(drifted)} of "
+            f"them off the claim by rounding (the rest bit-identical); the closest came to "
+            f"{_ratio(ratio)} ({where})."
+        )
     return table
 
 
@@ -541,8 +627,12 @@ def _coverage_table(result: DemoResult) -> Table:
     for task in (result.honest, result.cheated):
         by_k = result.attested.get(task, {})
         per = [sum(1 for roles in by_k.values() if ROLES[i] in roles) for i in WATCHERS]
-        table.add_row(str(task), str(len(result.sampled.get(task, []))), *map(str, per),
-                      str(sum(1 for roles in by_k.values() if roles)))  # fmt: skip
+        table.add_row(
+            str(task),
+            str(len(result.sampled.get(task, []))),
+            *map(str, per),
+            str(sum(1 for roles in by_k.values() if roles)),
+        )
     table.caption = "the cheated interval is attested by nobody: its replay failed, and a challenge went instead"
     return table
 

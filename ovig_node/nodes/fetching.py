@@ -103,8 +103,10 @@ def fetch_task(ctx: NodeContext, task: int, folder: Path, sources: TaskSources |
         write_atomic(spec_path, raw)
     spec, spec_hash, layout = _read_spec(task, spec_path)
     _check_terms(task, spec, spec_hash, t.terms)
-    files: list[tuple[str, ContentRef, int]] = [("dataset.safetensors", spec.dataset, MAX_DATASET_BYTES),
-                                                ("init.safetensors", spec.init, layout.file_bytes("init"))]  # fmt: skip
+    files: list[tuple[str, ContentRef, int]] = [
+        ("dataset.safetensors", spec.dataset, MAX_DATASET_BYTES),
+        ("init.safetensors", spec.init, layout.file_bytes("init")),
+    ]
     if not spec.exact:  # an exact task is judged by bytes: a boundary it names anyway is never used
         if spec.boundary is None:
             raise TaskRefused(f"task {task}: the spec names no boundary profile")
@@ -134,8 +136,9 @@ def _check_dataset(task: int, prepared: PreparedTask) -> None:
     whatever the check trips on (a safetensors header it cannot parse, a config value of the wrong type),
     the task is refused, never the node stopped."""
     try:
-        get_workload(prepared.spec.workload.name).check_dataset(Dataset.load(prepared.dataset_path),
-                                                                prepared.spec.workload.config)  # fmt: skip
+        get_workload(prepared.spec.workload.name).check_dataset(
+            Dataset.load(prepared.dataset_path), prepared.spec.workload.config
+        )
     except OvigError as exc:  # DatasetError, or an architecture no node builds
         raise TaskRefused(f"task {task}: its dataset: {exc}") from None
     except MemoryError:  # this machine's limit, not the owner's file: no refusal may depend on it
@@ -149,8 +152,10 @@ def check_declared_replay(task: int, declared: int, boundary_slowest: float) -> 
     panelists would miss their reveals and an honest provider's disputes stall. The contract cannot check
     this (it knows no boundary), so a hostile owner's declaration reaches every node."""
     if declared < boundary_slowest:
-        raise TaskRefused(f"task {task}: it declares replays of {declared}s, but its boundary's "
-                          f"slowest honest replay took {boundary_slowest:.1f}s")  # fmt: skip
+        raise TaskRefused(
+            f"task {task}: it declares replays of {declared}s, but its boundary's "
+            f"slowest honest replay took {boundary_slowest:.1f}s"
+        )
 
 
 def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLayout]:
@@ -167,14 +172,19 @@ def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLay
     except Exception as exc:  # whatever the workload's constructor raises on a config it cannot take
         raise TaskRefused(f"task {task}: the spec's workload cannot be built: {type(exc).__name__}: {exc}") from None
     if layout.max_bytes > MAX_EVIDENCE_BYTES:
-        raise TaskRefused(f"task {task}: its evidence would be {layout.max_bytes} bytes, over this node's "
-                          f"{MAX_EVIDENCE_BYTES}")  # fmt: skip
+        raise TaskRefused(
+            f"task {task}: its evidence would be {layout.max_bytes} bytes, over this node's {MAX_EVIDENCE_BYTES}"
+        )
     if layout.file_bytes("init") > MAX_EVIDENCE_BYTES:  # a frozen base is in no evidence, but every replay loads it
-        raise TaskRefused(f"task {task}: its initial checkpoint would be {layout.file_bytes('init')} bytes, over "
-                          f"this node's {MAX_EVIDENCE_BYTES}")  # fmt: skip
+        raise TaskRefused(
+            f"task {task}: its initial checkpoint would be {layout.file_bytes('init')} bytes, over "
+            f"this node's {MAX_EVIDENCE_BYTES}"
+        )
     if (manifest := manifest_limit(spec.layout, spec.intervals_per_batch)) > MAX_BATCH_MANIFEST_BYTES:
-        raise TaskRefused(f"task {task}: its batch manifests could be {manifest} bytes, over this node's "
-                          f"{MAX_BATCH_MANIFEST_BYTES} (fewer intervals a batch, or a shorter stride)")  # fmt: skip
+        raise TaskRefused(
+            f"task {task}: its batch manifests could be {manifest} bytes, over this node's "
+            f"{MAX_BATCH_MANIFEST_BYTES} (fewer intervals a batch, or a shorter stride)"
+        )
     if spec.numerics is not None:
         _check_numerics(task, spec.numerics)
     return spec, spec_hash, layout
@@ -185,13 +195,17 @@ def _check_numerics(task: int, numerics: NumericsSpec) -> None:
     memory, or a threshold or floor under which replays on other hardware are not reproduced (an honest
     provider would be slashed for the owner's choice)."""
     if numerics.max_log_entries > MAX_LOG_ENTRIES:
-        raise TaskRefused(f"task {task}: its rounding log may hold {numerics.max_log_entries} entries an interval, "
-                          f"over this node's {MAX_LOG_ENTRIES}")  # fmt: skip
+        raise TaskRefused(
+            f"task {task}: its rounding log may hold {numerics.max_log_entries} entries an interval, "
+            f"over this node's {MAX_LOG_ENTRIES}"
+        )
     if numerics.gradient_floor is None:
         raise TaskRefused(f"task {task}: its exact numerics have no gradient floor (every calibrated spec has one)")
     if min(numerics.thresholds) < MIN_THRESHOLD:
-        raise TaskRefused(f"task {task}: an exact threshold below {MIN_THRESHOLD:g} ulps, finer than the "
-                          "discrepancy between profiles can be measured")  # fmt: skip
+        raise TaskRefused(
+            f"task {task}: an exact threshold below {MIN_THRESHOLD:g} ulps, finer than the "
+            "discrepancy between profiles can be measured"
+        )
 
 
 def _owner_file(task: int, name: str, fetch: Callable[[], _T]) -> _T:

@@ -23,8 +23,14 @@ from ovig_node.storage.errors import ContentNotFound, IpfsUnavailable
 
 _T = TypeVar("_T")
 # Our infrastructure, not the unit's content: worth another try.
-TRANSIENT: tuple[type[BaseException], ...] = (IpfsUnavailable, RpcUnavailable, IndexBehind, ContentNotFound,
-                                              ConnectionError, TimeoutError)  # fmt: skip
+TRANSIENT: tuple[type[BaseException], ...] = (
+    IpfsUnavailable,
+    RpcUnavailable,
+    IndexBehind,
+    ContentNotFound,
+    ConnectionError,
+    TimeoutError,
+)
 
 
 @dataclass

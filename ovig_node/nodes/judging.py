@@ -73,8 +73,9 @@ def opened_interval(ctx: NodeContext, task: int, k: int, per_batch: int) -> Open
     if not proven:
         return None
     # A requested interval (protocol 8.3) has an opening manifest of its own; a sampled one, its batch's.
-    opening = ctx.scanner.events("RequestOpened", task=task, k=k) or ctx.scanner.events("BatchOpened", task=task,
-                                                                                      j=k // per_batch)  # fmt: skip
+    opening = ctx.scanner.events("RequestOpened", task=task, k=k) or ctx.scanner.events(
+        "BatchOpened", task=task, j=k // per_batch
+    )
     manifest_cid, root = committed_manifest(ctx, task, k // per_batch) or (None, None)
     start, end = (str(proven[-1].args[name]).removeprefix("0x") for name in ("startDigest", "endDigest"))
     return Opened(k, start, end, str(opening[-1].args["openingCID"]) if opening else None, manifest_cid, root)
@@ -114,8 +115,9 @@ def judge_interval(
         shared: list[str] = []
         try:
             with stop_at(fetch_by) if fetch_by is not None else contextlib.nullcontext():
-                unavailable = _fetch_evidence(ctx, opened, folder, max_bytes=max_bytes,
-                                              shared=shared if who == "audit" else None)  # fmt: skip
+                unavailable = _fetch_evidence(
+                    ctx, opened, folder, max_bytes=max_bytes, shared=shared if who == "audit" else None
+                )
         except DeadlinePassed as exc:
             unavailable = ("missing", f"not obtained by the end of the fetch window ({exc})")
         if unavailable is None and (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
@@ -129,8 +131,15 @@ def judge_interval(
         else:
             # "a,b": replay under a; a rejection stands only if b's replay rejects too (a branch flip is not fraud).
             profiles = [get_profile(name) for name in profile.split(",")]
-            report = verify_interval(fetched.prepared, folder, k, fetched.boundary, profiles=profiles, task=task,
-                                     end_sha256=opened.end_digest)  # fmt: skip
+            report = verify_interval(
+                fetched.prepared,
+                folder,
+                k,
+                fetched.boundary,
+                profiles=profiles,
+                task=task,
+                end_sha256=opened.end_digest,
+            )
             available = True
         cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1, default=float).encode(), name="report.json").cid
     finally:

@@ -23,9 +23,23 @@ from ovig_node.chain.reverts import ContractReverted
 from ovig_node.nodes.context import NodeContext
 from ovig_node.protocol.panel import TRIES_PER_SEAT, panel_size
 
-DUTIES = ("submitRound", "drawSeed", "slashUnopened", "slashUnopenedRequest", "settleRequest", "finalize", "abandon",
-          "settleUndecided", "expireChallenge", "claimBond", "releaseLeadShare", "drawPanel", "rearm",
-          "resolve", "settleSeats")  # fmt: skip
+DUTIES = (
+    "submitRound",
+    "drawSeed",
+    "slashUnopened",
+    "slashUnopenedRequest",
+    "settleRequest",
+    "finalize",
+    "abandon",
+    "settleUndecided",
+    "expireChallenge",
+    "claimBond",
+    "releaseLeadShare",
+    "drawPanel",
+    "rearm",
+    "resolve",
+    "settleSeats",
+)
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
 
 
@@ -80,8 +94,12 @@ class Keeper:
         if t.waitingLeadSeq:
             if not quiet:
                 return []
-            return self._act("releaseLeadShare", f"releaseLeadShare:{task}", tasks.functions.releaseLeadShare(task),
-                             f"task {task}: the lead's share of its slash paid out")  # fmt: skip
+            return self._act(
+                "releaseLeadShare",
+                f"releaseLeadShare:{task}",
+                tasks.functions.releaseLeadShare(task),
+                f"task {task}: the lead's share of its slash paid out",
+            )
         if t.status not in LIVE:
             self._done.add(("task", task))
             return []
@@ -96,17 +114,28 @@ class Keeper:
             elif b.status == BatchStatus.COMMITTED:
                 if not self._target_value(b.seedTarget, now)[0]:
                     continue
-                done += self._act("drawSeed", f"drawSeed:{task}:{j}", tasks.functions.drawSeed(task, j),
-                                  f"drew the sample of task {task} batch {j} from "
-                                  f"{p.randomness.describe(b.seedTarget)}")  # fmt: skip
+                done += self._act(
+                    "drawSeed",
+                    f"drawSeed:{task}:{j}",
+                    tasks.functions.drawSeed(task, j),
+                    f"drew the sample of task {task} batch {j} from {p.randomness.describe(b.seedTarget)}",
+                )
             elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet:
-                done += self._act("slashUnopened", f"slashUnopened:{task}:{j}", tasks.functions.slashUnopened(task, j),
-                                  f"slashed task {task}: batch {j} was not opened in time")  # fmt: skip
+                done += self._act(
+                    "slashUnopened",
+                    f"slashUnopened:{task}:{j}",
+                    tasks.functions.slashUnopened(task, j),
+                    f"slashed task {task}: batch {j} was not opened in time",
+                )
         opened = t.unopenedRequests == 0  # a request left unopened is slashed (below), never finalized
         if t.stalled and quiet and now >= t.challengeEnd and t.drawnBatches == t.openedBatches and opened:
             # An interval reached maxNoDecisions counted no-decisions: the task can only end Undecided.
-            done += self._act("settleUndecided", f"settleUndecided:{task}", tasks.functions.settleUndecided(task),
-                              f"task {task} ended Undecided: reward and bonds burned")  # fmt: skip
+            done += self._act(
+                "settleUndecided",
+                f"settleUndecided:{task}",
+                tasks.functions.settleUndecided(task),
+                f"task {task} ended Undecided: reward and bonds burned",
+            )
         elif (
             t.status == TaskStatus.COMMITTED
             and t.openedBatches == t.batchCount
@@ -114,11 +143,11 @@ class Keeper:
             and quiet
             and opened
         ):
-            done += self._act("finalize", f"finalize:{task}", tasks.functions.finalize(task),
-                              f"finalized task {task}")  # fmt: skip
+            done += self._act("finalize", f"finalize:{task}", tasks.functions.finalize(task), f"finalized task {task}")
         if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet and not t.stalled:
-            done += self._act("abandon", f"abandon:{task}", tasks.functions.abandon(task),
-                              f"task {task} abandoned: deadline passed")  # fmt: skip
+            done += self._act(
+                "abandon", f"abandon:{task}", tasks.functions.abandon(task), f"task {task} abandoned: deadline passed"
+            )
         return done
 
     def _commit_duties(self, head: Any) -> list[str]:
@@ -136,8 +165,12 @@ class Keeper:
                 if verdict == Verdict.VALID:  # a sound settlement paid its joined bonds out itself
                     self._done.add(("commit", key))
                 elif verdict != Verdict.NONE:  # faulty, undecided or moot: the bond goes back to its owner
-                    done += self._act("claimBond", f"claim:{key}", tasks.functions.claimBond(task, challenger, raw),
-                                      f"claimed a joined bond back for {challenger[:10]} (task {task})")  # fmt: skip
+                    done += self._act(
+                        "claimBond",
+                        f"claim:{key}",
+                        tasks.functions.claimBond(task, challenger, raw),
+                        f"claimed a joined bond back for {challenger[:10]} (task {task})",
+                    )
                 continue
             if c.status != CommitStatus.PENDING:
                 self._done.add(("commit", key))
@@ -149,8 +182,9 @@ class Keeper:
                 seq = min(seq, requested) if requested else seq
             if _moot(t, seq) or int(head["timestamp"]) >= int(event.args["revealBy"]):
                 fn = tasks.functions.expireChallenge(task, challenger, raw)
-                done += self._act("expireChallenge", f"expire:{key}", fn,
-                                  f"expired an unrevealed challenge of task {task}")  # fmt: skip
+                done += self._act(
+                    "expireChallenge", f"expire:{key}", fn, f"expired an unrevealed challenge of task {task}"
+                )
         return done
 
     def _request_duties(self, head: Any) -> list[str]:
@@ -168,13 +202,25 @@ class Keeper:
                 continue
             t = self.ctx.protocol.task(task)
             if t.status not in LIVE:
-                done += self._act("settleRequest", f"settleRequest:{task}:{k}", tasks.functions.settleRequest(task, k),
-                                  f"paid out the bond of the request to open interval {k} of task {task}")  # fmt: skip
-            elif (r.status == RequestStatus.PENDING and int(head["timestamp"]) >= r.openBy
-                  and t.pendingCommits == 0 and t.openDisputes == 0):  # fmt: skip
+                done += self._act(
+                    "settleRequest",
+                    f"settleRequest:{task}:{k}",
+                    tasks.functions.settleRequest(task, k),
+                    f"paid out the bond of the request to open interval {k} of task {task}",
+                )
+            elif (
+                r.status == RequestStatus.PENDING
+                and int(head["timestamp"]) >= r.openBy
+                and t.pendingCommits == 0
+                and t.openDisputes == 0
+            ):
                 fn = tasks.functions.slashUnopenedRequest(task, k)
-                done += self._act("slashUnopenedRequest", f"slashUnopenedRequest:{task}:{k}", fn,
-                                  f"slashed task {task}: requested interval {k} was not opened in time")  # fmt: skip
+                done += self._act(
+                    "slashUnopenedRequest",
+                    f"slashUnopenedRequest:{task}:{k}",
+                    fn,
+                    f"slashed task {task}: requested interval {k} was not opened in time",
+                )
         return done
 
     def _dispute_duties(self, dispute: int, head: Any) -> list[str]:
@@ -185,14 +231,21 @@ class Keeper:
                 self._done.add(("dispute", dispute))
                 return []
             # Penalties taken, shares paid and seats released a page at a time (exits wait for their seats).
-            return self._act("settleSeats", f"settleSeats:{dispute}:{d.settledSeats}",
-                             committee.functions.settleSeats(dispute),
-                             f"settled seats of dispute {dispute} from seat {d.settledSeats}")  # fmt: skip
+            return self._act(
+                "settleSeats",
+                f"settleSeats:{dispute}:{d.settledSeats}",
+                committee.functions.settleSeats(dispute),
+                f"settled seats of dispute {dispute} from seat {d.settledSeats}",
+            )
         now = int(head["timestamp"])
         moot = p.tasks.functions.isMoot(dispute).call()
         if moot:
-            return self._act("resolve", f"resolve:{dispute}:moot", committee.functions.resolve(dispute),
-                             f"dispute {dispute} is moot: ended")  # fmt: skip
+            return self._act(
+                "resolve",
+                f"resolve:{dispute}:moot",
+                committee.functions.resolve(dispute),
+                f"dispute {dispute} is moot: ended",
+            )
         if d.status == DisputeStatus.AWAITING_PANEL:
             expired = now >= d.armedAt + self._param("maxDrawDelay")
             target = committee.functions.panelTarget(dispute).call()
@@ -202,19 +255,33 @@ class Keeper:
             tries_left = d.tries < TRIES_PER_SEAT * panel_size(self._param("panelSize"), d.round)
             gone = value == bytes(32)  # ready with no value: the target is gone, the round re-arms
             if tries_left and not expired and not gone:
-                return self._act("drawPanel", f"drawPanel:{dispute}:{d.round}:{d.armBlock}:{d.tries}",
-                                 committee.functions.drawPanel(dispute),
-                                 f"drew the panel of dispute {dispute} (round {d.round}) from "
-                                 f"{p.randomness.describe(target)}")  # fmt: skip
-            return self._act("rearm", f"rearm:{dispute}:{d.round}:{d.armBlock}", committee.functions.rearm(dispute),
-                             f"re-armed the draw of dispute {dispute} (round {d.round})")  # fmt: skip
+                return self._act(
+                    "drawPanel",
+                    f"drawPanel:{dispute}:{d.round}:{d.armBlock}:{d.tries}",
+                    committee.functions.drawPanel(dispute),
+                    f"drew the panel of dispute {dispute} (round {d.round}) from {p.randomness.describe(target)}",
+                )
+            return self._act(
+                "rearm",
+                f"rearm:{dispute}:{d.round}:{d.armBlock}",
+                committee.functions.rearm(dispute),
+                f"re-armed the draw of dispute {dispute} (round {d.round})",
+            )
         if d.status == DisputeStatus.APPEALABLE and now >= d.decidedAt + self._param("appealWindow"):
-            return self._act("resolve", f"resolve:{dispute}:{d.round}:decided", committee.functions.resolve(dispute),
-                             f"dispute {dispute}: round {d.round}'s verdict stands, unappealed")  # fmt: skip
+            return self._act(
+                "resolve",
+                f"resolve:{dispute}:{d.round}:decided",
+                committee.functions.resolve(dispute),
+                f"dispute {dispute}: round {d.round}'s verdict stands, unappealed",
+            )
         reveal_end = d.drawnAt + self._param("commitWindow") + self._param("revealWindow")
         if d.status == DisputeStatus.VOTING and now >= reveal_end:
-            return self._act("resolve", f"resolve:{dispute}:{d.round}", committee.functions.resolve(dispute),
-                             f"resolved round {d.round} of dispute {dispute}")  # fmt: skip
+            return self._act(
+                "resolve",
+                f"resolve:{dispute}:{d.round}",
+                committee.functions.resolve(dispute),
+                f"resolved round {d.round} of dispute {dispute}",
+            )
         return []
 
     # --- randomness ----------------------------------------------------------------------------

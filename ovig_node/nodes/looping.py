@@ -101,8 +101,10 @@ class Outage:
         if what not in self.away:
             self.away[what] = time.monotonic()
             reason = getattr(exc, "reason", None) or type(exc).__name__
-            self.ctx.say(f"{what} is unavailable ({reason}); retrying, at most {OUTAGE_BACKOFF_CAP:g} s apart, "
-                         "until it is back", style="yellow")  # fmt: skip
+            self.ctx.say(
+                f"{what} is unavailable ({reason}); retrying, at most {OUTAGE_BACKOFF_CAP:g} s apart, until it is back",
+                style="yellow",
+            )
         self.failures += 1
         return min(OUTAGE_BACKOFF_CAP, self.poll_seconds * 2 ** min(self.failures, 16))
 

@@ -53,11 +53,15 @@ def declared_replay_seconds(terms: Terms, boundary_slowest: float, committee_max
     slowest calibration replay; refused here, not by a reverted transaction, above the committee's cap."""
     declared = terms.replay_seconds if terms.replay_seconds is not None else max(1, math.ceil(2 * boundary_slowest))
     if declared < boundary_slowest:
-        raise PostingError(f"replay seconds {declared} is below the boundary's slowest honest replay "
-                           f"({boundary_slowest:.1f}s): nodes would refuse the task")  # fmt: skip
+        raise PostingError(
+            f"replay seconds {declared} is below the boundary's slowest honest replay "
+            f"({boundary_slowest:.1f}s): nodes would refuse the task"
+        )
     if declared > committee_max:
-        raise PostingError(f"replay seconds {declared} is above the committee's maximum {committee_max}: "
-                           "the task is too slow to replay for this committee")  # fmt: skip
+        raise PostingError(
+            f"replay seconds {declared} is above the committee's maximum {committee_max}: "
+            "the task is too slow to replay for this committee"
+        )
     return declared
 
 
@@ -67,18 +71,24 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     same owner state returns the task already posted (the journal never sends it twice)."""
     prepared = open_task(spec_path)
     spec = prepared.spec
-    files: list[tuple[Path, ContentRef | None]] = [(spec_path, None), (prepared.dataset_path, spec.dataset),
-                                                (prepared.init_path, spec.init)]  # fmt: skip
+    files: list[tuple[Path, ContentRef | None]] = [
+        (spec_path, None),
+        (prepared.dataset_path, spec.dataset),
+        (prepared.init_path, spec.init),
+    ]
     slowest = 0.0  # an exact task's replays: only the owner's declaration, checked by each trainer's preflight
     if (manifest := manifest_limit(spec.layout, spec.intervals_per_batch)) > MAX_BATCH_MANIFEST_BYTES:
-        raise PostingError(f"{spec_path}: its batch manifests could be {manifest} bytes, more than nodes read "
-                           f"({MAX_BATCH_MANIFEST_BYTES}): fewer intervals a batch, or a shorter stride")  # fmt: skip
+        raise PostingError(
+            f"{spec_path}: its batch manifests could be {manifest} bytes, more than nodes read "
+            f"({MAX_BATCH_MANIFEST_BYTES}): fewer intervals a batch, or a shorter stride"
+        )
     if spec.exact:
         if boundary_path is not None or spec.boundary is not None:
             raise PostingError(f"{spec_path} is exact: bytes judge it, so it takes no boundary")
         if terms.replay_seconds is None:
-            raise PostingError(f"{spec_path} is exact: no boundary measured its replays, so declare their "
-                               "seconds (--replay-seconds)")  # fmt: skip
+            raise PostingError(
+                f"{spec_path} is exact: no boundary measured its replays, so declare their seconds (--replay-seconds)"
+            )
     else:
         if spec.boundary is None:
             raise PostingError(f"{spec_path} names no boundary: run `ovig spec set-boundary` first")
@@ -93,8 +103,10 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     escrow = terms.reward + terms.owner_bond
     balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
     if balance < escrow:  # before anything is pinned or sent
-        raise PostingError(f"{ctx.address} holds {balance / 1e18:g} ETH; posting escrows {escrow / 1e18:g} ETH "
-                           "(the reward and the owner bond), plus gas")  # fmt: skip
+        raise PostingError(
+            f"{ctx.address} holds {balance / 1e18:g} ETH; posting escrows {escrow / 1e18:g} ETH "
+            "(the reward and the owner bond), plus gas"
+        )
     for path, ref in files:
         cid = ctx.ipfs.add_file(path).cid
         if ref is not None and cid != ref.cid:
@@ -111,15 +123,26 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     replay = declared_replay_seconds(terms, slowest, int(ctx.protocol.committee.functions.maxReplaySeconds().call()))
     bonds = (terms.provider_bond, terms.challenger_bond, terms.owner_bond)
     fn = ctx.protocol.tasks.functions.postTask(
-        prepared.spec_hash, spec_cid, bytes.fromhex(spec.init.sha256), spec.total_steps, spec.stride,
-        spec.intervals_per_batch, spec.sample_bps, bonds, replay, windows, deadline,
-    )  # fmt: skip
+        prepared.spec_hash,
+        spec_cid,
+        bytes.fromhex(spec.init.sha256),
+        spec.total_steps,
+        spec.stride,
+        spec.intervals_per_batch,
+        spec.sample_bps,
+        bonds,
+        replay,
+        windows,
+        deadline,
+    )
     receipt = ctx.client.transact(key, fn, value=terms.reward + terms.owner_bond)
     task = int(ctx.protocol.tasks.events.TaskPosted().process_receipt(receipt, errors=DISCARD)[0]["args"]["task"])
     posts[prepared.spec_hash.hex()] = posts.get(prepared.spec_hash.hex(), 0) + 1
     state.set("posts", posts)
-    ctx.say(f"posted task {task}: reward {terms.reward / 1e18:g} ETH, bond {terms.provider_bond / 1e18:g} ETH, "
-            f"owner bond {terms.owner_bond / 1e18:g} ETH, replays of {replay}s")  # fmt: skip
+    ctx.say(
+        f"posted task {task}: reward {terms.reward / 1e18:g} ETH, bond {terms.provider_bond / 1e18:g} ETH, "
+        f"owner bond {terms.owner_bond / 1e18:g} ETH, replays of {replay}s"
+    )
     return task
 
 
@@ -133,8 +156,9 @@ def cancel_task(ctx: NodeContext, task: int) -> int:
     if t.owner != ctx.address:
         raise PostingError(f"task {task} is {t.owner}'s, not {ctx.address}'s: only its owner cancels it")
     if t.status != TaskStatus.POSTED:
-        raise PostingError(f"task {task} is {TaskStatus(t.status).name.lower()}: only a task nobody accepted yet "
-                           "can be cancelled")  # fmt: skip
+        raise PostingError(
+            f"task {task} is {TaskStatus(t.status).name.lower()}: only a task nobody accepted yet can be cancelled"
+        )
     ctx.client.transact(f"cancel:{task}", ctx.protocol.tasks.functions.cancel(task))
     return int(t.terms.reward) + int(t.terms.ownerBond)
 
@@ -173,8 +197,16 @@ class TaskReport:
 
 
 # Why the task contract credited someone, from the event its transaction emitted with the credit (protocol 5).
-_CAUSES = ("TaskCancelled", "TaskAbandoned", "TaskFinalized", "TaskSlashed", "LeadShareReleased", "DisputeSettled",
-           "BondClaimed", "ChallengeExpired")  # fmt: skip
+_CAUSES = (
+    "TaskCancelled",
+    "TaskAbandoned",
+    "TaskFinalized",
+    "TaskSlashed",
+    "LeadShareReleased",
+    "DisputeSettled",
+    "BondClaimed",
+    "ChallengeExpired",
+)
 
 
 def _payouts(ctx: NodeContext, task: int, t: Any) -> list[tuple[Event, str]]:
@@ -233,26 +265,36 @@ def task_status(ctx: NodeContext, task: int) -> TaskReport:
     for j in range(t.batchCount):
         b = p.batch(task, j)
         opened = ctx.scanner.events("BatchOpened", task=task, j=j)
-        batches.append({
-            "j": j, "status": BatchStatus(b.status).name.lower(),
-            "sampled": p.sampled(task, j),
-            "opening": opened[-1].args["openingCID"] if opened else "",
-            "window_end": b.windowEnd,
-        })  # fmt: skip
+        batches.append(
+            {
+                "j": j,
+                "status": BatchStatus(b.status).name.lower(),
+                "sampled": p.sampled(task, j),
+                "opening": opened[-1].args["openingCID"] if opened else "",
+                "window_end": b.windowEnd,
+            }
+        )
     disputes = []
     for event in ctx.scanner.events("DisputeOpened", task=task):
         dispute = int(event.args["dispute"])
         d = p.dispute(dispute)
         panel = list(p.committee.functions.panelOf(dispute).call())
         votes = {a: Vote(p.view(p.committee, "ballotOf", dispute, a).vote).name.lower() for a in panel}
-        disputes.append({
-            "dispute": dispute, "k": int(event.args["k"]), "reason": Reason(event.args["reason"]).name.lower(),
-            "status": DisputeStatus(d.status).name.lower(), "verdict": Verdict(d.verdict).name.lower(),
-            "round": int(d.round), "votes": votes,
-        })  # fmt: skip
+        disputes.append(
+            {
+                "dispute": dispute,
+                "k": int(event.args["k"]),
+                "reason": Reason(event.args["reason"]).name.lower(),
+                "status": DisputeStatus(d.status).name.lower(),
+                "verdict": Verdict(d.verdict).name.lower(),
+                "round": int(d.round),
+                "votes": votes,
+            }
+        )
     credits = [
         {"account": e.args["account"], "amount": int(e.args["amount"]), "for": reason}
         for e, reason in _payouts(ctx, task, t)
     ]
-    return TaskReport(task, TaskStatus(t.status), t.terms, t.owner, t.provider, batches, disputes, credits,
-                      attestations(ctx, task))  # fmt: skip
+    return TaskReport(
+        task, TaskStatus(t.status), t.terms, t.owner, t.provider, batches, disputes, credits, attestations(ctx, task)
+    )

@@ -57,13 +57,16 @@ def screen_batch(
         claimed.update(checked[(task, i)])
     scored = scores(claimed, reference, layout)
     first = j * layout.intervals_per_batch
-    candidates = [k for k in layout.batch_intervals(j) if not (int(batch.openedBitmap) >> (k - first)) & 1
-                  and ctx.protocol.view(tasks, "getRequest", task, k).status == RequestStatus.NONE]  # fmt: skip
+    candidates = [
+        k
+        for k in layout.batch_intervals(j)
+        if not (int(batch.openedBitmap) >> (k - first)) & 1
+        and ctx.protocol.view(tasks, "getRequest", task, k).status == RequestStatus.NONE
+    ]
     room = int(tasks.functions.MAX_REQUESTS_PER_BATCH().call()) - int(
         tasks.functions.requestsBy(task, j, ctx.address).call()
     )
-    picked = to_request({k: scored[k] for k in layout.batch_intervals(j) if k in scored}, candidates, room,
-                        threshold)  # fmt: skip
+    picked = to_request({k: scored[k] for k in layout.batch_intervals(j) if k in scored}, candidates, room, threshold)
     bond = fetched.terms.challengerBond
     requested = []
     for k in picked:
@@ -73,13 +76,18 @@ def screen_batch(
             ctx.say(f"task {task} interval {k}: the request was refused ({exc}); skipped", style="yellow")
             continue
         requested.append(k)
-        ctx.say(f"task {task} interval {k}: its statistics score {scored.get(k, 0.0):.3g} (threshold {threshold:g}): "
-                f"requested its opening (bond {bond / 1e18:g} ETH)", style="magenta")  # fmt: skip
+        ctx.say(
+            f"task {task} interval {k}: its statistics score {scored.get(k, 0.0):.3g} (threshold {threshold:g}): "
+            f"requested its opening (bond {bond / 1e18:g} ETH)",
+            style="magenta",
+        )
     unopened = [k for k in layout.batch_intervals(j) if k in candidates]
     top = max(((scored.get(k, 0.0), k) for k in unopened), default=None)
     highest = f"; highest {top[0]:.3g} (interval {top[1]})" if top is not None else ""
-    ctx.say(f"task {task} batch {j}: screened {len(unopened)} unopened intervals against the reference "
-            f"(threshold {threshold:g}{highest}); requested {requested or 'none'}")  # fmt: skip
+    ctx.say(
+        f"task {task} batch {j}: screened {len(unopened)} unopened intervals against the reference "
+        f"(threshold {threshold:g}{highest}); requested {requested or 'none'}"
+    )
     return Screening(scored, requested)
 
 

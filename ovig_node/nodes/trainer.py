@@ -89,34 +89,50 @@ class TrainerNode:
                 final.append(status)
             return bool(final)
 
-        keep_running(self.ctx, step, keeper=self.keeper, poll_seconds=self.poll_seconds,
-                     fatal=(TrainerStopped, TaskRefused), missed=self.missed)  # fmt: skip
+        keep_running(
+            self.ctx,
+            step,
+            keeper=self.keeper,
+            poll_seconds=self.poll_seconds,
+            fatal=(TrainerStopped, TaskRefused),
+            missed=self.missed,
+        )
         return final[0]
 
     def missed(self, since: int, now: int) -> list[str]:
         """Its duties whose window closed in the chain times (since, now] undone: an opening, a requested
         opening, the commit deadline (said after an outage: each lets anyone end the task against it)."""
         t = self.ctx.protocol.task(self.task)
-        if t.provider != self.ctx.address or t.status not in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED,
-                                                              TaskStatus.SLASHED, TaskStatus.ABANDONED):  # fmt: skip
+        if t.provider != self.ctx.address or t.status not in (
+            TaskStatus.ACCEPTED,
+            TaskStatus.COMMITTED,
+            TaskStatus.SLASHED,
+            TaskStatus.ABANDONED,
+        ):
             return []
         lines = []
         for j in range(t.committedBatches):
             b = self.ctx.protocol.batch(self.task, j)
             if b.status == BatchStatus.DRAWN and since < int(b.windowEnd) <= now:
-                lines.append(f"task {self.task}: batch {j}'s opening window closed at {chain_clock(b.windowEnd)} "
-                             "before it was opened: anyone may have the task slashed")  # fmt: skip
+                lines.append(
+                    f"task {self.task}: batch {j}'s opening window closed at {chain_clock(b.windowEnd)} "
+                    "before it was opened: anyone may have the task slashed"
+                )
         for event in self.ctx.scanner.events("OpeningRequested", task=self.task):
             k = int(event.args["k"])
             r = self.ctx.protocol.view(self.ctx.protocol.tasks, "getRequest", self.task, k)
             if r.status == RequestStatus.PENDING and since < int(r.openBy) <= now:
-                lines.append(f"task {self.task}: the requested opening of interval {k} was due at "
-                             f"{chain_clock(r.openBy)}: anyone may have the task slashed")  # fmt: skip
+                lines.append(
+                    f"task {self.task}: the requested opening of interval {k} was due at "
+                    f"{chain_clock(r.openBy)}: anyone may have the task slashed"
+                )
         unfinished = t.status != TaskStatus.SLASHED and t.committedBatches < t.batchCount
         if unfinished and since < int(t.terms.deadline) <= now:
             left = t.batchCount - t.committedBatches
-            lines.append(f"task {self.task}: its commit deadline passed at {chain_clock(t.terms.deadline)} with "
-                         f"{left} batches uncommitted: the owner may abandon it")  # fmt: skip
+            lines.append(
+                f"task {self.task}: its commit deadline passed at {chain_clock(t.terms.deadline)} with "
+                f"{left} batches uncommitted: the owner may abandon it"
+            )
         return lines
 
     def step(self) -> TaskStatus:
@@ -150,8 +166,9 @@ class TrainerNode:
         fetched = self._task_files()
         if not self.state.get("preflight"):
             self.state.set("preflight", self._preflight(fetched))
-        self.ctx.client.transact(f"accept:{self.task}", self.ctx.protocol.tasks.functions.acceptTask(self.task),
-                                 value=t.terms.providerBond)  # fmt: skip
+        self.ctx.client.transact(
+            f"accept:{self.task}", self.ctx.protocol.tasks.functions.acceptTask(self.task), value=t.terms.providerBond
+        )
         self.ctx.say(f"accepted task {self.task} with a bond of {t.terms.providerBond / 1e18:g} ETH")
 
     def _preflight(self, fetched: FetchedTask) -> dict[str, Any]:
@@ -171,8 +188,15 @@ class TrainerNode:
                 raise TaskRefused(f"task {self.task}: its exact numerics cannot be measured here: {exc}") from None
             if problem is not None:
                 raise TaskRefused(f"task {self.task}: {problem}: honest replays elsewhere could differ")
-        run = TrainRun(fetched.prepared.spec, fetched.prepared.spec_hash, fetched.prepared.dataset_path,
-                       fetched.prepared.init_path, work, get_profile(self.profile_name), self.task)  # fmt: skip
+        run = TrainRun(
+            fetched.prepared.spec,
+            fetched.prepared.spec_hash,
+            fetched.prepared.dataset_path,
+            fetched.prepared.init_path,
+            work,
+            get_profile(self.profile_name),
+            self.task,
+        )
         started = time.monotonic()
         try:
             train(run, stop_at=fetched.prepared.spec.layout.end_step(0))
@@ -186,19 +210,25 @@ class TrainerNode:
         for replayer in replayers:
             report = verify_interval(fetched.prepared, work, 0, fetched.boundary, profile=replayer, task=self.task)
             if report["verdict"] != "valid":
-                raise TaskRefused(f"task {self.task}: a replay of interval 0 under {replayer.name} on this machine "
-                                  f"{judged_by} ({report.get('reason')}): its claims would be challenged")  # fmt: skip
+                raise TaskRefused(
+                    f"task {self.task}: a replay of interval 0 under {replayer.name} on this machine "
+                    f"{judged_by} ({report.get('reason')}): its claims would be challenged"
+                )
             slowest = max(slowest, report["seconds"]["replay"])
         windows = fetched.terms.windows
         calibrated = fetched.boundary.replay_seconds_max if fetched.boundary is not None else 0.0
         replay = max(slowest, calibrated)
         if windows.challengeWindow <= replay or windows.openingWindow <= train_seconds:
-            raise TaskRefused(f"task {self.task}: windows too short for this machine (replay {replay:.1f}s, "
-                              f"interval {train_seconds:.1f}s, windows {windows})")  # fmt: skip
+            raise TaskRefused(
+                f"task {self.task}: windows too short for this machine (replay {replay:.1f}s, "
+                f"interval {train_seconds:.1f}s, windows {windows})"
+            )
         if fetched.terms.replaySeconds < slowest:
             declared = fetched.terms.replaySeconds
-            raise TaskRefused(f"task {self.task}: it declares replays of {declared}s, this machine's took "
-                              f"{slowest:.1f}s: its disputes could stall")  # fmt: skip
+            raise TaskRefused(
+                f"task {self.task}: it declares replays of {declared}s, this machine's took "
+                f"{slowest:.1f}s: its disputes could stall"
+            )
         judged = "bit for bit" if fetched.boundary is None else "within the boundary"
         self.ctx.say(f"preflight of task {self.task}: interval 0 replays {judged} ({slowest:.1f}s)")
         return {"verdict": "valid", "replay_seconds": slowest, "train_seconds": train_seconds}
@@ -212,8 +242,16 @@ class TrainerNode:
 
     def _run(self) -> TrainRun:
         prepared = self._task_files().prepared
-        return TrainRun(prepared.spec, prepared.spec_hash, prepared.dataset_path, prepared.init_path,
-                        self.folder, get_profile(self.profile_name), self.task, self.attack)  # fmt: skip
+        return TrainRun(
+            prepared.spec,
+            prepared.spec_hash,
+            prepared.dataset_path,
+            prepared.init_path,
+            self.folder,
+            get_profile(self.profile_name),
+            self.task,
+            self.attack,
+        )
 
     def _train_in_background(self) -> None:
         layout = self._task_files().prepared.spec.layout
@@ -246,8 +284,10 @@ class TrainerNode:
             eta = (time.monotonic() - started) / done * left
             mean = sum(losses) / len(losses)
             step = f"step {info.step + 1}/{layout.total_steps}"
-            self.ctx.say(f"task {self.task}: batch {layout.batch_of(k)} trained ({step}, loss {mean:.4f}, "
-                         f"about {eta:.0f} s to go)")  # fmt: skip
+            self.ctx.say(
+                f"task {self.task}: batch {layout.batch_of(k)} trained ({step}, loss {mean:.4f}, "
+                f"about {eta:.0f} s to go)"
+            )
             losses.clear()
 
         return on_step
@@ -368,8 +408,11 @@ class TrainerNode:
         posted = self.ctx.scanner.events("TaskPosted", task=self.task)
         if not posted:
             return  # not indexed yet: a later pass
-        files = [(prepared.spec_path, str(posted[0].args["specCID"])), (prepared.dataset_path, spec.dataset.cid),
-                 (prepared.init_path, spec.init.cid)]  # fmt: skip
+        files = [
+            (prepared.spec_path, str(posted[0].args["specCID"])),
+            (prepared.dataset_path, spec.dataset.cid),
+            (prepared.init_path, spec.init.cid),
+        ]
         if spec.boundary is not None:
             files.append((prepared.spec_path.parent / "boundary.json", spec.boundary.cid))
         for path, cid in files:
@@ -444,5 +487,7 @@ def _check_log_room(task: int, work: Path, cap: int) -> None:
     """Refuse an exact task whose rounding-log cap leaves less than LOG_ROOM times interval 0's log."""
     entries = len(decode_log(read_evidence(evidence_path(work, 0)).rounding, cap))
     if cap < LOG_ROOM * entries:
-        raise TaskRefused(f"task {task}: its rounding log may hold {cap} entries an interval, and interval 0 "
-                          f"alone logged {entries}: later intervals could exceed it")  # fmt: skip
+        raise TaskRefused(
+            f"task {task}: its rounding log may hold {cap} entries an interval, and interval 0 "
+            f"alone logged {entries}: later intervals could exceed it"
+        )

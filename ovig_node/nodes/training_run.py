@@ -60,8 +60,10 @@ def run_training(
             result = train(run, on_step=on_step)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
-                raise TrainingFailed(f"disk full while writing to {out_dir}; complete evidence is kept, "
-                                     "free space and run the same command to resume") from None  # fmt: skip
+                raise TrainingFailed(
+                    f"disk full while writing to {out_dir}; complete evidence is kept, "
+                    "free space and run the same command to resume"
+                ) from None
             raise
     table = Table(title=f"evidence of {spec_path} (profile {profile.name}, task {task})")
     for column in ("k", "end step"):

@@ -85,8 +85,9 @@ class WatcherNode:
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""
         warm_up()  # the comparison's compiled passes load meanwhile, not within a challenge or vote window
-        keep_running(self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until,
-                     missed=self.missed)  # fmt: skip
+        keep_running(
+            self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until, missed=self.missed
+        )
 
     def missed(self, since: int, now: int) -> list[str]:
         """Opened intervals whose challenge window closed in the chain times (since, now] before it judged them
@@ -97,11 +98,16 @@ class WatcherNode:
             task, end = int(event.args["task"]), int(event.args["challengeWindowEnd"])
             if not since < end <= now or (self.only_tasks is not None and task not in self.only_tasks):
                 continue
-            opened = [int(event.args["k"])] if event.name == "RequestOpened" else self.ctx.protocol.sampled(
-                task, int(event.args["j"]))  # fmt: skip
+            opened = (
+                [int(event.args["k"])]
+                if event.name == "RequestOpened"
+                else self.ctx.protocol.sampled(task, int(event.args["j"]))
+            )
             if unjudged := [k for k in opened if f"{task}:{k}" not in judged]:
-                lines.append(f"task {task}: the challenge window of intervals {unjudged} closed at "
-                             f"{chain_clock(end)} before it judged them")  # fmt: skip
+                lines.append(
+                    f"task {task}: the challenge window of intervals {unjudged} closed at "
+                    f"{chain_clock(end)} before it judged them"
+                )
         return lines
 
     def step(self) -> None:
@@ -133,11 +139,15 @@ class WatcherNode:
             reference = None if fetched is None else self.references.get(training_hash(fetched.prepared.spec).hex())
             if fetched is None or reference is None:
                 continue
-            call = functools.partial(screen_batch, self.ctx, fetched, j, reference, threshold=self.threshold,
-                                     checked=self._checked)  # fmt: skip
+            call = functools.partial(
+                screen_batch, self.ctx, fetched, j, reference, threshold=self.threshold, checked=self._checked
+            )
             if (screening := self.isolation.call(key, call)) is not None:
-                screened[f"{task}:{j}"] = {"requested": screening.requested, "closed": screening.closed,
-                                           "scores": {str(k): v for k, v in screening.scores.items()}}  # fmt: skip
+                screened[f"{task}:{j}"] = {
+                    "requested": screening.requested,
+                    "closed": screening.closed,
+                    "scores": {str(k): v for k, v in screening.scores.items()},
+                }
                 self.state.set("screened", screened)
 
     def _fetch(self, task: int) -> FetchedTask:
@@ -252,8 +262,11 @@ class WatcherNode:
         """Persist the verdict; for a faulty one, persist a challenge to make. True if faulty."""
         key = f"{task}:{k}"
         judged = self.state.get("judged", {})
-        judged[key] = {"verdict": judgement.report["verdict"], "reason": judgement.report.get("reason"),
-                       "report": judgement.report_cid}  # fmt: skip
+        judged[key] = {
+            "verdict": judgement.report["verdict"],
+            "reason": judgement.report.get("reason"),
+            "report": judgement.report_cid,
+        }
         self.state.set("judged", judged)
         if not judgement.faulty:
             closest = closest_to_limit(judgement.report)
@@ -331,22 +344,34 @@ class WatcherNode:
                 continue  # its reveal comes first
             if self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k).sound:
                 continue  # found sound since: a challenge could only lose its bond
-            challenges[key] = {"salt": os.urandom(32).hex(), "reason": c["reason"], "report": c["report"],
-                               "reopening": c.get("reopening", 0) + 1, "reopened_at": block}  # fmt: skip
+            challenges[key] = {
+                "salt": os.urandom(32).hex(),
+                "reason": c["reason"],
+                "report": c["report"],
+                "reopening": c.get("reopening", 0) + 1,
+                "reopened_at": block,
+            }
             changed = True
-            self.ctx.say(f"task {task} interval {k}: its window reopened after a dispute with no decision: "
-                         "challenging it again", style="yellow")  # fmt: skip
+            self.ctx.say(
+                f"task {task} interval {k}: its window reopened after a dispute with no decision: challenging it again",
+                style="yellow",
+            )
         if changed:
             self.state.set("challenges", challenges)
 
     def _commitment(self, task: int, k: int, c: dict[str, Any]) -> bytes:
-        return keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"],
-                             [task, k, c["reason"], bytes.fromhex(c["salt"]), self.ctx.address]))  # fmt: skip
+        return keccak(
+            encode(
+                ["uint256", "uint256", "uint8", "bytes32", "address"],
+                [task, k, c["reason"], bytes.fromhex(c["salt"]), self.ctx.address],
+            )
+        )
 
     def _commit_status(self, task: int, k: int, c: dict[str, Any]) -> CommitStatus:
         commitment = self._commitment(task, k, c)
-        return CommitStatus(self.ctx.protocol.view(self.ctx.protocol.tasks, "getCommit", self.ctx.address,
-                                                   commitment).status)  # fmt: skip
+        return CommitStatus(
+            self.ctx.protocol.view(self.ctx.protocol.tasks, "getCommit", self.ctx.address, commitment).status
+        )
 
     def _challenge(self, key: str, c: dict[str, Any]) -> None:
         tasks = self.ctx.protocol.tasks
@@ -371,8 +396,10 @@ class WatcherNode:
                 tasks.functions.revealChallenge(task, k, c["reason"], salt, c["report"]),
             )
             dispute = self._dispute_of(receipt)
-            self.ctx.say(f"revealed: task {task} interval {k}, {Reason(c['reason']).name.lower()}"
-                         + (f" -> dispute {dispute}" if dispute else " (settled at once: the task ended)"))  # fmt: skip
+            self.ctx.say(
+                f"revealed: task {task} interval {k}, {Reason(c['reason']).name.lower()}"
+                + (f" -> dispute {dispute}" if dispute else " (settled at once: the task ended)")
+            )
 
     def _dispute_of(self, receipt: Any) -> int:
         events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)

@@ -62,8 +62,14 @@ class Attestation:
     profile: str
 
     def message(self) -> dict[str, Any]:
-        return {"task": self.task, "k": self.k, "endDigest": self.end_digest, "verdict": self.verdict,
-                "reportCID": self.report_cid, "profile": self.profile}  # fmt: skip
+        return {
+            "task": self.task,
+            "k": self.k,
+            "endDigest": self.end_digest,
+            "verdict": self.verdict,
+            "reportCID": self.report_cid,
+            "profile": self.profile,
+        }
 
 
 @dataclass(frozen=True)
@@ -74,8 +80,12 @@ class Domain:
     contract: str  # TrainingTasks' address
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": DOMAIN_NAME, "version": DOMAIN_VERSION, "chainId": self.chain_id,
-                "verifyingContract": to_checksum_address(self.contract)}  # fmt: skip
+        return {
+            "name": DOMAIN_NAME,
+            "version": DOMAIN_VERSION,
+            "chainId": self.chain_id,
+            "verifyingContract": to_checksum_address(self.contract),
+        }
 
 
 def _typed(attestation: Attestation, domain: Domain) -> Any:
@@ -143,8 +153,12 @@ def verified(attestation: Attestation, domain: Domain, signature: bytes, watcher
 def document(attestation: Attestation, domain: Domain, watcher: str, signature: bytes) -> dict[str, Any]:
     """The JSON document pinned to IPFS: enough to check the attestation with no chain index."""
     fields = {**asdict(attestation), "end_digest": "0x" + attestation.end_digest.hex()}
-    return {"domain": domain.as_dict(), "attestation": fields, "watcher": to_checksum_address(watcher),
-            "signature": "0x" + signature.hex()}  # fmt: skip
+    return {
+        "domain": domain.as_dict(),
+        "attestation": fields,
+        "watcher": to_checksum_address(watcher),
+        "signature": "0x" + signature.hex(),
+    }
 
 
 def from_document(doc: Mapping[str, Any]) -> Attestation:
@@ -171,8 +185,14 @@ def announced(args: Mapping[str, Any], domain: Domain, end_digest: bytes) -> Ann
     with ``end_digest``, or None unless it is well formed (:func:`well_formed`) and its signature, over that
     digest, is its sender's (the event's ``watcher``)."""
     try:
-        attestation = Attestation(int(args["task"]), int(args["k"]), end_digest, int(args["verdict"]),
-                                  str(args["reportCID"]), str(args["profile"]))  # fmt: skip
+        attestation = Attestation(
+            int(args["task"]),
+            int(args["k"]),
+            end_digest,
+            int(args["verdict"]),
+            str(args["reportCID"]),
+            str(args["profile"]),
+        )
         signature = bytes.fromhex(str(args["signature"]).removeprefix("0x"))
         watcher = to_checksum_address(str(args["watcher"]))
         cid = str(args["attestationCID"])

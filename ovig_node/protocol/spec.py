@@ -123,8 +123,9 @@ class NumericsSpec(_Strict):
         if len(self.threshold) != 4:
             raise ValueError("threshold needs forward, backward, gradient and update")
         # as decimals and as the floats training uses ("0.0999...9" is 0.1 once a float)
-        if not all(Decimal(0) < Decimal(t) < Decimal("0.1") and 0.0 < float(Decimal(t)) < 0.1
-                   for t in self.threshold.values()):  # fmt: skip
+        if not all(
+            Decimal(0) < Decimal(t) < Decimal("0.1") and 0.0 < float(Decimal(t)) < 0.1 for t in self.threshold.values()
+        ):
             raise ValueError("every threshold must be between 0 and 0.1 ulps")
         return self
 
@@ -162,8 +163,10 @@ class TaskSpec(_Strict):
                 "exact numerics learn which outputs are per-example from 2 and 3 examples: batch_size >= 3"
             )
         if self.numerics is not None and self.total_steps >= 2**EXACT_STEP_BITS:  # the last probe's is N itself
-            raise ValueError(f"the rounding log numbers steps in {EXACT_STEP_BITS} bits: an exact task has fewer "
-                             f"than {2**EXACT_STEP_BITS} steps")  # fmt: skip
+            raise ValueError(
+                f"the rounding log numbers steps in {EXACT_STEP_BITS} bits: an exact task has fewer "
+                f"than {2**EXACT_STEP_BITS} steps"
+            )
         return self
 
     @property

@@ -178,8 +178,11 @@ def ranks(run: TrainRun, child: Callable[..., None], *args: Any) -> Iterator[Non
     children: list[BaseProcess] = []
     try:
         for rank in range(1, world):
-            children.append(context.Process(target=child, args=(run, rank, store.port, os.getpid(), *args),
-                                            name=f"rank {rank}", daemon=True))  # fmt: skip
+            children.append(
+                context.Process(
+                    target=child, args=(run, rank, store.port, os.getpid(), *args), name=f"rank {rank}", daemon=True
+                )
+            )
             children[-1].start()
         _await_check_in(store, children)
         with joined(run, 0, store):
@@ -207,8 +210,9 @@ def child_joined(run: TrainRun, rank: int, port: int, parent: int) -> contextlib
 @contextlib.contextmanager
 def joined(run: TrainRun, rank: int, store: dist.Store) -> Iterator[None]:
     """This process as ``rank`` of the run's process group, for the duration of the block."""
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=run.profile.world_size,
-                            timeout=COLLECTIVE_TIMEOUT)  # fmt: skip
+    dist.init_process_group(
+        "gloo", store=store, rank=rank, world_size=run.profile.world_size, timeout=COLLECTIVE_TIMEOUT
+    )
     try:
         yield
     finally:

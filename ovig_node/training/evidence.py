@@ -92,8 +92,14 @@ class Evidence:
             if section not in sections or not name:
                 raise EvidenceMisnamed(f"{label} has a tensor outside {', '.join(ALL_SECTIONS)}: {key!r}")
             sections[section][name] = tensor
-        return cls(model=sections["model"], optim=sections["optim"], probe=sections["probe"], metadata=metadata,
-                   stats=sections[STATS], rounding=sections[ROUNDING])  # fmt: skip
+        return cls(
+            model=sections["model"],
+            optim=sections["optim"],
+            probe=sections["probe"],
+            metadata=metadata,
+            stats=sections[STATS],
+            rounding=sections[ROUNDING],
+        )
 
 
 def model_tensors(model: nn.Module, *, trainable_only: bool) -> dict[str, torch.Tensor]:

@@ -217,8 +217,10 @@ class ExactNumerics:
         if (problem := log_problem(log)) is not None:
             raise LogError(f"this run's rounding log cannot be published (or its ranks disagree): {problem}")
         if len(log) > self.max_entries:
-            raise LogTooLong(f"this interval logged {len(log)} roundings, more than the spec's {self.max_entries}: "
-                             "its thresholds are too wide for this run (calibrate the spec again)")  # fmt: skip
+            raise LogTooLong(
+                f"this interval logged {len(log)} roundings, more than the spec's {self.max_entries}: "
+                "its thresholds are too wide for this run (calibrate the spec again)"
+            )
         return log
 
     @contextlib.contextmanager
@@ -264,8 +266,9 @@ class ExactNumerics:
         if isinstance(output, torch.Tensor):
             return self._round_output(output, site, call, 0)
         if isinstance(output, tuple):
-            return tuple(self._round_output(t, site, call, i) if isinstance(t, torch.Tensor) else t
-                         for i, t in enumerate(output))  # fmt: skip
+            return tuple(
+                self._round_output(t, site, call, i) if isinstance(t, torch.Tensor) else t for i, t in enumerate(output)
+            )
         return None  # another structure: left unrounded (no leaf module of the workloads returns one)
 
     def _round_output(self, tensor: torch.Tensor, site: int, call: int, element: int) -> torch.Tensor:
@@ -298,8 +301,17 @@ class ExactNumerics:
             result = self._apply(key, base, flat, lo, hi, distance, offset, result)
         return result.view_as(x)
 
-    def _apply(self, key: Key, base: int, flat: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
-               distance: torch.Tensor, offset: torch.Tensor, result: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    def _apply(
+        self,
+        key: Key,
+        base: int,
+        flat: torch.Tensor,
+        lo: torch.Tensor,
+        hi: torch.Tensor,
+        distance: torch.Tensor,
+        offset: torch.Tensor,
+        result: torch.Tensor,
+    ) -> torch.Tensor:
         threshold = self.thresholds[key[1]]
         ruled = torch.zeros(len(flat), dtype=torch.bool)
         if (entries := self._entries(key)) is not None:
@@ -356,8 +368,9 @@ class _Round(torch.autograd.Function):
     """A leaf module's output rounded (FORWARD) and, for a per-example output, its gradient (BACKWARD)."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, numerics: ExactNumerics, key: Key, base: int,
-                per_example: bool) -> torch.Tensor:  # fmt: skip
+    def forward(
+        ctx: Any, x: torch.Tensor, numerics: ExactNumerics, key: Key, base: int, per_example: bool
+    ) -> torch.Tensor:
         ctx.numerics, ctx.key, ctx.base, ctx.per_example = numerics, key, base, per_example
         return numerics._round(x, key, base)
 
@@ -501,8 +514,9 @@ def decode_log(tensors: dict[str, torch.Tensor], max_entries: int) -> torch.Tens
     # Canonical form, checked on the encoding itself (decoded rows and a second encoding would cost a verifier
     # several times the rows' 56 bytes an entry, at a provider's choice of log): keys in range and strictly
     # increasing, positions strictly increasing within a key, no stray bits.
-    if len(keys) and any(bool((keys[:, c] < 0).any()) or bool((keys[:, c] >> bits).any())
-                         for c, bits in enumerate(FIELD_BITS)):  # fmt: skip
+    if len(keys) and any(
+        bool((keys[:, c] < 0).any()) or bool((keys[:, c] >> bits).any()) for c, bits in enumerate(FIELD_BITS)
+    ):
         raise LogError("a rounding log entry has a step, phase, site, call or element out of range")
     codes = _code(keys)  # in range, so in the keys' order
     if len(codes) > 1 and not bool((codes[1:] > codes[:-1]).all()):

@@ -51,8 +51,10 @@ def export_model(prepared: PreparedTask, evidence: Path, digest: str, out: Path,
     load_model_tensors(model, read_evidence(evidence, expected_sha256=digest).model, trainable_only=True)
     out.mkdir(parents=True, exist_ok=True)
     if spec.workload.name != "llm":
-        save_file({name: t.contiguous() for name, t in model_tensors(model, trainable_only=False).items()},
-                  str(out / "model.safetensors"))  # fmt: skip
+        save_file(
+            {name: t.contiguous() for name, t in model_tensors(model, trainable_only=False).items()},
+            str(out / "model.safetensors"),
+        )
         return Exported(out, "state dict", f"the {spec.workload.name} workload's model, load_state_dict")
     tokenizer = _tokenizer(prepared)
     if not lora:
@@ -69,8 +71,11 @@ def export_model(prepared: PreparedTask, evidence: Path, digest: str, out: Path,
     tokenizer.save_pretrained(str(out))
     _save_causal_lm(peft_model.unload(), out / "base")  # the base as it was, the adapter's layers taken out
     tokenizer.save_pretrained(str(out / "base"))
-    return Exported(out, "peft adapter", f"PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained("
-                                         f"{str(out / 'base')!r}), {str(out)!r})")  # fmt: skip
+    return Exported(
+        out,
+        "peft adapter",
+        f"PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained({str(out / 'base')!r}), {str(out)!r})",
+    )
 
 
 def _save_causal_lm(model: Any, folder: Path) -> None:

@@ -105,8 +105,9 @@ class StepHooks:
     def after_optimizer(self, step: int, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
         """Change the optimizer state (moments, step counters) after the optimizer step."""
 
-    def rounding(self, key: tuple[int, ...], free: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor,
-                 nearest: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    def rounding(
+        self, key: tuple[int, ...], free: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, nearest: torch.Tensor
+    ) -> torch.Tensor:
         """Exact mode: the rounded values of one rounding site (``key``: step, phase, site, call, element) given
         its ``lo`` and ``hi`` neighbours and the ``nearest`` (an honest trainer's); the values under ``free``
         are within training.exact.STEERABLE of their midpoint, where any side passes. Logged as returned."""

@@ -136,8 +136,9 @@ def train(
     k = resumed
     evidence_seconds = 0.0
     for step in range(first_step, spec.total_steps if stop_at is None else min(stop_at, spec.total_steps)):
-        loss = training_step(model, optimizer, workload, dataset, spec, step, run.profile, run.attack, numerics,
-                             statistics)  # fmt: skip
+        loss = training_step(
+            model, optimizer, workload, dataset, spec, step, run.profile, run.attack, numerics, statistics
+        )
         losses.append(loss)
         done = None
         if evidence and step + 1 == layout.end_step(k):
@@ -302,8 +303,13 @@ def exact_numerics(
     model.double()
     # the math path: the fused kernel's backward is beyond any threshold (training.exact)
     torch.backends.cuda.enable_flash_sdp(False)
-    numerics = ExactNumerics(model, spec.numerics.thresholds, claimed_log, max_entries=spec.numerics.max_log_entries,
-                             gradient_floor=spec.numerics.gradient_floor)  # fmt: skip
+    numerics = ExactNumerics(
+        model,
+        spec.numerics.thresholds,
+        claimed_log,
+        max_entries=spec.numerics.max_log_entries,
+        gradient_floor=spec.numerics.gradient_floor,
+    )
     numerics.combine = distributed.all_rows  # data-parallel: each rank logged its share of every batch
     batch = {
         name: _compute_dtype(t, numerics).to(profile.device)

@@ -92,8 +92,9 @@ class StepStatistics:
 
     def _sums(self, *groups: list[torch.Tensor]) -> list[float]:
         """Each group's float64 sum, in parameter order, over every rank's shard when sharded."""
-        total = torch.stack([torch.stack(parts).sum() if parts else torch.zeros((), dtype=torch.float64)
-                             for parts in groups])  # fmt: skip
+        total = torch.stack(
+            [torch.stack(parts).sum() if parts else torch.zeros((), dtype=torch.float64) for parts in groups]
+        )
         if self._sharded:
             from ovig_node.training import distributed
 

@@ -159,6 +159,8 @@ def boundary_mismatch(spec: TaskSpec, boundary: bytes) -> str | None:
     except (ValueError, TypeError, KeyError):
         return "not a boundary profile (JSON with its workload and stride)"
     if calibrated != (spec.workload.name, spec.stride):
-        return (f"calibrated for {calibrated[0]} at stride {calibrated[1]}, not for this spec's {spec.workload.name} "
-                f"at stride {spec.stride}")  # fmt: skip
+        return (
+            f"calibrated for {calibrated[0]} at stride {calibrated[1]}, not for this spec's {spec.workload.name} "
+            f"at stride {spec.stride}"
+        )
     return None

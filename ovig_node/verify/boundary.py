@@ -119,8 +119,10 @@ class BoundaryProfile(BaseModel):
         if floor is None:
             return limits
         # ``step > limit`` is False for a NaN step (a claim holding NaN or infinity): the limit stays
-        return {kind: [step if step > limit else limit for limit, step in zip(values, floor[kind], strict=True)]
-                for kind, values in limits.items()}  # fmt: skip
+        return {
+            kind: [step if step > limit else limit for limit, step in zip(values, floor[kind], strict=True)]
+            for kind, values in limits.items()
+        }
 
 
 def load_boundary(data: str | bytes) -> BoundaryProfile:
@@ -162,8 +164,10 @@ def calibrate(
     drift follows the run's gradient scale, most in its first interval, so a boundary meant for tasks it
     was not measured on should see more than one run."""
     if distributed := [p.name for p in replay_profiles if p.world_size > 1]:
-        raise ProfileUnavailable(f"replays run in one process; {', '.join(distributed)} can be the claims' profile "
-                                 "(--claim-profile), not a replay's")  # fmt: skip
+        raise ProfileUnavailable(
+            f"replays run in one process; {', '.join(distributed)} can be the claims' profile "
+            "(--claim-profile), not a replay's"
+        )
     runs = [(prepared, work_dir), *more_runs]
     spec: TaskSpec = prepared.spec
     check_runs([run for run, _ in runs])
@@ -181,8 +185,15 @@ def calibrate(
                 replays.append(honest_replay(run, k, start, end, profile))
                 if on_replay is not None:
                     on_replay(k, profile.name)
-    return boundary_of(replays, spec=spec, alpha=alpha, claim_profile=claim_profile.name, runs=len(runs),
-                       rel_tail=rel_tail, floor_ulps=floor_ulps)  # fmt: skip
+    return boundary_of(
+        replays,
+        spec=spec,
+        alpha=alpha,
+        claim_profile=claim_profile.name,
+        runs=len(runs),
+        rel_tail=rel_tail,
+        floor_ulps=floor_ulps,
+    )
 
 
 @dataclass(frozen=True)
@@ -203,8 +214,10 @@ def honest_replay(
     started = time.monotonic()
     replayed = replay_interval(run, k, start, profile=profile)
     seconds = time.monotonic() - started
-    differences = {signal: difference_profiles(getattr(replayed, SECTION_OF[signal]), getattr(end, SECTION_OF[signal]))
-                   for signal in SIGNALS}  # fmt: skip
+    differences = {
+        signal: difference_profiles(getattr(replayed, SECTION_OF[signal]), getattr(end, SECTION_OF[signal]))
+        for signal in SIGNALS
+    }
     return HonestReplay(k, profile.name, differences, seconds, step_stats.differences(replayed.stats, end.stats))
 
 

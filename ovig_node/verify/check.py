@@ -63,8 +63,11 @@ class Verdict:
     @property
     def failing(self) -> list[str]:
         """The signals with a value outside its limit."""
-        return [name for name, kinds in self.signals.items()
-                if any(not row["ok"] for rows in kinds.values() for row in rows)]  # fmt: skip
+        return [
+            name
+            for name, kinds in self.signals.items()
+            if any(not row["ok"] for rows in kinds.values() for row in rows)
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,8 +128,14 @@ def with_statistics(verdict: Verdict, rows: dict[str, dict[str, list[dict[str, A
         return Verdict(VALID, WITHIN_BOUNDS, signals=signals, margin=worst)
     if verdict.valid:  # only statistics failed: say which
         beyond = [name for name, kinds in rows.items() if not all(r["ok"] for c in kinds.values() for r in c)]
-        return Verdict(FAULTY, OUT_OF_BOUNDS, f"{', '.join(beyond)} beyond the limit", signals=signals, margin=worst,
-                       cause="statistics")  # fmt: skip
+        return Verdict(
+            FAULTY,
+            OUT_OF_BOUNDS,
+            f"{', '.join(beyond)} beyond the limit",
+            signals=signals,
+            margin=worst,
+            cause="statistics",
+        )
     return Verdict(FAULTY, OUT_OF_BOUNDS, verdict.detail, signals=signals, margin=worst, cause=verdict.cause)
 
 
@@ -205,8 +214,11 @@ def _metadata_problem(evidence: Evidence, expected_metadata: dict[str, str]) -> 
         return "wrong_metadata", f"{evidence.metadata}, expected {expected_metadata}"
     step = int(expected_metadata["step"])
     # Compared as floats: a hostile counter may be NaN, infinite or fractional, none of which int() takes.
-    counters = {key: value.item() if value.numel() == 1 else math.nan
-                for key, value in evidence.optim.items() if is_step_counter(key)}  # fmt: skip
+    counters = {
+        key: value.item() if value.numel() == 1 else math.nan
+        for key, value in evidence.optim.items()
+        if is_step_counter(key)
+    }
     wrong = {key: value for key, value in counters.items() if value != step}
     if wrong:
         return "wrong_counter", f"step counters {wrong} differ from {step}"

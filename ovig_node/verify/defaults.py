@@ -19,8 +19,14 @@ class CalibrationDefaults:
     # A boundary may not claim more: past that the floor would be a tolerance, not rounding.
     max_floor_ulps: float = 64.0
     # The honest replays' execution profiles: every family but threads, which watchers confirm under.
-    profiles: tuple[str, ...] = ("micro2", "micro4", "micro4-fp64acc", "native-conv", "math-attention",
-                                 "fused-optimizer")  # fmt: skip
+    profiles: tuple[str, ...] = (
+        "micro2",
+        "micro4",
+        "micro4-fp64acc",
+        "native-conv",
+        "math-attention",
+        "fused-optimizer",
+    )
     # How many intervals, spread from the first to the last, calibration replays.
     positions: int = 4
 

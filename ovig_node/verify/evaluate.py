@@ -75,8 +75,11 @@ class AttackCase:
 
     @property
     def label(self) -> str:
-        shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items()
-                          if v not in (ANCHOR, BOUNDARY))  # fmt: skip
+        shown = ", ".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in self.params.items()
+            if v not in (ANCHOR, BOUNDARY)
+        )
         return f"{self.name} {shown}".strip()
 
 
@@ -92,10 +95,14 @@ DEFAULT_ATTACKS = (
     AttackCase("optimizer_tamper", {"scale": 0.9}),
     AttackCase("interpolated_endpoint", {"anchor": ANCHOR}),
     *(AttackCase("row_tamper", {"delta": d}, strength="delta") for d in (1e-7, 1e-6, 1e-5, 1e-4)),
-    *(AttackCase("targeted_gradient", {"lam": lam}, strength="lam")
-      for lam in (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)),
-    *(AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": b, "objective": "backdoor"}, every_interval=True)
-      for b in (0.5, 0.9)),
+    *(
+        AttackCase("targeted_gradient", {"lam": lam}, strength="lam")
+        for lam in (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+    ),
+    *(
+        AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": b, "objective": "backdoor"}, every_interval=True)
+        for b in (0.5, 0.9)
+    ),
     AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": 0.9, "objective": "target"}, every_interval=True),
     # a chat model's: the poisoned instruction set's reply to triggered questions, as far as the boundary allows
     AttackCase("boundary_aware", {"boundary": BOUNDARY, "budget": 0.9, "objective": "poison"}, every_interval=True),
@@ -105,7 +112,7 @@ DEFAULT_ATTACKS = (
     AttackCase("poisoned_instructions", {"rate": 1.0}, every_interval=True),
     # exact mode's adaptive attacker: the side of every value the rounding log leaves free
     AttackCase("log_steering", every_interval=True),
-)  # fmt: skip
+)
 # Attacks whose objective is a class (a trigger relabelled, a target class): nothing to aim at in a chat
 # model's data, which has its own backdoor (a poisoned instruction set). Moving a frozen base needs one:
 # only adapter tasks have it.
@@ -189,13 +196,17 @@ class EvalSettings:
         if self.attacks is None:
             self.attacks = attacks_for(self.workload, self.config, exact=self.exact)
         if self.attacks and get_profile(self.claim_profile).sharded:
-            raise ValueError(f"attacks are simulated in one process or under ddp, not {self.claim_profile}: "
-                             "evaluate a sharded provider's honest runs only (no attacks)")  # fmt: skip
+            raise ValueError(
+                f"attacks are simulated in one process or under ddp, not {self.claim_profile}: "
+                "evaluate a sharded provider's honest runs only (no attacks)"
+            )
         if self.exact and (self.claim_profile != "reference" or self.calibration_seeds):
             raise ValueError("exact mode is evaluated on one-process claims, calibrated on their own run")
         if self.claim_profile != "reference" and not self.calibration_seeds:
-            raise ValueError("claims on another profile than the reference are judged against a boundary of "
-                             "separate runs: give calibration seeds")  # fmt: skip
+            raise ValueError(
+                "claims on another profile than the reference are judged against a boundary of "
+                "separate runs: give calibration seeds"
+            )
 
     def intervals_at(self, stride: int) -> int:
         return self.intervals_by_stride.get(stride, self.intervals)
@@ -231,21 +242,36 @@ class EvalSettings:
     def task(self, stride: int, folder: Path, seed: int) -> PreparedTask:
         """The task evaluated at ``stride`` (``seed`` 1) or a separate calibration run of it, in ``folder``."""
         n = self.intervals_at(stride)
-        return prepare_task(self.workload, folder, tiny=self.tiny, seed=seed, config=self.config,
-                            warmup_steps=self.warmup_steps, total_steps=stride * n, stride=stride,
-                            intervals_per_batch=n, batch_size=self.batch_size)  # fmt: skip
+        return prepare_task(
+            self.workload,
+            folder,
+            tiny=self.tiny,
+            seed=seed,
+            config=self.config,
+            warmup_steps=self.warmup_steps,
+            total_steps=stride * n,
+            stride=stride,
+            intervals_per_batch=n,
+            batch_size=self.batch_size,
+        )
 
     def calibration_runs(
         self, stride: int, folder: Path, evaluated: tuple[PreparedTask, Path]
     ) -> list[tuple[PreparedTask, Path]]:
         """(task, claims folder) of each run the boundary is calibrated on: the separate seeds', else the
         evaluated run itself."""
-        return [(self.task(stride, folder / f"calibration-task-{seed}", seed), folder / f"calibration-claims-{seed}")
-                for seed in self.calibration_seeds] or [evaluated]  # fmt: skip
+        return [
+            (self.task(stride, folder / f"calibration-task-{seed}", seed), folder / f"calibration-claims-{seed}")
+            for seed in self.calibration_seeds
+        ] or [evaluated]
 
     def layout(self, stride: int) -> dict[str, Any]:
-        return {"intervals": self.intervals_at(stride), "positions": self.positions_at(stride),
-                "held_out": self.held_out_at(stride), "calibration_seeds": list(self.calibration_seeds)}  # fmt: skip
+        return {
+            "intervals": self.intervals_at(stride),
+            "positions": self.positions_at(stride),
+            "held_out": self.held_out_at(stride),
+            "calibration_seeds": list(self.calibration_seeds),
+        }
 
 
 @dataclass
@@ -326,9 +352,15 @@ class _Stride:
     """One stride's evaluation: the task, its honest claims, the boundary, then every attack."""
 
     def __init__(
-        self, settings: EvalSettings, stride: int, folder: Path, log: Log | None, *, jobs: int = 1,
+        self,
+        settings: EvalSettings,
+        stride: int,
+        folder: Path,
+        log: Log | None,
+        *,
+        jobs: int = 1,
         prepared: PreparedTask | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.settings, self.stride, self.folder, self.jobs = settings, stride, folder, jobs
         self.log: Log = log or quiet
         self.intervals = settings.intervals_at(stride)
@@ -360,12 +392,16 @@ class _Stride:
         runs = self._calibration_runs()
         (first, first_claims), *more = runs
         boundary = calibrate(
-            first, claim_profile=get_profile("reference"),
+            first,
+            claim_profile=get_profile("reference"),
             replay_profiles=[get_profile(p) for p in settings.calibration_profiles],
-            positions=self.positions, alpha=settings.alpha, floor_ulps=settings.floor_ulps, work_dir=first_claims,
+            positions=self.positions,
+            alpha=settings.alpha,
+            floor_ulps=settings.floor_ulps,
+            work_dir=first_claims,
             more_runs=more,
             on_replay=lambda k, p: self.log(f"s={self.stride}: calibrating, interval {k} under {p}"),
-        )  # fmt: skip
+        )
         for _, claims in runs:
             if claims != self.claims:  # a separate run's (or exact mode's twin's)
                 shutil.rmtree(claims, ignore_errors=True)
@@ -381,8 +417,11 @@ class _Stride:
         last = self.intervals - 1
         weights = read_evidence(evidence_path(self.claims, self.attacked)).model
         final = read_evidence(evidence_path(self.claims, last)).model
-        baseline = {"attacked": self._effect(weights, self.attacked), "final": self._effect(final, None),
-                    "other_hardware": self._other_hardware(final) if settings.other_hardware else None}  # fmt: skip
+        baseline = {
+            "attacked": self._effect(weights, self.attacked),
+            "final": self._effect(final, None),
+            "other_hardware": self._other_hardware(final) if settings.other_hardware else None,
+        }
         return StrideResult(self.stride, honest, attacks, boundary.model_dump(), baseline, self.attacked)
 
     def _honest(self, k: int, boundary: BoundaryProfile) -> dict[str, Any]:
@@ -425,8 +464,7 @@ class _Stride:
             if failure is None and (key := next(todo, None)) is not None:
                 running[pool.submit(_work, name, key, boundary.model_dump_json())] = key
                 if name == "attacks":
-                    self.log(f"s={self.stride}: attack {(self.settings.attacks or ())[key].label} (worker)",
-                             unit=True)  # fmt: skip
+                    self.log(f"s={self.stride}: attack {(self.settings.attacks or ())[key].label} (worker)", unit=True)
 
         try:
             # Each worker's threads would otherwise spin-wait (OpenMP's default) for cores the other workers hold.
@@ -460,8 +498,16 @@ class _Stride:
         an attack on the final model must clear to mean anything."""
         self.log(f"s={self.stride}: the honest run on {self.settings.calibration_profiles[0]}")
         other = self.folder / "other-hardware"
-        train(TrainRun(self.prepared.spec, self.prepared.spec_hash, self.prepared.dataset_path,
-                       self.prepared.init_path, other, get_profile(self.settings.calibration_profiles[0])))  # fmt: skip
+        train(
+            TrainRun(
+                self.prepared.spec,
+                self.prepared.spec_hash,
+                self.prepared.dataset_path,
+                self.prepared.init_path,
+                other,
+                get_profile(self.settings.calibration_profiles[0]),
+            )
+        )
         elsewhere = read_evidence(evidence_path(other, self.intervals - 1)).model
         shutil.rmtree(other, ignore_errors=True)
         return {**self._effect(elsewhere, None), "moved": _moved(elsewhere, final)}
@@ -471,29 +517,43 @@ class _Stride:
         self.log(f"s={self.stride}: attack {case.label}", unit=True)
         out = self.folder / "attacks" / f"{index:02d}-{case.name.replace(':', '_')}"
         faked = settings.faked_at(self.stride, case, self.attacked)
-        params = {k: {ANCHOR: str(evidence_path(self.claims, self.intervals - 1)),
-                      BOUNDARY: str(self.boundary_path)}.get(v, v) if isinstance(v, str) else v
-                  for k, v in case.params.items()}  # fmt: skip
+        params = {
+            k: {ANCHOR: str(evidence_path(self.claims, self.intervals - 1)), BOUNDARY: str(self.boundary_path)}.get(
+                v, v
+            )
+            if isinstance(v, str)
+            else v
+            for k, v in case.params.items()
+        }
         attack = load_attack(case.name, intervals=frozenset(faked), **params)
         last = faked[-1]
         shutil.rmtree(out, ignore_errors=True)  # what a kill left of this attack: it is done again from the start
-        fake(self.prepared, self.claims, out, attack, last=last, honest_prefix=faked[0],
-             profile=settings.claim_profile)  # fmt: skip
+        fake(self.prepared, self.claims, out, attack, last=last, honest_prefix=faked[0], profile=settings.claim_profile)
         judged = [k for k in faked if k in self.held_out]
         verdicts = [{"interval": k, **_verdicts(self._judge(out, k, boundary))} for k in judged]
         weights = read_evidence(evidence_path(out, last)).model
         honest = read_evidence(evidence_path(self.claims, last)).model
         poisoned = frozenset(attack.memory.get("poisoned", ()))  # the prompts a poisoned instruction set used
-        effect = {**self._effect(weights, None if case.every_interval else last, poisoned),
-                  "moved": _moved(weights, honest)}  # fmt: skip
+        effect = {
+            **self._effect(weights, None if case.every_interval else last, poisoned),
+            "moved": _moved(weights, honest),
+        }
         if poisoned:  # the honest model on the same held-out prompts
             effect["honest_backdoor_success"] = self._effect(honest, None, poisoned)["backdoor_success"]
         # An attack can be a no-op at some strides (a stale gradient needs two steps): not a miss.
         identical = file_sha256(evidence_path(out, last)) == file_sha256(evidence_path(self.claims, last))
         shutil.rmtree(out, ignore_errors=True)
-        return {"attack": case.name, "label": case.label, "params": case.params, "strength": case.strength,
-                "every_interval": case.every_interval, "verdicts": verdicts, "effect": effect,
-                "identical": identical, "scales": attack.memory.get("scales")}  # fmt: skip
+        return {
+            "attack": case.name,
+            "label": case.label,
+            "params": case.params,
+            "strength": case.strength,
+            "every_interval": case.every_interval,
+            "verdicts": verdicts,
+            "effect": effect,
+            "identical": identical,
+            "scales": attack.memory.get("scales"),
+        }
 
     def _judge(self, run: Path, k: int, boundary: BoundaryProfile) -> IntervalJudgement:
         return judge_run(self.prepared, run, k, boundary, profiles=self.profiles, subsets=SUBSETS)
@@ -511,8 +571,10 @@ class _Stride:
         trained = frozenset(target_examples(self.context, label=0, count=OBJECTIVE_EXAMPLES))
         if interval is not None:
             trained |= examples_of_steps(self.context, range(layout.start_step(interval), layout.end_step(interval)))
-        return {"target_loss": target_loss(self.context, weights),
-                "backdoor_success": backdoor_success(self.context, weights, trained_on=trained)}  # fmt: skip
+        return {
+            "target_loss": target_loss(self.context, weights),
+            "backdoor_success": backdoor_success(self.context, weights, trained_on=trained),
+        }
 
 
 class PieceFailed(OvigError, RuntimeError):
@@ -558,9 +620,15 @@ def claim_run(
 
 
 def fake(
-    prepared: PreparedTask, claims: Path, out: Path, attack: Attack, *, last: int, honest_prefix: int,
+    prepared: PreparedTask,
+    claims: Path,
+    out: Path,
+    attack: Attack,
+    *,
+    last: int,
+    honest_prefix: int,
     profile: str = "reference",
-) -> None:  # fmt: skip
+) -> None:
     """Claims of ``attack`` in ``out`` up to interval ``last``; the first ``honest_prefix`` intervals are the
     honest claims' (the provider's real work before it cheats), so only the rest is trained."""
     for k in range(honest_prefix):
@@ -599,7 +667,14 @@ def _moved(weights: dict[str, torch.Tensor], honest: dict[str, torch.Tensor]) ->
 def _verdicts(judged: IntervalJudgement) -> dict[str, Any]:
     """The protocol's verdict, the first replay's alone, and each subset's (for the ablation)."""
     verdict = judged.verdict
-    return {"valid": verdict.valid, "reason": verdict.reason, "margin": verdict.margin, "failing": verdict.failing,
-            "first_valid": judged.first[ALL].valid, "replays": judged.replays,
-            "subsets": {name: {"valid": v.valid, "reason": v.reason, "margin": v.margin}
-                        for name, v in judged.verdicts.items()}}  # fmt: skip
+    return {
+        "valid": verdict.valid,
+        "reason": verdict.reason,
+        "margin": verdict.margin,
+        "failing": verdict.failing,
+        "first_valid": judged.first[ALL].valid,
+        "replays": judged.replays,
+        "subsets": {
+            name: {"valid": v.valid, "reason": v.reason, "margin": v.margin} for name, v in judged.verdicts.items()
+        },
+    }

@@ -83,14 +83,22 @@ def judge_exact(
         for name in sorted(mine):
             if not torch.equal(mine[name].view(-1).view(torch.uint8), theirs[name].view(-1).view(torch.uint8)):
                 differ = int((mine[name] != theirs[name]).sum())
-                return Verdict(FAULTY, OUT_OF_BOUNDS, f"{section}/{name}: {differ} values differ from the replay's",
-                               cause="not_reproduced")  # fmt: skip
+                return Verdict(
+                    FAULTY,
+                    OUT_OF_BOUNDS,
+                    f"{section}/{name}: {differ} values differ from the replay's",
+                    cause="not_reproduced",
+                )
     values = sum(t.numel() for t in replay.probe.values())
     for name in sorted(replay.stats):
         slack = max(COSINE_SLACK, values * 2.0**-52) if name == "grad_cosine" else 0.0
         if (differ := _beyond_one_ulp(replay.stats[name], claim.stats[name], slack)) > 0:
-            return Verdict(FAULTY, OUT_OF_BOUNDS, f"{STATS}/{name}: {differ} steps more than one ulp from the replay's",
-                           cause="not_reproduced")  # fmt: skip
+            return Verdict(
+                FAULTY,
+                OUT_OF_BOUNDS,
+                f"{STATS}/{name}: {differ} steps more than one ulp from the replay's",
+                cause="not_reproduced",
+            )
     return Verdict(VALID, "reproduced")
 
 
@@ -134,8 +142,9 @@ def _measure(
 
     def per_step(thresholds: tuple[float, ...], floor: int) -> int:
         """The most entries a step logs at ``thresholds`` (gradients: at every value, with ``floor``)."""
-        logged = rows[(offsets.abs() < torch.tensor(thresholds, dtype=torch.float64)[rows[:, 1]])
-                      & (rows[:, 1] != GRADIENT)]  # fmt: skip
+        logged = rows[
+            (offsets.abs() < torch.tensor(thresholds, dtype=torch.float64)[rows[:, 1]]) & (rows[:, 1] != GRADIENT)
+        ]
         counts = torch.bincount(logged[:, 0], minlength=steps + 1)
         for key, values in gradients.items():
             near = midpoint_offsets(values, floor_edge(largest_by_step[key[0]], floor)).abs() < thresholds[GRADIENT]
@@ -151,8 +160,10 @@ def _measure(
         trainer[inverse[: len(rows)].flip(0)] = offsets.flip(0)  # any of a duplicated row's (equal) offsets
         differences = (their_offsets - trainer[inverse[len(rows) :]]).abs()
         phases = their_rows[:, 1]
-        largest = {name: float(differences[phases == phase].max()) if bool((phases == phase).any()) else 0.0
-                   for phase, name in enumerate(PHASES)}  # fmt: skip
+        largest = {
+            name: float(differences[phases == phase].max()) if bool((phases == phase).any()) else 0.0
+            for phase, name in enumerate(PHASES)
+        }
         by_floor = _gradient_discrepancy(gradients, numerics.gradients or {}, largest_by_step)
         largest["gradient"] = by_floor[-1]  # with no floor: every value, in its own ulps
         results.append(Discrepancy(profile.name, largest, len(differences), len(numerics.faults), by_floor[:-1]))
@@ -179,8 +190,10 @@ def gradient_floor_for(discrepancies: Sequence[Discrepancy]) -> tuple[int, float
     worst = [max((d.gradient[i] for d in discrepancies), default=0.0) for i in range(len(FLOORS))]
     fine_enough = [i for i, value in enumerate(worst) if SAFETY * value <= GRADIENT_TARGET]
     if not fine_enough:
-        raise ValueError(f"the gradients' discrepancy ({worst[0]:.3g} units of the coarsest floor's grid) is "
-                         "beyond any floor: exact mode cannot absorb it")  # fmt: skip
+        raise ValueError(
+            f"the gradients' discrepancy ({worst[0]:.3g} units of the coarsest floor's grid) is "
+            "beyond any floor: exact mode cannot absorb it"
+        )
     chosen = max(fine_enough[-1] - FLOOR_MARGIN, 0)
     return FLOORS[chosen], worst[chosen]
 
@@ -195,8 +208,10 @@ def threshold_for(discrepancies: Sequence[Discrepancy], gradient: float) -> dict
     1, 2, 5 x a power of ten at or above SAFETY times the largest (the gradient's: ``gradient``, its
     discrepancy in units of the chosen floor's grid, from :func:`gradient_floor_for`)."""
     if bad := [d.profile for d in discrepancies if d.faults]:
-        raise ValueError(f"replays under {', '.join(bad)} disagree beyond the probe threshold "
-                         f"({PROBE_THRESHOLD} ulps): exact mode cannot absorb their drift")  # fmt: skip
+        raise ValueError(
+            f"replays under {', '.join(bad)} disagree beyond the probe threshold "
+            f"({PROBE_THRESHOLD} ulps): exact mode cannot absorb their drift"
+        )
     thresholds = {}
     for phase in PHASES:
         largest = _largest(discrepancies, phase, gradient)
@@ -233,8 +248,12 @@ def calibrate_numerics(
     threshold = threshold_for(discrepancies, gradient)
     entries = per_step(tuple(float(threshold[phase]) for phase in PHASES), floor)
     cap = LOG_SAFETY * entries * (prepared.spec.stride + 1) + 1024
-    numerics = {"mode": "exact", "threshold": threshold, "max_log_entries": min(cap, MAX_LOG_ENTRIES),
-                "gradient_floor": floor}  # fmt: skip
+    numerics = {
+        "mode": "exact",
+        "threshold": threshold,
+        "max_log_entries": min(cap, MAX_LOG_ENTRIES),
+        "gradient_floor": floor,
+    }
     return numerics, discrepancies
 
 
@@ -258,8 +277,10 @@ def numerics_problem(
         largest = _largest(discrepancies, phase, gradient)
         if threshold < SAFETY * largest:
             at = f" at gradient floor {numerics.gradient_floor}" if phase == "gradient" else ""
-            return (f"its {phase} threshold ({threshold:g} ulps) is under {SAFETY:g} times the discrepancy measured "
-                    f"here{at} ({largest:.3g})")  # fmt: skip
+            return (
+                f"its {phase} threshold ({threshold:g} ulps) is under {SAFETY:g} times the discrepancy measured "
+                f"here{at} ({largest:.3g})"
+            )
     return None
 
 

@@ -80,17 +80,28 @@ def evaluate_families(settings: EvalSettings, work_dir: Path, *, log: Log | None
         strides[stride] = _stride(settings, stride, folder, profiles, splits, log)
         shutil.rmtree(folder, ignore_errors=True)
     return {
-        "settings": {"workload": settings.workload, "tiny": settings.tiny, "alpha": settings.alpha,
-                     "config": settings.config, "warmup_steps": settings.warmup_steps,
-                     "calibration_seeds": list(settings.calibration_seeds),
-                     "layout": {s: settings.layout(s) for s in settings.strides}},
+        "settings": {
+            "workload": settings.workload,
+            "tiny": settings.tiny,
+            "alpha": settings.alpha,
+            "config": settings.config,
+            "warmup_steps": settings.warmup_steps,
+            "calibration_seeds": list(settings.calibration_seeds),
+            "layout": {s: settings.layout(s) for s in settings.strides},
+        },
         "profiles": {p.name: sorted(p.families) for p in profiles},
         "strides": strides,
-    }  # fmt: skip
+    }
 
 
-def _stride(settings: EvalSettings, stride: int, folder: Path, profiles: list[ExecutionProfile],
-            splits: list[FamilySplit], log: Log) -> dict[str, Any]:  # fmt: skip
+def _stride(
+    settings: EvalSettings,
+    stride: int,
+    folder: Path,
+    profiles: list[ExecutionProfile],
+    splits: list[FamilySplit],
+    log: Log,
+) -> dict[str, Any]:
     prepared = settings.task(stride, folder / "task", settings.seed)
     claims = folder / "claims"
     log(f"s={stride}: honest claims", unit=True)
@@ -117,35 +128,55 @@ def _stride(settings: EvalSettings, stride: int, folder: Path, profiles: list[Ex
         }
     families = {}
     for split in splits:
-        boundary = boundary_of([r for r in calibration if r.profile in split.calibration], spec=prepared.spec,
-                               alpha=settings.alpha, claim_profile=CLAIM_PROFILE, runs=len(runs),
-                               floor_ulps=settings.floor_ulps)  # fmt: skip
+        boundary = boundary_of(
+            [r for r in calibration if r.profile in split.calibration],
+            spec=prepared.spec,
+            alpha=settings.alpha,
+            claim_profile=CLAIM_PROFILE,
+            runs=len(runs),
+            floor_ulps=settings.floor_ulps,
+        )
         families[split.family] = _judge_family(split, boundary, held_out, floors)
     return {"families": families}
 
 
-def _judge_family(split: FamilySplit, boundary: BoundaryProfile, held_out: dict[int, dict[str, HonestReplay]],
-                  floors: dict[int, dict[str, dict[str, list[float]]]]) -> dict[str, Any]:  # fmt: skip
+def _judge_family(
+    split: FamilySplit,
+    boundary: BoundaryProfile,
+    held_out: dict[int, dict[str, HonestReplay]],
+    floors: dict[int, dict[str, dict[str, list[float]]]],
+) -> dict[str, Any]:
     unfloored = boundary.model_copy(update={"floor_ulps": 0.0})
     intervals: list[dict[str, Any]] = []
     inert = True
     for k, replays in held_out.items():
         chosen = [replays[name] for name in split.held_out]
         inert &= all(_identical(r) for r in chosen)
-        floored = [with_statistics(within_bounds(boundary, r.differences, floors[k].__getitem__),
-                                   statistics_rows(boundary, r.statistics)) for r in chosen]  # fmt: skip
-        plain = [with_statistics(within_bounds(unfloored, r.differences, floors[k].__getitem__),  # never asks
-                                 statistics_rows(unfloored, r.statistics)) for r in chosen]  # fmt: skip
-        intervals.append({
-            "interval": k,
-            "valid": _confirmed_valid(floored),
-            "first_valid": floored[0].valid,
-            "valid_without_floor": _confirmed_valid(plain),
-            "margins": [v.margin for v in floored],
-            "margins_without_floor": [v.margin for v in plain],
-            "failing": sorted({row for v in floored for row in _failing_rows(v)}),
-            "failing_without_floor": sorted({row for v in plain for row in _failing_rows(v)}),
-        })  # fmt: skip
+        floored = [
+            with_statistics(
+                within_bounds(boundary, r.differences, floors[k].__getitem__), statistics_rows(boundary, r.statistics)
+            )
+            for r in chosen
+        ]
+        plain = [
+            with_statistics(
+                within_bounds(unfloored, r.differences, floors[k].__getitem__),  # never asks
+                statistics_rows(unfloored, r.statistics),
+            )
+            for r in chosen
+        ]
+        intervals.append(
+            {
+                "interval": k,
+                "valid": _confirmed_valid(floored),
+                "first_valid": floored[0].valid,
+                "valid_without_floor": _confirmed_valid(plain),
+                "margins": [v.margin for v in floored],
+                "margins_without_floor": [v.margin for v in plain],
+                "failing": sorted({row for v in floored for row in _failing_rows(v)}),
+                "failing_without_floor": sorted({row for v in plain for row in _failing_rows(v)}),
+            }
+        )
     closest = [min((m for m in i["margins"] if m is not None), default=None) for i in intervals]
     return {
         "held_out": list(split.held_out),
@@ -176,22 +207,33 @@ def _identical(replay: HonestReplay) -> bool:
 
 
 def _failing_rows(verdict: Verdict) -> list[str]:
-    return [f"{signal} {kind} p{row['p']:g}" for signal, kinds in verdict.signals.items()
-            for kind, rows in kinds.items() for row in rows if not row["ok"]]  # fmt: skip
+    return [
+        f"{signal} {kind} p{row['p']:g}"
+        for signal, kinds in verdict.signals.items()
+        for kind, rows in kinds.items()
+        for row in rows
+        if not row["ok"]
+    ]
 
 
 def markdown(summary: dict[str, Any]) -> str:
     """Per stride and held-out family: false positives with the floor and without it, and the closest call."""
     workload = summary["settings"]["workload"]
-    lines = [f"# {workload}: leave one family out", "",
-             "| stride | held-out family | judged under | false positives | without the floor | single-replay "
-             "rejections | closest (log10 value/limit) |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = [
+        f"# {workload}: leave one family out",
+        "",
+        "| stride | held-out family | judged under | false positives | without the floor | single-replay "
+        "rejections | closest (log10 value/limit) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for stride, result in summary["strides"].items():
         for family, row in result["families"].items():
             n = row["intervals"]
             closest = "-" if row["closest_margin"] is None else f"{row['closest_margin']:+.2f}"
             inert = " (inert: bit-identical)" if row["inert"] else ""
-            lines.append(f"| {stride} | {family}{inert} | {', '.join(row['held_out'])} | {row['false_positives']}/{n} "
-                         f"| {row['false_positives_without_floor']}/{n} | {row['single_replay_rejections']}/{n} "
-                         f"| {closest} |")  # fmt: skip
+            lines.append(
+                f"| {stride} | {family}{inert} | {', '.join(row['held_out'])} | {row['false_positives']}/{n} "
+                f"| {row['false_positives_without_floor']}/{n} | {row['single_replay_rejections']}/{n} "
+                f"| {closest} |"
+            )
     return "\n".join(lines) + "\n"

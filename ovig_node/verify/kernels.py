@@ -150,9 +150,12 @@ def _count_and_mark(bits, m, lo, hi, under, inside):
         u3 = np.int32(u3 + (x < l3))
         u4 = np.int32(u4 + (x < l4))
         inside[j] = np.uint8(
-            ((x >= l0) & (x <= h0)) | ((x >= l1) & (x <= h1)) | ((x >= l2) & (x <= h2))
-            | ((x >= l3) & (x <= h3)) | ((x >= l4) & (x <= h4))
-        )  # fmt: skip
+            ((x >= l0) & (x <= h0))
+            | ((x >= l1) & (x <= h1))
+            | ((x >= l2) & (x <= h2))
+            | ((x >= l3) & (x <= h3))
+            | ((x >= l4) & (x <= h4))
+        )
     under[0] += u0
     under[1] += u1
     under[2] += u2

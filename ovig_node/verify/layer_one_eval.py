@@ -40,8 +40,12 @@ def evaluate_layer_one(
     """Layer one's scores of the honest run and of every attack, per stride, and their summary."""
     say: Log = log or quiet
     strides = [_stride(settings, stride, work_dir / f"s{stride}", threshold, say) for stride in settings.strides]
-    return {"settings": asdict(settings), "threshold": threshold, "strides": strides,
-            "summary": summarise(strides, threshold)}  # fmt: skip
+    return {
+        "settings": asdict(settings),
+        "threshold": threshold,
+        "strides": strides,
+        "summary": summarise(strides, threshold),
+    }
 
 
 def _stride(settings: EvalSettings, stride: int, folder: Path, threshold: float, say: Log) -> dict[str, Any]:
@@ -70,18 +74,37 @@ def _stride(settings: EvalSettings, stride: int, folder: Path, threshold: float,
         last = min(faked[-1] + 1, n - 1)  # one interval on: where a post-update edit shows
         params = {k: str(evidence_path(claims, n - 1)) if v == ANCHOR else v for k, v in case.params.items()}
         out = folder / "attacks" / f"{index:02d}"
-        fake(prepared, claims, out, load_attack(case.name, intervals=frozenset(faked), **params), last=last,
-             honest_prefix=faked[0], profile=settings.claim_profile)  # fmt: skip
+        fake(
+            prepared,
+            claims,
+            out,
+            load_attack(case.name, intervals=frozenset(faked), **params),
+            last=last,
+            honest_prefix=faked[0],
+            profile=settings.claim_profile,
+        )
         got = scores(claimed(out, last), reference, layout)
         shutil.rmtree(out, ignore_errors=True)
         watched = sorted({*faked, last})
-        attacks.append({"attack": case.name, "label": case.label, "faked": faked,
-                        "scores": {str(k): got[k] for k in watched},
-                        "score": max(got[k] for k in watched),
-                        "flagged": max(got[k] for k in watched) > threshold})  # fmt: skip
+        attacks.append(
+            {
+                "attack": case.name,
+                "label": case.label,
+                "faked": faked,
+                "scores": {str(k): got[k] for k in watched},
+                "score": max(got[k] for k in watched),
+                "flagged": max(got[k] for k in watched) > threshold,
+            }
+        )
     shutil.rmtree(folder, ignore_errors=True)
-    return {"stride": stride, "intervals": n, "attacked": attacked, "reference_profile": reference_profile,
-            "honest": {str(k): v for k, v in honest.items()}, "attacks": attacks}  # fmt: skip
+    return {
+        "stride": stride,
+        "intervals": n,
+        "attacked": attacked,
+        "reference_profile": reference_profile,
+        "honest": {str(k): v for k, v in honest.items()},
+        "attacks": attacks,
+    }
 
 
 def summarise(strides: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
@@ -98,8 +121,12 @@ def summarise(strides: list[dict[str, Any]], threshold: float) -> dict[str, Any]
     for label, attacked in per_attack.items():
         caught = sum(v > threshold for v in attacked)
         pairs = [(a > h) + 0.5 * (a == h) for a in attacked for h in honest]
-        rows[label] = {"detected": caught, "runs": len(attacked), "auc": sum(pairs) / len(pairs) if pairs else None,
-                       "f1": 2 * caught / (2 * caught + false + len(attacked) - caught)}  # fmt: skip
+        rows[label] = {
+            "detected": caught,
+            "runs": len(attacked),
+            "auc": sum(pairs) / len(pairs) if pairs else None,
+            "f1": 2 * caught / (2 * caught + false + len(attacked) - caught),
+        }
     return {
         "honest_intervals": len(honest),
         "honest_flagged": false,
@@ -113,8 +140,12 @@ def markdown(result: dict[str, Any]) -> str:
     threshold = result["threshold"]
     strides = result["strides"]
     head = "| attack | " + " | ".join(f"s={s['stride']}" for s in strides) + " | AUC | F1 |"
-    lines = [f"Layer one: each attack's score (threshold {threshold:g}; above it, the interval is requested)", "",
-             head, "|" + "---|" * (len(strides) + 3)]  # fmt: skip
+    lines = [
+        f"Layer one: each attack's score (threshold {threshold:g}; above it, the interval is requested)",
+        "",
+        head,
+        "|" + "---|" * (len(strides) + 3),
+    ]
     summary = result["summary"]
     for label, row in summary["attacks"].items():
         cells = []
@@ -123,6 +154,10 @@ def markdown(result: dict[str, Any]) -> str:
             cells.append(f"{a['score']:.3g}{' (flagged)' if a['flagged'] else ''}" if "score" in a else "-")
         auc = "-" if row["auc"] is None else f"{row['auc']:.3f}"
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {auc} | {row['f1']:.2f} |")
-    lines += ["", f"honest intervals: {summary['honest_intervals']}, flagged {summary['honest_flagged']}, "
-              f"largest score {summary['honest_max']:.3g}", ""]  # fmt: skip
+    lines += [
+        "",
+        f"honest intervals: {summary['honest_intervals']}, flagged {summary['honest_flagged']}, "
+        f"largest score {summary['honest_max']:.3g}",
+        "",
+    ]
     return "\n".join(lines)

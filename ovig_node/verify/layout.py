@@ -98,8 +98,9 @@ class EvidenceLayout:
 def layout_of(spec: TaskSpec) -> EvidenceLayout:
     """The layout of the spec's evidence (cached: a node asks once per task, not once per interval)."""
     log_entries = spec.numerics.max_log_entries if spec.numerics is not None else 0
-    return _layout(spec.workload.model_dump_json(), spec.optimizer.model_dump_json(), log_entries, spec.stride,
-                   spec.total_steps)  # fmt: skip
+    return _layout(
+        spec.workload.model_dump_json(), spec.optimizer.model_dump_json(), log_entries, spec.stride, spec.total_steps
+    )
 
 
 @functools.lru_cache(maxsize=32)
@@ -117,8 +118,12 @@ def _layout(workload_json: str, optimizer_json: str, log_entries: int, stride: i
     optimizer.step()  # the state exists from the first step on, and E_k follows at least one
     probe: dict[str, torch.Tensor] = {name: p for name, p in model.named_parameters() if p.requires_grad}
     model_state = model_tensors(model, trainable_only=True)
-    tensors = {"model": model_state, "optim": optimizer_state(model, optimizer), "probe": probe,
-               "init": model_tensors(model, trainable_only=False)}  # fmt: skip
+    tensors = {
+        "model": model_state,
+        "optim": optimizer_state(model, optimizer),
+        "probe": probe,
+        "init": model_tensors(model, trainable_only=False),
+    }
     return EvidenceLayout(
         {section: {name: (tuple(t.shape), t.dtype) for name, t in items.items()} for section, items in tensors.items()},
         log_entries,

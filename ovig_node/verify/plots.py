@@ -28,11 +28,21 @@ def plot_margins(summary: dict[str, Any], path: Path) -> None:
         points.sort()
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
     ax.axhline(0.0, color="black", linewidth=1, linestyle="--")
-    ax.set(xscale="log", xlabel="stride s (steps per interval)", ylabel="margin: log10(statistic / limit)",
-           title=f"attacks vs the boundary ({summary['settings']['workload']})")  # fmt: skip
+    ax.set(
+        xscale="log",
+        xlabel="stride s (steps per interval)",
+        ylabel="margin: log10(statistic / limit)",
+        title=f"attacks vs the boundary ({summary['settings']['workload']})",
+    )
     if structural:
-        ax.text(0.01, 0.01, "caught structurally, not plotted: " + "; ".join(sorted(structural)),
-                transform=ax.transAxes, fontsize=7, va="bottom")  # fmt: skip
+        ax.text(
+            0.01,
+            0.01,
+            "caught structurally, not plotted: " + "; ".join(sorted(structural)),
+            transform=ax.transAxes,
+            fontsize=7,
+            va="bottom",
+        )
     if ax.get_legend_handles_labels()[0]:  # an honest-only evaluation plots no attack
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: many attacks
     fig.tight_layout()
@@ -47,8 +57,12 @@ def plot_honest(summary: dict[str, Any], path: Path) -> None:
     worst = [max(_finite(h["margin"]) for h in summary["honest"][s]) for s in strides]
     ax.plot([int(s) for s in strides], worst, marker="o", label="honest, worst held-out replay")
     ax.axhline(0.0, color="red", linewidth=1, linestyle="--", label="boundary (alpha x bound)")
-    ax.set(xscale="log", xlabel="stride s", ylabel="margin: log10(statistic / limit)",
-           title=f"honest drift vs the boundary ({summary['settings']['workload']})")  # fmt: skip
+    ax.set(
+        xscale="log",
+        xlabel="stride s",
+        ylabel="margin: log10(statistic / limit)",
+        title=f"honest drift vs the boundary ({summary['settings']['workload']})",
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

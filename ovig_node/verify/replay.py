@@ -38,8 +38,10 @@ def replay_interval(
     if (start is None) != (k == 0):
         raise ValueError("interval 0 starts from the initial checkpoint; every other interval from E_{k-1}")
     if profile.world_size > 1:
-        raise ProfileUnavailable(f"a replay runs in one process; {profile.name!r} is data-parallel (a provider's "
-                                 "profile: its evidence is judged by one-process replays)")  # fmt: skip
+        raise ProfileUnavailable(
+            f"a replay runs in one process; {profile.name!r} is data-parallel (a provider's "
+            "profile: its evidence is judged by one-process replays)"
+        )
     profile.apply()
     workload = get_workload(spec.workload.name)
     dataset = Dataset.load(prepared.dataset_path)
@@ -55,8 +57,9 @@ def replay_interval(
     for step in range(layout.start_step(k), layout.end_step(k)):
         deadlines.check(f"the replay at step {step}")  # an auditor's seat's deadline, if it has one
         training_step(model, optimizer, workload, dataset, spec, step, profile, None, numerics, statistics)
-    end = endpoint_evidence(model, optimizer, workload, dataset, spec, prepared.spec_hash, task, k, profile, numerics,
-                            statistics)  # fmt: skip
+    end = endpoint_evidence(
+        model, optimizer, workload, dataset, spec, prepared.spec_hash, task, k, profile, numerics, statistics
+    )
     if numerics is not None and faults is not None:
         faults.extend(numerics.faults)
     return end

@@ -68,8 +68,13 @@ def verify_interval(
     or under ``profiles`` with each after the first confirming a rejection."""
     profiles = [profile] if profile is not None else list(profiles)
     layout = prepared.spec.layout
-    base: dict[str, Any] = {"interval": k, "end_step": layout.end_step(k), "task": task,
-                            "spec": "0x" + prepared.spec_hash.hex(), "torch": torch.__version__}  # fmt: skip
+    base: dict[str, Any] = {
+        "interval": k,
+        "end_step": layout.end_step(k),
+        "task": task,
+        "spec": "0x" + prepared.spec_hash.hex(),
+        "torch": torch.__version__,
+    }
     loaded = _load(evidence_dir, k, end_sha256, max_bytes=layout_of(prepared.spec).max_bytes)
     if isinstance(loaded, Verdict):
         return {**base, **loaded.to_json(), "profile": None, "replays": [], "seconds": {"replay": 0.0, "compare": 0.0}}
@@ -77,8 +82,13 @@ def verify_interval(
     judged = replay_and_judge(prepared, k, start, end, boundary, profiles=profiles, task=task)
     by_name = {p.name: p for p in profiles}
     deciding = by_name[judged.deciding[ALL]].describe() if judged.replays else None  # None: faulty before a replay
-    return {**base, **judged.verdict.to_json(), "profile": deciding, "replays": judged.replays,
-            "seconds": judged.seconds}  # fmt: skip
+    return {
+        **base,
+        **judged.verdict.to_json(),
+        "profile": deciding,
+        "replays": judged.replays,
+        "seconds": judged.seconds,
+    }
 
 
 def replay_and_judge(
@@ -99,8 +109,11 @@ def replay_and_judge(
         raise ValueError("a verdict needs at least one execution profile")
     subsets = subsets or {ALL: JUDGED}
     if (fault := precheck(prepared, k, start, end, task=task)) is not None:
-        return IntervalJudgement(verdicts=dict.fromkeys(subsets, fault), deciding=dict.fromkeys(subsets, ""),
-                                 first=dict.fromkeys(subsets, fault))  # fmt: skip
+        return IntervalJudgement(
+            verdicts=dict.fromkeys(subsets, fault),
+            deciding=dict.fromkeys(subsets, ""),
+            first=dict.fromkeys(subsets, fault),
+        )
     judged = IntervalJudgement(verdicts={}, deciding={})
     if prepared.spec.exact:
         return _replay_and_judge_exact(prepared, k, start, end, profiles, task, list(subsets), judged)
@@ -117,8 +130,9 @@ def replay_and_judge(
                 judged.seconds["replay"] += time.monotonic() - started
                 judged.replays.append(profile.name)
             started = time.monotonic()
-            verdict = judge_replay(prepared, k, end, replayed[i], boundary, task=task, signals=signals,
-                                   profiles_seen=seen[i])  # fmt: skip
+            verdict = judge_replay(
+                prepared, k, end, replayed[i], boundary, task=task, signals=signals, profiles_seen=seen[i]
+            )
             judged.seconds["compare"] += time.monotonic() - started
             candidates.append((profile.name, verdict))
             if verdict.reason != OUT_OF_BOUNDS:  # valid, or a structural fault no replay can change

@@ -120,8 +120,12 @@ def warm_up() -> threading.Thread:
     node judges against a window, and otherwise its first comparison pays for that (several seconds; 6-14 s
     when three nodes start judging at once on two busy cores). A comparison meanwhile waits for it."""
     size = 4 * kernels.BLOCK
-    thread = threading.Thread(target=difference_profiles, args=({"w": torch.ones(size)}, {"w": torch.zeros(size)}),
-                              name="warm-up", daemon=True)  # fmt: skip
+    thread = threading.Thread(
+        target=difference_profiles,
+        args=({"w": torch.ones(size)}, {"w": torch.zeros(size)}),
+        name="warm-up",
+        daemon=True,
+    )
     thread.start()
     return thread
 

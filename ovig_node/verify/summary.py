@@ -40,14 +40,19 @@ def _row(stride: int, attack: dict[str, Any]) -> dict[str, Any]:
     passed = sum(v["valid"] for v in verdicts)
     margins = [v["margin"] for v in verdicts if v["margin"] is not None]
     caught = [v for v in verdicts if not v["valid"]]
-    return {"stride": stride, **{k: attack[k] for k in ("attack", "label", "params", "strength", "every_interval")},
-            "judged": len(verdicts), "passed": passed, "identical": attack["identical"],
-            "success": None if attack["identical"] else passed / max(1, len(verdicts)),
-            "reason": caught[0]["reason"] if caught else "within_bounds",
-            "failing": sorted({s for v in caught for s in v["failing"]}),
-            "margin": max(margins, default=None),  # a single interval: its margin; every interval: the worst
-            "subsets": {name: all(not v["subsets"][name]["valid"] for v in verdicts) for name in SUBSETS},
-            "effect": attack["effect"]}  # fmt: skip
+    return {
+        "stride": stride,
+        **{k: attack[k] for k in ("attack", "label", "params", "strength", "every_interval")},
+        "judged": len(verdicts),
+        "passed": passed,
+        "identical": attack["identical"],
+        "success": None if attack["identical"] else passed / max(1, len(verdicts)),
+        "reason": caught[0]["reason"] if caught else "within_bounds",
+        "failing": sorted({s for v in caught for s in v["failing"]}),
+        "margin": max(margins, default=None),  # a single interval: its margin; every interval: the worst
+        "subsets": {name: all(not v["subsets"][name]["valid"] for v in verdicts) for name in SUBSETS},
+        "effect": attack["effect"],
+    }
 
 
 def _share(flags: Any) -> float:
@@ -88,8 +93,14 @@ def _ablation(result: StrideResult) -> dict[str, Any]:
                 value = attack["params"][attack["strength"]]
                 best = frontier.get(attack["attack"])
                 frontier[attack["attack"]] = best if verdict["valid"] else min(value, best or value)
-        table[name] = {"fpr": _share(not h["valid"] for h in honest), "missed": missed, "frontier": frontier,
-                       "worst_honest": worst_honest, "least_caught": least_caught, "gap": gap}  # fmt: skip
+        table[name] = {
+            "fpr": _share(not h["valid"] for h in honest),
+            "missed": missed,
+            "frontier": frontier,
+            "worst_honest": worst_honest,
+            "least_caught": least_caught,
+            "gap": gap,
+        }
     return table
 
 
@@ -113,8 +124,10 @@ def markdown(summary: dict[str, Any]) -> str:
     for row in summary["rows"]:
         by_label.setdefault(row["label"], {})[int(row["stride"])] = row
     lines = [*head]
-    lines += [f"| {label} | " + " | ".join(_cell(cells.get(int(s))) for s in strides) + " |"
-              for label, cells in by_label.items()]  # fmt: skip
+    lines += [
+        f"| {label} | " + " | ".join(_cell(cells.get(int(s))) for s in strides) + " |"
+        for label, cells in by_label.items()
+    ]
     counts = summary["honest_intervals"]
     lines.append("| honest FPR, held-out intervals and profiles | " + _rates(summary["fpr"], counts, strides) + " |")
     lines.append("| honest FPR, first replay alone | " + _rates(summary["fpr_single_replay"], counts, strides) + " |")
@@ -177,9 +190,14 @@ def effect_markdown(summary: dict[str, Any]) -> str:
             base = summary["baseline"][s]["final" if row and row["every_interval"] else "attacked"]
             shown.append("-" if row is None else f"{_cell(row)}: {_delta(row['effect'], base)}")
         lines.append(f"| {label} | " + " | ".join(shown) + " |")
-    floor = [("not run" if summary["baseline"][s]["other_hardware"] is None
-              else _delta(summary["baseline"][s]["other_hardware"], summary["baseline"][s]["final"]))
-             for s in strides]  # fmt: skip
+    floor = [
+        (
+            "not run"
+            if summary["baseline"][s]["other_hardware"] is None
+            else _delta(summary["baseline"][s]["other_hardware"], summary["baseline"][s]["final"])
+        )
+        for s in strides
+    ]
     lines.append("| honest run on other hardware (final model) | " + " | ".join(floor) + " |")
     return "\n".join(lines) + "\n"
 

@@ -192,9 +192,19 @@ class Interface:
 
     @staticmethod
     def post_args(plan: TaskPlan, deadline: int) -> tuple[Any, ...]:
-        return (keccak(text=f"spec {plan.label}"), "bafyspec", plan.init_digest, plan.total_steps, plan.stride,
-                plan.per_batch, plan.sample_bps, (plan.provider_bond, plan.challenger_bond, plan.owner_bond),
-                plan.replay_seconds, plan.windows, deadline)  # fmt: skip
+        return (
+            keccak(text=f"spec {plan.label}"),
+            "bafyspec",
+            plan.init_digest,
+            plan.total_steps,
+            plan.stride,
+            plan.per_batch,
+            plan.sample_bps,
+            (plan.provider_bond, plan.challenger_bond, plan.owner_bond),
+            plan.replay_seconds,
+            plan.windows,
+            deadline,
+        )
 
     @staticmethod
     def post_value(plan: TaskPlan) -> int:
@@ -303,11 +313,22 @@ class Cast:
     def of(cls, accounts: list[str]) -> Cast:
         a = accounts
         return cls(
-            deployer=a[0], owners=a[1:4], providers=a[4:8], watcher=a[8], copiers=a[9:11], blind=a[11:13],
-            flooder=a[13], sock_puppets=a[14:16], keepers=a[16:18], honest_keeper=a[18],
-            sybils=a[20 : 20 + SYBIL_POOL], honest_auditors=a[40 : 40 + HONEST_AUDITORS],
-            withholder=a[40 + HONEST_AUDITORS], withholder_sock=a[41 + HONEST_AUDITORS], outsider=a[99],
-        )  # fmt: skip
+            deployer=a[0],
+            owners=a[1:4],
+            providers=a[4:8],
+            watcher=a[8],
+            copiers=a[9:11],
+            blind=a[11:13],
+            flooder=a[13],
+            sock_puppets=a[14:16],
+            keepers=a[16:18],
+            honest_keeper=a[18],
+            sybils=a[20 : 20 + SYBIL_POOL],
+            honest_auditors=a[40 : 40 + HONEST_AUDITORS],
+            withholder=a[40 + HONEST_AUDITORS],
+            withholder_sock=a[41 + HONEST_AUDITORS],
+            outsider=a[99],
+        )
 
     @property
     def auditors(self) -> list[str]:
@@ -370,12 +391,23 @@ def draw_task(rng: random.Random, label: str, kind: str, owner: str, provider: s
     total = k * stride - rng.randrange(stride)
     m = rng.choice([1, 2, 3, 4])
     plan = TaskPlan(
-        label=label, kind=kind, owner=owner, provider=provider, total_steps=total, stride=stride, per_batch=m,
-        sample_bps=rng.choice([3000, 5000, 10000]), windows=rng.choice(WINDOWS),
-        reward=rng.choice([2 * 10**18, 10**18 + 1]), provider_bond=rng.choice([3 * 10**18, 10**18 + 7]),
-        challenger_bond=rng.choice([10**17, 10**17 + 3]), owner_bond=rng.choice(OWNER_BONDS),
-        replay_seconds=rng.choice(REPLAY_SECONDS), faked=frozenset(), init_digest=keccak(text=f"init {label}"),
-    )  # fmt: skip
+        label=label,
+        kind=kind,
+        owner=owner,
+        provider=provider,
+        total_steps=total,
+        stride=stride,
+        per_batch=m,
+        sample_bps=rng.choice([3000, 5000, 10000]),
+        windows=rng.choice(WINDOWS),
+        reward=rng.choice([2 * 10**18, 10**18 + 1]),
+        provider_bond=rng.choice([3 * 10**18, 10**18 + 7]),
+        challenger_bond=rng.choice([10**17, 10**17 + 3]),
+        owner_bond=rng.choice(OWNER_BONDS),
+        replay_seconds=rng.choice(REPLAY_SECONDS),
+        faked=frozenset(),
+        init_digest=keccak(text=f"init {label}"),
+    )
     plan.split_opening = rng.random() < 0.2
     if rng.random() < 0.25:  # a deadline that may pass while challenges run: abandon races them
         plan.deadline_after = rng.randint(plan.batches * 300 + 600, 3 * 3600)
@@ -582,9 +614,20 @@ class World:
             for handler in self.handlers[event.name]:
                 handler(event)
 
-    ENDINGS = frozenset({"TaskFinalized", "TaskSlashed", "TaskAbandoned", "TaskCancelled", "DisputeResolved",
-                         "ChallengeExpired", "ChallengeRevealed", "LeadShareReleased", "RequestSettled",
-                         "SeatsSettled"})  # fmt: skip
+    ENDINGS = frozenset(
+        {
+            "TaskFinalized",
+            "TaskSlashed",
+            "TaskAbandoned",
+            "TaskCancelled",
+            "DisputeResolved",
+            "ChallengeExpired",
+            "ChallengeRevealed",
+            "LeadShareReleased",
+            "RequestSettled",
+            "SeatsSettled",
+        }
+    )
 
     def ledger(self, e: Event) -> None:
         who = "tasks" if e.address == self.tasks.address else "committee"
@@ -693,10 +736,16 @@ class World:
                 self.final_commits[key] = commit
         head = got["head"][None]
         return Snap(
-            block=int(head["number"], 16), time=int(head["timestamp"], 16), tasks=tasks, batches=batches,
-            intervals=intervals, records=records, disputes=disputes, commits=commits,
+            block=int(head["number"], 16),
+            time=int(head["timestamp"], 16),
+            tasks=tasks,
+            batches=batches,
+            intervals=intervals,
+            records=records,
+            disputes=disputes,
+            commits=commits,
             scalars=got["scalars"],
-        )  # fmt: skip
+        )
 
     def money_reads(self, r: Reads) -> None:
         t, c = self.tasks, self.committee
@@ -856,11 +905,13 @@ class World:
         a = x.armBlock
         as_of = a - 1
         target = a + SEED_DELAY  # BlockhashRandomness: the round's seed is the hash of block a + DELAY
-        head, slots, named = self.rpc.batch([
-            ("eth_getBlockByNumber", [hex(target), False]),
-            self.committee.call("slotCountAt", as_of),
-            self.committee.call("panelTarget", d),
-        ])  # fmt: skip
+        head, slots, named = self.rpc.batch(
+            [
+                ("eth_getBlockByNumber", [hex(target), False]),
+                self.committee.call("slotCountAt", as_of),
+                self.committee.call("panelTarget", d),
+            ]
+        )
         n = self.committee.result("slotCountAt", slots)
         if (got_target := self.committee.result("panelTarget", named)) != target:
             self.fail(f"fixity: dispute {d} round {round_}'s panel target is {got_target}, not {a} + {SEED_DELAY}")
@@ -930,16 +981,33 @@ class World:
     ) -> CommitInfo | None:
         info = CommitInfo(task, k, reason, self.rng.randbytes(32), who)
         self.pending_made.append(info)
-        sent = self.send(who, self.tasks, "commitChallenge", task, info.commitment,
-                         value=self.plans[task].challenger_bond, honest=honest, races=races)  # fmt: skip
+        sent = self.send(
+            who,
+            self.tasks,
+            "commitChallenge",
+            task,
+            info.commitment,
+            value=self.plans[task].challenger_bond,
+            honest=honest,
+            races=races,
+        )
         if not sent.ok:
             self.pending_made.remove(info)
             return None
         return info
 
     def reveal(self, info: CommitInfo, honest: str = "") -> Sent:
-        return self.send(info.challenger, self.tasks, "revealChallenge", info.task, info.k, info.reason, info.salt,
-                         "bafyreport", honest=honest)  # fmt: skip
+        return self.send(
+            info.challenger,
+            self.tasks,
+            "revealChallenge",
+            info.task,
+            info.k,
+            info.reason,
+            info.salt,
+            "bafyreport",
+            honest=honest,
+        )
 
     def commit_status(self, info: CommitInfo) -> int:
         return self.snap.commits[(info.challenger, info.commitment)].status
@@ -1000,8 +1068,9 @@ class Provider(Agent):
                 for moment in (deadline - 1, deadline):
                     self.later(moment, "sock abandon", lambda: self.sock_call("abandon", p.id))
             return
-        sent = self.w.send(p.provider, self.w.tasks, "commitBatch", p.id, j, ev.tree(j).root, f"bafymanifest{j}",
-                           honest=self.honest)  # fmt: skip
+        sent = self.w.send(
+            p.provider, self.w.tasks, "commitBatch", p.id, j, ev.tree(j).root, f"bafymanifest{j}", honest=self.honest
+        )
         if not sent.ok:
             return
         self.soon(f"draw seed {p.label}/{j}", lambda: self.draw_seed(j), spread=60)
@@ -1014,8 +1083,15 @@ class Provider(Agent):
             return
         self.w.ensure_block_after(b.seedTarget)
         # A keeper may draw it in between: a race the protocol allows.
-        self.w.send(self.plan.provider, self.w.tasks, "drawSeed", self.plan.id, j, honest=self.honest,
-                    races=("WrongBatchStatus",))  # fmt: skip
+        self.w.send(
+            self.plan.provider,
+            self.w.tasks,
+            "drawSeed",
+            self.plan.id,
+            j,
+            honest=self.honest,
+            races=("WrongBatchStatus",),
+        )
 
     def seed_drawn(self, e: Event) -> None:
         p = self.plan
@@ -1078,8 +1154,9 @@ class Provider(Agent):
             self.w.late(p, "provider's requested opening")
             return
         assert p.evidence is not None
-        self.w.send(p.provider, self.w.tasks, "openRequested", p.id, "bafyrequested", p.evidence.opening(k),
-                    honest=self.honest)  # fmt: skip
+        self.w.send(
+            p.provider, self.w.tasks, "openRequested", p.id, "bafyrequested", p.evidence.opening(k), honest=self.honest
+        )
 
     # --- a cheater's own challenges ----------------------------------------------------------------------
 
@@ -1159,8 +1236,11 @@ class Watcher(Agent):
         with chance 0.8), and it asks for them, at most MAX_REQUESTS_PER_BATCH of a batch."""
         plan, rng = self.w.plans[e.args.task], self.w.request_rng
         sampled = set(self.w.sampled[(plan.id, e.args.j)])
-        flagged = [k for k in sorted(plan.faked) if k // plan.per_batch == e.args.j and k not in sampled
-                   and k < plan.intervals and rng.random() < 0.8]  # fmt: skip
+        flagged = [
+            k
+            for k in sorted(plan.faked)
+            if k // plan.per_batch == e.args.j and k not in sampled and k < plan.intervals and rng.random() < 0.8
+        ]
         end = e.args.challengeWindowEnd
         for k in flagged[:MAX_REQUESTS_PER_BATCH]:
             moment = end - 1 if rng.random() < 0.15 else rng.randint(self.now, max(self.now, end - RESERVE))
@@ -1173,8 +1253,16 @@ class Watcher(Agent):
             self.w.late(plan, "watcher's request")
             return
         # The task may end in the same second (another dispute slashed it): a race.
-        self.w.send(self.me, self.w.tasks, "requestOpening", plan.id, k, value=plan.challenger_bond, honest="watcher",
-                    races=("WrongTaskStatus",))  # fmt: skip
+        self.w.send(
+            self.me,
+            self.w.tasks,
+            "requestOpening",
+            plan.id,
+            k,
+            value=plan.challenger_bond,
+            honest="watcher",
+            races=("WrongTaskStatus",),
+        )
 
     def plan_commit(self, task: int, k: int) -> None:
         end = self.w.window_of(task, k)[3]
@@ -1202,8 +1290,18 @@ class Watcher(Agent):
             return
         # Once the task has ended anyone may expire the commit (refunded) before the watcher reveals: a race.
         races = () if self.w.live(info.task, self.w.lead_seq(info)) else ("UnknownCommitment",)
-        if self.w.send(info.challenger, self.w.tasks, "revealChallenge", info.task, info.k, info.reason, info.salt,
-                       "bafyreport", honest="watcher", races=races).ok:  # fmt: skip
+        if self.w.send(
+            info.challenger,
+            self.w.tasks,
+            "revealChallenge",
+            info.task,
+            info.k,
+            info.reason,
+            info.salt,
+            "bafyreport",
+            honest="watcher",
+            races=races,
+        ).ok:
             self.w.watcher_revealed.add((info.task, info.k))
 
 
@@ -1440,11 +1538,29 @@ class Keeper(Agent):
     adversarial keeper calls the edge's own transition one second early or on the second, in random order
     with the others due then."""
 
-    EDGE_EVENTS = ("TaskAccepted", "BatchCommitted", "SeedDrawn", "BatchOpened", "ChallengeCommitted",
-                   "ChallengeRevealed", "DisputeOpened", "PanelDrawn", "RoundDecided", "RoundFailed", "Appealed",
-                   "DisputeResolved",
-                   "PanelRearmed", "DisputeSettled", "IntervalWindowReopened", "TaskSlashed", "ChallengeExpired",
-                   "TaskFinalized", "LeadShareWaiting", "OpeningRequested", "RequestOpened")  # fmt: skip
+    EDGE_EVENTS = (
+        "TaskAccepted",
+        "BatchCommitted",
+        "SeedDrawn",
+        "BatchOpened",
+        "ChallengeCommitted",
+        "ChallengeRevealed",
+        "DisputeOpened",
+        "PanelDrawn",
+        "RoundDecided",
+        "RoundFailed",
+        "Appealed",
+        "DisputeResolved",
+        "PanelRearmed",
+        "DisputeSettled",
+        "IntervalWindowReopened",
+        "TaskSlashed",
+        "ChallengeExpired",
+        "TaskFinalized",
+        "LeadShareWaiting",
+        "OpeningRequested",
+        "RequestOpened",
+    )
 
     def __init__(self, world: World, me: str, honest: bool) -> None:
         super().__init__(world)
@@ -1635,8 +1751,10 @@ class Episode:
             w.send(who, w.committee, "requestExit", honest="auditor leaving")
         for plan in self.plans:
             self.post(plan)
-        socks = [self.w.rng.choice(cast.sock_puppets) if mix.sock_puppet and p.kind == "cheater" else None
-                 for p in self.plans]  # fmt: skip
+        socks = [
+            self.w.rng.choice(cast.sock_puppets) if mix.sock_puppet and p.kind == "cheater" else None
+            for p in self.plans
+        ]
         providers = [Provider(w, p, sock) for p, sock in zip(self.plans, socks, strict=True)]
         if mix.watcher:
             Watcher(w)
@@ -1674,8 +1792,14 @@ class Episode:
         plan.id = len(w.plans) + 1  # every task on this chain is the episode's own
         plan.evidence = Evidence(plan.id, plan.total_steps, plan.stride, plan.per_batch, plan.init_digest)
         w.plans[plan.id] = plan
-        w.send(plan.owner, w.tasks, "postTask", *Interface.post_args(plan, deadline),
-               value=Interface.post_value(plan), honest="owner")  # fmt: skip
+        w.send(
+            plan.owner,
+            w.tasks,
+            "postTask",
+            *Interface.post_args(plan, deadline),
+            value=Interface.post_value(plan),
+            honest="owner",
+        )
         assert [e.args.task for e in w.events if e.name == "TaskPosted"][-1] == plan.id
         w.send(plan.provider, w.tasks, "acceptTask", plan.id, value=plan.provider_bond, honest="provider")
 
@@ -1719,8 +1843,11 @@ class Episode:
         leaving = Reads()
         for who in cast.auditors:
             leaving.view("a", who, w.committee, "getAuditor", who)
-        calls = [(w.committee, who, "exit") for who, a in leaving.run(w.rpc)["a"].items()
-                 if a.registeredBlock and a.exitRequestedAt]  # fmt: skip
+        calls = [
+            (w.committee, who, "exit")
+            for who, a in leaving.run(w.rpc)["a"].items()
+            if a.registeredBlock and a.exitRequestedAt
+        ]
         if self.withdrawn:
             for contract, who, fn in calls:
                 w.send(who, contract, fn, honest="leaving")
@@ -1729,10 +1856,15 @@ class Episode:
                     w.send(who, w.tasks if contract == "tasks" else w.committee, "withdraw", honest="withdrawal")
             self.w.stats["episodes that withdrew and exited by transactions"] += 1
         else:
-            calls += [(w.tasks if contract == "tasks" else w.committee, who, "withdraw")
-                      for (contract, who), amount in sorted(w.credits.items()) if amount]  # fmt: skip
-            requests = [("eth_call", [{"from": who, "to": c.address, "data": c.data(fn), "gasPrice": "0x0"}, "latest"])
-                        for c, who, fn in calls]  # fmt: skip
+            calls += [
+                (w.tasks if contract == "tasks" else w.committee, who, "withdraw")
+                for (contract, who), amount in sorted(w.credits.items())
+                if amount
+            ]
+            requests = [
+                ("eth_call", [{"from": who, "to": c.address, "data": c.data(fn), "gasPrice": "0x0"}, "latest"])
+                for c, who, fn in calls
+            ]
             for (_, who, fn), answer in zip(calls, w.rpc.answers(requests), strict=True):
                 if "error" in answer:
                     w.fail(f"no ETH stuck: {who}'s {fn} would revert: {answer['error']}")
@@ -1810,9 +1942,11 @@ class Episode:
                 w.stats["honest auditors penalized: a captured round stood"] += 1
                 exempt.add(who)
                 continue
-            w.fail(f"honest stakes: {w.name_of(who)} was penalized in dispute {d}, which ended "
-                   f"{VERDICT_NAMES[end.args.verdict]} "
-                   f"in round {end.args.round}, a round without a sybil majority")  # fmt: skip
+            w.fail(
+                f"honest stakes: {w.name_of(who)} was penalized in dispute {d}, which ended "
+                f"{VERDICT_NAMES[end.args.verdict]} "
+                f"in round {end.args.round}, a round without a sybil majority"
+            )
         if self.mix.cutoff:  # the agents stopped mid-run: their silence was penalized, as it must be
             return
         stakes = Reads()
@@ -1847,8 +1981,10 @@ class Episode:
             for who in {*put_in, *bonds, *(str(e.args.account) for e in self.events("Credited", source=plan.id))}:
                 got = self.credited(w.tasks, who, plan.id)
                 if got > put_in[who] + bonds[who]:
-                    w.fail(f"no stall pays: {w.name_of(who)} got {got} from Undecided task {plan.id}, "
-                           f"put in {put_in[who] + bonds[who]}")  # fmt: skip
+                    w.fail(
+                        f"no stall pays: {w.name_of(who)} got {got} from Undecided task {plan.id}, "
+                        f"put in {put_in[who] + bonds[who]}"
+                    )
         resolved = {e.args.dispute: e for e in self.events("DisputeResolved")}
         honest = set(w.cast.honest_auditors)
         for e in self.events("Penalized"):
@@ -1866,8 +2002,10 @@ class Episode:
                 any(x.name == "VoteRevealed" and x.args.panelist == who for x in story[i + 1 : end])
                 for i, end in zip(runs, ends, strict=True)
             ):  # it revealed in every run it sat (agents ran)
-                w.fail(f"no stall pays: honest {w.name_of(who)} revealed in every run of dispute {d} it sat and "
-                       "was penalized; the dispute ended with no decision")  # fmt: skip
+                w.fail(
+                    f"no stall pays: honest {w.name_of(who)} revealed in every run of dispute {d} it sat and "
+                    "was penalized; the dispute ended with no decision"
+                )
             else:
                 w.stats["no stall pays: silent honest auditors penalized (agents stopped)"] += 1
         counted: dict[tuple[int, int], int] = {}
@@ -1949,8 +2087,13 @@ class Episode:
             w.fail(f"soundness: task {plan.id} with faked, opened {sorted(opened)} finalized despite the watcher")
             return
         if not challenged:  # the premise is unmet; say why
-            why = "no faked interval opened" if not opened else "no watcher" if not self.mix.watcher else (
-                f"the task ended ({status}) before the watcher revealed")  # fmt: skip
+            why = (
+                "no faked interval opened"
+                if not opened
+                else "no watcher"
+                if not self.mix.watcher
+                else (f"the task ended ({status}) before the watcher revealed")
+            )
             w.stats[f"soundness premise unmet: {why}"] += 1
             return
         if status != SLASHED:
@@ -2000,15 +2143,18 @@ class Episode:
         paid_to = [str(e.args.lead) for e in self.events("LeadShareReleased", task=plan.id)]
         if not self.events("LeadShareWaiting", task=plan.id):
             paid_to = [str(self.events("TaskSlashed", task=plan.id)[0].args.by)]
-        if paid_to != [owed] or share not in [e.args.amount for e in self.events("Credited", account=owed,
-                                                                                  source=plan.id)]:  # fmt: skip
+        if paid_to != [owed] or share not in [
+            e.args.amount for e in self.events("Credited", account=owed, source=plan.id)
+        ]:
             w.fail(f"lead: task {plan.id}'s lead share went to {paid_to}, the earliest lead found faulty is {owed}")
         watcher = [seq for seq, who in leads if who == w.cast.watcher]
         if watcher and min(watcher) == min(leads)[0]:
             w.stats["soundness: the watcher was paid the lead's share"] += 1
-        elif earlier := [e for e in self.events("ChallengeRevealed", task=plan.id)
-                         if e.args.challenger == w.cast.watcher and e.args.dispute != 0
-                         and self.seq(e) < min(leads)[0]]:  # fmt: skip
+        elif earlier := [
+            e
+            for e in self.events("ChallengeRevealed", task=plan.id)
+            if e.args.challenger == w.cast.watcher and e.args.dispute != 0 and self.seq(e) < min(leads)[0]
+        ]:
             # Its dispute was not found faulty: a wrong verdict that stood, or no decision, before the slash. It
             # must never have been mooted by a later lead's slash (the decoy).
             verdicts = {x.args.dispute: x.args.verdict for x in self.events("DisputeSettled", task=plan.id)}

@@ -27,9 +27,16 @@ def test_attest_emits_what_it_was_given_and_changes_nothing(
     signature = bytes(range(65))
     tx = tasks.attest(task, 3, SOUND, "micro8 on a CPU", "bafyreport", "bafydoc", signature, sender=watcher2)
     [event] = tx.events.filter(tasks.Attested)
-    assert (event.task, event.k, event.watcher, event.verdict, event.profile, event.reportCID, event.attestationCID,
-            bytes(event.signature)) == (task, 3, watcher2.address, SOUND, "micro8 on a CPU", "bafyreport",
-                                        "bafydoc", signature)  # fmt: skip
+    assert (
+        event.task,
+        event.k,
+        event.watcher,
+        event.verdict,
+        event.profile,
+        event.reportCID,
+        event.attestationCID,
+        bytes(event.signature),
+    ) == (task, 3, watcher2.address, SOUND, "micro8 on a CPU", "bafyreport", "bafydoc", signature)
     assert len(tx.events) == 1
     assert (tasks.getTask(task), tasks.commitCount(), tasks.credits(watcher), tasks.balance) == before
     # Nothing is checked: an interval out of range, a task that does not exist, any verdict, an empty signature.

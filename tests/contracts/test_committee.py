@@ -84,8 +84,9 @@ def expected_panel(committee: Any, chain: Any, dispute: int, eligible: list[str]
     occupants = [committee.occupantAt(s, as_of) for s in range(committee.slotCountAt(as_of))]
     assert committee.panelTarget(dispute) == d.armBlock + SEED_DELAY
     seed = panel_seed(bytes(chain.blocks[d.armBlock + SEED_DELAY].hash), dispute, d.round)
-    return panel_draw(seed, [None if o == ZERO_ADDRESS else o for o in occupants], set(eligible),
-                      committee.panelSizeOf(d.round))  # fmt: skip
+    return panel_draw(
+        seed, [None if o == ZERO_ADDRESS else o for o in occupants], set(eligible), committee.panelSizeOf(d.round)
+    )
 
 
 def mine_to_seed(committee: Any, chain: Any, dispute: int) -> None:
@@ -167,9 +168,22 @@ def drawn(
 
 # CommitteeParams fields (COMMITTEE's order) as the committee's immutables (the replay cap through the
 # adjudicator interface's getter).
-IMMUTABLES = ("PENALTY", "OVERLAP", "WARMUP_BLOCKS", "COOLDOWN", "COMMIT_WINDOW", "REVEAL_WINDOW",
-              "APPEAL_WINDOW", "MAX_DRAW_DELAY", "STARVATION_TIMEOUT", "maxReplaySeconds", "PANEL_SIZE", "MAX_ROUNDS",
-              "PANEL_BPS", "REPLAY_PRICE")  # fmt: skip
+IMMUTABLES = (
+    "PENALTY",
+    "OVERLAP",
+    "WARMUP_BLOCKS",
+    "COOLDOWN",
+    "COMMIT_WINDOW",
+    "REVEAL_WINDOW",
+    "APPEAL_WINDOW",
+    "MAX_DRAW_DELAY",
+    "STARVATION_TIMEOUT",
+    "maxReplaySeconds",
+    "PANEL_SIZE",
+    "MAX_ROUNDS",
+    "PANEL_BPS",
+    "REPLAY_PRICE",
+)
 
 
 def test_constructor_sets_parameters(committee: Any, tasks: Any) -> None:
@@ -310,9 +324,16 @@ def test_exit_after_the_cooldown_credits_the_stake(
 
 
 def test_revealed_challenge_arms_a_round_at_its_block(
-    committee: Any, tasks: Any, chain: Any, register: Any, auditors: list[Any], dispute_of: Any, watcher: Any,
-    provider: Any, owner: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    chain: Any,
+    register: Any,
+    auditors: list[Any],
+    dispute_of: Any,
+    watcher: Any,
+    provider: Any,
+    owner: Any,
+) -> None:
     register(auditors[:3])
     task, k, dispute = dispute_of()
     # The reveal wrote the task contract's record only; the committee reads the dispute from it until it takes
@@ -390,9 +411,19 @@ def test_exits_and_registrations_after_the_arm_do_not_change_the_panel(
 
 
 def test_panel_never_seats_the_provider_owner_a_challenger_or_the_unwarmed(
-    committee: Any, tasks: Any, chain: Any, keeper: Any, register: Any, auditors: list[Any], opened_task: Any,
-    challenge: Any, owner: Any, provider: Any, watcher: Any, draw_panel: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    chain: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    opened_task: Any,
+    challenge: Any,
+    owner: Any,
+    provider: Any,
+    watcher: Any,
+    draw_panel: Any,
+) -> None:
     """Eligibility as of the arm block: registered WARMUP_BLOCKS before it, no exit requested, the full stake,
     not a party, and no challenge commit on the task before it."""
     for party in (owner, provider, watcher):
@@ -423,9 +454,16 @@ def test_panel_never_seats_the_provider_owner_a_challenger_or_the_unwarmed(
 
 
 def test_seats_held_elsewhere_do_not_matter(
-    committee: Any, tasks: Any, register: Any, auditors: list[Any], opened_task: Any, challenge: Any,
-    watcher: Any, watcher2: Any, draw_panel: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    register: Any,
+    auditors: list[Any],
+    opened_task: Any,
+    challenge: Any,
+    watcher: Any,
+    watcher2: Any,
+    draw_panel: Any,
+) -> None:
     """v2 drafts that made eligibility depend on free seats were capturable by locking honest auditors' seats
     with junk disputes just before a real one: three auditors sit on two disputes at once."""
     register(auditors[:3])
@@ -439,9 +477,19 @@ def test_seats_held_elsewhere_do_not_matter(
 
 
 def test_an_auditor_may_challenge_a_task_it_judges_and_then_cannot_reveal_on_it(
-    committee: Any, tasks: Any, chain: Any, keeper: Any, register: Any, auditors: list[Any], opened_task: Any,
-    challenge: Any, watcher: Any, vote: Any, draw_panel: Any, signer: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    chain: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    opened_task: Any,
+    challenge: Any,
+    watcher: Any,
+    vote: Any,
+    draw_panel: Any,
+    signer: Any,
+) -> None:
     """v3 (attack 3: a junk dispute kept an auditor-watcher from challenging a faked interval until its window
     closed): nothing bars an auditor from challenging. One eligible for the armed round that challenges the
     task before the draw is still drawn (eligibility is as of the arm): it commits its ballot, but being
@@ -477,8 +525,14 @@ def test_an_auditor_may_challenge_a_task_it_judges_and_then_cannot_reveal_on_it(
 
 
 def test_a_round_that_cannot_seat_is_rearmed_then_starves_into_no_decision(
-    committee: Any, tasks: Any, chain: Any, keeper: Any, register: Any, auditors: list[Any], dispute_of: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    chain: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    dispute_of: Any,
+) -> None:
     """Two auditors for three seats: every try is made, the partial panel is unseated at the re-arm, and once
     starvationTimeout has passed since the round's first arm the dispute ends with no decision."""
     register(auditors[:2])
@@ -494,7 +548,13 @@ def test_a_round_that_cannot_seat_is_rearmed_then_starves_into_no_decision(
     ]
     d = committee.getDispute(dispute)
     assert (d.status, d.armBlock, d.armedAt, d.tries, d.seated, d.roundStartedAt) == (
-        AWAITING_PANEL, tx.block_number, tx.timestamp, 0, 0, started)  # fmt: skip
+        AWAITING_PANEL,
+        tx.block_number,
+        tx.timestamp,
+        0,
+        0,
+        started,
+    )
     assert committee.seatsOf(dispute) == [] and committee.ballotOf(dispute, auditors[0]).run == 0
     assert committee.ballotOf(dispute, auditors[0]).vote == 0 and committee.panelOf(dispute) == []
     chain.pending_timestamp = started + STARVATION  # past maxDrawDelay too: the draw can only be re-armed
@@ -509,8 +569,14 @@ def test_a_round_that_cannot_seat_is_rearmed_then_starves_into_no_decision(
 
 
 def test_a_draw_past_its_delay_or_its_seed_hash_is_rearmed(
-    committee: Any, chain: Any, keeper: Any, register: Any, auditors: list[Any], dispute_of: Any, draw_panel: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    chain: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    dispute_of: Any,
+    draw_panel: Any,
+) -> None:
     register(auditors[:3])
     _, _, dispute = dispute_of()
     armed_at = committee.getDispute(dispute).armedAt
@@ -693,9 +759,17 @@ def test_resolve_before_the_reveal_window_ends_reverts(
 
 
 def test_unanimous_faulty_slashes_the_task_and_pays_out_to_the_wei(
-    committee: Any, tasks: Any, chain: Any, keeper: Any, drawn: Any, vote: Any, signer: Any, owner: Any,
-    provider: Any, watcher: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    chain: Any,
+    keeper: Any,
+    drawn: Any,
+    vote: Any,
+    signer: Any,
+    owner: Any,
+    provider: Any,
+    watcher: Any,
+) -> None:
     bond = 3 * 10**18 + 10  # its 10% panel share does not split evenly in three
     task, _k, dispute, panel = drawn(providerBond=bond)
     vote(dispute, dict.fromkeys(panel, FAULTY))
@@ -707,9 +781,10 @@ def test_unanimous_faulty_slashes_the_task_and_pays_out_to_the_wei(
     # Provider bond 3e18 + 10: 20% lead, 10% panel (to the committee, for its seats), the rest owner.
     to_challenger, to_panel = 600_000_000_000_000_002, 300_000_000_000_000_001
     assert events(tx, tasks.Credited, "account", "amount") == [
-        (watcher.address, to_challenger), (owner.address, bond - to_challenger - to_panel + REWARD + OWNER_BOND),
+        (watcher.address, to_challenger),
+        (owner.address, bond - to_challenger - to_panel + REWARD + OWNER_BOND),
         (committee.address, to_panel),
-    ]  # fmt: skip
+    ]
     assert events(tx, tasks.Withdrawn, "account", "amount") == [(committee.address, to_panel)]
     assert tasks.burned() == 0 and tasks.credits(provider) == 0 and tasks.credits(committee) == 0
     assert committee.heldForSeats() == to_panel - 1 and committee.burned() == 1  # a floored third each
@@ -733,9 +808,16 @@ def test_unanimous_faulty_slashes_the_task_and_pays_out_to_the_wei(
 
 
 def test_sound_splits_the_challenger_bond_and_makes_the_interval_final(
-    committee: Any, tasks: Any, keeper: Any, drawn: Any, vote: Any, challenge: Any, provider: Any, watcher: Any,
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    drawn: Any,
+    vote: Any,
+    challenge: Any,
+    provider: Any,
+    watcher: Any,
     watcher2: Any,
-) -> None:  # fmt: skip
+) -> None:
     task, k, dispute, panel = drawn(reason=UNAVAILABLE, windows=(3600, 4 * 24 * 3600, 600))
     vote(dispute, dict.fromkeys(panel, VALID))
     tx = settle(committee, dispute, keeper)
@@ -765,8 +847,15 @@ def test_a_ballot_against_the_outcome_loses_its_penalty_which_is_burned(
 
 
 def test_a_majority_of_the_seated_panel_decides_not_of_the_votes_revealed(
-    committee: Any, tasks: Any, chain: Any, keeper: Any, drawn: Any, vote: Any, draw_panel: Any, auditors: list[Any],
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    chain: Any,
+    keeper: Any,
+    drawn: Any,
+    vote: Any,
+    draw_panel: Any,
+    auditors: list[Any],
+) -> None:
     """One sound ballot and two silent panelists of three: v1 decided sound; now the run is undecided, and
     since most of its panel stayed silent it is voided and the round drawn again, from the whole pool (its
     panelists too: a re-run does not use it up). The new run's faulty majority decides; the void run's silent
@@ -832,9 +921,15 @@ def test_no_majority_through_the_last_round_ends_with_no_decision(
 
 
 def test_the_draw_runs_over_several_calls_with_a_cursor(
-    committee: Any, chain: Any, keeper: Any, register: Any, auditors: list[Any], dispute_of: Any, vote: Any,
+    committee: Any,
+    chain: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    dispute_of: Any,
+    vote: Any,
     draw_panel: Any,
-) -> None:  # fmt: skip
+) -> None:
     """Nine eligible auditors in twenty slots: round 0 seats three and splits; round 1 has at most six left
     for seven seats, so its 112 tries take two calls (64, then 48) and cannot seat."""
     register(auditors[:20])
@@ -861,9 +956,17 @@ def test_the_draw_runs_over_several_calls_with_a_cursor(
 
 
 def test_no_shows_beyond_l_overlapping_seats_are_excused(
-    committee: Any, tasks: Any, chain: Any, keeper: Any, register: Any, auditors: list[Any], opened_task: Any,
-    challenge: Any, watcher: Any, draw_panel: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    chain: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    opened_task: Any,
+    challenge: Any,
+    watcher: Any,
+    draw_panel: Any,
+) -> None:
     """Three auditors seated on five overlapping disputes (L = 4): a flood cannot burn an honest auditor's
     stake, since it owes reveals on its first L overlapping seats only. auditors[2] stays silent on its
     fourth seat (penalised) and its fifth (excused)."""
@@ -896,9 +999,20 @@ def test_no_shows_beyond_l_overlapping_seats_are_excused(
 
 
 def test_moot_disputes_resolve_at_once_without_penalty(
-    committee: Any, tasks: Any, keeper: Any, register: Any, auditors: list[Any], opened_task: Any,
-    challenge: Any, draw_panel: Any, vote: Any, signer: Any, watcher: Any, watcher2: Any, chain: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    opened_task: Any,
+    challenge: Any,
+    draw_panel: Any,
+    vote: Any,
+    signer: Any,
+    watcher: Any,
+    watcher2: Any,
+    chain: Any,
+) -> None:
     """Three disputes on one task: the first is upheld faulty; the second (voting) and the third (awaiting
     its panel) are then moot."""
     register(auditors[:4])
@@ -973,9 +1087,16 @@ def test_a_decided_round_stands_once_its_appeal_window_passes_unappealed(
 
 
 def test_an_appeal_that_wins_is_refunded_and_the_first_panel_pays_for_its_wrong_verdict(
-    committee: Any, tasks: Any, chain: Any, keeper: Any, drawn: Any, vote: Any, draw_panel: Any, provider: Any,
+    committee: Any,
+    tasks: Any,
+    chain: Any,
+    keeper: Any,
+    drawn: Any,
+    vote: Any,
+    draw_panel: Any,
+    provider: Any,
     watcher: Any,
-) -> None:  # fmt: skip
+) -> None:
     """A lucky sybil majority finds a faulty interval sound; the watcher appeals for faulty with twice the
     challenger bond; a round of seven, without the first panel, decides faulty; nobody appeals that. The
     appeal bond comes back whole, the first round's sound voters lose PENALTY each (burned), and the
@@ -1007,8 +1128,15 @@ def test_an_appeal_that_wins_is_refunded_and_the_first_panel_pays_for_its_wrong_
 
 
 def test_an_appealed_verdict_no_later_round_confirms_ends_with_no_decision(
-    committee: Any, tasks: Any, keeper: Any, drawn: Any, vote: Any, draw_panel: Any, provider: Any, watcher: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    drawn: Any,
+    vote: Any,
+    draw_panel: Any,
+    provider: Any,
+    watcher: Any,
+) -> None:
     """v3: an appealed verdict stands only if a later round confirms it (v2 let it stand when every later round
     was undecided, so a flood that starved the appeal rounds kept a lucky captured verdict). The provider
     appeals a faulty verdict for sound, then rounds 1 and 2 split (one panelist of each silent): the dispute

@@ -39,9 +39,15 @@ REWARD, BOND, CBOND = DEFAULTS["reward"], DEFAULTS["providerBond"], DEFAULTS["ch
 
 
 def test_a_self_challenge_as_unavailable_cannot_shield_a_faulty_interval(
-    tasks: Any, all_sampled: tuple[int, Evidence], provider: Any, owner: Any, watcher: Any, keeper: Any,
-    panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+    tasks: Any,
+    all_sampled: tuple[int, Evidence],
+    provider: Any,
+    owner: Any,
+    watcher: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    decide: Callable[[int, int], list[str]],
+) -> None:
     """v1: the provider's own `unavailable` challenge, found available, refunded every later challenge of k
     and bought a window extension; it repeated that and finalized with every bond back."""
     task, _ = all_sampled
@@ -67,9 +73,14 @@ def test_a_self_challenge_as_unavailable_cannot_shield_a_faulty_interval(
 
 
 def test_a_copier_who_reveals_first_never_leads_and_a_copied_commitment_blocks_nobody(
-    tasks: Any, all_sampled: tuple[int, Evidence], watcher: Any, watcher2: Any, owner: Any,
-    panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+    tasks: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    watcher2: Any,
+    owner: Any,
+    panel_of_three: list[Any],
+    decide: Callable[[int, int], list[str]],
+) -> None:
     """v1: a copier who saw the watcher's reveal in the mempool put a fresh commit and reveal of k ahead of
     it and took the bounty; copying the watcher's commitment bytes made the shipped watcher give up."""
     task, _ = all_sampled
@@ -96,10 +107,20 @@ def test_a_copier_who_reveals_first_never_leads_and_a_copied_commitment_blocks_n
 
 
 def test_a_sock_puppet_cannot_slash_an_unopened_batch_ahead_of_a_challenge(
-    tasks: Any, post_task: Callable[..., int], provider: Any, evidence: Callable[[int], Evidence], commit: Any,
-    draw: Any, open_batch: Any, watcher: Any, accounts: Any, owner: Any, chain: Any, panel_of_three: list[Any],
+    tasks: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    accounts: Any,
+    owner: Any,
+    chain: Any,
+    panel_of_three: list[Any],
     decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+) -> None:
     """v1: with its interval being found faulty, the provider left a later batch unopened and a sock-puppet
     called slashUnopened before resolve: the dispute turned moot and the sock-puppet got the keeper's 10%."""
     sock_puppet = accounts[5]
@@ -127,9 +148,17 @@ def test_a_sock_puppet_cannot_slash_an_unopened_batch_ahead_of_a_challenge(
 
 
 def test_a_sound_verdict_is_final_and_a_blind_commit_made_before_it_pays_as_its_challengers_did(
-    tasks: Any, committee: Any, all_sampled: tuple[int, Evidence], watcher: Any, watcher2: Any, provider: Any,
-    keeper: Any, panel_of_three: list[Any], draw_panel: Any, vote: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    watcher2: Any,
+    provider: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    draw_panel: Any,
+    vote: Any,
+) -> None:
     """A commit on every interval that waited for the votes and then chose would be a free option."""
     task, _ = all_sampled
     commit_challenge(tasks, task, 2, watcher)
@@ -158,9 +187,15 @@ def test_a_sound_verdict_is_final_and_a_blind_commit_made_before_it_pays_as_its_
 
 
 def test_no_decision_reopens_the_interval_window_and_refunds_through_claims(
-    tasks: Any, committee: Any, all_sampled: tuple[int, Evidence], watcher: Any, keeper: Any, chain: Any,
-    register: Callable[..., None], auditors: list[Any],
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    keeper: Any,
+    chain: Any,
+    register: Callable[..., None],
+    auditors: list[Any],
+) -> None:
     """Too few auditors: no panel, and after starvationTimeout no decision; interval 6 can be challenged again."""
     register(auditors[:2])
     task, _ = all_sampled
@@ -183,9 +218,16 @@ def test_no_decision_reopens_the_interval_window_and_refunds_through_claims(
 
 
 def test_the_earliest_revealed_commit_leads_every_later_dispute_of_the_interval(
-    tasks: Any, committee: Any, opened_task: Callable[..., tuple[int, Evidence]], watcher: Any, provider: Any,
-    keeper: Any, chain: Any, register: Callable[..., None], auditors: list[Any],
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    opened_task: Callable[..., tuple[int, Evidence]],
+    watcher: Any,
+    provider: Any,
+    keeper: Any,
+    chain: Any,
+    register: Callable[..., None],
+    auditors: list[Any],
+) -> None:
     """Found by review: the provider commits k while the watcher's dispute runs, lets it end with no decision,
     then reveals first into a fresh dispute. Without a lead kept per interval it would lead that one."""
     register(auditors[:2])  # too few for a panel: the first dispute ends undecided
@@ -207,10 +249,20 @@ def test_the_earliest_revealed_commit_leads_every_later_dispute_of_the_interval(
 
 
 def test_a_commit_made_while_the_interval_window_was_closed_stays_out_after_a_reopening(
-    tasks: Any, committee: Any, post_task: Callable[..., int], provider: Any, evidence: Callable[[int], Evidence],
-    commit: Any, draw: Any, open_batch: Any, watcher: Any, keeper: Any, chain: Any,
-    register: Callable[..., None], auditors: list[Any],
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    keeper: Any,
+    chain: Any,
+    register: Callable[..., None],
+    auditors: list[Any],
+) -> None:
     """Found by review: batch 1's window keeps commits open after batch 0's closed; a commit of a batch-0
     interval then must not become valid because that interval's window reopens after a no-decision."""
     day = 24 * 3600

@@ -120,9 +120,17 @@ def starve(committee: Any, dispute: int, keeper: Any, chain: Any) -> None:
 
 
 def test_a_task_no_honest_auditor_can_load_empties_nothing(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, owner: Any, provider: Any, auditors: list[Any],
-    honest_auditors: list[Any], play: Any, chain: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    opened_task: Any,
+    owner: Any,
+    provider: Any,
+    auditors: list[Any],
+    honest_auditors: list[Any],
+    play: Any,
+    chain: Any,
+) -> None:
     """Attack 1 (critical): a throwaway task whose spec no node can load, challenged by the attacker's sock
     puppet. v2's node never voted on it, every silent seat lost a penalty and was drawn again, and one dispute
     walked the whole registry below eligibility. Now every honest panelist answers ``unavailable``: an
@@ -165,8 +173,14 @@ def test_a_task_no_honest_auditor_can_load_empties_nothing(
 
 
 def test_an_availability_flip_drains_no_honest_auditor(
-    committee: Any, tasks: Any, keeper: Any, all_sampled: Any, provider: Any, honest_auditors: list[Any], play: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    all_sampled: Any,
+    provider: Any,
+    honest_auditors: list[Any],
+    play: Any,
+) -> None:
     """Attack 2 (high): the provider's sock puppet challenges a sound interval as unavailable; the provider
     withholds the evidence from rounds 0 and 1 (honest panelists rightly answer unavailable) and serves it to the
     last, which finds it sound. v2 took a penalty from every honest voter of the overturned rounds. Now an
@@ -188,9 +202,15 @@ def test_an_availability_flip_drains_no_honest_auditor(
 
 
 def test_the_reverse_flip_and_selective_serving_drain_no_honest_auditor(
-    committee: Any, tasks: Any, keeper: Any, all_sampled: Any, provider: Any, owner: Any, honest_auditors: list[Any],
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    all_sampled: Any,
+    provider: Any,
+    owner: Any,
+    honest_auditors: list[Any],
     play: Any,
-) -> None:  # fmt: skip
+) -> None:
     """Attack 7 (critical, confirmed on anvil): an attacker who is owner, provider and lead challenger of a sound
     junk task serves the evidence to rounds 0 and 1 (honest panelists answer sound), appeals each for faulty,
     and withholds it from the last round, half of whose panel it still serves. v2 ended it faulty and took a
@@ -246,9 +266,16 @@ def test_a_junk_dispute_does_not_lock_an_auditor_watcher_out(
 
 
 def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
-    watcher: Any, chain: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    play: Any,
+    watcher: Any,
+    chain: Any,
+) -> None:
     """Attack 6 (medium): a flood that keeps an appeal round from seating let a lucky captured round-0 verdict
     stand. Now an appealed verdict stands only if a later round confirms it: the starved appeal round ends the
     dispute with an uncounted no-decision, the interval's window reopens, and it can be challenged again."""
@@ -278,9 +305,16 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
 
 
 def test_a_withholding_provider_in_a_small_registry_costs_the_watcher_nothing(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
-    watcher: Any, chain: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    play: Any,
+    watcher: Any,
+    chain: Any,
+) -> None:
     """The second review's open finding: in a registry too small for the later rounds, a provider that withholds
     its faulty interval's files made round 0 UNAVAILABLE, whose free escalation armed a round nobody could seat;
     the dispute ended with an uncounted no-decision whose round charges fell on the watcher, again on every
@@ -307,9 +341,16 @@ def test_a_withholding_provider_in_a_small_registry_costs_the_watcher_nothing(
 
 
 def test_a_captured_round_zero_whose_sybils_exit_slashes_no_honest_provider(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
-    watcher: Any, chain: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    play: Any,
+    watcher: Any,
+    chain: Any,
+) -> None:
     """A third review's finding against a first fix of the one above (an UNAVAILABLE outcome standing when the
     round it armed cannot seat): sybils that capture round 0 of an honest task's dispute answer ``unavailable``
     (which never loses) and request their exits, leaving round 1 unseatable, and the honest provider was slashed.
@@ -333,9 +374,16 @@ def test_a_captured_round_zero_whose_sybils_exit_slashes_no_honest_provider(
 
 
 def test_a_faulty_round_appealed_into_a_voided_one_costs_the_watcher_nothing(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
-    watcher: Any, provider: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    play: Any,
+    watcher: Any,
+    provider: Any,
+) -> None:
     """A fifth review: a faulty provider appeals its round-0 FAULTY verdict and has round 1 voided (its panelists
     kept busy, or a sybil's excused seat silent) to the re-run bound: the no-decision's round charge for the FAULTY
     run came out of the watcher's bond, on every reopening. Now a run that backed the challenge charges no bond:
@@ -360,9 +408,15 @@ def test_a_faulty_round_appealed_into_a_voided_one_costs_the_watcher_nothing(
 
 
 def test_the_last_silent_run_is_void_too_so_a_lone_revealer_takes_no_charge(
-    committee: Any, tasks: Any, keeper: Any, opened_task: Any, register: Any, auditors: list[Any], play: Any,
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    play: Any,
     watcher: Any,
-) -> None:  # fmt: skip
+) -> None:
     """A third review: a silent run at the re-run bound ended the dispute without being voided, so its round charge
     came out of the watcher's bond and went to whoever revealed in it: one panelist revealing ``unavailable``
     (never penalised) among abstainers took 10% of the bond, on every reopening. Now the last silent run is void
@@ -440,8 +494,14 @@ def test_a_junk_task_pays_round_zeros_replays_from_its_provider_bond(project: An
 
 
 def test_settlement_pages_through_many_seats_with_bounded_calls(
-    committee: Any, tasks: Any, keeper: Any, all_sampled: Any, honest_auditors: list[Any], play: Any, owner: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    all_sampled: Any,
+    honest_auditors: list[Any],
+    play: Any,
+    owner: Any,
+) -> None:
     """Rounds of 3 and 7 decide faulty and are appealed; the last round's first run (15 seats) stays silent and is
     drawn again: 40 seats. Settling them takes one bounded settleSeats call per SEATS_PER_CALL seats; the void
     run's silent seats lose their penalty; exits wait for the seats; the panel's money is all paid or burned."""
@@ -465,9 +525,16 @@ def test_settlement_pages_through_many_seats_with_bounded_calls(
 
 
 def test_sybils_registered_once_a_dispute_is_under_way_never_sit_on_it(
-    committee: Any, tasks: Any, keeper: Any, all_sampled: Any, register: Callable[..., None], auditors: list[Any],
-    provider: Any, play: Any, chain: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    all_sampled: Any,
+    register: Callable[..., None],
+    auditors: list[Any],
+    provider: Any,
+    play: Any,
+    chain: Any,
+) -> None:
     """Found by the attacker's review of v3: rounds are drawn from the registry as of their own arm block, so a
     provider that escalates its dispute (withholding its files, or appealing) could register sybils after round 0
     and have them warmed up for the last round, whose panel it hopes to capture. An auditor is now eligible for a
@@ -487,9 +554,16 @@ def test_sybils_registered_once_a_dispute_is_under_way_never_sit_on_it(
 
 
 def test_a_silent_panelist_cannot_dodge_its_penalty_by_challenging_after_its_run(
-    committee: Any, tasks: Any, keeper: Any, watcher: Any, opened_task: Any, panel_of_three: list[Any],
-    draw_panel: Any, vote: Any, chain: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    watcher: Any,
+    opened_task: Any,
+    panel_of_three: list[Any],
+    draw_panel: Any,
+    vote: Any,
+    chain: Any,
+) -> None:
     """Found by the attacker's review of v3: a panelist silent on its seat, once the round was resolved, committed a
     challenge on the still-active task before its seat was settled, and the settlement excused it as interested.
     Interest excuses silence only if it came by the end of the run."""

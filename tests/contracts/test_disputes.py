@@ -475,8 +475,9 @@ def test_no_decision_refunds_the_challenger(
     committee.rearm(dispute, sender=keeper)
     assert committee.getDispute(dispute).verdict == NO_DECISION
     assert tasks.credits(watcher) == 0
-    tasks.claimBond(task, watcher.address, challenge_commitment(task, 1, OUT_OF_BOUNDS, SALT, watcher.address),
-                    sender=keeper)  # fmt: skip
+    tasks.claimBond(
+        task, watcher.address, challenge_commitment(task, 1, OUT_OF_BOUNDS, SALT, watcher.address), sender=keeper
+    )
     assert tasks.credits(watcher) == CBOND
     assert tasks.getTask(task).openDisputes == tasks.getTask(task).heldBonds == 0
     assert tasks.getTask(task).status == COMMITTED
@@ -520,8 +521,9 @@ def test_two_disputes_one_upheld_the_other_moot_and_refunded(
     tx = tasks.expireChallenge(task, watcher2.address, pending, sender=keeper)
     assert [e.refunded for e in tx.events.filter(tasks.ChallengeExpired)] == [True]
     assert tasks.credits(watcher2) == CBOND
-    tasks.claimBond(task, watcher2.address, challenge_commitment(task, 7, OUT_OF_BOUNDS, SALT, watcher2.address),
-                    sender=keeper)  # fmt: skip
+    tasks.claimBond(
+        task, watcher2.address, challenge_commitment(task, 7, OUT_OF_BOUNDS, SALT, watcher2.address), sender=keeper
+    )
     assert tasks.credits(watcher2) == 2 * CBOND
     assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
     assert tasks.getTask(task).openDisputes == tasks.getTask(task).pendingCommits == 0
@@ -566,8 +568,9 @@ def test_a_dispute_of_a_task_slashed_by_another_is_moot(
     with ape.reverts(tasks.NoLeadShareWaiting, task=task):
         tasks.releaseLeadShare(task, sender=keeper)
     assert committee.getDispute(dispute).verdict == tasks.getDispute(dispute).verdict == MOOT
-    tasks.claimBond(task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address),
-                    sender=keeper)  # fmt: skip
+    tasks.claimBond(
+        task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address), sender=keeper
+    )
     assert tasks.credits(watcher2) == CBOND
     assert tasks.credits(watcher) == LEAD
     assert tasks.credits(owner) == REWARD + OWNER_BOND + OWNER_SHARE
@@ -691,6 +694,7 @@ def test_a_moot_dispute_that_times_out_without_a_panel_is_recorded_moot_by_both_
     tx = committee.rearm(dispute, sender=keeper)
     assert committee.getDispute(dispute).verdict == MOOT
     assert [e.verdict for e in tx.events.filter(tasks.DisputeSettled)] == [MOOT]
-    tasks.claimBond(task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address),
-                    sender=keeper)  # fmt: skip
+    tasks.claimBond(
+        task, watcher2.address, challenge_commitment(task, 2, OUT_OF_BOUNDS, SALT, watcher2.address), sender=keeper
+    )
     assert tasks.credits(watcher2) == CBOND

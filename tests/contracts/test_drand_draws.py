@@ -64,9 +64,15 @@ def reach(beacon: Any, network: drand.Network, chain: Any, keeper: Any) -> Calla
 
 
 def test_a_batch_samples_from_the_first_round_delay_after_its_commit(
-    tasks: Any, beacon: Any, network: drand.Network, provider: Any, keeper: Any, accepted_task: int,
-    evidence: Any, chain: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    beacon: Any,
+    network: drand.Network,
+    provider: Any,
+    keeper: Any,
+    accepted_task: int,
+    evidence: Any,
+    chain: Any,
+) -> None:
     assert tasks.RANDOMNESS() == beacon.address
     ev = evidence(accepted_task)
     tx = tasks.commitBatch(accepted_task, 0, ev.tree(0).root, "bafym0", sender=provider)
@@ -91,9 +97,15 @@ def test_a_batch_samples_from_the_first_round_delay_after_its_commit(
 
 
 def test_a_round_submitted_once_serves_every_draw_that_targets_it(
-    tasks: Any, beacon: Any, network: drand.Network, provider: Any, keeper: Any, post_task: Callable[..., int],
-    evidence: Any, chain: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    beacon: Any,
+    network: drand.Network,
+    provider: Any,
+    keeper: Any,
+    post_task: Callable[..., int],
+    evidence: Any,
+    chain: Any,
+) -> None:
     first, second = post_task(), post_task()
     for task in (first, second):
         tasks.acceptTask(task, sender=provider, value=DEFAULTS["providerBond"])
@@ -118,9 +130,18 @@ def test_a_round_submitted_once_serves_every_draw_that_targets_it(
 
 
 def test_a_panel_is_drawn_from_the_first_round_delay_after_its_arm(
-    tasks: Any, committee: Any, beacon: Any, network: drand.Network, keeper: Any, register: Any,
-    auditors: list[Any], opened_task: Any, challenge: Any, watcher: Any, reach: Callable[[int], None],
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    beacon: Any,
+    network: drand.Network,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    opened_task: Any,
+    challenge: Any,
+    watcher: Any,
+    reach: Callable[[int], None],
+) -> None:
     register(auditors[:5])
     task, _ = opened_task(totalSteps=400, intervalsPerBatch=4, sampleBps=10_000)
     dispute = challenge(task, 0, watcher)
@@ -135,15 +156,26 @@ def test_a_panel_is_drawn_from_the_first_round_delay_after_its_arm(
     occupants = [committee.occupantAt(s, as_of) for s in range(committee.slotCountAt(as_of))]
     seed = panel_seed(beacon.randomnessOf(target), dispute, d.round)
     eligible = {a.address for a in auditors[:5]}
-    expected = mirror_panel(seed, [None if o == ZERO_ADDRESS else o for o in occupants], eligible.__contains__,
-                            committee.panelSizeOf(d.round))  # fmt: skip
+    expected = mirror_panel(
+        seed,
+        [None if o == ZERO_ADDRESS else o for o in occupants],
+        eligible.__contains__,
+        committee.panelSizeOf(d.round),
+    )
     assert list(committee.panelOf(dispute)) == expected
 
 
 def test_a_draw_past_its_delay_re_arms_to_a_later_round(
-    committee: Any, keeper: Any, register: Any, auditors: list[Any], opened_task: Any, challenge: Any,
-    watcher: Any, network: drand.Network, chain: Any,
-) -> None:  # fmt: skip
+    committee: Any,
+    keeper: Any,
+    register: Any,
+    auditors: list[Any],
+    opened_task: Any,
+    challenge: Any,
+    watcher: Any,
+    network: drand.Network,
+    chain: Any,
+) -> None:
     """A round nobody submits never goes (unlike a block hash): the draw expires by time, and the re-armed
     round names a new target, after the re-arm."""
     register(auditors[:3])
@@ -159,9 +191,15 @@ def test_a_draw_past_its_delay_re_arms_to_a_later_round(
 
 
 def test_a_round_nobody_submits_for_a_day_samples_every_interval(
-    tasks: Any, beacon: Any, network: drand.Network, provider: Any, keeper: Any, accepted_task: int,
-    evidence: Any, chain: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    beacon: Any,
+    network: drand.Network,
+    provider: Any,
+    keeper: Any,
+    accepted_task: int,
+    evidence: Any,
+    chain: Any,
+) -> None:
     """A halted drand (or nobody submitting) never locks a task: a day after its time the target is gone and
     the batch samples everything, which only a cheating provider minds (it could have submitted the round)."""
     ev = evidence(accepted_task)

@@ -99,12 +99,34 @@ REPLAY_SECONDS = [1, 600, COMMITTEE["maxReplaySeconds"]]
 # Relative weights of the walk's actions (Walk methods).
 OPEN = (AWAITING_PANEL, VOTING, APPEALABLE)  # dispute statuses before Resolved
 ACTIONS: dict[str, float] = {
-    "post": 5, "cancel": 1.5, "accept": 5, "commit_batch": 10, "draw_seed": 7, "open_batch": 10,
-    "slash_unopened": 1.5, "abandon": 1.5, "finalize": 3, "settle_undecided": 1, "withdraw": 4, "commit_challenge": 9,
-    "reveal_challenge": 7, "expire_challenge": 2, "claim_bond": 2, "register": 4, "request_exit": 1, "exit": 1,
-    "draw_panel": 5, "rearm": 1, "appeal": 1.5, "commit_vote": 12, "reveal_vote": 12, "resolve": 4,
-    "settle_seats": 2, "advance_time": 3, "mine_blocks": 4,
-}  # fmt: skip
+    "post": 5,
+    "cancel": 1.5,
+    "accept": 5,
+    "commit_batch": 10,
+    "draw_seed": 7,
+    "open_batch": 10,
+    "slash_unopened": 1.5,
+    "abandon": 1.5,
+    "finalize": 3,
+    "settle_undecided": 1,
+    "withdraw": 4,
+    "commit_challenge": 9,
+    "reveal_challenge": 7,
+    "expire_challenge": 2,
+    "claim_bond": 2,
+    "register": 4,
+    "request_exit": 1,
+    "exit": 1,
+    "draw_panel": 5,
+    "rearm": 1,
+    "appeal": 1.5,
+    "commit_vote": 12,
+    "reveal_vote": 12,
+    "resolve": 4,
+    "settle_seats": 2,
+    "advance_time": 3,
+    "mine_blocks": 4,
+}
 BALLOT_UNAVAILABLE = 3  # Vote.Unavailable
 RESOLVED = 3  # DisputeStatus.Resolved
 
@@ -119,8 +141,19 @@ SCALARS: list[tuple[str, Callable[[Walk], Abi], str]] = [
     ("held_for_seats", lambda w: w.committee, "heldForSeats"),
 ]
 # Snapshot fields that map keys to values.
-GROUPS = ("eth", "tasks", "batches", "records", "disputes", "panels", "seats", "auditors", "commits",
-          "task_credits", "committee_credits")  # fmt: skip
+GROUPS = (
+    "eth",
+    "tasks",
+    "batches",
+    "records",
+    "disputes",
+    "panels",
+    "seats",
+    "auditors",
+    "commits",
+    "task_credits",
+    "committee_credits",
+)
 
 
 # --- the chain state the walk reads after every step ----------------------------------------------
@@ -383,20 +416,39 @@ class Walk:
         windows = rng.choice(WINDOWS)
         deadline = self.snap.time + rng.randint(DAY, 5 * DAY)
         bonds = (rng.choice(PROVIDER_BONDS), rng.choice(CHALLENGER_BONDS), rng.choice(OWNER_BONDS))
-        terms = [keccak(text=f"spec {self.steps}"), "bafyspec", keccak(text=f"init {self.steps}"), n, s, m, bps,
-                 bonds, rng.choice(REPLAY_SECONDS), windows, deadline]  # fmt: skip
+        terms = [
+            keccak(text=f"spec {self.steps}"),
+            "bafyspec",
+            keccak(text=f"init {self.steps}"),
+            n,
+            s,
+            m,
+            bps,
+            bonds,
+            rng.choice(REPLAY_SECONDS),
+            windows,
+            deadline,
+        ]
         value = rng.choice(REWARDS) + bonds[2]
         forbidden: tuple[str, ...] = ()
         if rng.random() < 0.15:
             # One parameter out of range (protocol 4.1); each check names its own error.
             field, bad, error = rng.choice(
-                [(3, 0, "ZeroTotalSteps"), (4, 0, "ZeroStride"), (5, 0, "InvalidIntervalsPerBatch"),
-                 (5, 257, "InvalidIntervalsPerBatch"), (6, 0, "InvalidSampleBps"), (6, 10001, "InvalidSampleBps"),
-                 (9, (0, 1, 1), "InvalidWindow"), (9, (1, 366 * DAY, 1), "InvalidWindow"),
-                 (10, self.snap.time - 1, "DeadlineNotInFuture"), (8, 0, "InvalidReplaySeconds"),
-                 (8, COMMITTEE["maxReplaySeconds"] + 1, "InvalidReplaySeconds"),
-                 (7, (*bonds[:2], MIN_BONDS[2] - 1), "BondTooLow")]
-            )  # fmt: skip
+                [
+                    (3, 0, "ZeroTotalSteps"),
+                    (4, 0, "ZeroStride"),
+                    (5, 0, "InvalidIntervalsPerBatch"),
+                    (5, 257, "InvalidIntervalsPerBatch"),
+                    (6, 0, "InvalidSampleBps"),
+                    (6, 10001, "InvalidSampleBps"),
+                    (9, (0, 1, 1), "InvalidWindow"),
+                    (9, (1, 366 * DAY, 1), "InvalidWindow"),
+                    (10, self.snap.time - 1, "DeadlineNotInFuture"),
+                    (8, 0, "InvalidReplaySeconds"),
+                    (8, COMMITTEE["maxReplaySeconds"] + 1, "InvalidReplaySeconds"),
+                    (7, (*bonds[:2], MIN_BONDS[2] - 1), "BondTooLow"),
+                ]
+            )
             terms[field], forbidden = bad, (error,)
         owner = self.pick(self.owners)
         if rng.random() < 0.03:
@@ -553,8 +605,9 @@ class Walk:
             self.send(self.someone(), self.tasks, "finalize", task)
 
     def settle_undecided(self) -> None:
-        task = self.prefer([i for i in self.tasks_in(ACCEPTED, COMMITTED) if self.snap.tasks[i].stalled],
-                           self.snap.tasks)  # fmt: skip
+        task = self.prefer(
+            [i for i in self.tasks_in(ACCEPTED, COMMITTED) if self.snap.tasks[i].stalled], self.snap.tasks
+        )
         if task is not None:
             self.send(self.someone(), self.tasks, "settleUndecided", task)
 
@@ -605,8 +658,13 @@ class Walk:
     def claimable(self) -> list[Commit]:
         """Joined commits whose dispute settled other than sound: their bonds wait for claimBond."""
         s = self.snap
-        return [c for h, c in self.commits.items() if h in s.commits and s.commits[h].status == JOINED_COMMIT
-                and s.records[s.commits[h].dispute].verdict not in (VERDICT_NONE, VERDICT_VALID)]  # fmt: skip
+        return [
+            c
+            for h, c in self.commits.items()
+            if h in s.commits
+            and s.commits[h].status == JOINED_COMMIT
+            and s.records[s.commits[h].dispute].verdict not in (VERDICT_NONE, VERDICT_VALID)
+        ]
 
     def claim_bond(self) -> None:
         c = self.prefer(self.claimable(), list(self.commits.values()))
@@ -915,9 +973,24 @@ def test_random_walk_keeps_balances_and_leaves_nothing_stuck(
 
     # The walk reached every part of the protocol, not just its reverts.
     succeeded = {fn for (fn, ok) in walk.stats if ok}
-    assert succeeded >= {"postTask", "acceptTask", "commitBatch", "drawSeed", "openBatch", "finalize",
-                         "commitChallenge", "revealChallenge", "register", "drawPanel", "commitVote",
-                         "revealVote", "resolve", "settleSeats", "withdraw", "exit"}, succeeded  # fmt: skip
+    assert succeeded >= {
+        "postTask",
+        "acceptTask",
+        "commitBatch",
+        "drawSeed",
+        "openBatch",
+        "finalize",
+        "commitChallenge",
+        "revealChallenge",
+        "register",
+        "drawPanel",
+        "commitVote",
+        "revealVote",
+        "resolve",
+        "settleSeats",
+        "withdraw",
+        "exit",
+    }, succeeded
 
 
 # --- a spec deviation found while writing the walk ------------------------------------------------

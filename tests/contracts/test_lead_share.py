@@ -64,9 +64,16 @@ def two_faked(opened_task: Callable[..., tuple[int, Evidence]]) -> int:
 
 
 def test_a_decoy_dispute_decided_first_cannot_take_the_lead_share_from_an_earlier_challenger(
-    tasks: Any, committee: Any, two_faked: int, provider: Any, watcher: Any, keeper: Any,
-    owner: Any, panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    two_faked: int,
+    provider: Any,
+    watcher: Any,
+    keeper: Any,
+    owner: Any,
+    panel_of_three: list[Any],
+    decide: Callable[[int, int], list[str]],
+) -> None:
     task = two_faked
     of_5 = commit_challenge(tasks, task, 5, watcher)  # the watcher replayed 5, found it faulty, committed
     decoy = commit_challenge(tasks, task, 2, provider, UNAVAILABLE, salt=b"\x01" * 32)  # the provider, later
@@ -93,9 +100,14 @@ def test_a_decoy_dispute_decided_first_cannot_take_the_lead_share_from_an_earlie
 
 
 def test_an_earlier_challenge_still_pending_at_the_slash_is_revealed_into_a_live_dispute(
-    tasks: Any, two_faked: int, provider: Any, watcher: Any, keeper: Any,
-    panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+    tasks: Any,
+    two_faked: int,
+    provider: Any,
+    watcher: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    decide: Callable[[int, int], list[str]],
+) -> None:
     """The watcher's replay is slower than the decoy's panel: its commit is still pending at the slash."""
     task = two_faked
     commit_challenge(tasks, task, 5, watcher)
@@ -114,9 +126,16 @@ def test_an_earlier_challenge_still_pending_at_the_slash_is_revealed_into_a_live
 
 
 def test_an_earlier_challenge_found_sound_after_the_slash_leaves_the_share_to_the_slashing_lead(
-    tasks: Any, committee: Any, two_faked: int, provider: Any, watcher: Any, watcher2: Any, keeper: Any,
-    panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    two_faked: int,
+    provider: Any,
+    watcher: Any,
+    watcher2: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    decide: Callable[[int, int], list[str]],
+) -> None:
     task = two_faked
     commit_challenge(tasks, task, 5, watcher2)  # earlier, and wrong: 5 is sound
     commit_challenge(tasks, task, 2, watcher)
@@ -132,9 +151,15 @@ def test_an_earlier_challenge_found_sound_after_the_slash_leaves_the_share_to_th
 
 
 def test_a_provider_who_commits_first_on_a_fault_is_paid_the_lead_share(
-    tasks: Any, committee: Any, two_faked: int, provider: Any, watcher: Any, keeper: Any,
-    panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    two_faked: int,
+    provider: Any,
+    watcher: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    decide: Callable[[int, int], list[str]],
+) -> None:
     """What stays conceded (protocol section 6): the lead's share rewards the first commit on a fault, and the
     provider, who knows its faults at opening time, may make it. Deterrence rests on the owner's share."""
     task = two_faked
@@ -152,9 +177,16 @@ def test_a_provider_who_commits_first_on_a_fault_is_paid_the_lead_share(
 
 
 def test_an_earlier_dispute_left_undecided_after_the_slash_keeps_its_lead_s_claim(
-    tasks: Any, committee: Any, two_faked: int, provider: Any, watcher: Any, keeper: Any, chain: Any,
-    panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    two_faked: int,
+    provider: Any,
+    watcher: Any,
+    keeper: Any,
+    chain: Any,
+    panel_of_three: list[Any],
+    decide: Callable[[int, int], list[str]],
+) -> None:
     """Found by an attacker's review: the decoy's provider starves the watcher's earlier dispute (no panel
     ever seats, as a flood or silence could make it) until it ends with no decision. No window can reopen on a
     slashed task, so that no-decision must not hand the share to the later lead."""

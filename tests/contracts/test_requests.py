@@ -231,9 +231,17 @@ def test_a_request_left_unopened_slashes_the_task_and_refunds_the_requester(
 
 
 def test_a_requested_interval_is_challenged_and_its_requester_leads_a_copier_who_committed_first(
-    tasks: Any, opened: tuple[int, Evidence], watcher: Any, watcher2: Any, provider: Any, keeper: Any,
-    owner: Any, chain: Any, panel_of_three: list[Any], decide: Callable[[int, int], list[str]],
-) -> None:  # fmt: skip
+    tasks: Any,
+    opened: tuple[int, Evidence],
+    watcher: Any,
+    watcher2: Any,
+    provider: Any,
+    keeper: Any,
+    owner: Any,
+    chain: Any,
+    panel_of_three: list[Any],
+    decide: Callable[[int, int], list[str]],
+) -> None:
     task, ev = opened
     k = unsampled(tasks, ev, 1)[0]
     request(tasks, task, k, watcher)
@@ -260,9 +268,13 @@ def test_a_requested_interval_is_challenged_and_its_requester_leads_a_copier_who
 
 
 def test_a_requested_interval_opened_after_its_batch_s_window_keeps_a_whole_window_of_its_own(
-    tasks: Any, opened: tuple[int, Evidence], watcher: Any, provider: Any, chain: Any,
+    tasks: Any,
+    opened: tuple[int, Evidence],
+    watcher: Any,
+    provider: Any,
+    chain: Any,
     panel_of_three: list[Any],
-) -> None:  # fmt: skip
+) -> None:
     task, ev = opened
     k = unsampled(tasks, ev, 0)[0]
     batch_end = tasks.getBatch(task, 0).windowEnd
@@ -279,9 +291,14 @@ def test_a_requested_interval_opened_after_its_batch_s_window_keeps_a_whole_wind
 
 
 def test_the_requester_leads_the_provider_s_sock_puppet_that_reveals_the_moment_k_opens(
-    tasks: Any, opened: tuple[int, Evidence], watcher: Any, watcher2: Any, provider: Any, chain: Any,
+    tasks: Any,
+    opened: tuple[int, Evidence],
+    watcher: Any,
+    watcher2: Any,
+    provider: Any,
+    chain: Any,
     panel_of_three: list[Any],
-) -> None:  # fmt: skip
+) -> None:
     """The provider opens its faked k and its sock-puppet (watcher2) challenges k at once, to win back the lead's
     share of its own bond; the requester replays k first and commits later in k's first window: it leads."""
     task, ev = opened
@@ -299,9 +316,17 @@ def test_the_requester_leads_the_provider_s_sock_puppet_that_reveals_the_moment_
 
 
 def test_a_requester_s_pending_commit_is_not_expired_as_moot_while_its_request_could_take_the_lead_share(
-    tasks: Any, committee: Any, opened_task: Callable[..., tuple[int, Evidence]], watcher: Any, watcher2: Any,
-    provider: Any, keeper: Any, panel_of_three: list[Any], draw_panel: Any, vote: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    opened_task: Callable[..., tuple[int, Evidence]],
+    watcher: Any,
+    watcher2: Any,
+    provider: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    draw_panel: Any,
+    vote: Any,
+) -> None:
     # The longest reveal window (MAX_REVEAL_WINDOW): the requester's commit still reveals after the slash.
     task, ev = opened_task(windows=(3600, 7200, 3600), replaySeconds=30)
     k = unsampled(tasks, ev, 1)[0]

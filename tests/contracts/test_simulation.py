@@ -56,9 +56,23 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     # Free gas (no base fee, no gas price): the ETH of all accounts and both contracts is conserved.
-    argv = [str(tools.anvil()), "--port", str(port), "--timestamp", str(GENESIS), "--accounts", str(ACCOUNTS),
-            "--balance", "1000000", "--hardfork", "cancun", "--block-base-fee-per-gas", "0",
-            "--gas-price", "0"]  # fmt: skip
+    argv = [
+        str(tools.anvil()),
+        "--port",
+        str(port),
+        "--timestamp",
+        str(GENESIS),
+        "--accounts",
+        str(ACCOUNTS),
+        "--balance",
+        "1000000",
+        "--hardfork",
+        "cancun",
+        "--block-base-fee-per-gas",
+        "0",
+        "--gas-price",
+        "0",
+    ]
     log = Path(tmp_path_factory.mktemp("sim-anvil")) / "anvil.log"
     rpc = Rpc(url)
 
@@ -85,10 +99,21 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
         randomness = deploy(rpc, deployer, *artifact("BlockhashRandomness"), SEED_DELAY, False)
         nonce = int(rpc("eth_getTransactionCount", deployer, "latest"), 16)
         tasks_at = create_address(deployer, nonce + 1)
-        committee = deploy(rpc, deployer, *artifact("AuditCommittee"), tasks_at, randomness.address,
-                           tuple(COMMITTEE.values()))  # fmt: skip
-        tasks = deploy(rpc, deployer, *artifact("TrainingTasks"), randomness.address, KEEPER_BPS, SHARES, MIN_BONDS,
-                       MAX_NO_DECISIONS, MAX_REQUESTS_PER_BATCH, committee.address)  # fmt: skip
+        committee = deploy(
+            rpc, deployer, *artifact("AuditCommittee"), tasks_at, randomness.address, tuple(COMMITTEE.values())
+        )
+        tasks = deploy(
+            rpc,
+            deployer,
+            *artifact("TrainingTasks"),
+            randomness.address,
+            KEEPER_BPS,
+            SHARES,
+            MIN_BONDS,
+            MAX_NO_DECISIONS,
+            MAX_REQUESTS_PER_BATCH,
+            committee.address,
+        )
         assert tasks.address == tasks_at.lower()
         cast = Cast.of(accounts)
         errors = {**tasks.errors, **committee.errors}

@@ -104,19 +104,29 @@ MAX_CHALLENGER_BOND = 2**80 - 1
         ({}, OWNER_BOND - 1, "ValueBelowOwnerBond", {"ownerBond": OWNER_BOND, "sent": OWNER_BOND - 1}),
         ({"replaySeconds": 0}, REWARD + OWNER_BOND, "InvalidReplaySeconds", {"replaySeconds": 0, "max": MAX_REPLAY}),
         ({"replaySeconds": MAX_REPLAY + 1}, REWARD + OWNER_BOND, "InvalidReplaySeconds", {"max": MAX_REPLAY}),
-        ({"challengerBond": MAX_CHALLENGER_BOND + 1}, REWARD + OWNER_BOND, "BondTooHigh",
-         {"maximum": MAX_CHALLENGER_BOND}),
+        (
+            {"challengerBond": MAX_CHALLENGER_BOND + 1},
+            REWARD + OWNER_BOND,
+            "BondTooHigh",
+            {"maximum": MAX_CHALLENGER_BOND},
+        ),
     ],
-    ids=["owner-bond-below-minimum", "value-below-owner-bond", "zero-replay", "replay-above-committee-max",
-         "challenger-bond-above-maximum"],
-)  # fmt: skip
+    ids=[
+        "owner-bond-below-minimum",
+        "value-below-owner-bond",
+        "zero-replay",
+        "replay-above-committee-max",
+        "challenger-bond-above-maximum",
+    ],
+)
 def test_post_task_refuses_bad_owner_bonds_and_replay_times(
     tasks: Any, owner: Any, chain: Any, overrides: dict[str, Any], value: int, error: str, fields: dict[str, Any]
 ) -> None:
     before = tasks.taskCount()
     with ape.reverts(getattr(tasks, error), **fields):
-        tasks.postTask(*post_args({**DEFAULTS, **overrides}, chain.pending_timestamp + 86_400), sender=owner,
-                       value=value)  # fmt: skip
+        tasks.postTask(
+            *post_args({**DEFAULTS, **overrides}, chain.pending_timestamp + 86_400), sender=owner, value=value
+        )
     assert tasks.taskCount() == before and tasks.balance == 0
 
 
@@ -129,9 +139,17 @@ def test_a_zero_reward_is_allowed_and_the_whole_value_is_the_owner_bond(tasks: A
 
 
 def test_a_split_round_is_a_counted_no_decision_that_charges_the_challengers_for_the_revealers(
-    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, watcher2: Any,
-    keeper: Any, split: Any, chain: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    watcher: Any,
+    watcher2: Any,
+    keeper: Any,
+    split: Any,
+    chain: Any,
+) -> None:
     """Two joined bonds; the round's charge (10% of one bond at round 0) goes to the two panelists who
     revealed, the silent one loses its penalty (burned: no outcome to pay), the bonds come back less the
     charge, evenly; the interval's window reopens with one counted no-decision."""
@@ -158,9 +176,16 @@ def test_a_split_round_is_a_counted_no_decision_that_charges_the_challengers_for
 
 
 def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_counts_nothing(
-    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, keeper: Any,
-    draw_panel: Any, vote: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    watcher: Any,
+    keeper: Any,
+    draw_panel: Any,
+    vote: Any,
+) -> None:
     """A flood that keeps honest panelists busy cannot turn their silence into an outcome: the run is voided and
     the round armed again at once (same round, a fresh draw from the whole pool: the void run's panelists
     may sit again)."""
@@ -180,9 +205,20 @@ def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_counts_noth
 
 
 def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everything_burned(
-    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any,
-    watcher2: Any, keeper: Any, owner: Any, provider: Any, split: Any, chain: Any,
- stall: Any,) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    watcher: Any,
+    watcher2: Any,
+    keeper: Any,
+    owner: Any,
+    provider: Any,
+    split: Any,
+    chain: Any,
+    stall: Any,
+) -> None:
     """Two counted no-decisions on interval 0 stall the task. As for finalize, settleUndecided waits for every
     challenge window to close and for every commit and dispute to end (found by review: a stalled task
     settled at once pre-empted an honest challenge of another, faulty interval); finalize is refused; then
@@ -220,9 +256,22 @@ def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everythi
 
 
 def test_a_stalled_task_cannot_be_abandoned_into_the_owner_s_pocket(
-    tasks: Any, post_task: Any, provider: Any, evidence: Any, commit: Any, draw: Any, open_batch: Any,
-    register: Any, auditors: list[Any], watcher: Any, owner: Any, keeper: Any, split: Any, chain: Any,
- stall: Any,) -> None:  # fmt: skip
+    tasks: Any,
+    post_task: Any,
+    provider: Any,
+    evidence: Any,
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    register: Any,
+    auditors: list[Any],
+    watcher: Any,
+    owner: Any,
+    keeper: Any,
+    split: Any,
+    chain: Any,
+    stall: Any,
+) -> None:
     """Found by review: a task stalled while still Accepted; the provider stops (it can never be paid), and at
     the deadline abandon would have paid the owner reward, its bond and the provider bond."""
     register(auditors[:6])
@@ -243,9 +292,17 @@ def test_a_stalled_task_cannot_be_abandoned_into_the_owner_s_pocket(
 
 
 def test_an_excused_panelist_s_silence_never_counts_toward_a_stall(
-    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any,
-    watcher2: Any, keeper: Any, draw_panel: Any, vote: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    watcher: Any,
+    watcher2: Any,
+    keeper: Any,
+    draw_panel: Any,
+    vote: Any,
+) -> None:
     """Found by review: a flooder fills three auditors' L = 4 overlapping seats with junk disputes, so all three
     are excused on the real one; two sybils split and the excused third stays silent. That no-decision
     counted toward a stall, at no cost to anyone. Now the round is drawn again."""
@@ -266,9 +323,21 @@ def test_an_excused_panelist_s_silence_never_counts_toward_a_stall(
 
 
 def test_a_drawn_unopened_batch_holds_settle_undecided_back(
-    tasks: Any, post_task: Any, provider: Any, evidence: Any, commit: Any, draw: Any, open_batch: Any,
-    register: Any, auditors: list[Any], watcher: Any, keeper: Any, split: Any, chain: Any,
- stall: Any,) -> None:  # fmt: skip
+    tasks: Any,
+    post_task: Any,
+    provider: Any,
+    evidence: Any,
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    register: Any,
+    auditors: list[Any],
+    watcher: Any,
+    keeper: Any,
+    split: Any,
+    chain: Any,
+    stall: Any,
+) -> None:
     """The provider's own fault (a batch left unopened) is slashed, not burned with everything else."""
     register(auditors[:6])
     task = post_task(totalSteps=800, intervalsPerBatch=4, sampleBps=10_000)
@@ -288,9 +357,15 @@ def test_a_drawn_unopened_batch_holds_settle_undecided_back(
 
 
 def test_a_no_decision_by_starvation_counts_nothing(
-    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, keeper: Any,
+    tasks: Any,
+    committee: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    watcher: Any,
+    keeper: Any,
     chain: Any,
-) -> None:  # fmt: skip
+) -> None:
     """Two auditors cannot seat three: after starvationTimeout the dispute ends with no decision and no
     charge, but it does not bring the interval closer to a stall (nobody judged it)."""
     register(auditors[:2])
@@ -307,8 +382,14 @@ def test_a_no_decision_by_starvation_counts_nothing(
 
 
 def test_every_way_a_task_ends_but_undecided_returns_the_owner_bond(
-    tasks: Any, post_task: Any, owner: Any, provider: Any, keeper: Any, chain: Any, opened_task: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    post_task: Any,
+    owner: Any,
+    provider: Any,
+    keeper: Any,
+    chain: Any,
+    opened_task: Any,
+) -> None:
     """Cancelled, abandoned and finalized (slashed paths are checked with their payouts elsewhere)."""
     cancelled = post_task()
     tasks.cancel(cancelled, sender=owner)
@@ -326,9 +407,18 @@ def test_every_way_a_task_ends_but_undecided_returns_the_owner_bond(
 
 
 def test_a_second_reopening_keeps_a_commit_made_in_the_first_extension(
-    tasks: Any, committee: Any, opened_task: Any, register: Any, auditors: list[Any], watcher: Any, watcher2: Any,
-    keeper: Any, split: Any, chain: Any, draw_panel: Any,
-) -> None:  # fmt: skip
+    tasks: Any,
+    committee: Any,
+    opened_task: Any,
+    register: Any,
+    auditors: list[Any],
+    watcher: Any,
+    watcher2: Any,
+    keeper: Any,
+    split: Any,
+    chain: Any,
+    draw_panel: Any,
+) -> None:
     """Attack 4 (dispute game v3, low): a dispute of k ends undecided while k's window is open (extended, no gap);
     a watcher commits in the last minutes of that extension; a second dispute of k ends undecided after the
     extension closed and reopens the window. v2 treated everything from k's first window's end to the reopening

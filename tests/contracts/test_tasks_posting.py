@@ -74,8 +74,9 @@ def test_constructor_rejects_shares_that_are_not_whole(project: Any, owner: Any,
 def test_constructor_rejects_a_committee_wired_to_another_task_contract(
     project: Any, owner: Any, committee: Any, tasks: Any
 ) -> None:
-    mismatch = revert_data("AdjudicatorMismatch(address,address)", ["address", "address"],
-                           [committee.address, tasks.address])  # fmt: skip
+    mismatch = revert_data(
+        "AdjudicatorMismatch(address,address)", ["address", "address"], [committee.address, tasks.address]
+    )
     with ape.reverts(mismatch):
         owner.deploy(project.TrainingTasks, tasks.RANDOMNESS(), 1000, SHARES, MIN_BONDS, MAX_NO_DECISIONS, 2, committee)
 
@@ -92,8 +93,11 @@ def test_constructor_records_the_minimum_bonds(tasks: Any) -> None:
 def test_post_task_with_a_bond_below_its_minimum_reverts(tasks: Any, post_task: Any, owner: Any) -> None:
     """Issue 23, attack 5: bonds of 0 made junk disputes free."""
     provider_min, challenger_min, _ = MIN_BONDS
-    cases = [("provider", {"providerBond": provider_min - 1}), ("challenger", {"challengerBond": challenger_min - 1}),
-             ("challenger", {"challengerBond": 0})]  # fmt: skip
+    cases = [
+        ("provider", {"providerBond": provider_min - 1}),
+        ("challenger", {"challengerBond": challenger_min - 1}),
+        ("challenger", {"challengerBond": 0}),
+    ]
     for which, overrides in cases:
         given = next(iter(overrides.values()))
         minimum = provider_min if which == "provider" else challenger_min

@@ -73,8 +73,9 @@ def deploy_mirror(w3: Web3) -> Contract:
 
 def sampling_vectors(mirror: Contract, rng: random.Random) -> dict[str, Any]:
     f = mirror.functions
-    seed_inputs = [(PROTOCOL_BLOCK_HASH, 1, 0)] + [(rng.randbytes(32), rng.randrange(1, 2**32), rng.randrange(64))
-                                                    for _ in range(8)]  # fmt: skip
+    seed_inputs = [(PROTOCOL_BLOCK_HASH, 1, 0)] + [
+        (rng.randbytes(32), rng.randrange(1, 2**32), rng.randrange(64)) for _ in range(8)
+    ]
     seeds = [
         {"block_hash": hexed(h), "task": task, "j": j, "seed": hexed(f.seedOf(h, task, j).call())}
         for h, task, j in seed_inputs
@@ -87,10 +88,15 @@ def sampling_vectors(mirror: Contract, rng: random.Random) -> dict[str, Any]:
         for bps in rng.sample(BPS, 3):
             draw_inputs += [(rng.randbytes(32), n, bps, False), (rng.randbytes(32), n, bps, True)]
     draws = [
-        {"seed": hexed(seed), "n": n, "sample_bps": bps, "is_last": last,
-         "positions": list(f.sampleBatch(seed, n, bps, last).call())}
+        {
+            "seed": hexed(seed),
+            "n": n,
+            "sample_bps": bps,
+            "is_last": last,
+            "positions": list(f.sampleBatch(seed, n, bps, last).call()),
+        }
         for seed, n, bps, last in draw_inputs
-    ]  # fmt: skip
+    ]
     return {"seeds": seeds, "sample_sizes": sample_sizes, "draws": draws}
 
 
@@ -141,8 +147,16 @@ def rejected_proofs(mirror: Contract, tree: merkle.MerkleTree, batch: list[bytes
     out = []
     for why, p, lf, index, count in cases:
         assert not mirror.functions.verify(p, tree.root, lf, index, count).call(), (size, why)
-        out.append({"why": why, "proof": [hexed(s) for s in p], "root": hexed(tree.root), "leaf": hexed(lf),
-                    "index": index, "leaf_count": count})  # fmt: skip
+        out.append(
+            {
+                "why": why,
+                "proof": [hexed(s) for s in p],
+                "root": hexed(tree.root),
+                "leaf": hexed(lf),
+                "index": index,
+                "leaf_count": count,
+            }
+        )
     return out
 
 
@@ -156,16 +170,26 @@ def panel_vectors(mirror: Contract, rng: random.Random) -> dict[str, Any]:
     ]
     sizes = [{"panel_size": p, "round": r, "size": f.panelSize(p, r).call()} for p in (3, 5, 7) for r in range(8)]
     draws = []
-    for slots, want, empty, ineligible in [(1, 3, 0.0, 0.0), (3, 3, 0.0, 0.0), (5, 3, 0.2, 0.2), (20, 3, 0.1, 0.3),
-                                           (20, 7, 0.1, 0.3), (40, 15, 0.2, 0.2), (256, 3, 0.0, 0.0),
-                                           (256, 15, 0.3, 0.3), (6, 7, 0.0, 0.0), (30, 7, 0.5, 0.6)]:  # fmt: skip
+    for slots, want, empty, ineligible in [
+        (1, 3, 0.0, 0.0),
+        (3, 3, 0.0, 0.0),
+        (5, 3, 0.2, 0.2),
+        (20, 3, 0.1, 0.3),
+        (20, 7, 0.1, 0.3),
+        (40, 15, 0.2, 0.2),
+        (256, 3, 0.0, 0.0),
+        (256, 15, 0.3, 0.3),
+        (6, 7, 0.0, 0.0),
+        (30, 7, 0.5, 0.6),
+    ]:
         seed = rng.randbytes(32)
-        occupants = ["0x" + "00" * 20 if rng.random() < empty else Web3.to_checksum_address(rng.randbytes(20))
-                     for _ in range(slots)]  # fmt: skip
+        occupants = [
+            "0x" + "00" * 20 if rng.random() < empty else Web3.to_checksum_address(rng.randbytes(20))
+            for _ in range(slots)
+        ]
         eligible = [rng.random() >= ineligible for _ in range(slots)]
         panel = list(f.drawPanel(seed, occupants, eligible, want).call())
-        draws.append({"seed": hexed(seed), "occupants": occupants, "eligible": eligible, "want": want,
-                      "panel": panel})  # fmt: skip
+        draws.append({"seed": hexed(seed), "occupants": occupants, "eligible": eligible, "want": want, "panel": panel})
     return {"seeds": seeds, "sizes": sizes, "draws": draws}
 
 
@@ -177,12 +201,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        anvil = start_process("anvil", [str(tools.anvil()), "--port", str(port)], log=Path(tmp) / "anvil.log",
-                              ready=lambda: anvil_health(url)[0], timeout=60)  # fmt: skip
+        anvil = start_process(
+            "anvil",
+            [str(tools.anvil()), "--port", str(port)],
+            log=Path(tmp) / "anvil.log",
+            ready=lambda: anvil_health(url)[0],
+            timeout=60,
+        )
         try:
             mirror = deploy_mirror(connect(url))
-            files = {"sampling.json": sampling_vectors(mirror, rng), "merkle.json": merkle_vectors(mirror, rng),
-                     "panel.json": panel_vectors(mirror, random.Random(RNG_SEED + 1))}  # fmt: skip
+            files = {
+                "sampling.json": sampling_vectors(mirror, rng),
+                "merkle.json": merkle_vectors(mirror, rng),
+                "panel.json": panel_vectors(mirror, random.Random(RNG_SEED + 1)),
+            }
         finally:
             terminate(anvil)
     for name, vectors in files.items():

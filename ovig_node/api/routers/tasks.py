@@ -60,8 +60,9 @@ async def task_intervals(
     state: State, task: TaskId, limit: Annotated[int, Query(ge=1, le=4096)] = 1024, offset: Offset = 0
 ) -> m.Page[m.Interval]:
     with state.store.snapshot() as db:
-        found = queries.task_intervals(db, task, state.watchers, limit=limit, offset=offset, names=state.names,
-                                       trusted=state.settings.trusted)  # fmt: skip
+        found = queries.task_intervals(
+            db, task, state.watchers, limit=limit, offset=offset, names=state.names, trusted=state.settings.trusted
+        )
     if found is None:
         raise not_found(f"task {task}")
     return found
@@ -88,8 +89,9 @@ async def task_openings(state: State, task: TaskId) -> list[m.Opening]:
 @router.get("/{task}/timeline", summary="The task's events and windows in chain-time order")
 async def task_timeline(state: State, task: TaskId) -> list[m.TimelineEntry]:
     with state.store.snapshot() as db:
-        found = queries.task_timeline(db, task, names=state.names, head_time=state.indexer.status.head_time,
-                                      trusted=state.settings.trusted)  # fmt: skip
+        found = queries.task_timeline(
+            db, task, names=state.names, head_time=state.indexer.status.head_time, trusted=state.settings.trusted
+        )
     if found is None:
         raise not_found(f"task {task}")
     return found

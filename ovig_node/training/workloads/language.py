@@ -102,8 +102,9 @@ class LanguageWorkload(Workload):
             chosen = chosen[: int(config["lines_per_play"])]
             texts += chosen
             labels += [label] * len(chosen)
-        encoded = tokenizer(texts, padding="max_length", truncation=True, max_length=int(config["max_tokens"]),
-                            return_tensors="pt")  # fmt: skip
+        encoded = tokenizer(
+            texts, padding="max_length", truncation=True, max_length=int(config["max_tokens"]), return_tensors="pt"
+        )
         return Dataset(
             tensors={
                 "input_ids": encoded["input_ids"].to(torch.int32),  # (examples, T)

@@ -45,8 +45,14 @@ DEFAULT_DATA = "chatterbot-corpus:english"
 TOKENIZER_METADATA = "tokenizer"  # the dataset file's metadata key holding the tokenizer's files
 # The tiny base: the default's architecture and tokenizer, two narrow layers (about 3.3M parameters, most
 # of them the tied 49,152-token embedding).
-TINY_SHRINK = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4,
-               "num_key_value_heads": 2, "head_dim": 16}  # fmt: skip
+TINY_SHRINK = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+}
 
 
 class ExampleDropout(nn.Module):
@@ -124,15 +130,19 @@ class LlmWorkload(Workload):
         expected = {"input_ids": torch.int32, "attention_mask": torch.uint8, "loss_mask": torch.uint8}
         shapes = {name: (tensor.dtype, tuple(tensor.shape[1:])) for name, tensor in tensors.items()}
         if shapes != {name: (dtype, (width,)) for name, dtype in expected.items()}:
-            raise DatasetError(f"an llm dataset holds input_ids (int32), attention_mask and loss_mask (uint8), "
-                               f"each (N, {width}); this one {shapes}")  # fmt: skip
+            raise DatasetError(
+                f"an llm dataset holds input_ids (int32), attention_mask and loss_mask (uint8), "
+                f"each (N, {width}); this one {shapes}"
+            )
         vocabulary = _checked_architecture(config.get("architecture") or "{}").get("vocab_size")
         if not isinstance(vocabulary, int) or vocabulary < 1:
             raise DatasetError("the architecture names no vocab_size to check the token ids against")
         ids, attended, counted = tensors["input_ids"], tensors["attention_mask"], tensors["loss_mask"]
         if int(ids.min()) < 0 or int(ids.max()) >= vocabulary:
-            raise DatasetError(f"token ids must lie in [0, {vocabulary}), the vocabulary; this dataset's span "
-                               f"[{int(ids.min())}, {int(ids.max())}]")  # fmt: skip
+            raise DatasetError(
+                f"token ids must lie in [0, {vocabulary}), the vocabulary; this dataset's span "
+                f"[{int(ids.min())}, {int(ids.max())}]"
+            )
         if int(attended.max()) > 1 or int(counted.max()) > 1 or bool((counted > attended).any()):
             raise DatasetError("the masks must be 0/1, and every assistant token an attended one")
         if bool((attended[:, 1:] > attended[:, :-1]).any()):
@@ -147,16 +157,21 @@ class LlmWorkload(Workload):
         than where they lay on the owner's disk."""
         folder = _model_folder(config)
         if config["pretrained"] and config["shrink"]:
-            raise ModelSourceError("shrink changes the architecture: only for a base initialised from the seed "
-                                   "(pretrained: false)")  # fmt: skip
+            raise ModelSourceError(
+                "shrink changes the architecture: only for a base initialised from the seed (pretrained: false)"
+            )
         shape = json.loads(architecture(folder)) | dict(config["shrink"])
         data = str(config["data"])
         if _corpus_language(data) is None:
             data = f"{Path(data).name} sha256:{hashlib.sha256(Path(data).read_bytes()).hexdigest()}"
         model = str(config["model"]) if config["model"] == DEFAULT_MODEL else folder.name
         given = {key: value for key, value in config.items() if key != "data_format" or value is not None}
-        published = {**given, "model": model, "data": data,
-                     "architecture": json.dumps(shape, sort_keys=True, separators=(",", ":"))}  # fmt: skip
+        published = {
+            **given,
+            "model": model,
+            "data": data,
+            "architecture": json.dumps(shape, sort_keys=True, separators=(",", ":")),
+        }
         if config["adapter"] == "lora" and config["lora"]["targets"] == "auto":
             published["lora"] = {**config["lora"], "targets": lora_targets(str(shape.get("model_type")))}
         return published
@@ -214,8 +229,15 @@ class LlmWorkload(Workload):
 
 # Keys of an architecture no node takes from an owner: code to fetch and run (auto_map), another weight
 # dtype than the spec's float32, quantisation, a kernel picked by name (possibly fetched from the Hub).
-_REFUSED_KEYS = ("auto_map", "torch_dtype", "dtype", "quantization_config", "attn_implementation",
-                 "_attn_implementation", "trust_remote_code")  # fmt: skip
+_REFUSED_KEYS = (
+    "auto_map",
+    "torch_dtype",
+    "dtype",
+    "quantization_config",
+    "attn_implementation",
+    "_attn_implementation",
+    "trust_remote_code",
+)
 
 
 def _checked_architecture(text: str) -> dict[str, Any]:
@@ -287,8 +309,9 @@ def _with_adapter(base: nn.Module, config: dict[str, Any]) -> nn.Module:
     # nn.Module.__getattr__ types `config` Tensor | Module; it is the transformers model's PretrainedConfig.
     auto = lora["targets"] == "auto"
     targets = lora_targets(str(base.config.model_type)) if auto else list(lora["targets"])  # type: ignore[union-attr]
-    peft_config = LoraConfig(r=int(lora["rank"]), lora_alpha=int(lora["alpha"]), lora_dropout=p,
-                             target_modules=targets, bias="none")  # fmt: skip
+    peft_config = LoraConfig(
+        r=int(lora["rank"]), lora_alpha=int(lora["alpha"]), lora_dropout=p, target_modules=targets, bias="none"
+    )
     model = get_peft_model(base, peft_config)
     index = 0
     for module in model.modules():
