@@ -1141,8 +1141,8 @@ def test_an_appealed_verdict_no_later_round_confirms_ends_with_no_decision(
     was undecided, so a flood that starved the appeal rounds kept a lucky captured verdict). The provider
     appeals a faulty verdict for sound, then rounds 1 and 2 split (one panelist of each silent): the dispute
     ends with a counted no-decision. The appeal bond comes back minus PANEL_BPS (burned); no ballot loses,
-    only the silent seats; each round charges the challenger for its panelists who revealed; the window
-    reopens."""
+    only the silent seats; each round but the FAULTY one (it backed the challenge) charges the challenger for its
+    panelists who revealed; the window reopens."""
     task, k, dispute, first = drawn(30)
     vote(dispute, dict.fromkeys(first, FAULTY))
     committee.resolve(dispute, sender=keeper)
@@ -1158,7 +1158,8 @@ def test_an_appealed_verdict_no_later_round_confirms_ends_with_no_decision(
     assert events(last, committee.AppealSettled, "appellant", "refunded") == [(provider.address, 2 * CBOND - to_panel)]
     silent = {second[6], third[14]}
     assert sorted(emitted(committee.Penalized, last.block_number, "panelist")) == sorted((p,) for p in silent)
-    charges = [CBOND * 1_000 * 2**r // 10_000 // revealed for r, revealed in enumerate((3, 6, 14))]
+    # Round 0 decided FAULTY: it backed the challenge and charges nothing; the undecided rounds 1 and 2 do.
+    charges = [0, *(CBOND * 1_000 * 2**r // 10_000 // revealed for r, revealed in ((1, 6), (2, 14)))]
     revealers = [first, second[:6], third[:14]]
     assert [[committee.credits(p) for p in panel] for panel in revealers] == [
         [c] * len(panel) for c, panel in zip(charges, revealers, strict=True)
@@ -1167,7 +1168,7 @@ def test_an_appealed_verdict_no_later_round_confirms_ends_with_no_decision(
     assert tasks.getTask(task).status == COMMITTED and tasks.getOpenedInterval(task, k).noDecisions == 1
     commitment = challenge_commitment(task, k, OUT_OF_BOUNDS, b"\x07" * 32, watcher.address)
     tasks.claimBond(task, watcher.address, commitment, sender=keeper)
-    assert tasks.credits(watcher) == CBOND - sum(CBOND * 1_000 * 2**r // 10_000 for r in range(3))
+    assert tasks.credits(watcher) == CBOND - sum(CBOND * 1_000 * 2**r // 10_000 for r in (1, 2))
 
 
 def test_an_appeal_needs_the_next_round_s_panel_of_auditors(
