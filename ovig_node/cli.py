@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ovig_node.errors import OvigError
+from ovig_node.node_cli import EXISTING_FILE, FILE, FOLDER
 from ovig_node.training.chat import FORMATS as CHAT_FORMATS
 from ovig_node.verify.defaults import CALIBRATION
 
@@ -46,7 +47,7 @@ data_dir_option = click.option(
     "--data-dir",
     "data_dir",
     cls=Renamed,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     envvar="OVIG_DEVNET_DIR",
     default=None,
     help="Devnet data folder [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
@@ -177,11 +178,11 @@ def compile_cmd() -> None:
 @data_dir_option
 @click.option("--devnet", "use_devnet", is_flag=True, help="Deploy to the running devnet with test account 0.")
 @click.option("--rpc", "rpc_url", help="JSON-RPC URL of another chain.")
-@click.option("--keystore", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Encrypted key.")
-@click.option("--password-file", type=click.Path(dir_okay=False, path_type=Path), help="Keystore password file.")
+@click.option("--keystore", type=EXISTING_FILE, help="Encrypted key.")
+@click.option("--password-file", type=FILE, help="Keystore password file.")
 @click.option("--password-env", metavar="VAR", help="Environment variable holding the keystore password.")
-@click.option("--deployments", type=click.Path(dir_okay=False, path_type=Path), help="Deployments file to update.")
-@click.option("--plan", type=click.Path(dir_okay=False, path_type=Path), help="Deploy plan [deploy/plan.py].")
+@click.option("--deployments", type=FILE, help="Deployments file to update.")
+@click.option("--plan", type=FILE, help="Deploy plan [deploy/plan.py].")
 @click.option("--no-compile", is_flag=True, help="Use the shipped artifacts even if sources changed.")
 @click.option(
     "--randomness",
@@ -266,7 +267,7 @@ def ipfs() -> None:
 
 
 @ipfs.command("add")
-@click.argument("path", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("path", type=EXISTING_FILE)
 @click.option(
     "--cid-version",
     type=click.IntRange(0, 1),
@@ -292,7 +293,7 @@ def ipfs_add(path: Path, cid_version: int, api_url: str | None, data_dir: Path |
     "--output",
     "output",
     cls=Renamed,
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     required=True,
     help="The file to write (atomically).",
 )
@@ -371,7 +372,7 @@ def spec() -> None:
 @spec.command("new")
 @click.option("--workload", required=True, help="Workload name: vision, language, diffusion or llm.")
 @click.option("--tiny", is_flag=True, help="The tiny config (trains in seconds; for tests and demos).")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True, help="Folder.")
+@click.option("--out", "out_dir", type=FOLDER, required=True, help="Folder.")
 @click.option("--steps", "total_steps", type=int, default=200, show_default=True, help="Training steps N.")
 @click.option("--stride", type=int, default=10, show_default=True, help="Steps per interval s.")
 @click.option("--intervals-per-batch", type=int, default=8, show_default=True, help="Intervals per commit m.")
@@ -388,7 +389,7 @@ def spec() -> None:
 @click.option(
     "--data",
     "data_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=EXISTING_FILE,
     default=None,
     help="llm: conversations, one JSON per line: messages, ShareGPT, Alpaca, prompt/completion or prompt/response "
     "(docs/llm.md).",
@@ -498,20 +499,8 @@ def _make_exact(prepared: Any) -> Any:
 
 
 @spec.command("set-boundary")
-@click.option(
-    "--spec",
-    "spec_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    required=True,
-    help="The spec to name the boundary in (rewritten: its hash changes).",
-)
-@click.option(
-    "--boundary",
-    "boundary_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    required=True,
-    help="The boundary profile `ovig calibrate` wrote for this spec.",
-)
+@click.option("--spec", "spec_path", type=EXISTING_FILE, required=True, help="The spec to name it in (rewritten).")
+@click.option("--boundary", "boundary_path", type=EXISTING_FILE, required=True, help="`ovig calibrate`'s output.")
 def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
     """Name a calibrated boundary profile in the spec (its hash changes: do this before posting)."""
     from ovig_node.training.taskfiles import attach_boundary
@@ -523,13 +512,11 @@ def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
 
 
 @cli.command("train")
-@click.option(
-    "--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The task's spec."
-)
+@click.option("--spec", "spec_path", type=FILE, required=True, help="The task's spec.")
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     required=True,
     help="Evidence folder; a run found there is resumed.",
 )
@@ -540,7 +527,7 @@ def spec_set_boundary(spec_path: Path, boundary_path: Path) -> None:
     help="Execution profile (ddp2, ddp4: data-parallel ranks; fsdp2, fsdp4: sharded with FSDP2).",
 )
 @click.option("--task", "task_id", type=int, default=0, show_default=True, help="On-chain task id.")
-@click.option("--data", "data_dir", type=click.Path(file_okay=False, path_type=Path), help="Dataset folder.")
+@click.option("--data", "data_dir", type=FOLDER, help="Dataset folder.")
 @click.option("--attack", help="Cheat (for evaluation): a built-in attack name or package.module:callable.")
 @click.option("--attack-intervals", default="", help="Comma-separated intervals the attack fakes.")
 @click.option(
@@ -618,7 +605,7 @@ def _number_or_text(value: str) -> float | str:
 @click.option(
     "--spec",
     "spec_paths",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     required=True,
     multiple=True,
     help="The task's spec. Repeat it to calibrate on several honest runs of one workload and stride "
@@ -657,20 +644,20 @@ def _number_or_text(value: str) -> float | str:
 @click.option(
     "--out",
     "out_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     required=True,
     help="Where to write the boundary profile (JSON).",
 )
 @click.option(
     "--work",
     "work_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     help="Folder for the first spec's claims (the others' go in run-2, run-3, ... inside it).",
 )
 @click.option(
     "--reference",
     "reference_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Also write the first spec's reference run (the statistics of every step its honest claims "
     "trained) here, for your watchers' layer one (`watcher --reference`). Keep it private: a "
     "published reference is a template for forged statistics.",
@@ -773,9 +760,7 @@ def calibrate_cmd(
 
 
 @cli.command("verify")
-@click.option(
-    "--spec", "spec_path", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The task's spec."
-)
+@click.option("--spec", "spec_path", type=FILE, required=True, help="The task's spec.")
 @click.option(
     "--evidence",
     "evidence_dir",
@@ -787,7 +772,7 @@ def calibrate_cmd(
 @click.option(
     "--boundary",
     "boundary_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="The calibrated boundary (boundary mode; an exact-mode spec needs none).",
 )
 @click.option(
@@ -805,7 +790,7 @@ def calibrate_cmd(
     help="On-chain task id the evidence is bound to (0: none).",
 )
 @click.option("--digest", help="Expected sha256 (hex) of E_k, e.g. from the chain.")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path), help="JSON report file.")
+@click.option("--report", "report_path", type=FILE, help="JSON report file.")
 def verify_cmd(
     spec_path: Path,
     evidence_dir: Path,
@@ -952,13 +937,13 @@ def verify_cmd(
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     required=True,
     help="Folder for the evaluation's results (eval.json, eval.md, plots).",
 )
 @click.option(
     "--work-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     default=None,
     help="Keep the work (evidence, boundary, each verdict) here until the evaluation ends: a run cut "
     "short resumes when given the same folder and options again [default: a temporary folder].",

@@ -22,13 +22,17 @@ from ovig_node.devnet.manager import default_data_dir
 from ovig_node.nodes.context import REPLAY_PROFILES, Connection, NodeContext, open_node
 
 console = Console(highlight=False)
+# Paths the commands take: a file they read must be there (a usage error naming the option otherwise).
+EXISTING_FILE = click.Path(dir_okay=False, exists=True, path_type=Path)
+FILE = click.Path(dir_okay=False, path_type=Path)
+FOLDER = click.Path(file_okay=False, path_type=Path)
 
 
 def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
             "--devnet-dir",
-            type=click.Path(file_okay=False, path_type=Path),
+            type=FOLDER,
             envvar="OVIG_DEVNET_DIR",
             help="Devnet data folder [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
         ),
@@ -39,20 +43,20 @@ def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help=f"Devnet test account index, 0..{DEVNET_ACCOUNTS - 1} (devnet only).",
         ),
         click.option("--rpc", "rpc_url", help="JSON-RPC URL (not the devnet)."),
-        click.option("--deployments", type=click.Path(dir_okay=False, path_type=Path), help="Deployments file."),
+        click.option("--deployments", type=FILE, help="Deployments file."),
         click.option("--ipfs", "ipfs_url", help="IPFS (Kubo RPC) API URL."),
         click.option(
             "--keystore",
-            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            type=EXISTING_FILE,
             help="Encrypted keystore (JSON) of the account to sign with (not the devnet).",
         ),
         click.option(
             "--password-file",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=FILE,
             help="File holding the keystore's password (never the password on the command line).",
         ),
         click.option("--password-env", metavar="VAR", help="Environment variable holding the keystore's password."),
-        click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Node state folder."),
+        click.option("--home", type=FOLDER, help="Node state folder."),
         click.option(
             "--beacon",
             "beacon_urls",
@@ -190,7 +194,7 @@ replay_profile_option = click.option(
 @click.option(
     "--reference",
     "reference_paths",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=EXISTING_FILE,
     multiple=True,
     help="An owner's reference run (`ovig calibrate --reference`): tasks of its spec are "
     "screened by their statistics, and their anomalous unopened intervals requested (repeatable).",
@@ -324,19 +328,8 @@ def owner() -> None:
 
 
 @owner.command("post-task")
-@click.option(
-    "--spec",
-    "spec_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    required=True,
-    help="The task's spec, its boundary named (`ovig spec set-boundary`).",
-)
-@click.option(
-    "--boundary",
-    "boundary_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help="The boundary the spec names (not for an exact spec).",
-)
+@click.option("--spec", "spec_path", type=EXISTING_FILE, required=True, help="The task's spec, its boundary named.")
+@click.option("--boundary", "boundary_path", type=EXISTING_FILE, help="The boundary the spec names (not for exact).")
 @click.option("--reward", required=True, help="Reward in ETH (escrowed now).")
 @click.option("--provider-bond", required=True, help="Provider bond in ETH.")
 @click.option("--challenger-bond", required=True, help="Challenger bond in ETH.")
@@ -545,7 +538,7 @@ def owner_list(as_json: bool, **options: Any) -> None:
 @click.option(
     "--out",
     "out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     required=True,
     help="An empty or new folder for the model, its tokenizer and provenance.json.",
 )

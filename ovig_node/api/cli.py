@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.console import Console
 
-from ovig_node.node_cli import checksummed_addresses
+from ovig_node.node_cli import EXISTING_FILE, FOLDER, checksummed_addresses
 
 if TYPE_CHECKING:  # imported when serving: `ovig --help` stays quick
     from ovig_node.api.settings import ApiSettings
@@ -25,19 +25,19 @@ def api() -> None:
 @click.option("--devnet", "use_devnet", is_flag=True, help="Serve the embedded devnet (devnet.json).")
 @click.option(
     "--devnet-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     envvar="OVIG_DEVNET_DIR",
     help="Devnet data folder [env OVIG_DEVNET_DIR; default ~/.ovig/devnet].",
 )
 @click.option("--rpc", "rpc_url", help="JSON-RPC URL (not the devnet).")
-@click.option("--deployments", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Deployments file.")
+@click.option("--deployments", type=EXISTING_FILE, help="Deployments file.")
 @click.option("--ipfs", "ipfs_url", help="IPFS (Kubo RPC) API the reports are fetched from [devnet: its node].")
 @click.option("--gateway", help="IPFS gateway URL the dashboard links content to, e.g. https://ipfs.io.")
 @click.option(
     "--watcher-home",
     "watcher_homes",
     multiple=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=FOLDER,
     help="A watcher node's --home: its verdicts mark intervals verified, its account's attestations are "
     "trusted (repeatable) [devnet: its watcher nodes' folders are read without it].",
 )
@@ -51,7 +51,7 @@ def api() -> None:
     help="Another watcher whose attestations mark intervals verified (repeatable); all are shown. "
     "Your own watcher nodes' are trusted without it.",
 )
-@click.option("--home", type=click.Path(file_okay=False, path_type=Path), help="Index folder.")
+@click.option("--home", type=FOLDER, help="Index folder.")
 @click.option("--confirmations", type=int, help="Blocks under the head before indexing [devnet 0, else 3].")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on.")
