@@ -30,7 +30,7 @@ from ovig_node.devnet.processes import free_port
 from ovig_node.files import file_sha256
 from ovig_node.nodes.attesting import attestations, domain_of
 from ovig_node.nodes.context import Connection, NodeContext, open_node
-from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES
+from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES, node_command
 from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.keeper import Keeper
@@ -75,21 +75,8 @@ class System:
         return open_node(role, self.folder / "nodes" / f"{role}-{index}-inproc", connection, console=console)
 
     def start(self, role: str, index: int, *extra: str) -> subprocess.Popen[bytes]:
-        home = self.folder / "nodes" / f"{role}-{index}"
         log = (self.folder / f"{role}-{index}.log").open("ab")
-        argv = [
-            sys.executable,
-            "-m",
-            "ovig_node",
-            role,
-            "--account",
-            str(index),
-            "--home",
-            str(home),
-            "--profile",
-            PROFILES[index],
-            *extra,
-        ]
+        argv = node_command(role, index, self.folder / "nodes" / f"{role}-{index}", PROFILES[index], *extra)
         if role == "auditor":  # three of them, idle but for their votes: a pass every 2 s leaves CPU to the rest
             argv += ["--poll", "2"]
         # The tests folder on the path: a trainer may load a plugin attack from it (hostile_attack).

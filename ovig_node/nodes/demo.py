@@ -361,24 +361,17 @@ def _reusable(spec_path: Path, boundary_path: Path, cast: Cast) -> bool:
     return task.spec.boundary is not None and task.spec.workload.name == cast.workload and calibrated == expected
 
 
+def node_command(role: str, index: int, home: Path, profile: str, *extra: str) -> list[str]:
+    """The command that runs ``role``'s node as devnet test account ``index``, its state in ``home``."""
+    node = [sys.executable, "-m", "ovig_node", role]
+    return [*node, "--account", str(index), "--home", str(home), "--profile", profile, *extra]
+
+
 def _start(
     net: Devnet, cast: Cast, role: str, index: int, logs: Path, folder: Path, timeout: float, *extra: str
 ) -> subprocess.Popen[bytes]:
     logs.mkdir(parents=True, exist_ok=True)
-    home = folder / "nodes" / f"{role}-{index}"
-    argv = [
-        sys.executable,
-        "-m",
-        "ovig_node",
-        role,
-        "--account",
-        str(index),
-        "--home",
-        str(home),
-        "--profile",
-        cast.profiles[index],
-        *extra,
-    ]
+    argv = node_command(role, index, folder / "nodes" / f"{role}-{index}", cast.profiles[index], *extra)
     if role != "trainer":
         argv += ["--for", str(int(timeout))]
     log: IO[bytes] = (logs / f"{role}-{index}.log").open("ab")

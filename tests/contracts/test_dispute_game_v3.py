@@ -80,17 +80,26 @@ def play(committee: Any, keeper: Any, draw_panel: Any, vote: Any) -> Callable[..
 
 
 @pytest.fixture
-def every_run_voided(
-    committee: Any, tasks: Any, opened_task: Any, play: Any, watcher: Any
-) -> Callable[[int | None], tuple[int, int, int]]:
+def challenged(tasks: Any, opened_task: Any, watcher: Any) -> Callable[[], tuple[int, int, int]]:
+    """A small task posted and opened, its first sampled interval challenged by the watcher (commit, reveal).
+    Returns (task, k, dispute). A factory: a test registers its auditors first."""
+
+    def run() -> tuple[int, int, int]:
+        task, _ = opened_task(**SMALL)
+        k = sampled_intervals(tasks, task, 0)[0]
+        commit_challenge(tasks, task, k, watcher)
+        return task, k, reveal(tasks, task, k, watcher)
+
+    return run
+
+
+@pytest.fixture
+def every_run_voided(committee: Any, challenged: Any, play: Any) -> Callable[[int | None], tuple[int, int, int]]:
     """A watcher's dispute whose every run gets ``ballot`` from every panelist (None: silence), which voids it:
     it is drawn again MAX_RERUNS times, then ends. Returns (task, k, dispute)."""
 
     def run(ballot: int | None) -> tuple[int, int, int]:
-        task, _ = opened_task(**SMALL)
-        k = sampled_intervals(tasks, task, 0)[0]
-        commit_challenge(tasks, task, k, watcher)
-        dispute = reveal(tasks, task, k, watcher)
+        task, k, dispute = challenged()
         for n in range(committee.MAX_RERUNS() + 1):
             play(dispute, lambda p: ballot)
             assert committee.getDispute(dispute).run == n + (n < committee.MAX_RERUNS())
@@ -314,6 +323,7 @@ def test_a_withholding_provider_in_a_small_registry_costs_the_watcher_nothing(
     play: Any,
     watcher: Any,
     chain: Any,
+    challenged: Any,
 ) -> None:
     """The second review's open finding: in a registry too small for the later rounds, a provider that withholds
     its faulty interval's files made round 0 UNAVAILABLE, whose free escalation armed a round nobody could seat;
@@ -322,10 +332,7 @@ def test_a_withholding_provider_in_a_small_registry_costs_the_watcher_nothing(
     is challengeable again (the faulty interval is never paid while the watcher challenges it; a larger registry
     ends it). Round 0's panel is paid nothing: the price of refusing to bill the watcher."""
     register(auditors[:6])  # round 0 seats three; round 1's seven cannot be found among the other three
-    task, _ = opened_task(**SMALL)
-    k = sampled_intervals(tasks, task, 0)[0]
-    commit_challenge(tasks, task, k, watcher)
-    dispute = reveal(tasks, task, k, watcher)
+    task, k, dispute = challenged()
     panel = play(dispute, lambda p: BALLOT_UNAVAILABLE)  # withheld
     assert (committee.getDispute(dispute).status, committee.getDispute(dispute).round) == (AWAITING_PANEL, 1)
     starve(committee, dispute, keeper, chain)
@@ -350,6 +357,7 @@ def test_a_captured_round_zero_whose_sybils_exit_slashes_no_honest_provider(
     play: Any,
     watcher: Any,
     chain: Any,
+    challenged: Any,
 ) -> None:
     """A third review's finding against a first fix of the one above (an UNAVAILABLE outcome standing when the
     round it armed cannot seat): sybils that capture round 0 of an honest task's dispute answer ``unavailable``
@@ -358,10 +366,7 @@ def test_a_captured_round_zero_whose_sybils_exit_slashes_no_honest_provider(
     verdict), and the sybils earn nothing."""
     sybils = auditors[:3]
     register(sybils)  # the whole registry: round 0 is theirs
-    task, _ = opened_task(**SMALL)  # an honest provider: every interval sound
-    k = sampled_intervals(tasks, task, 0)[0]
-    commit_challenge(tasks, task, k, watcher)  # here the attacker's
-    dispute = reveal(tasks, task, k, watcher)
+    task, _, dispute = challenged()  # an honest provider: every interval sound; the watcher here the attacker's
     draw_and_exit = play(dispute, lambda p: BALLOT_UNAVAILABLE)
     for s in sybils:
         committee.requestExit(sender=s)
@@ -383,16 +388,14 @@ def test_a_faulty_round_appealed_into_a_voided_one_costs_the_watcher_nothing(
     play: Any,
     watcher: Any,
     provider: Any,
+    challenged: Any,
 ) -> None:
     """A fifth review: a faulty provider appeals its round-0 FAULTY verdict and has round 1 voided (its panelists
     kept busy, or a sybil's excused seat silent) to the re-run bound: the no-decision's round charge for the FAULTY
     run came out of the watcher's bond, on every reopening. Now a run that backed the challenge charges no bond:
     the watcher's comes back whole; the appellant pays PANEL_BPS of its own bond, burned."""
     register(auditors[:10])
-    task, _ = opened_task(**SMALL)
-    k = sampled_intervals(tasks, task, 0)[0]
-    commit_challenge(tasks, task, k, watcher)
-    dispute = reveal(tasks, task, k, watcher)
+    _, _, dispute = challenged()
     panel = play(dispute, lambda p: FAULTY)
     assert committee.getDispute(dispute).decided == FAULTY
     committee.appeal(dispute, sender=provider, value=2 * CBOND)
@@ -416,16 +419,14 @@ def test_the_last_silent_run_is_void_too_so_a_lone_revealer_takes_no_charge(
     auditors: list[Any],
     play: Any,
     watcher: Any,
+    challenged: Any,
 ) -> None:
     """A third review: a silent run at the re-run bound ended the dispute without being voided, so its round charge
     came out of the watcher's bond and went to whoever revealed in it: one panelist revealing ``unavailable``
     (never penalised) among abstainers took 10% of the bond, on every reopening. Now the last silent run is void
     like the others: the watcher's bond comes back whole and the lone revealer earns nothing."""
     register(auditors[:5])
-    task, _ = opened_task(**SMALL)
-    k = sampled_intervals(tasks, task, 0)[0]
-    commit_challenge(tasks, task, k, watcher)
-    dispute = reveal(tasks, task, k, watcher)
+    _, _, dispute = challenged()
     lone: list[str] = []
     for _ in range(committee.MAX_RERUNS() + 1):
         revealed: list[str] = []
@@ -563,14 +564,12 @@ def test_a_silent_panelist_cannot_dodge_its_penalty_by_challenging_after_its_run
     draw_panel: Any,
     vote: Any,
     chain: Any,
+    challenged: Any,
 ) -> None:
     """Found by the attacker's review of v3: a panelist silent on its seat, once the round was resolved, committed a
     challenge on the still-active task before its seat was settled, and the settlement excused it as interested.
     Interest excuses silence only if it came by the end of the run."""
-    task, _ = opened_task(**SMALL)
-    k = sampled_intervals(tasks, task, 0)[0]
-    commit_challenge(tasks, task, k, watcher)
-    dispute = reveal(tasks, task, k, watcher)
+    task, k, dispute = challenged()
     panel = draw_panel(dispute)
     lazy = next(a for a in panel_of_three if a.address == panel[0])
     vote(dispute, {p: VALID for p in panel[1:]})  # lazy never commits nor reveals
