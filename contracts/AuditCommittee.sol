@@ -61,7 +61,7 @@ struct CommitteeParams {
     // Seconds from a round's arm in which its panel must be drawn; past it, anyone re-arms.
     uint64 maxDrawDelay;
     // Seconds from a round's first arm after which a round that still cannot seat its panel, or keeps
-    // staying silent, ends the dispute with an uncounted no-decision.
+    // staying silent, ends the dispute with a no-decision.
     uint64 starvationTimeout;
     // Longest replay a task may declare (TrainingTasks refuses tasks above it).
     uint64 maxReplaySeconds;
@@ -69,7 +69,7 @@ struct CommitteeParams {
     uint16 panelSize;
     // Rounds: 1 .. 8.
     uint8 maxRounds;
-    // Share of a losing or stalled appeal's bond paid to the deciding round's majority, in bps.
+    // Share of a losing appeal's bond paid to the deciding round's majority (burned after a no-decision), in bps.
     uint16 panelBps;
     // Wei a panelist's replay is worth per second of declared replay time: a task's provider bond must pay
     // round 0's replays from its panel share (replayCost).
@@ -87,9 +87,11 @@ struct CommitteeParams {
 /// majority, and undecided otherwise. Only the last round ends a task on availability: an UNAVAILABLE round
 /// before it arms the next at no bond. A decided round stands when its appeal window passes; an appealed
 /// one stands only if a later round confirms it. A silent undecided round is drawn again (at most
-/// MAX_RERUNS times, its ballots void); a round that cannot seat or stays silent ends the dispute with an
-/// uncounted no-decision: a flood buys delay, never a verdict. A run that decided FAULTY or UNAVAILABLE charges
-/// the joined bonds nothing after a no-decision.
+/// MAX_RERUNS times, its ballots void); a round that cannot seat or stays silent, or a last round that stays
+/// undecided, ends the dispute with a no-decision, which reopens the interval's window and never ends the task:
+/// a flood buys delay, never a verdict or a stall. After a no-decision only a run that decided SOUND charges the
+/// joined bonds (for its panel): an undecided run is one its silent or abstaining seats could have decided, so
+/// it proves nothing against the challenge, and one that backed the challenge charges it nothing.
 /// Penalties, settled against the final outcome a page of seats at a time (settleSeats), and burned:
 /// SOUND penalises faulty ballots, FAULTY penalises sound ones, UNAVAILABLE and no decision penalise none; an
 /// unavailable ballot never loses; silence loses unless the seat was excused (beyond L overlapping seats) or
@@ -117,7 +119,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// @notice Draw tries per drawPanel call: a round of 15 seats (240 tries) takes four calls.
     uint256 internal constant TRIES_PER_CALL = 64;
     /// @notice Times a round that stayed silent and undecided is drawn again before the dispute ends
-    /// with an uncounted no-decision.
+    /// with a no-decision.
     uint256 public constant MAX_RERUNS = 2;
     /// @notice Seats one settleSeats call settles: no call grows with the panel.
     uint256 public constant SEATS_PER_CALL = 32;
@@ -423,7 +425,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     /// @notice Draw the current run's panel, TRIES_PER_CALL tries at a time (call again until the dispute
     /// is Voting): try t seats the occupant, as of the arm block, of slot `keccak256(abi.encode(seed, t)) %
-    /// slots` if it was eligible then and has no seat in a counted run of the dispute. Allowed from the
+    /// slots` if it was eligible then and has no seat in a run of the dispute that was not voided. Allowed from the
     /// target's readiness (`panelTarget`) until MAX_DRAW_DELAY after the arm; past it, or once every try is
     /// made with too few seated, the round must be re-armed.
     /// @param dispute The dispute id.
@@ -447,7 +449,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     /// @notice Arm the current round anew at this block, when its draw cannot complete: past
     /// MAX_DRAW_DELAY, its target's value gone, or every try made with too few seated. Past
-    /// STARVATION_TIMEOUT from the round's first arm, the dispute ends instead with an uncounted
+    /// STARVATION_TIMEOUT from the round's first arm, the dispute ends instead with a
     /// no-decision (an appealed outcome stands only if a later round confirms it).
     /// @param dispute The dispute id.
     function rearm(uint256 dispute) external {
@@ -459,11 +461,11 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         uint256 seated = _unseatDraw(dispute, d);
         if (!_before(d.roundStartedAt + STARVATION_TIMEOUT)) {
             emit RoundFailed(dispute, d.round);
-            // INVARIANT (v3): a round that cannot seat ends the dispute undecided and uncounted: a flood that
+            // INVARIANT (v3): a round that cannot seat ends the dispute with a no-decision: a flood that
             // empties the pool buys delay, never a verdict. (Not an UNAVAILABLE outcome standing when the round
             // it armed cannot seat: sybils that captured it and then exit would leave that round unseatable
             // and slash an honest provider.) Both contracts record the same moot outcome.
-            return _finish(dispute, d, TASKS.isMoot(dispute) ? Verdict.Moot : Verdict.NoDecision, false);
+            return _finish(dispute, d, TASKS.isMoot(dispute) ? Verdict.Moot : Verdict.NoDecision);
         }
         _arm(d);
         emit PanelRearmed(dispute, d.round, block.number, seated);
@@ -520,8 +522,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// unless it is the last, which ends the dispute; an unavailable one before the last arms the next
     /// round at no bond. An undecided run most of whose panel stayed silent, or with an excused panelist
     /// silent, is voided and the round drawn again (at most MAX_RERUNS times, within STARVATION_TIMEOUT),
-    /// else the dispute ends with an uncounted no-decision; another undecided run arms the next, larger
-    /// round, and after the last round the dispute ends with a counted no-decision. A moot dispute (its
+    /// else the dispute ends with a no-decision; another undecided run arms the next, larger round, and after
+    /// the last round the dispute ends with a no-decision too. A moot dispute (its
     /// task ended) resolves at any time, without penalties, its appeal bonds refunded.
     /// @param dispute The dispute id.
     function resolve(uint256 dispute) external {
@@ -529,12 +531,12 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         if (d.status == DisputeStatus.Resolved) revert WrongDisputeStatus(dispute, d.status);
         if (TASKS.isMoot(dispute)) {
             if (d.status == DisputeStatus.AwaitingPanel) _unseatDraw(dispute, d);
-            return _finish(dispute, d, Verdict.Moot, false);
+            return _finish(dispute, d, Verdict.Moot);
         }
         if (d.status == DisputeStatus.Appealable) {
             uint64 until = d.decidedAt + APPEAL_WINDOW;
             if (_before(until)) revert AppealWindowOpen(dispute, until);
-            return _finish(dispute, d, d.decided, false);
+            return _finish(dispute, d, d.decided);
         }
         if (d.status != DisputeStatus.Voting) revert WrongDisputeStatus(dispute, d.status);
         if (_now() < _revealEnd(d)) revert VotingNotOver(dispute, _revealEnd(d));
@@ -548,7 +550,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         // INVARIANT: a run most of whose seated panel stayed silent, or where an excused panelist stayed
         // silent, judged nothing: it is drawn again with a fresh seed, its ballots void, from the whole pool.
         // A flood that keeps honest panelists busy (their seats excused) can repeat that only MAX_RERUNS times
-        // and then ends the dispute uncounted: it buys delay, never a verdict or a stall.
+        // and then ends the dispute with a no-decision: it buys delay, never a verdict or a stall.
         bool silent = _revealed(r) * 2 <= r.size || r.excusedRevealed < r.excused;
         if (silent) {
             if (d.reruns < MAX_RERUNS && _before(d.roundStartedAt + STARVATION_TIMEOUT)) {
@@ -562,12 +564,14 @@ contract AuditCommittee is IAdjudicator, PullPayments {
             // The last silent run judged nothing either: void, it charges no bond (a lone revealer among
             // abstainers would otherwise take its round's charge from the watcher).
             r.voided = true;
-            return _finish(dispute, d, Verdict.NoDecision, false);
+            return _finish(dispute, d, Verdict.NoDecision);
         }
         if (d.round + 1 < MAX_ROUNDS) return _nextRound(d);
-        // INVARIANT: a no-decision counts toward the interval's stall only through a round most of whose
-        // seated panel revealed.
-        return _finish(dispute, d, Verdict.NoDecision, true);
+        // INVARIANT (v3): an undecided run proves nothing, however many revealed: with an odd panel and three
+        // ballots every undecided run has a silent or abstaining seat that could have decided it, and a sybil
+        // minority can force that (keeping honest auditors busy until they abstain). So its no-decision
+        // charges the watcher nothing and never ends the task: the interval's window reopens.
+        return _finish(dispute, d, Verdict.NoDecision);
     }
 
     /// @notice Appeal a decided round for the other outcome, within APPEAL_WINDOW of its decision, with
@@ -597,8 +601,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     /// SeatsSettled). Anyone may call it. Each seat is released; it loses PENALTY (burned) for a ballot
     /// against the outcome (faulty when it is sound, sound when it is faulty) or for silence on a seat neither
     /// excused nor interested in the task; the deciding run's panelists who backed the outcome are credited
-    /// their share of the panel's money, and after a no-decision each counted panelist who revealed its
-    /// round's charge.
+    /// their share of the panel's money, and after a no-decision each panelist who revealed in a run that
+    /// decided SOUND its round's charge.
     /// @param dispute The dispute id.
     function settleSeats(uint256 dispute) external {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Resolved);
@@ -802,9 +806,9 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         bool last = d.round + 1 == MAX_ROUNDS;
         if (outcome == Verdict.Unavailable) {
             emit RoundDecided(dispute, d.round, outcome, 0);
-            return last ? _finish(dispute, d, outcome, false) : _nextRound(d);
+            return last ? _finish(dispute, d, outcome) : _nextRound(d);
         }
-        if (last) return _finish(dispute, d, outcome, false);
+        if (last) return _finish(dispute, d, outcome);
         d.decided = outcome;
         d.status = DisputeStatus.Appealable;
         d.decidedAt = _stamp();
@@ -832,7 +836,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     }
 
     /// @dev Eligibility for a round armed at a, from the history as of a (protocol 4.2). Seats held on
-    /// other disputes do not matter; a seat in a counted run of this dispute does, checked by the caller.
+    /// other disputes do not matter; a seat in a run of this dispute not voided does, checked by the caller.
     function _eligibleAsOf(Dispute storage d, address candidate, uint48 asOf) internal view returns (bool) {
         if (!_standingOk(candidate, asOf)) return false;
         // INVARIANT: a later round seats only auditors that were eligible when the dispute opened too: sybils
@@ -877,7 +881,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         return (uint16(t), uint16(seated));
     }
 
-    /// @dev Seats `candidate` in the current run if it is someone, has no seat in a counted run of this
+    /// @dev Seats `candidate` in the current run if it is someone, has no seat in a run not voided of this
     /// dispute (a voided run's panelists are drawn again: a re-run does not use up the pool), and was
     /// eligible as of the arm block.
     function _seatIfEligible(
@@ -888,7 +892,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     ) internal returns (bool) {
         if (candidate == address(0)) return false;
         uint16 previous = _seatOf[dispute][candidate];
-        // The latest seat decides: a seat in a counted run (or in this draw) is never followed by another.
+        // The latest seat decides: a seat in a run not voided (or in this draw) is never followed by another.
         if (previous != 0 && !_runs[dispute][_ballots[dispute][previous - 1].run].voided) return false;
         if (!_eligibleAsOf(d, candidate, asOf)) return false;
         address[] storage seats = _seats[dispute];
@@ -959,14 +963,13 @@ contract AuditCommittee is IAdjudicator, PullPayments {
 
     /// @dev Ends the dispute with `verdict` (checks-effects-interactions: its state first, then the task
     /// contract pays out and credits the panel's money here, which this contract pulls; TASKS is fixed at
-    /// construction and trusted). The seats are settled afterwards by settleSeats. `counted`: a no-decision
-    /// through a round most of whose panel revealed.
-    function _finish(uint256 dispute, Dispute storage d, Verdict verdict, bool counted) internal {
+    /// construction and trusted). The seats are settled afterwards by settleSeats.
+    function _finish(uint256 dispute, Dispute storage d, Verdict verdict) internal {
         d.status = DisputeStatus.Resolved;
         d.verdict = verdict;
         uint256 charges = verdict == Verdict.NoDecision ? _roundCharges(dispute, d, false, 0) : 0;
         emit DisputeResolved(dispute, d.task, verdict, d.round);
-        uint256 toPanel = TASKS.settleDispute(dispute, Settlement({verdict: verdict, counted: counted, charges: charges}));
+        uint256 toPanel = TASKS.settleDispute(dispute, Settlement({verdict: verdict, charges: charges}));
         if (toPanel != 0) PullPayments(address(TASKS)).withdraw();
         uint256 appealParts = _settleAppeals(dispute, verdict);
         heldForSeats += toPanel + appealParts;
@@ -981,7 +984,7 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         }
     }
 
-    /// @dev Round charges of a no-decision (protocol 4.2): each counted run that someone revealed in charges
+    /// @dev Round charges of a no-decision (protocol 4.2): each run that decided SOUND (and was appealed) charges
     /// the joined bonds PANEL_BPS x challengerBond x 2^round for those who revealed. Without `paid`, returns
     /// their sum (what to ask the task contract for); with it, shares `paid` (the charges the joined bonds
     /// covered) out, earlier runs first, evenly among each run's panelists who revealed (`chargeEach`), and
@@ -991,12 +994,12 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         uint256 total = 0;
         for (uint256 i = 0; i <= d.run; ++i) {
             Run storage r = _runs[dispute][i];
+            // INVARIANT: only a run that decided against the challenge charges its bonds. One that backed it
+            // (FAULTY or UNAVAILABLE) does not: a provider that withholds its files, or appeals a FAULTY round and
+            // then has the next round voided, must not bill the watcher (an appellant pays PANEL_BPS of its own
+            // bond). Nor does an undecided one: its silent or abstaining seats could have decided it.
+            if (r.voided || _outcome(r) != Verdict.Valid) continue;
             uint256 revealed = _revealed(r);
-            // INVARIANT: a run that backed the challenge (FAULTY or UNAVAILABLE) charges no bond: a provider that
-            // withholds its files, or appeals a FAULTY round and then has the next round voided, must not bill
-            // the watcher for the no-decision that follows (an appellant pays PANEL_BPS of its own bond).
-            Verdict backed = _outcome(r);
-            if (r.voided || revealed == 0 || backed == Verdict.Faulty || backed == Verdict.Unavailable) continue;
             uint256 charge = _charge(bond, r);
             total += charge;
             if (!share) continue;

@@ -139,15 +139,6 @@ error OpeningWindowClosed(uint256 task, uint256 j, uint64 closedAt);
 /// @param closesAt When it closes.
 error OpeningWindowOpen(uint256 task, uint256 j, uint64 closesAt);
 
-/// @notice An interval of the task reached maxNoDecisions counted no-decisions: it cannot finalize,
-/// only end Undecided (settleUndecided) or Slashed.
-/// @param task The task id.
-error TaskStalled(uint256 task);
-
-/// @notice settleUndecided: no interval of the task has reached maxNoDecisions counted no-decisions.
-/// @param task The task id.
-error TaskNotStalled(uint256 task);
-
 /// @notice A challenge window of the task is still open.
 /// @param task The task id.
 /// @param closesAt When the last one closes.

@@ -52,7 +52,6 @@ import {
     IntervalWindowClosed,
     InvalidBps,
     InvalidIntervalsPerBatch,
-    InvalidParameter,
     InvalidProof,
     InvalidReason,
     InvalidSampleBps,
@@ -76,8 +75,6 @@ import {
     RequestWindow,
     SeedNotReady,
     SharesNotWhole,
-    TaskNotStalled,
-    TaskStalled,
     TooManyRequests,
     UnknownCommitment,
     UnknownDispute,
@@ -105,8 +102,8 @@ import {
 /// share waits for them (the earliest lead found faulty, or left undecided after the slash, takes it) and
 /// they are judged as if the task were live.
 /// Joined bonds are pulled back with `claimBond` (no loop over challengers at settlement).
-/// An interval whose disputes reach MAX_NO_DECISIONS counted no-decisions stalls its task, which can then
-/// only end Undecided (reward and both bonds burned: nobody profits from a stall) or Slashed.
+/// A dispute that ends with no decision reopens its interval's window: it judged nothing, so it never ends
+/// the task (a run without a majority is one that its silent or abstaining seats could have decided).
 /// @dev Randomness comes from RANDOMNESS (DrandBeacon; BlockhashRandomness on devnets).
 /// Money invariant (protocol 4.3): this contract's balance equals the rewards, owner bonds and provider
 /// bonds of tasks that are Posted, Accepted or Committed, plus every task's `heldBonds` (wei of challenger
@@ -137,10 +134,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     uint256 public immutable MIN_PROVIDER_BOND;
     /// @notice Smallest challenger bond a task may ask for: junk disputes are never free.
     uint256 public immutable MIN_CHALLENGER_BOND;
-    /// @notice Smallest owner bond a task may carry (burned if the task ends Undecided).
+    /// @notice Smallest owner bond a task may carry (back to the owner however the task ends).
     uint256 public immutable MIN_OWNER_BOND;
-    /// @notice Counted no-decisions on one interval that stall its task (finalize refused; settleUndecided).
-    uint8 public immutable MAX_NO_DECISIONS;
     /// @notice Targeted openings (requestOpening) one requester may ask of a batch. Per requester, so that
     /// nobody can fill a batch's room for others; each request costs its own bond (the provider's share of
     /// it, the rest burned, when the task finalizes), which is what bounds the work of opening them.
@@ -328,8 +323,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param task The task id.
     /// @param k The interval.
     /// @param windowEnd When its reopened window closes.
-    /// @param noDecisions How many of k's disputes have ended with no decision.
-    event IntervalWindowReopened(uint256 indexed task, uint256 indexed k, uint64 windowEnd, uint8 noDecisions);
+    event IntervalWindowReopened(uint256 indexed task, uint256 indexed k, uint64 windowEnd);
 
     /// @notice The task finalized; the provider is credited reward and bond.
     /// @param task The task id.
@@ -363,21 +357,10 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param caller Who called abandon.
     event TaskAbandoned(uint256 indexed task, address indexed caller);
 
-    /// @notice Interval `k` reached MAX_NO_DECISIONS counted no-decisions: the task cannot finalize.
-    /// @param task The task id.
-    /// @param k The interval.
-    event TaskStalledAt(uint256 indexed task, uint256 indexed k);
-
-    /// @notice A stalled task ended Undecided: its reward and both bonds were burned.
-    /// @param task The task id.
-    /// @param caller Who called settleUndecided.
-    event TaskUndecided(uint256 indexed task, address indexed caller);
-
     /// @param randomness RANDOMNESS, the backend the adjudicator draws panels from too.
     /// @param keeperBps KEEPER_BPS, at most 10000.
     /// @param shares Payout shares of section 4.2; each triple sums to 10000.
     /// @param minBonds The smallest provider, challenger and owner bonds a task may carry (protocol 4.2).
-    /// @param maxNoDecisions Counted no-decisions on one interval that stall its task, 1 .. 255.
     /// @param maxRequestsPerBatch Targeted openings one requester may ask of a batch, 0 .. 255 (0: none).
     /// @param adjudicator The dispute court; it must already name this contract as its task contract
     /// (deploy it first, at this contract's predicted address).
@@ -386,11 +369,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         uint256 keeperBps,
         Shares memory shares,
         MinBonds memory minBonds,
-        uint8 maxNoDecisions,
         uint8 maxRequestsPerBatch,
         IAdjudicator adjudicator
     ) {
-        if (maxNoDecisions == 0) revert InvalidParameter("maxNoDecisions", maxNoDecisions);
         if (keeperBps > BPS) revert InvalidBps(keeperBps);
         _checkWhole(uint256(shares.faultyLeadBps) + shares.faultyPanelBps + shares.faultyOwnerBps);
         _checkWhole(uint256(shares.soundProviderBps) + shares.soundPanelBps + shares.soundBurnBps);
@@ -403,7 +384,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         MIN_PROVIDER_BOND = minBonds.provider;
         MIN_CHALLENGER_BOND = minBonds.challenger;
         MIN_OWNER_BOND = minBonds.owner;
-        MAX_NO_DECISIONS = maxNoDecisions;
         MAX_REQUESTS_PER_BATCH = maxRequestsPerBatch;
         _FAULTY_LEAD_BPS = shares.faultyLeadBps;
         _FAULTY_PANEL_BPS = shares.faultyPanelBps;
@@ -557,7 +537,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         b.sampleCount = uint16(positions.length);
         b.windowEnd = _now() + t.terms.windows.openingWindow;
         b.status = BatchStatus.Drawn;
-        t.drawnBatches += 1;
         emit SeedDrawn(task, j, b.seed, b.sampledBitmap, b.windowEnd);
     }
 
@@ -586,9 +565,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (_before(t.terms.deadline)) revert DeadlineNotReached(task, t.terms.deadline);
         // INVARIANT: a challenge decides first: a faulty verdict pays the lead challenger from the bond.
         _requireNoChallenge(task, t);
-        // INVARIANT: nobody profits from a stall: a stalled task ends Undecided (or Slashed), never paying
-        // the owner the provider bond.
-        if (t.stalled) revert TaskStalled(task);
         t.status = TaskStatus.Abandoned;
         emit TaskAbandoned(task, msg.sender);
         _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + t.terms.providerBond);
@@ -607,31 +583,10 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
         // INVARIANT: every challenge made in a window is revealed (or expired) and decided first.
         _requireNoChallenge(task, t);
-        // INVARIANT: an interval nobody could decide after MAX_NO_DECISIONS tries never pays the provider.
-        if (t.stalled) revert TaskStalled(task);
         t.status = TaskStatus.Finalized;
         emit TaskFinalized(task, t.provider);
         _credit(t.provider, task, t.terms.reward + t.terms.providerBond);
         _credit(t.owner, task, t.terms.ownerBond);
-    }
-
-    /// @notice End a stalled task Undecided: an interval reached MAX_NO_DECISIONS counted no-decisions,
-    /// every drawn batch is opened (an unopened one is the provider's fault: slashUnopened decides first),
-    /// and, as for finalize, every challenge window has closed with no commit pending and no dispute open. Reward, provider bond and owner bond are burned, so nobody
-    /// profits from a stall; pending challenge commits are refunded when revealed or expired.
-    /// @param task The task id.
-    function settleUndecided(uint256 task) external {
-        Task storage t = _requireActive(task);
-        if (!t.stalled) revert TaskNotStalled(task);
-        if (t.drawnBatches != t.openedBatches) revert BatchesNotOpened(task, t.openedBatches, t.drawnBatches);
-        if (t.unopenedRequests != 0) revert RequestsNotOpened(task, t.unopenedRequests);
-        // INVARIANT: a challenge that can still find the task faulty decides first, as before finalize:
-        // every window closed, nothing pending, no dispute open.
-        if (_before(t.challengeEnd)) revert ChallengeWindowOpen(task, t.challengeEnd);
-        _requireNoChallenge(task, t);
-        t.status = TaskStatus.Undecided;
-        emit TaskUndecided(task, msg.sender);
-        _burn(task, t.terms.reward + t.terms.providerBond + t.terms.ownerBond);
     }
 
     // --- targeted openings (protocol section 8.3) ---------------------------------------------
@@ -936,7 +891,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         } else if (verdict == Verdict.NoDecision) {
             toPanel = _chargeRounds(d, t, s.charges);
             if (active) {
-                _reopenWindow(d.task, t, iv, d.k, s.counted);
+                _reopenWindow(d.task, t, iv, d.k);
             } else {
                 // Judged after the slash (its lead committed earlier) and left undecided: no window can
                 // reopen, so its lead keeps its claim; otherwise flooding it into no decision would hand
@@ -1237,9 +1192,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         t.heldBonds -= uint128(pot - each * d.joined);
     }
 
-    /// @dev No decision: interval k may be challenged for one more challengeWindow from now. A counted one
-    /// (most of the last round's panel revealed) brings k closer to stalling its task.
-    function _reopenWindow(uint256 task, Task storage t, OpenedInterval storage iv, uint256 k, bool counted) internal {
+    /// @dev No decision: interval k may be challenged for one more challengeWindow from now.
+    function _reopenWindow(uint256 task, Task storage t, OpenedInterval storage iv, uint256 k) internal {
         uint64 end = _now() + t.terms.windows.challengeWindow;
         (, uint64 firstEnd) = _firstWindow(task, t, k, _batches[task][k / t.terms.intervalsPerBatch]);
         uint64 openUntil = _windowEnd(firstEnd, iv);
@@ -1250,14 +1204,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             iv.reopenedAt = _now();
         }
         iv.windowEnd = end;
-        // Saturates: a counter that reverted here would block the dispute's settlement, and every exit.
-        if (counted && iv.noDecisions < type(uint8).max) iv.noDecisions += 1;
         if (end > t.challengeEnd) t.challengeEnd = end;
-        emit IntervalWindowReopened(task, k, end, iv.noDecisions);
-        if (counted && iv.noDecisions == MAX_NO_DECISIONS) {
-            t.stalled = true;
-            emit TaskStalledAt(task, k);
-        }
+        emit IntervalWindowReopened(task, k, end);
     }
 
     /// @dev Slash for an opening not made in time (batch `j`, or a requested interval of it): the owner is

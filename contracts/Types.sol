@@ -18,10 +18,7 @@ enum TaskStatus {
     // Terminal: the deadline passed before every batch was committed; the owner got reward and bond.
     Abandoned,
     // Terminal: the provider left a batch unopened or lost a dispute; the bond was slashed.
-    Slashed,
-    // Terminal: an interval reached maxNoDecisions counted no-decisions; reward, provider bond and owner
-    // bond were burned, so nobody profits from a stall.
-    Undecided
+    Slashed
 }
 
 /// @notice Lifecycle of one batch of a task (protocol sections 3 and 4.1).
@@ -94,7 +91,7 @@ struct TaskTerms {
     uint256 providerBond;
     // Exact value a challenge commit must carry.
     uint256 challengerBond;
-    // Sent with the reward; back to the owner when the task ends, unless it ends Undecided.
+    // Sent with the reward; back to the owner however the task ends.
     uint256 ownerBond;
     // N: training steps in all.
     uint64 totalSteps;
@@ -139,18 +136,13 @@ struct Task {
     uint64 committedBatches;
     // Batches opened so far; finalize needs all of them.
     uint64 openedBatches;
-    // Batches whose sample was drawn; settleUndecided waits until every one of them is opened.
-    uint64 drawnBatches;
-    // Set when an interval reached maxNoDecisions counted no-decisions: finalize is refused and the task
-    // can only end Undecided (or Slashed, by another dispute or an unopened batch).
-    bool stalled;
     // A slash's lead share waiting for earlier challenges (protocol 4.2 as amended): who takes it unless a
     // dispute led by an earlier commit is found faulty, and that lead's commit sequence number (0: nothing
     // waits). Disputes of the slashed task led by a smaller sequence number, and commits made before it,
     // are still judged; `releaseLeadShare` pays the share once none is left.
     address waitingLead;
     uint64 waitingLeadSeq;
-    // Targeted openings requested and not opened yet; finalize and settleUndecided wait for them (an
+    // Targeted openings requested and not opened yet; finalize waits for them (an
     // unopened one past its window is slashed like an unopened batch).
     uint32 unopenedRequests;
 }
@@ -236,9 +228,6 @@ struct OpenedInterval {
     // The dispute over this interval the adjudicator has not settled yet (0: none). Ids are counted, one per
     // reveal that opens a dispute: never near 2^40.
     uint40 dispute;
-    // Disputes of the interval that ended with a counted no-decision: most of the last round's seated
-    // panel revealed and still no majority (saturates at 255).
-    uint8 noDecisions;
     // Set when a dispute found the interval sound: it is final, never challenged again.
     bool sound;
     // End of the interval's window once a dispute of it ended with no decision (0: its first window's).
@@ -321,8 +310,6 @@ struct DisputeRecord {
 struct Settlement {
     // Valid, Faulty, Unavailable, NoDecision or Moot.
     Verdict verdict;
-    // NoDecision only: most of the last round's seated panel revealed (it counts toward maxNoDecisions).
-    bool counted;
     // NoDecision only: the round charges the adjudicator asks of the joined bonds for the panelists who
     // revealed (panelBps x challengerBond x 2^r per round); the task contract pays at most what they hold.
     uint256 charges;
@@ -468,7 +455,7 @@ struct Auditor {
     uint32 openSeats;
 }
 
-/// @notice A seat on a dispute: one per panelist per run (an auditor sits in one counted run of a dispute at
+/// @notice A seat on a dispute: one per panelist per run (an auditor sits in one run not voided of a dispute at
 /// most; a voided run's panelists may be drawn again).
 struct Ballot {
     // The run it sat in.

@@ -29,15 +29,12 @@ KEEPER_BPS = 1_000  # basis points of the provider bond
 SHARES = (2_000, 1_000, 7_000, 5_000, 1_000, 4_000)
 ETHER = 10**18
 # The smallest bonds a task may carry (protocol 4.2): a junk challenge costs at least 0.01 ETH, of which
-# the panel's 10% pays for its replays; a provider bonds at least 0.1 ETH; an owner at least 0.01 ETH,
-# burned with the reward and the provider bond if the task ends Undecided.
+# the panel's 10% pays for its replays; a provider bonds at least 0.1 ETH; an owner at least 0.01 ETH
+# (back to it however the task ends).
 MIN_PROVIDER_BOND = ETHER // 10
 MIN_CHALLENGER_BOND = ETHER // 100
 MIN_OWNER_BOND = ETHER // 100
 MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND, MIN_OWNER_BOND)
-# Counted no-decisions (most of the last round's panel revealed, still no majority) on one interval that
-# stall its task: it can then only end Undecided (everything burned) or Slashed.
-MAX_NO_DECISIONS = 3
 # Targeted openings (protocol 8.3) one requester may ask of a batch: a watcher's layer one asks for the intervals
 # it finds most anomalous; each request makes the provider open one more interval, so a few per batch. Per
 # requester, so a provider's sock puppets cannot fill a batch's room first; each request costs its own bond.
@@ -64,7 +61,7 @@ COMMITTEE = (
     45 * 60,  # max replay seconds a task may declare (6 h / L)
     3,  # panel size of round 0 (then 7, 15, 31, 63)
     5,  # rounds: with 20% sybils the fifth round's chance of a sybil majority is below 1e-6
-    1_000,  # panel bps: of a losing or stalled appeal's bond, to the deciding round's majority
+    1_000,  # panel bps: of a losing appeal's bond, to the deciding round's majority
     REPLAY_PRICE,
 )
 MAX_DRAW_DELAY_FIELD = 7  # CommitteeParams' maxDrawDelay, in the order above
@@ -104,7 +101,7 @@ def plan(deployer: Deployer) -> None:
     # KEEPER_BPS: 10% of the provider bond pays whoever slashes a batch left unopened.
     tasks_at = deployer.recorded_address("TrainingTasks")
     committee_at = deployer.recorded_address("AuditCommittee")
-    tasks_args = (randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_NO_DECISIONS, MAX_REQUESTS_PER_BATCH)
+    tasks_args = (randomness, KEEPER_BPS, SHARES, MIN_BONDS, MAX_REQUESTS_PER_BATCH)
     pair_unchanged = (
         tasks_at is not None
         and committee_at is not None

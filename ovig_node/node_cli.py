@@ -337,7 +337,7 @@ def owner() -> None:
     "--owner-bond",
     default="0.01",
     show_default=True,
-    help="Owner bond in ETH, sent with the reward (burned only if the task ends Undecided).",
+    help="Owner bond in ETH, sent with the reward (back to the owner however the task ends).",
 )
 @click.option(
     "--replay-seconds",

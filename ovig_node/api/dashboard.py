@@ -37,7 +37,7 @@ TASK_COLUMNS = (
     ("posted", False),
 )
 EN_DASH = "\u2013"  # the pager's range, as app.js writes it
-TASK_STATES = ("posted", "accepted", "committed", "finalized", "slashed", "cancelled", "abandoned", "undecided")
+TASK_STATES = ("posted", "accepted", "committed", "finalized", "slashed", "cancelled", "abandoned")
 
 
 def index_html(state: ApiState) -> str:

@@ -58,7 +58,6 @@ class TimelineKind(StrEnum):
     SLASHED = "slashed"
     CANCELLED = "cancelled"
     ABANDONED = "abandoned"
-    UNDECIDED = "undecided"
 
 
 Wei = Annotated[str, Field(pattern=r"^-?[0-9]+$", description="wei, as a decimal string")]
@@ -86,7 +85,7 @@ class Terms(BaseModel):
     reward: Wei
     provider_bond: Wei
     challenger_bond: Wei
-    owner_bond: Wei = Field(description="sent with the reward; burned only if the task ends undecided")
+    owner_bond: Wei = Field(description="sent with the reward; back to the owner however the task ends")
     replay_seconds: int = Field(description="the slowest honest replay of one interval the owner declares")
     total_steps: int
     stride: int
@@ -111,9 +110,6 @@ class TaskSummary(BaseModel):
     committed_batches: int
     opened_batches: int
     open_disputes: int
-    stalled_at: int | None = Field(
-        description="the interval whose undecided disputes stalled the task: it can only end undecided or slashed"
-    )
     posted_block: int
     posted_at: int | None = Field(description="unix time of the posting block")
     updated_block: int = Field(description="block of the task's latest state change")

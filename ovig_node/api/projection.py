@@ -60,8 +60,6 @@ class Projection:
             "TaskFinalized": lambda e, a: self._task(a["task"], e, status="finalized"),
             "TaskSlashed": self._task_slashed,
             "TaskAbandoned": lambda e, a: self._task(a["task"], e, status="abandoned"),
-            "TaskUndecided": lambda e, a: self._task(a["task"], e, status="undecided"),
-            "TaskStalledAt": lambda e, a: self._task(a["task"], e, stalled_at=a["k"]),
             "LeadShareWaiting": lambda e, a: self._task(a["task"], e, lead=a["lead"], lead_paid=0),
             "LeadShareReleased": lambda e, a: self._task(a["task"], e, lead=a["lead"], lead_paid=1),
             "Credited": self._credited,

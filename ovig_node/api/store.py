@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "10"
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     opened_batches INTEGER NOT NULL DEFAULT 0, challenge_end INTEGER NOT NULL DEFAULT 0,
     pending_commits INTEGER NOT NULL DEFAULT 0, open_disputes INTEGER NOT NULL DEFAULT 0,
     posted_block INTEGER NOT NULL, posted_hash TEXT NOT NULL, updated_block INTEGER NOT NULL,
-    slashed_batch INTEGER, slashed_by TEXT, slashed_dispute INTEGER, stalled_at INTEGER,
+    slashed_batch INTEGER, slashed_by TEXT, slashed_dispute INTEGER,
     lead TEXT, lead_paid INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, task);

@@ -53,8 +53,6 @@ KINDS: dict[str, m.TimelineKind] = {
     "TaskSlashed": K.SLASHED,
     "TaskCancelled": K.CANCELLED,
     "TaskAbandoned": K.ABANDONED,
-    "TaskStalledAt": K.DISPUTE,
-    "TaskUndecided": K.UNDECIDED,
     "LeadShareWaiting": K.PAYOUT,
     "LeadShareReleased": K.PAYOUT,
 }
@@ -159,10 +157,6 @@ def _more(event: Event, names: dict[str, str]) -> str:
         "IntervalOpened": lambda: f"task {a['task']}: interval {a['k']} opened (end digest {a['endDigest'][:12]}…)",
         "TaskCancelled": lambda: f"task {a['task']} cancelled by its owner",
         "TaskAbandoned": lambda: f"task {a['task']} abandoned: the deadline passed with batches uncommitted",
-        "TaskStalledAt": lambda: (
-            f"task {a['task']} stalled: interval {a['k']} had too many disputes without a decision"
-        ),
-        "TaskUndecided": lambda: f"task {a['task']} ended undecided: reward and both bonds burned",
         "ChallengeExpired": lambda: (
             "a challenge commit expired unrevealed: bond " + ("refunded" if a["refunded"] else "burned")
         ),

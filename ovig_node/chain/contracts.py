@@ -31,7 +31,6 @@ class TaskStatus(IntEnum):
     CANCELLED = 5
     ABANDONED = 6
     SLASHED = 7
-    UNDECIDED = 8
 
 
 class BatchStatus(IntEnum):

@@ -17,7 +17,7 @@ never a local limit or setting:
 A seat with no verdict by its commit deadline (the commit window's end less ``COMMIT_MARGIN``, to send the
 commit): a replay that has not finished, or one that failed, is ``abstain``, never silence. An abstention
 counts for no outcome and toward no quorum, as silence does (a run mostly abstaining is drawn again, and then
-the dispute ends uncounted), but unlike silence it is never penalised and never paid: a task whose replay no
+the dispute ends with no decision), but unlike silence it is never penalised and never paid: a task whose replay no
 node can finish in time (an owner's declared replay time far below the truth) costs the honest auditors
 nothing and decides nothing. The replay runs in a background thread, so the node keeps serving its other seats
 and reaches every deadline; one replay at a time, since an execution profile's settings are process-wide, and each

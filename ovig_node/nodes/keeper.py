@@ -2,8 +2,8 @@
 
 Every node runs a Keeper between its own work, so no clock of the protocol depends on one party:
 ``drawSeed``, ``slashUnopened``, ``slashUnopenedRequest`` and ``settleRequest`` (targeted openings),
-``finalize``, ``abandon``, ``settleUndecided``, ``expireChallenge``,
-``claimBond``, ``releaseLeadShare`` (a slash's lead share, once no earlier challenge can take it),
+``finalize``, ``abandon``, ``expireChallenge``, ``claimBond``,
+``releaseLeadShare`` (a slash's lead share, once no earlier challenge can take it),
 ``drawPanel`` (a panel may take several calls), ``rearm`` (a draw that can no longer complete), ``resolve``
 and ``settleSeats`` (a resolved dispute's seats, a page a call); and ``submitRound``: a draw whose drand
 round is not on-chain yet waits for someone to submit its signature, fetched from the node's beacon relays
@@ -31,7 +31,6 @@ DUTIES = (
     "settleRequest",
     "finalize",
     "abandon",
-    "settleUndecided",
     "expireChallenge",
     "claimBond",
     "releaseLeadShare",
@@ -128,15 +127,7 @@ class Keeper:
                     f"slashed task {task}: batch {j} was not opened in time",
                 )
         opened = t.unopenedRequests == 0  # a request left unopened is slashed (below), never finalized
-        if t.stalled and quiet and now >= t.challengeEnd and t.drawnBatches == t.openedBatches and opened:
-            # An interval reached maxNoDecisions counted no-decisions: the task can only end Undecided.
-            done += self._act(
-                "settleUndecided",
-                f"settleUndecided:{task}",
-                tasks.functions.settleUndecided(task),
-                f"task {task} ended Undecided: reward and bonds burned",
-            )
-        elif (
+        if (
             t.status == TaskStatus.COMMITTED
             and t.openedBatches == t.batchCount
             and now >= t.challengeEnd
@@ -144,7 +135,7 @@ class Keeper:
             and opened
         ):
             done += self._act("finalize", f"finalize:{task}", tasks.functions.finalize(task), f"finalized task {task}")
-        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet and not t.stalled:
+        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet:
             done += self._act(
                 "abandon", f"abandon:{task}", tasks.functions.abandon(task), f"task {task} abandoned: deadline passed"
             )

@@ -42,7 +42,7 @@ class Terms:
     challenge_window: int
     reveal_window: int
     deadline_in: int  # seconds from now
-    owner_bond: int = 10**16  # wei, sent with the reward; burned only if the task ends Undecided
+    owner_bond: int = 10**16  # wei, sent with the reward; back to the owner however the task ends
     # The slowest honest replay of one interval the owner declares (protocol 4.2); None: twice the
     # boundary's slowest calibration replay, rounded up.
     replay_seconds: int | None = None

@@ -46,7 +46,6 @@ def describe(event: Event, names: dict[str, str]) -> str | None:
         "TaskSlashed": lambda: f"task {a['task']} SLASHED",
         "LeadShareWaiting": lambda: f"task {a['task']}: the lead's share waits for earlier challenges",
         "LeadShareReleased": lambda: f"task {a['task']}: lead's share ({eth(a['amount'])}) paid to {who(a['lead'])}",
-        "TaskUndecided": lambda: f"task {a['task']} UNDECIDED: reward and bonds burned",
         "TaskFinalized": lambda: f"task {a['task']} finalized: {who(a['provider'])} is paid",
         "Withdrawn": lambda: f"{who(a['account'])} withdrew {eth(a['amount'])} from {event.contract}",
         "AuditorRegistered": lambda: f"{who(a['auditor'])} registered as an auditor (stake {eth(a['stake'])})",

@@ -27,7 +27,6 @@ KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened bat
 # provider bond; sound: provider, panel, burned of every joined challenger bond.
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
 MIN_BONDS = (10**17, 10**16, 10**16)  # provider, challenger, owner: the smallest bonds a task may carry
-MAX_NO_DECISIONS = 2  # counted no-decisions on one interval that stall its task
 MAX_REQUESTS_PER_BATCH = 2  # targeted openings each requester may ask of a batch
 
 # Constructor parameters of AuditCommittee (CommitteeParams, in field order).
@@ -44,7 +43,7 @@ COMMITTEE: dict[str, int] = {
     "maxReplaySeconds": 900,
     "panelSize": 3,
     "maxRounds": 3,
-    "panelBps": 1000,  # of a losing or stalled appeal's bond, to the deciding round's majority
+    "panelBps": 1000,  # of a losing appeal's bond, to the deciding round's majority
     "replayPrice": 10**12,  # wei per second of declared replay: round 0's 3 replays of 900 s cost 0.0027 ETH
 }
 # What registering takes, (L + 2) x penalty, and what eligibility needs, L x penalty (protocol 4.2, v3).
@@ -55,7 +54,7 @@ TRIES_PER_SEAT, TRIES_PER_CALL = 16, 64
 # Verdict, Vote, Reason, DisputeStatus and CommitStatus values (contracts/Types.sol). A ballot of 1 (sound) or 2
 # (faulty) has the value of the verdict it backs.
 V_NONE, VALID, FAULTY, NO_DECISION, MOOT, V_UNAVAILABLE = range(6)
-SOUND, BALLOT_UNAVAILABLE = VALID, 3
+SOUND, BALLOT_UNAVAILABLE, ABSTAIN = VALID, 3, 4
 OUT_OF_BOUNDS, UNAVAILABLE = 1, 2
 D_NONE, AWAITING_PANEL, VOTING, RESOLVED, APPEALABLE = range(5)
 C_NONE, C_PENDING, C_JOINED, C_SETTLED, C_EXPIRED = range(5)
@@ -84,7 +83,7 @@ DEFAULTS: dict[str, Any] = {
 
 # The deploy's split of a faulty verdict, of the default provider bond: lead, panel, owner.
 LEAD, PANEL, OWNER_SHARE = (DEFAULTS["providerBond"] * bps // 10_000 for bps in SHARES[:3])
-OWNER_BOND = DEFAULTS["ownerBond"]  # back to the owner whenever a task ends, unless it ends Undecided
+OWNER_BOND = DEFAULTS["ownerBond"]  # back to the owner however a task ends
 
 
 def task_escrow(task: Any) -> int:
@@ -128,7 +127,6 @@ def deploy_pair(project: Any, owner: Any, randomness: Any = None, **committee: i
         KEEPER_BPS,
         SHARES,
         MIN_BONDS,
-        MAX_NO_DECISIONS,
         MAX_REQUESTS_PER_BATCH,
         court.address,
     )

@@ -49,7 +49,8 @@ Agents (each episode draws its mix from the seed):
   expireChallenge, claimBond, slashUnopened, abandon, withdraw) at the edges of windows, one second early
   or on the second, in random order with the other transactions due then;
 - **honest auditors** (32 to 50 of them active) vote as the shipped node does when seated (the ground truth
-  if they obtained the files, unavailable if a withholder kept them back) and always reveal; they
+  if they obtained the files, unavailable if a withholder kept them back) and always reveal; in some
+  episodes, kept busy by a flood, each lets its abstention stand with chance 0.3 (review 6 of v3); they
   appeal a wrong decision no other honest party appealed; an **honest keeper** calls every transition when
   it is due.
 
@@ -69,19 +70,22 @@ After every episode (each message names the episode's seed), ``check`` asserts:
 - completeness: the provider of a task whose intervals are all sound (honest providers, the flooder) is
   credited reward + bond + its share of sound-settled challenger bonds, to the wei, and every challenge of
   it cost its challenger at least the panel's share of its bond (what came back to it, read from the
-  ``Credited`` of a claim or a refunded expiry, is at most the bond less that share);
+  ``Credited`` of a claim or a refunded expiry, is at most the bond less that share), unless its dispute ended
+  with no decision (protocol 4.3's concession);
+- no decisions: no honest auditor that revealed in every run it sat is penalized in a dispute that ended with
+  no decision, and such a dispute none of whose runs decided SOUND refunds every joined bond whole;
 - fixity: every ``PanelDrawn`` panel equals ``ovig_node.protocol.panel.draw_panel`` over the committee's
   history as of the round's arm block (``slotCountAt``, ``occupantAt``, ``standingAt``; the first
   ``ChallengeCommitted`` of each account on the task in the episode's book: no commit at or before a; the
   task's owner and provider; earlier seats) and the seed from the hash of the round's randomness target,
   the arm block + SEED_DELAY (BlockhashRandomness; the committee's ``panelTarget`` names that block), with the
-  panelists of the dispute's counted runs (not of a voided, silent run) ineligible;
+  panelists of the dispute's runs (not of a voided, silent run) ineligible;
 - honest stakes (issue 45): an honest auditor loses stake only where the round whose verdict stood had a sybil
   majority (counted), so no honest auditor falls below eligibility otherwise; a withholder's games are counted
   by the verdicts they came to;
 - targeted openings: a faked interval opened on request is one more opened faked interval for soundness; the
   lead of a requester's reveal is its request's place when it committed within k's first challenge window
-  (as ``_leadSeqOf``); an Undecided task's requesters put their request bonds in;
+  (as ``_leadSeqOf``);
 - no ETH stuck: once the agents stop (at the natural end, or at a random cut-off in some episodes), only
   calls anyone may make (keeper transitions, and auditors leaving) end every task, commit, dispute and
   request;
@@ -110,6 +114,7 @@ from typing import Any
 
 from eth_utils import keccak
 from helpers import (
+    ABSTAIN,
     APPEALABLE,
     AUDITOR_STAKE,
     AWAITING_PANEL,
@@ -158,7 +163,7 @@ VOTING_SECONDS = COMMITTEE["commitWindow"] + COMMITTEE["revealWindow"]  # from a
 RESERVE = 60  # an honest agent acting "at some moment" acts this long before the deadline at the latest
 
 # TaskStatus (contracts/Types.sol).
-POSTED, ACCEPTED, COMMITTED_TASK, FINALIZED, CANCELLED, ABANDONED, SLASHED, UNDECIDED = range(1, 9)
+POSTED, ACCEPTED, COMMITTED_TASK, FINALIZED, CANCELLED, ABANDONED, SLASHED = range(1, 8)
 STATUS_NAMES = (
     "None",
     "Posted",
@@ -168,10 +173,9 @@ STATUS_NAMES = (
     "Cancelled",
     "Abandoned",
     "Slashed",
-    "Undecided",
 )
 VERDICT_NAMES = ("none", "sound", "faulty", "no decision", "moot", "unavailable")
-OWNER_BONDS = (MIN_BONDS[2], 2 * 10**17 + 9)  # sent with the reward; back to the owner unless Undecided
+OWNER_BONDS = (MIN_BONDS[2], 2 * 10**17 + 9)  # sent with the reward; back to the owner however the task ends
 REPLAY_SECONDS = (1, 600, COMMITTEE["maxReplaySeconds"])  # what a task declares (protocol 4.2)
 
 
@@ -179,7 +183,7 @@ REPLAY_SECONDS = (1, 600, COMMITTEE["maxReplaySeconds"])  # what a task declares
 #
 # postTask's arguments and value (bonds with the owner's, the declared replay time), the escrow the money
 # check expects (helpers.task_escrow, shared with the other contract tests), the terminal states, the
-# timeouts a keeper calls (settleUndecided for a stalled task) and the provider's payouts. What a claimed or
+# timeouts a keeper calls (releaseLeadShare for a slash's waiting share) and the provider's payouts. What a claimed or
 # expired bond refunds is read from its Credited event, so the completeness check judges partial refunds
 # (bonds less the round charges of a no-decision) as they come.
 
@@ -187,7 +191,7 @@ REPLAY_SECONDS = (1, 600, COMMITTEE["maxReplaySeconds"])  # what a task declares
 class Interface:
     """Where the simulation meets the contracts' signatures and payout rules."""
 
-    TERMINAL = frozenset({FINALIZED, CANCELLED, ABANDONED, SLASHED, UNDECIDED})
+    TERMINAL = frozenset({FINALIZED, CANCELLED, ABANDONED, SLASHED})
     LIVE = frozenset({POSTED, ACCEPTED, COMMITTED_TASK})
 
     @staticmethod
@@ -226,11 +230,9 @@ class Interface:
 
     @staticmethod
     def ended_task_calls(task_id: int, task: Any) -> list[tuple[str, tuple[Any, ...]]]:
-        """Timeouts that may end a task nobody else moves: a stalled one ends Undecided; a slash's waiting lead
-        share is paid once no challenge of the task is left."""
+        """Timeouts that may end what nobody else moves: a slash's waiting lead share is paid once no challenge
+        of the task is left."""
         quiet = task.pendingCommits == 0 and task.openDisputes == 0
-        if task.stalled and task.status in (ACCEPTED, COMMITTED_TASK):
-            return [("settleUndecided", (task_id,))]
         if task.waitingLeadSeq and quiet:
             return [("releaseLeadShare", (task_id,))]
         return []
@@ -351,6 +353,10 @@ class Mix:
     sybil_churn: float  # chance sybils leave/register when a round is armed
     junk_appeal: float
     cutoff: bool  # stop the agents at a random moment: only the no-ETH-stuck checks apply
+    # Chance a seated honest auditor, kept busy (a flood of replays) past its commit deadline, lets the
+    # abstention the shipped node commits at once stand (review 6 of v3: with a sybil minority voting against
+    # the truth, such runs split with no majority).
+    busy_abstain: float
 
 
 def draw_mix(rng: random.Random, cast: Cast) -> Mix:
@@ -367,6 +373,7 @@ def draw_mix(rng: random.Random, cast: Cast) -> Mix:
         sybil_churn=rng.choice([0.0, 0.5]),
         junk_appeal=rng.choice([0.0, 0.0, 0.5]),
         cutoff=rng.random() < 0.12,
+        busy_abstain=rng.choice([0.0, 0.0, 0.3]),
     )
 
 
@@ -1306,8 +1313,8 @@ class Watcher(Agent):
 
 
 class Auditors(Agent):
-    """Honest auditors vote the ground truth and reveal; sybils vote against it (or stay silent), appeal
-    right decisions, and leave or register when rounds are armed."""
+    """Honest auditors vote the ground truth and reveal (or, kept busy, abstain); sybils vote against it (or stay
+    silent), appeal right decisions, and leave or register when rounds are armed."""
 
     def __init__(self, world: World, mix: Mix) -> None:
         super().__init__(world)
@@ -1329,6 +1336,9 @@ class Auditors(Agent):
         for panelist in e.args.panel:
             if panelist in self.honest:
                 vote, reveal = self.w.ballot(d, e.args.round), True
+                if self.w.rng.random() < self.mix.busy_abstain:
+                    vote = ABSTAIN
+                    self.w.stats["honest auditors abstained (kept busy past their commit deadline)"] += 1
             elif panelist in self.sybils:
                 vote, reveal = VALID + FAULTY - truth, self.w.rng.random() >= self.mix.sybil_silence
             else:
@@ -1899,7 +1909,7 @@ class Episode:
                     self.count_withholding(plan, s)
                 else:
                     self.check_completeness(plan, s)
-        self.check_no_stall_pays(s)
+        self.check_no_decisions()
         self.check_honest_stakes()
         w.stats["tasks whose owner declared a false replaySeconds (1 s)"] += sum(
             p.replay_seconds == 1 for p in self.plans
@@ -1918,8 +1928,8 @@ class Episode:
         """Issue 45's promises. An honest auditor (it reveals, on every seat, what the shipped node finds: the
         truth if it obtained the files, else unavailable) loses stake only where a captured round's verdict
         stood: that round's panel had a sybil majority (counted, never failed); so nobody lowers the honest
-        committee's eligible stake but by capturing a round that then stands. Dispute ended with no decision are
-        check_no_stall_pays's. Exempt (and counted): silence of agents the episode stopped, or made late."""
+        committee's eligible stake but by capturing a round that then stands. Disputes ended with no decision are
+        check_no_decisions's. Exempt (and counted): silence of agents the episode stopped, or made late."""
         w = self.w
         honest = {*w.cast.honest_auditors[: self.mix.active_honest], w.cast.watcher}
         resolved = {e.args.dispute: e for e in self.events("DisputeResolved")}
@@ -1929,7 +1939,7 @@ class Episode:
             end = resolved.get(d)
             if who not in honest or end is None:
                 continue
-            if end.args.verdict == NO_DECISION:  # check_no_stall_pays judges these (silence of stopped agents)
+            if end.args.verdict == NO_DECISION:  # check_no_decisions judges these (silence of stopped agents)
                 exempt.add(who)
                 continue
             late = any(what.startswith("auditor's") for what in w.plans[end.args.task].late)
@@ -1963,28 +1973,13 @@ class Episode:
             self.w.stats[f"withholder ({plan.withhold}): a dispute ended {VERDICT_NAMES[e.args.verdict]}"] += 1
         self.w.stats[f"withholder ({plan.withhold}): its task ended {STATUS_NAMES[s.tasks[plan.id].status]}"] += 1
 
-    def check_no_stall_pays(self, s: Snap) -> None:
-        """Protocol 4.3, no stall pays: nobody ends an Undecided task with more than it put in; no honest
-        auditor (it reveals the truth in every round it sits) is penalized in a dispute that ended with no
-        decision; a no-decision counts toward a stall only when most of its last round's seated panel revealed."""
+    def check_no_decisions(self) -> None:
+        """Protocol 4.3 for disputes that end with no decision (v3, review 6): no honest auditor (it reveals the
+        truth in every run it sits) is penalized in one; one charges the joined bonds only for a run that
+        decided SOUND (an undecided run proves nothing: a sybil minority can make one by keeping honest
+        auditors busy), so a dispute none of whose rounds decided SOUND refunds every joined bond whole; and
+        no task ends but Finalized, Slashed, Abandoned or Cancelled (no stall)."""
         w = self.w
-        for plan in self.plans:
-            if s.tasks[plan.id].status != UNDECIDED:
-                continue
-            w.stats["no stall pays: tasks ended Undecided"] += 1
-            bonds: Counter[str] = Counter()
-            for e in self.events("ChallengeCommitted", task=plan.id):
-                bonds[str(e.args.challenger)] += plan.challenger_bond
-            for e in self.events("OpeningRequested", task=plan.id):
-                bonds[str(e.args.requester)] += plan.challenger_bond
-            put_in = Counter({plan.owner: plan.reward + plan.owner_bond}) + Counter({plan.provider: plan.provider_bond})
-            for who in {*put_in, *bonds, *(str(e.args.account) for e in self.events("Credited", source=plan.id))}:
-                got = self.credited(w.tasks, who, plan.id)
-                if got > put_in[who] + bonds[who]:
-                    w.fail(
-                        f"no stall pays: {w.name_of(who)} got {got} from Undecided task {plan.id}, "
-                        f"put in {put_in[who] + bonds[who]}"
-                    )
         resolved = {e.args.dispute: e for e in self.events("DisputeResolved")}
         honest = set(w.cast.honest_auditors)
         for e in self.events("Penalized"):
@@ -2003,24 +1998,21 @@ class Episode:
                 for i, end in zip(runs, ends, strict=True)
             ):  # it revealed in every run it sat (agents ran)
                 w.fail(
-                    f"no stall pays: honest {w.name_of(who)} revealed in every run of dispute {d} it sat and "
+                    f"no decisions: honest {w.name_of(who)} revealed in every run of dispute {d} it sat and "
                     "was penalized; the dispute ended with no decision"
                 )
             else:
-                w.stats["no stall pays: silent honest auditors penalized (agents stopped)"] += 1
-        counted: dict[tuple[int, int], int] = {}
-        for i, e in enumerate(w.events):
-            if e.name != "IntervalWindowReopened" or e.args.noDecisions <= counted.get((e.args.task, e.args.k), 0):
-                continue
-            counted[(e.args.task, e.args.k)] = e.args.noDecisions
-            settled = self.events("DisputeSettled", before=i, task=e.args.task, k=e.args.k)[-1]
-            d = settled.args.dispute
-            drawn = max(j for j, x in enumerate(w.events[:i]) if x.name == "PanelDrawn" and x.args.dispute == d)
-            panel = w.events[drawn].args.panel  # the round's last draw (a silent one is drawn again)
-            revealed = sum(x.name == "VoteRevealed" and x.args.dispute == d for x in w.events[drawn:i])
-            w.stats["no stall pays: counted no-decisions"] += 1
-            if 2 * revealed <= len(panel):
-                w.fail(f"no stall pays: dispute {d}'s no-decision counted with {revealed} of {len(panel)} revealed")
+                w.stats["no decisions: silent honest auditors penalized (agents stopped)"] += 1
+        decided_sound = {e.args.dispute for e in self.events("RoundDecided") if e.args.outcome == VALID}
+        refunds = Reads()
+        for d, end in resolved.items():
+            if end.args.verdict == NO_DECISION and d not in decided_sound:
+                refunds.view("d", d, w.tasks, "getDispute", d)
+        for d, x in refunds.run(w.rpc).get("d", {}).items():
+            w.stats["no decisions: disputes with no round decided SOUND"] += 1
+            bond = w.plans[resolved[d].args.task].challenger_bond
+            if x.refundPerBond != bond:
+                w.fail(f"no decisions: dispute {d} decided nothing and refunded {x.refundPerBond} of a bond of {bond}")
 
     def check_end_state(self, s: Snap) -> None:
         """No ETH stuck: everything ended, every credit withdrawn, each contract holds its burned (plus the
@@ -2180,7 +2172,10 @@ class Episode:
 
     def check_completeness(self, plan: TaskPlan, s: Snap) -> None:
         """The provider of an all-sound task is paid reward + bond + its share of every sound-settled bond,
-        to the wei, and no challenge of a sound interval is refunded."""
+        to the wei, and every challenge of a sound interval cost its challenger at least the panel's share of
+        its bond, except one whose dispute ended with no decision (protocol 4.3's concession: the charges of
+        runs that decided SOUND are shared among the joined bonds, and none is due when no run decided SOUND,
+        which check_no_decisions checks)."""
         w = self.w
         status = s.tasks[plan.id].status
         if status != FINALIZED:
@@ -2209,9 +2204,15 @@ class Episode:
         # the same transaction emitted right after, so a partial refund (per-round charges) is judged by amount.
         least = cb * SOUND_PANEL_BPS // BPS
         events = w.events
+        no_decisions = {
+            e.args.dispute for e in self.events("DisputeSettled", task=plan.id) if e.args.verdict == NO_DECISION
+        }
         for n, e in enumerate(events):
             refund = e.name == "BondClaimed" or (e.name == "ChallengeExpired" and e.args.refunded)
             if not refund or e.args.task != plan.id:
+                continue
+            if e.name == "BondClaimed" and e.args.dispute in no_decisions:
+                w.stats["completeness: a challenge of a sound interval refunded after a no-decision"] += 1
                 continue
             credit = next(x for x in events[n + 1 :] if x.name == "Credited" and x.args.account == e.args.challenger)
             if cb - credit.args.amount < least:

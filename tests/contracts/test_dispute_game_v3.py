@@ -20,6 +20,7 @@ from typing import Any
 import ape
 import pytest
 from helpers import (
+    ABSTAIN,
     AUDITOR_STAKE,
     AWAITING_PANEL,
     BALLOT_UNAVAILABLE,
@@ -49,7 +50,6 @@ from helpers import (
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
-ABSTAIN = 4  # Vote.Abstain: no verdict by the commit deadline
 
 CBOND, BOND = DEFAULTS["challengerBond"], DEFAULTS["providerBond"]
 APPEAL_WINDOW, STARVATION = COMMITTEE["appealWindow"], COMMITTEE["starvationTimeout"]
@@ -287,7 +287,7 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
 ) -> None:
     """Attack 6 (medium): a flood that keeps an appeal round from seating let a lucky captured round-0 verdict
     stand. Now an appealed verdict stands only if a later round confirms it: the starved appeal round ends the
-    dispute with an uncounted no-decision, the interval's window reopens, and it can be challenged again."""
+    dispute with a no-decision, the interval's window reopens, and it can be challenged again."""
     register(auditors[:10])
     task, _ = opened_task(**SMALL, windows=(3600, 4 * 24 * 3600, 600))  # open through round 0 and the flood
     faked, other = sampled_intervals(tasks, task, 0)[:2]
@@ -305,7 +305,7 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict) == (RESOLVED, NO_DECISION)
     iv = tasks.getOpenedInterval(task, faked)
-    assert not iv.sound and iv.noDecisions == 0  # uncounted: nobody judged it
+    assert not iv.sound and tasks.getTask(task).status == COMMITTED  # nobody judged it
     assert tasks.challengeWindowEnd(task, faked) > chain.pending_timestamp  # challengeable again
     # The appeal asked for faulty and no later round confirmed anything: back, less the panel's part (burned).
     assert committee.credits(watcher) == 2 * CBOND - 2 * CBOND * COMMITTEE["panelBps"] // 10_000
@@ -327,7 +327,7 @@ def test_a_withholding_provider_in_a_small_registry_costs_the_watcher_nothing(
 ) -> None:
     """The second review's open finding: in a registry too small for the later rounds, a provider that withholds
     its faulty interval's files made round 0 UNAVAILABLE, whose free escalation armed a round nobody could seat;
-    the dispute ended with an uncounted no-decision whose round charges fell on the watcher, again on every
+    the dispute ended with a no-decision whose round charges fell on the watcher, again on every
     reopening. Now a run that decided UNAVAILABLE charges no bond: the watcher's comes back whole, and the interval
     is challengeable again (the faulty interval is never paid while the watcher challenges it; a larger registry
     ends it). Round 0's panel is paid nothing: the price of refusing to bill the watcher."""
@@ -339,7 +339,6 @@ def test_a_withholding_provider_in_a_small_registry_costs_the_watcher_nothing(
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict, d.round) == (RESOLVED, NO_DECISION, 1)
     assert tasks.getTask(task).status == COMMITTED and tasks.getDispute(dispute).refundPerBond == CBOND
-    assert tasks.getOpenedInterval(task, k).noDecisions == 0
     assert tasks.challengeWindowEnd(task, k) > chain.pending_timestamp  # the watcher challenges it again
     settle_seats(committee, dispute, keeper)
     assert emitted(committee.Penalized, 0, dispute=dispute) == []
@@ -362,7 +361,7 @@ def test_a_captured_round_zero_whose_sybils_exit_slashes_no_honest_provider(
     """A third review's finding against a first fix of the one above (an UNAVAILABLE outcome standing when the
     round it armed cannot seat): sybils that capture round 0 of an honest task's dispute answer ``unavailable``
     (which never loses) and request their exits, leaving round 1 unseatable, and the honest provider was slashed.
-    Now the dispute ends uncounted and nobody is slashed; the junk challenger's bond comes back (delay, no
+    Now the dispute ends with a no-decision and nobody is slashed; the junk challenger's bond comes back (delay, no
     verdict), and the sybils earn nothing."""
     sybils = auditors[:3]
     register(sybils)  # the whole registry: round 0 is theirs
@@ -445,17 +444,18 @@ def test_the_last_silent_run_is_void_too_so_a_lone_revealer_takes_no_charge(
     untouched(committee, auditors[:5])
 
 
-def test_a_silent_round_is_drawn_again_at_most_twice_then_the_dispute_ends_uncounted(
+def test_a_silent_round_is_drawn_again_at_most_twice_then_the_dispute_ends_with_no_decision(
     committee: Any, tasks: Any, keeper: Any, register: Any, auditors: list[Any], every_run_voided: Any
 ) -> None:
     """A run most of whose panel stays silent judged nothing: it is voided and drawn again, from the whole pool
-    (the voided panelists may sit again), at most MAX_RERUNS times; then the dispute ends with an uncounted
-    no-decision. Each void run's silent seats lose a penalty; a ballot in a void run counts for nothing."""
+    (the voided panelists may sit again), at most MAX_RERUNS times; then the dispute ends with a no-decision
+    and the interval's window reopens. Each void run's silent seats lose a penalty; a ballot in a void run
+    counts for nothing."""
     register(auditors[:5])
     task, k, dispute = every_run_voided(None)  # everyone silent
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict, d.round, d.reruns) == (RESOLVED, NO_DECISION, 0, 2)
-    assert tasks.getOpenedInterval(task, k).noDecisions == 0
+    assert tasks.challengeWindowEnd(task, k) == tasks.getOpenedInterval(task, k).windowEnd
     settle_seats(committee, dispute, keeper)
     assert len(emitted(committee.Penalized, 0, dispute=dispute)) == 9  # every seat of the three runs was silent
 
@@ -465,7 +465,7 @@ def test_a_replay_no_node_finishes_in_time_costs_honest_auditors_nothing(
 ) -> None:
     """The second review's critical finding: a junk task whose replay takes longer than a commit window. An honest
     node with no verdict by its commit deadline abstains (ballot 4): counted for no outcome and toward no quorum,
-    as silence is, so each run is voided and drawn again and the dispute ends with an uncounted no-decision, the
+    as silence is, so each run is voided and drawn again and the dispute ends with a no-decision, the
     challenger's bond back whole; but unlike silence no abstaining seat is penalised, and none is paid."""
     register(auditors[:5])
     _, _, dispute = every_run_voided(ABSTAIN)

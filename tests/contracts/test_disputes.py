@@ -299,7 +299,7 @@ def test_settle_dispute_only_by_the_adjudicator(
     dispute = challenge(task, 5, watcher)
     before = snap(tasks, task)
     with ape.reverts(tasks.NotAdjudicator, caller=owner.address):
-        tasks.settleDispute(dispute, (FAULTY, False, 0), sender=owner)
+        tasks.settleDispute(dispute, (FAULTY, 0), sender=owner)
     assert snap(tasks, task) == before
 
 

@@ -71,7 +71,7 @@ STEPS_PER_WALK = 500
 PENDING_COMMIT, JOINED_COMMIT = 1, 2  # CommitStatus.Pending, CommitStatus.Joined
 CHALLENGE_COMMITTED = "0x" + keccak(text="ChallengeCommitted(uint256,bytes32,address,uint64,uint64)").hex()
 VERDICT_NONE, VERDICT_VALID = 0, 1
-TERMINAL = frozenset({4, 5, 6, 7, 8})  # Finalized, Cancelled, Abandoned, Slashed, Undecided
+TERMINAL = frozenset({4, 5, 6, 7})  # Finalized, Cancelled, Abandoned, Slashed
 LIVE = frozenset({POSTED, ACCEPTED, COMMITTED})
 DAY = 24 * 3600
 MAX_LIVE_TASKS = 4
@@ -108,7 +108,6 @@ ACTIONS: dict[str, float] = {
     "slash_unopened": 1.5,
     "abandon": 1.5,
     "finalize": 3,
-    "settle_undecided": 1,
     "withdraw": 4,
     "commit_challenge": 9,
     "reveal_challenge": 7,
@@ -604,13 +603,6 @@ class Walk:
         if task is not None:
             self.send(self.someone(), self.tasks, "finalize", task)
 
-    def settle_undecided(self) -> None:
-        task = self.prefer(
-            [i for i in self.tasks_in(ACCEPTED, COMMITTED) if self.snap.tasks[i].stalled], self.snap.tasks
-        )
-        if task is not None:
-            self.send(self.someone(), self.tasks, "settleUndecided", task)
-
     def withdraw(self) -> None:
         contract = self.rng.choice([self.tasks, self.committee])
         credits = self.snap.task_credits if contract is self.tasks else self.snap.committee_credits
@@ -918,8 +910,6 @@ class Walk:
                 self.send(t.owner, self.tasks, "cancel", i)
             elif t.status == ACCEPTED and t.terms.deadline <= s.time:
                 self.send(anyone, self.tasks, "abandon", i)
-            if t.status in (ACCEPTED, COMMITTED) and t.stalled:
-                self.send(anyone, self.tasks, "settleUndecided", i)
             if t.waitingLeadSeq:
                 self.send(anyone, self.tasks, "releaseLeadShare", i)
         for (i, j), b in s.batches.items():

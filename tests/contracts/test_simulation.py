@@ -28,7 +28,6 @@ from helpers import (
     AUDITOR_STAKE,
     COMMITTEE,
     KEEPER_BPS,
-    MAX_NO_DECISIONS,
     MAX_REQUESTS_PER_BATCH,
     MIN_BONDS,
     SEED_DELAY,
@@ -110,7 +109,6 @@ def base(project: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bas
             KEEPER_BPS,
             SHARES,
             MIN_BONDS,
-            MAX_NO_DECISIONS,
             MAX_REQUESTS_PER_BATCH,
             committee.address,
         )
@@ -174,6 +172,7 @@ FLOORS = {
     "soundness: the watcher was paid the lead's share": 0.3,  # (0.8)
     "completeness: finalized": 0.5,  # (1.2)
     **{f"withholder ({mode}): games played to the end": 0.02 for mode in WITHHOLDING},  # (0.09)
+    "honest auditors abstained (kept busy past their commit deadline)": 0.1,  # (1/3 of episodes, 0.3 of seats)
 }
 CEILINGS = {"episodes cut off": 0.25}  # (0.12)
 

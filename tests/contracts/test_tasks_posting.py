@@ -15,7 +15,6 @@ from helpers import (
     COMMITTED,
     DEFAULTS,
     KEEPER_BPS,
-    MAX_NO_DECISIONS,
     MAX_REQUESTS_PER_BATCH,
     MIN_BONDS,
     POSTED,
@@ -52,23 +51,17 @@ def test_blockhash_randomness_rejects_a_zero_delay(project: Any, owner: Any) -> 
         owner.deploy(project.BlockhashRandomness, 0, False)
 
 
-def test_constructor_rejects_bps_above_whole_and_zero_max_no_decisions(
-    project: Any, owner: Any, committee: Any, tasks: Any
-) -> None:
-    randomness = tasks.RANDOMNESS()
+def test_constructor_rejects_bps_above_whole(project: Any, owner: Any, committee: Any, tasks: Any) -> None:
     with ape.reverts(revert_data("InvalidBps(uint256)", ["uint256"], [10001])):
-        owner.deploy(project.TrainingTasks, randomness, 10001, SHARES, MIN_BONDS, MAX_NO_DECISIONS, 2, committee)
-    zero = revert_data("InvalidParameter(string,uint256)", ["string", "uint256"], ["maxNoDecisions", 0])
-    with ape.reverts(zero):
-        owner.deploy(project.TrainingTasks, randomness, 1000, SHARES, MIN_BONDS, 0, 2, committee)
+        owner.deploy(project.TrainingTasks, tasks.RANDOMNESS(), 10001, SHARES, MIN_BONDS, 2, committee)
 
 
 def test_constructor_rejects_shares_that_are_not_whole(project: Any, owner: Any, committee: Any, tasks: Any) -> None:
     r = tasks.RANDOMNESS()
     with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [9999])):
-        owner.deploy(project.TrainingTasks, r, 1000, (5000, 1000, 3999, 5000, 1000, 4000), MIN_BONDS, 2, 2, committee)
+        owner.deploy(project.TrainingTasks, r, 1000, (5000, 1000, 3999, 5000, 1000, 4000), MIN_BONDS, 2, committee)
     with ape.reverts(revert_data("SharesNotWhole(uint256)", ["uint256"], [10001])):
-        owner.deploy(project.TrainingTasks, r, 1000, (5000, 1000, 4000, 5000, 1001, 4000), MIN_BONDS, 2, 2, committee)
+        owner.deploy(project.TrainingTasks, r, 1000, (5000, 1000, 4000, 5000, 1001, 4000), MIN_BONDS, 2, committee)
 
 
 def test_constructor_rejects_a_committee_wired_to_another_task_contract(
@@ -78,7 +71,7 @@ def test_constructor_rejects_a_committee_wired_to_another_task_contract(
         "AdjudicatorMismatch(address,address)", ["address", "address"], [committee.address, tasks.address]
     )
     with ape.reverts(mismatch):
-        owner.deploy(project.TrainingTasks, tasks.RANDOMNESS(), 1000, SHARES, MIN_BONDS, MAX_NO_DECISIONS, 2, committee)
+        owner.deploy(project.TrainingTasks, tasks.RANDOMNESS(), 1000, SHARES, MIN_BONDS, 2, committee)
 
 
 # --- postTask ------------------------------------------------------------------------------------
@@ -86,7 +79,6 @@ def test_constructor_rejects_a_committee_wired_to_another_task_contract(
 
 def test_constructor_records_the_minimum_bonds(tasks: Any) -> None:
     assert (tasks.MIN_PROVIDER_BOND(), tasks.MIN_CHALLENGER_BOND(), tasks.MIN_OWNER_BOND()) == MIN_BONDS
-    assert tasks.MAX_NO_DECISIONS() == MAX_NO_DECISIONS
     assert tasks.MAX_REQUESTS_PER_BATCH() == MAX_REQUESTS_PER_BATCH
 
 

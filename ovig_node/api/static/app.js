@@ -152,7 +152,7 @@ async function tasksPage(params) {
       <td class="num">${t.total_steps} / ${t.stride} / ${t.intervals}</td>
       <td class="num">${t.committed_batches} / ${t.opened_batches} of ${t.batch_count}</td>
       <td class="num">${t.open_disputes}</td><td>${when(t.posted_at)}</td></tr>`);
-  const options = ["", "posted", "accepted", "committed", "finalized", "slashed", "cancelled", "abandoned", "undecided"]
+  const options = ["", "posted", "accepted", "committed", "finalized", "slashed", "cancelled", "abandoned"]
     .map((s) => `<option value="${s}"${params.get("status") === s ? " selected" : ""}>${s || "any status"}</option>`).join("");
   const offset = page.offset;
   const nav = (o) => { const p = new URLSearchParams(params); p.set("offset", o); return `#/?${p}`; };

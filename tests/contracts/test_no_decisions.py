@@ -1,17 +1,17 @@
-"""Owner bonds, declared replay times, round charges and stalls (protocol 4.1, 4.2 "no decision").
+"""Owner bonds, declared replay times and no-decisions (protocol 4.1, 4.2 "no decision").
 
 What the protocol promises here, and what each test tries to break:
 - postTask takes the owner bond with the reward and refuses bonds below their minimums and replays a
-  panel cannot serve;
-- a round most of whose panel stayed silent is drawn again and counts nothing;
-- a no-decision through a round most of whose panel revealed counts toward the interval's stall, and
-  charges the joined challengers `panelBps x challengerBond x 2^r` for the panelists who revealed;
-- an interval that reaches maxNoDecisions counted no-decisions stalls its task: finalize is refused, and
-  settleUndecided, once no dispute is open and every drawn batch is opened, burns reward, provider bond and
-  owner bond: nobody who stalled profits.
+  panel cannot serve; the owner bond comes back however the task ends;
+- a round most of whose panel stayed silent is drawn again and judges nothing;
+- an undecided run proves nothing, however many revealed (its silent or abstaining seats could have decided
+  it, and a sybil minority can force honest auditors to abstain): its no-decision charges the joined
+  challengers nothing, reopens the interval's window, and never ends the task, however often it happens
+  (v3 let three such no-decisions stall an honest provider's task and burn its bond);
+- a second reopening keeps a commit made in time in the first extension.
 
 These tests run on a pair whose committee has one round (every round is the last), so a split panel of
-three is a counted no-decision at once; the constructor parameters are otherwise the suite's.
+three ends the dispute at once; the constructor parameters are otherwise the suite's.
 """
 
 from __future__ import annotations
@@ -22,14 +22,16 @@ from typing import Any
 import ape
 import pytest
 from helpers import (
+    ABSTAIN,
+    AUDITOR_STAKE,
+    COMMITTED,
     COMMITTEE,
     DEFAULTS,
     FAULTY,
-    MAX_NO_DECISIONS,
+    FINALIZED,
     MIN_BONDS,
     NO_DECISION,
     SEED_DELAY,
-    SLASHED,
     VALID,
     commit_challenge,
     emitted,
@@ -42,7 +44,6 @@ from helpers import (
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 
-UNDECIDED = 8  # TaskStatus.Undecided
 CBOND, BOND, REWARD, OWNER_BOND = (DEFAULTS[k] for k in ("challengerBond", "providerBond", "reward", "ownerBond"))
 PANEL_BPS, PENALTY = COMMITTEE["panelBps"], COMMITTEE["penalty"]
 # One batch of four intervals, all sampled.
@@ -56,27 +57,12 @@ deployed_pair, committee, tasks = module_pair("a committee of one round", maxRou
 @pytest.fixture
 def split(committee: Any, keeper: Any, draw_panel: Any, vote: Any) -> Callable[[int], tuple[list[str], Any]]:
     """Draw the dispute's panel of three; one votes sound, one faulty, one stays silent; resolve. Returns the
-    panel and the resolving transaction."""
+    panel (in seat order) and the resolving transaction."""
 
     def run(dispute: int) -> tuple[list[str], Any]:
         panel = draw_panel(dispute)
         vote(dispute, {panel[0]: VALID, panel[1]: FAULTY})
         return panel, committee.resolve(dispute, sender=keeper)
-
-    return run
-
-
-@pytest.fixture
-def stall(tasks: Any, watcher: Any, split: Any) -> Callable[[int, int], Any]:
-    """The watcher challenges interval k of the task MAX_NO_DECISIONS times, each dispute a split round: a
-    counted no-decision each, so the task stalls. Returns the last resolving transaction."""
-
-    def run(task: int, k: int) -> Any:
-        for n in range(MAX_NO_DECISIONS):
-            salt = bytes([n + 1]) * 32
-            commit_challenge(tasks, task, k, watcher, salt=salt)
-            _, tx = split(reveal(tasks, task, k, watcher, salt=salt))
-        return tx
 
     return run
 
@@ -138,7 +124,7 @@ def test_a_zero_reward_is_allowed_and_the_whole_value_is_the_owner_bond(tasks: A
 # --- no decisions -----------------------------------------------------------------------------------
 
 
-def test_a_split_round_is_a_counted_no_decision_that_charges_the_challengers_for_the_revealers(
+def test_a_split_round_is_a_no_decision_that_charges_nothing_and_reopens_the_window(
     tasks: Any,
     committee: Any,
     opened_task: Any,
@@ -148,11 +134,10 @@ def test_a_split_round_is_a_counted_no_decision_that_charges_the_challengers_for
     watcher2: Any,
     keeper: Any,
     split: Any,
-    chain: Any,
 ) -> None:
-    """Two joined bonds; the round's charge (10% of one bond at round 0) goes to the two panelists who
-    revealed, the silent one loses its penalty (burned: no outcome to pay), the bonds come back less the
-    charge, evenly; the interval's window reopens with one counted no-decision."""
+    """Two joined bonds; one sound and one faulty ballot, one panelist silent: no majority. The silent one
+    loses its penalty (burned: no outcome to pay), no ballot is paid or loses, both bonds come back whole, and
+    the interval's window reopens; the task is still live."""
     register(auditors[:3])
     task, _ = opened_task(**SMALL)
     first = commit_challenge(tasks, task, 1, watcher)
@@ -161,21 +146,21 @@ def test_a_split_round_is_a_counted_no_decision_that_charges_the_challengers_for
     assert reveal(tasks, task, 1, watcher2, salt=b"\x08" * 32) == dispute
     panel, tx = split(dispute)
     assert tasks.getDispute(dispute).verdict == NO_DECISION
-    charge = CBOND * PANEL_BPS // 10_000 // 2
-    settle_seats(committee, dispute, keeper)  # the committee pays the charge as it settles the seats
-    assert [committee.credits(p) for p in panel] == [charge, charge, 0]
+    burned = committee.burned()
+    settle_seats(committee, dispute, keeper)
+    assert [committee.credits(p) for p in panel] == [0, 0, 0]
     assert emitted(committee.Penalized, tx.block_number, "panelist", "amount") == [(panel[2], PENALTY)]
-    refund = (2 * CBOND - 2 * charge) // 2
-    assert tasks.getDispute(dispute).refundPerBond == refund
+    assert committee.burned() - burned == PENALTY and committee.heldForSeats() == 0
+    assert tasks.getDispute(dispute).refundPerBond == CBOND
     tasks.claimBond(task, watcher.address, first, sender=keeper)
     tasks.claimBond(task, watcher2.address, second, sender=keeper)
-    assert (tasks.credits(watcher), tasks.credits(watcher2)) == (refund, refund)
-    reopened = [(e.k, e.noDecisions) for e in tx.events.filter(tasks.IntervalWindowReopened)]
-    assert reopened == [(1, 1)] and tasks.getOpenedInterval(task, 1).noDecisions == 1
-    assert not tasks.getTask(task).stalled
+    assert (tasks.credits(watcher), tasks.credits(watcher2)) == (CBOND, CBOND)
+    reopened = [(e.k, e.windowEnd) for e in tx.events.filter(tasks.IntervalWindowReopened)]
+    assert reopened == [(1, tx.timestamp + DEFAULTS["windows"][1])]
+    assert tasks.getTask(task).status == COMMITTED
 
 
-def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_counts_nothing(
+def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_judges_nothing(
     tasks: Any,
     committee: Any,
     opened_task: Any,
@@ -201,97 +186,53 @@ def test_a_round_most_of_whose_panel_stays_silent_is_drawn_again_and_counts_noth
     assert (d.status, d.round, d.run, d.reruns, d.verdict) == (1, 0, 1, 1, 0)  # AwaitingPanel, round 0, run 1
     again = draw_panel(dispute)
     assert len(again) == 3 and [committee.ballotOf(dispute, p).run for p in again] == [1] * 3
-    assert tasks.getOpenedInterval(task, 2).noDecisions == 0 and tasks.getDispute(dispute).verdict == 0
+    assert tasks.getDispute(dispute).verdict == 0
 
 
-def test_max_no_decisions_stall_the_task_which_then_ends_undecided_with_everything_burned(
+def test_no_decisions_a_sybil_minority_forces_never_end_an_honest_task(
     tasks: Any,
     committee: Any,
     opened_task: Any,
     register: Any,
     auditors: list[Any],
     watcher: Any,
-    watcher2: Any,
-    keeper: Any,
     owner: Any,
     provider: Any,
-    split: Any,
-    chain: Any,
-    stall: Any,
-) -> None:
-    """Two counted no-decisions on interval 0 stall the task. As for finalize, settleUndecided waits for every
-    challenge window to close and for every commit and dispute to end (found by review: a stalled task
-    settled at once pre-empted an honest challenge of another, faulty interval); finalize is refused; then
-    the task ends Undecided and reward, provider bond and owner bond are burned."""
-    register(auditors[:9])
-    task, _ = opened_task(**SMALL, windows=(3600, 5 * 24 * 3600, 600))  # interval 3's window outlasts two votes
-    with ape.reverts(tasks.TaskNotStalled, task=task):
-        tasks.settleUndecided(task, sender=keeper)
-    tx = stall(task, 0)
-    assert [(e.task, e.k) for e in tx.events.filter(tasks.TaskStalledAt)] == [(task, 0)]
-    assert tasks.getTask(task).stalled and tasks.getOpenedInterval(task, 0).noDecisions == MAX_NO_DECISIONS
-    # Another interval may still be faulty: its challenges decide first.
-    commit_challenge(tasks, task, 3, watcher2)
-    other = reveal(tasks, task, 3, watcher2)
-    pending = commit_challenge(tasks, task, 1, watcher2, salt=b"\x09" * 32)
-    end = tasks.getTask(task).challengeEnd
-    with ape.reverts(tasks.ChallengeWindowOpen, task=task, closesAt=end):
-        tasks.settleUndecided(task, sender=keeper)
-    split(other)
-    chain.pending_timestamp = tasks.getTask(task).challengeEnd
-    with ape.reverts(tasks.ChallengePending, task=task, commits=1):
-        tasks.settleUndecided(task, sender=keeper)
-    tasks.expireChallenge(task, watcher2.address, pending, sender=keeper)
-    with ape.reverts(tasks.TaskStalled, task=task):
-        tasks.finalize(task, sender=keeper)
-    burned = tasks.burned()
-    credits = (tasks.credits(owner), tasks.credits(provider))
-    tx = tasks.settleUndecided(task, sender=keeper)
-    assert tasks.getTask(task).status == UNDECIDED
-    assert [e.task for e in tx.events.filter(tasks.TaskUndecided)] == [task]
-    assert tasks.burned() - burned == REWARD + BOND + OWNER_BOND
-    assert (tasks.credits(owner), tasks.credits(provider)) == credits == (0, 0)
-    with ape.reverts(tasks.WrongTaskStatus):
-        tasks.settleUndecided(task, sender=keeper)
-
-
-def test_a_stalled_task_cannot_be_abandoned_into_the_owner_s_pocket(
-    tasks: Any,
-    post_task: Any,
-    provider: Any,
-    evidence: Any,
-    commit: Any,
-    draw: Any,
-    open_batch: Any,
-    register: Any,
-    auditors: list[Any],
-    watcher: Any,
-    owner: Any,
     keeper: Any,
-    split: Any,
+    draw_panel: Any,
+    vote: Any,
     chain: Any,
-    stall: Any,
 ) -> None:
-    """Found by review: a task stalled while still Accepted; the provider stops (it can never be paid), and at
-    the deadline abandon would have paid the owner reward, its bond and the provider bond."""
+    """Review 6 of v3 (high): a sybil challenges a sound interval; on each panel of three one sybil votes faulty,
+    one honest auditor sound, and the other honest one, kept busy until its commit deadline, abstains. The
+    run had most of its panel revealed, so it counted: each no-decision charged the challenger's bond, and
+    MAX_NO_DECISIONS of them stalled the honest provider's task, which ended Undecided with reward and bond
+    burned. Now an undecided run proves nothing (its abstaining seat could have decided it): three such
+    disputes in a row charge nothing, nobody loses stake, and the task finalizes, paying the provider."""
     register(auditors[:6])
-    deadline = chain.pending_timestamp + 2 * 24 * 3600
-    task = post_task(totalSteps=800, intervalsPerBatch=4, sampleBps=10_000, deadline=deadline)
-    tasks.acceptTask(task, sender=provider, value=BOND)
-    ev = evidence(task)
-    commit(ev, [0])
-    draw(task, 0)
-    open_batch(ev, 0)
-    stall(task, 1)
-    assert tasks.getTask(task).stalled
-    chain.pending_timestamp = deadline
-    with ape.reverts(tasks.TaskStalled, task=task):
-        tasks.abandon(task, sender=owner)
-    tasks.settleUndecided(task, sender=keeper)
-    assert tasks.getTask(task).status == UNDECIDED and tasks.credits(owner) == 0
+    task, _ = opened_task(**SMALL)
+    for n in range(3):
+        salt = bytes([n + 1]) * 32
+        commitment = commit_challenge(tasks, task, 0, watcher, salt=salt)
+        dispute = reveal(tasks, task, 0, watcher, salt=salt)
+        panel = draw_panel(dispute)
+        vote(dispute, {panel[0]: FAULTY, panel[1]: VALID, panel[2]: ABSTAIN})
+        tx = committee.resolve(dispute, sender=keeper)
+        assert emitted(committee.DisputeResolved, tx.block_number, "verdict", "round") == [(NO_DECISION, 0)]
+        burned = committee.burned()
+        settle_seats(committee, dispute, keeper)
+        assert committee.burned() == burned and [committee.credits(p) for p in panel] == [0, 0, 0]
+        tasks.claimBond(task, watcher.address, commitment, sender=keeper)
+        assert tasks.credits(watcher) == (n + 1) * CBOND
+        assert tasks.getTask(task).status == COMMITTED
+    assert [committee.getAuditor(a).stake for a in auditors[:6]] == [AUDITOR_STAKE] * 6
+    chain.pending_timestamp = tasks.getTask(task).challengeEnd
+    tasks.finalize(task, sender=keeper)
+    assert tasks.getTask(task).status == FINALIZED
+    assert (tasks.credits(provider), tasks.credits(owner)) == (REWARD + BOND, OWNER_BOND)
 
 
-def test_an_excused_panelist_s_silence_never_counts_toward_a_stall(
+def test_an_excused_panelist_s_silence_gets_the_round_drawn_again(
     tasks: Any,
     committee: Any,
     opened_task: Any,
@@ -305,7 +246,8 @@ def test_an_excused_panelist_s_silence_never_counts_toward_a_stall(
 ) -> None:
     """Found by review: a flooder fills three auditors' L = 4 overlapping seats with junk disputes, so all three
     are excused on the real one; two sybils split and the excused third stays silent. That no-decision
-    counted toward a stall, at no cost to anyone. Now the round is drawn again."""
+    counted toward a stall (since v3's review 6 no no-decision does), at no cost to anyone. Now the round is
+    drawn again."""
     register(auditors[:3])  # every panel is these three
     flood, _ = opened_task(**SMALL)
     target, _ = opened_task(**SMALL)
@@ -319,44 +261,10 @@ def test_an_excused_panelist_s_silence_never_counts_toward_a_stall(
     vote(dispute, {panel[0]: VALID, panel[1]: FAULTY})  # panel[2] stays silent
     tx = committee.resolve(dispute, sender=keeper)
     assert [e.round for e in tx.events.filter(committee.PanelRearmed)] == [0]
-    assert tasks.getDispute(dispute).verdict == 0 and tasks.getOpenedInterval(target, 1).noDecisions == 0
+    assert tasks.getDispute(dispute).verdict == 0 and committee.getDispute(dispute).reruns == 1
 
 
-def test_a_drawn_unopened_batch_holds_settle_undecided_back(
-    tasks: Any,
-    post_task: Any,
-    provider: Any,
-    evidence: Any,
-    commit: Any,
-    draw: Any,
-    open_batch: Any,
-    register: Any,
-    auditors: list[Any],
-    watcher: Any,
-    keeper: Any,
-    split: Any,
-    chain: Any,
-    stall: Any,
-) -> None:
-    """The provider's own fault (a batch left unopened) is slashed, not burned with everything else."""
-    register(auditors[:6])
-    task = post_task(totalSteps=800, intervalsPerBatch=4, sampleBps=10_000)
-    tasks.acceptTask(task, sender=provider, value=BOND)
-    ev = evidence(task)
-    commit(ev)
-    draw(task, 0)
-    open_batch(ev, 0)
-    stall(task, 1)
-    assert tasks.getTask(task).stalled
-    draw(task, 1)
-    with ape.reverts(tasks.BatchesNotOpened, task=task, opened=1, total=2):
-        tasks.settleUndecided(task, sender=keeper)
-    chain.pending_timestamp = tasks.getBatch(task, 1).windowEnd
-    tasks.slashUnopened(task, 1, sender=keeper)
-    assert tasks.getTask(task).status == SLASHED
-
-
-def test_a_no_decision_by_starvation_counts_nothing(
+def test_a_no_decision_by_starvation_charges_nothing(
     tasks: Any,
     committee: Any,
     opened_task: Any,
@@ -367,7 +275,7 @@ def test_a_no_decision_by_starvation_counts_nothing(
     chain: Any,
 ) -> None:
     """Two auditors cannot seat three: after starvationTimeout the dispute ends with no decision and no
-    charge, but it does not bring the interval closer to a stall (nobody judged it)."""
+    charge (nobody judged it); the task goes on."""
     register(auditors[:2])
     task, _ = opened_task(**SMALL)
     commitment = commit_challenge(tasks, task, 0, watcher)
@@ -375,13 +283,12 @@ def test_a_no_decision_by_starvation_counts_nothing(
     chain.pending_timestamp = committee.getDispute(dispute).roundStartedAt + committee.STARVATION_TIMEOUT()
     chain.mine(SEED_DELAY + 1)
     committee.rearm(dispute, sender=keeper)
-    assert tasks.getDispute(dispute).verdict == NO_DECISION
-    assert tasks.getOpenedInterval(task, 0).noDecisions == 0
+    assert tasks.getDispute(dispute).verdict == NO_DECISION and tasks.getTask(task).status == COMMITTED
     tasks.claimBond(task, watcher.address, commitment, sender=keeper)
     assert tasks.credits(watcher) == CBOND
 
 
-def test_every_way_a_task_ends_but_undecided_returns_the_owner_bond(
+def test_every_way_a_task_ends_returns_the_owner_bond(
     tasks: Any,
     post_task: Any,
     owner: Any,
