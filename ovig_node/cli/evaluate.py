@@ -14,6 +14,9 @@ from ovig_node.cli.console import console
 from ovig_node.cli.options import alpha_option, config_option, floor_option, warmup_option
 from ovig_node.node_cli import FOLDER, SHOW_DEFAULTS
 
+# What `ovig eval --mode` evaluates: the main evaluation, leave one family out, layer one alone, exact mode.
+MODES = ("main", "families", "layer-one", "exact")
+
 
 @click.command("eval", context_settings=SHOW_DEFAULTS)
 @click.option("--workload", default="vision", help="vision, language, diffusion or llm.")
@@ -86,27 +89,17 @@ from ovig_node.node_cli import FOLDER, SHOW_DEFAULTS
     help="Train the honest run again on another profile, the floor for the attacks' effects.",
 )
 @click.option(
-    "--leave-one-family-out",
-    "families",
-    is_flag=True,
-    help="Instead: honest runs only (no attacks, no run on other hardware); for each family of execution "
-    "profiles (thread split, micro-batches, accumulation, each kind of kernel), calibrate without it and "
-    "judge under it. Writes families.json and families.md.",
-)
-@click.option(
-    "--layer-one",
-    "layer_one",
-    is_flag=True,
-    help="Instead: the statistics judge (layer one) alone: each attack's score against the owner's "
-    "reference run on other hardware, the honest run's, ROC area and F1 per attack. Writes "
-    "layer_one.json and layer_one.md.",
-)
-@click.option(
-    "--exact",
-    is_flag=True,
-    help="Evaluate exact mode: the task's spec gets numerics (threshold measured under the calibration "
-    "profiles), every verdict is a bit-for-bit replay; the boundary-aware attacker aims at the boundary "
-    "of the same task in boundary mode.",
+    "--mode",
+    type=click.Choice(MODES),
+    default="main",
+    help="What to evaluate. main: the boundary against every attack (eval.json, eval.md, plots). families: "
+    "honest runs only (no attacks, no run on other hardware); for each family of execution profiles (thread "
+    "split, micro-batches, accumulation, each kind of kernel), calibrate without it and judge under it "
+    "(families.json, families.md). layer-one: the statistics judge (layer one) alone: each attack's score "
+    "against the owner's reference run on other hardware, the honest run's, ROC area and F1 per attack "
+    "(layer_one.json, layer_one.md). exact: the main evaluation in exact mode: the task's spec gets numerics "
+    "(threshold measured under the calibration profiles), every verdict is a bit-for-bit replay; the "
+    "boundary-aware attacker aims at the boundary of the same task in boundary mode.",
 )
 @config_option
 @warmup_option
@@ -147,9 +140,7 @@ def eval_cmd(
     floor_ulps: float,
     batch_size: int,
     other_hardware: bool,
-    families: bool,
-    layer_one: bool,
-    exact: bool,
+    mode: str,
     config: dict[str, Any],
     warmup_steps: int | None,
     out_dir: Path,
@@ -158,6 +149,16 @@ def eval_cmd(
 ) -> None:
     """Attack success (ASR) and false positives (FPR) per stride and attack, the detection frontier, a signal
     ablation and what each attack did to the model; table, JSON and plots."""
+    # The modes' own limits first: they need no import (torch takes seconds to load).
+    if mode in ("families", "exact") and claim_profile != "reference":
+        raise click.BadParameter(
+            f"{mode} judges one-process claims (the reference profile): leave --claim-profile out", param_hint="--mode"
+        )
+    if mode == "exact" and calibration_seeds:
+        raise click.BadParameter(
+            "exact judges claims against their own run's calibration: leave --calibration-seed out", param_hint="--mode"
+        )
+
     import json
     import shutil
     import tempfile
@@ -169,6 +170,7 @@ def eval_cmd(
 
     stride_list = tuple(_positive_ints(strides, "--strides"))
     default, by_stride = _intervals_option(intervals)
+    exact = mode == "exact"
     attacks = attacks_for(workload, config, exact=exact)
     if only is not None:
         names = {name.strip() for name in only.split(",") if name.strip()} - {"none"}
@@ -185,8 +187,6 @@ def eval_cmd(
                 f"give intervals below {shortest}, leaving at least two of them held out", param_hint="--calibrate-on"
             )
     _profile_names(claim_profile, "--claim-profile")
-    if claim_profile != "reference" and families:
-        raise click.BadParameter("leaving a family out judges one-process claims", param_hint="--claim-profile")
     if get_profile(claim_profile).sharded and attacks:
         raise click.BadParameter(
             "attacks are simulated in one process or under ddp: add --attacks none to "
@@ -197,10 +197,6 @@ def eval_cmd(
         raise click.BadParameter(
             "judge another provider profile against a boundary of separate runs: add --calibration-seed",
             param_hint="--claim-profile",
-        )
-    if exact and (families or calibration_seeds or claim_profile != "reference"):
-        raise click.BadParameter(
-            "exact mode is evaluated on one-process claims of one run, with attacks", param_hint="--exact"
         )
     settings = EvalSettings(
         workload=workload,
@@ -224,10 +220,10 @@ def eval_cmd(
     if calibration_profiles is not None:
         settings.calibration_profiles = tuple(_profile_names(calibration_profiles, "--calibration-profiles"))
     out_dir.mkdir(parents=True, exist_ok=True)
-    if families:
+    if mode == "families":
         _families(settings, out_dir)
         return
-    if layer_one:
+    if mode == "layer-one":
         _layer_one(settings, out_dir)
         return
     with contextlib.ExitStack() as stack:
@@ -246,7 +242,7 @@ def eval_cmd(
 
 
 def _families(settings: Any, out_dir: Path) -> None:
-    """``ovig eval --leave-one-family-out``: every family of execution profiles held out in turn."""
+    """``ovig eval --mode families``: every family of execution profiles held out in turn."""
     from ovig_node.verify import families
 
     _side_evaluation(
@@ -259,7 +255,7 @@ def _families(settings: Any, out_dir: Path) -> None:
 
 
 def _layer_one(settings: Any, out_dir: Path) -> None:
-    """``ovig eval --layer-one``: the statistics judge alone."""
+    """``ovig eval --mode layer-one``: the statistics judge alone."""
     from ovig_node.verify import layer_one_eval
 
     _side_evaluation(
