@@ -36,7 +36,7 @@ with max-pooling (``--config pool=max``, to bench/results/eval_vision_tiny_maxpo
 s = 10 with the boundary calibrated on every interval of a separate honest run of seed 2, judging all 120
 intervals of the evaluated run (to bench/results/eval_vision_tiny_maxpool_s10_separate_calibration/).
 
-``--families`` runs the leave-one-family-out evaluation instead (``ovig eval --leave-one-family-out``:
+``--families`` runs the leave-one-family-out evaluation instead (``ovig eval --mode families``:
 honest runs only; each family of execution profiles held out of calibration in turn and judged under),
 with each workload's main layout, to bench/results/families_<workload>_tiny/{families.json, families.md};
 two processes at a time: vision and diffusion in one after the other, language's beside them (only at
@@ -48,7 +48,7 @@ sweeps at s = 1, 10, 100 (language: 1 and 10) with the floor and without it (``-
 smaller layout (24 intervals, 12 at s = 100, 6 calibrated), to bench/results/floor_<workload>_tiny{,_none}/.
 Language's run with the floor judges every non-adaptive attack too: its main evaluation takes hours.
 
-``--layer-one`` measures the statistics judge alone (``ovig eval --layer-one``): every attack's score against
+``--layer-one`` measures the statistics judge alone (``ovig eval --mode layer-one``): every attack's score against
 the owner's reference run on other hardware, and the honest run's, on each workload's main layout (language at
 s = 1 and 10), to bench/results/layer_one_<workload>_tiny/{layer_one.json, layer_one.md}; bench/tables.py
 multiplies its flags with the main evaluation's replay verdicts into the catch rate with targeted openings.
@@ -73,7 +73,7 @@ separate one-process run (seed 2), which never saw a data-parallel run: s = 1 an
 s = 100 with 36, every interval held out; the attacks that need no sweep. Writes
 bench/results/eval_vision_tiny_ddp2/.
 
-``--exact`` evaluates exact mode (``ovig eval --exact``) on each of ``--workloads`` in turn: s = 10, 24 intervals,
+``--exact`` evaluates exact mode (``ovig eval --mode exact``) on each of ``--workloads`` in turn: s = 10, 24 intervals,
 every default attack, the boundary-aware attacker aiming at the boundary of a boundary-mode twin of the
 task (4 intervals calibrate it); to bench/results/exact_eval_<workload>_tiny/. ``--exact-llm-adaptive`` runs the
 chat model's boundary-aware attacker (aiming at the poisoned reply, added after its exact evaluation) alone on
@@ -230,11 +230,11 @@ ALL_STRIDES = [([*TINY, "--strides", "1,10,100"], "")]
 MAIN = ("", "_s100")  # the main evaluation's processes (--main): each workload's first, and language's s = 100
 # Leave one family out, on each workload's main layout (language: its separate calibration runs).
 # Two lanes side by side, each a list of (output folder, workload, options) run one after the other.
-LOFO = "--leave-one-family-out"
+LOFO = ["--mode", "families"]
 FAMILIES = [
     [
-        ("families_vision_tiny", "vision", [LOFO, *TINY, "--strides", "1,10,100"]),
-        ("families_diffusion_tiny", "diffusion", [LOFO, *TINY, "--strides", "1,10,100"]),
+        ("families_vision_tiny", "vision", [*LOFO, *TINY, "--strides", "1,10,100"]),
+        ("families_diffusion_tiny", "diffusion", [*LOFO, *TINY, "--strides", "1,10,100"]),
     ],
     # language only at s = 10, on 100 intervals calibrated from 20 of a separate run (seed 2): its steps cost ten
     # times the others', and every interval is replayed under every profile
@@ -242,7 +242,7 @@ FAMILIES = [
         (
             "families_language_tiny",
             "language",
-            [LOFO, "--tiny", "--strides", "10", "--intervals", "100", *SEPARATE, "20"],
+            [*LOFO, "--tiny", "--strides", "10", "--intervals", "100", *SEPARATE, "20"],
         )
     ],
 ]
@@ -277,19 +277,19 @@ FLOOR = [
         ("floor_language_tiny_none", "language", [*SWEEP_LANGUAGE, *NO_FLOOR]),
     ],
 ]
-# Layer one (ovig eval --layer-one): the statistics judge alone, on each workload's main layout (the same task and
+# Layer one (ovig eval --mode layer-one): the statistics judge alone, on each workload's main layout (the same task and
 # faked interval as its main evaluation; language at s = 1 and 10, whose intervals of the evaluated run are all
 # held out against seed 2's, the way its main evaluation's are).
 LAYER_ONE = [
     [
-        (f"layer_one_{workload}_tiny", workload, ["--layer-one", *TINY, "--strides", "1,10,100"])
+        (f"layer_one_{workload}_tiny", workload, ["--mode", "layer-one", *TINY, "--strides", "1,10,100"])
         for workload in ("vision", "diffusion")
     ],
     [
         (
             "layer_one_language_tiny",
             "language",
-            ["--layer-one", "--tiny", "--strides", "1,10", "--intervals", "120", *SEPARATE, "60"],
+            ["--mode", "layer-one", "--tiny", "--strides", "1,10", "--intervals", "120", *SEPARATE, "60"],
         )
     ],
 ]
@@ -349,11 +349,12 @@ DDP = [
     "--attacks",
     NO_SWEEP,
 ]
-# Exact mode (ovig eval --exact): bit-for-bit verdicts, every attack (the boundary-aware attacker aiming at the
+# Exact mode (ovig eval --mode exact): bit-for-bit verdicts, every attack (the boundary-aware attacker aiming at the
 # boundary of a boundary-mode twin of the task), at s = 10 on 24 intervals, 4 of them calibrating that boundary.
 EXACT = [
     "--tiny",
-    "--exact",
+    "--mode",
+    "exact",
     "--strides",
     "10",
     "--intervals",

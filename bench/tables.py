@@ -1344,7 +1344,7 @@ def api_p95_verdict() -> str:
     return f"every p95 is under it (the slowest {max(r['p95_ms'] for r in scenarios.values()):.1f} ms)"
 
 
-# --- layer one: the statistics judge (ovig eval --layer-one) and targeted openings --------------------------
+# --- layer one: the statistics judge (ovig eval --mode layer-one) and targeted openings --------------------------
 
 # (workload, layer one's run, the main evaluation whose replay verdicts it multiplies, strides)
 LAYER_ONE = [

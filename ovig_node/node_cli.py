@@ -24,8 +24,11 @@ from ovig_node.nodes.context import REPLAY_PROFILES, Connection, NodeContext, op
 console = Console(highlight=False)
 # Paths the commands take: a file they read must be there (a usage error naming the option otherwise).
 EXISTING_FILE = click.Path(dir_okay=False, exists=True, path_type=Path)
+EXISTING_FOLDER = click.Path(file_okay=False, exists=True, path_type=Path)
 FILE = click.Path(dir_okay=False, path_type=Path)
 FOLDER = click.Path(file_okay=False, path_type=Path)
+# A command that shows every default in its --help ("[default: ...]") says so once, not on each option.
+SHOW_DEFAULTS: dict[str, Any] = {"show_default": True}
 
 
 def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -186,10 +189,10 @@ replay_profile_option = click.option(
 )
 
 
-@click.command("watcher", cls=NodeCommand)
+@click.command("watcher", cls=NodeCommand, context_settings=SHOW_DEFAULTS)
 @click.option("--task", "task_ids", type=int, multiple=True, help="Watch only these tasks [all].")
 @replay_profile_option
-@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Parallel replays.")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, help="Parallel replays.")
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @click.option(
     "--reference",
@@ -217,13 +220,11 @@ replay_profile_option = click.option(
     "--enough",
     type=click.IntRange(min=1),
     default=1,
-    show_default=True,
     help="How many trusted partners' attestations leave an interval to them.",
 )
 @click.option(
     "--attest/--no-attest",
     default=True,
-    show_default=True,
     help="Announce an attestation (a transaction) of every interval judged sound.",
 )
 @connection_options
@@ -270,13 +271,12 @@ def watcher(
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
 
-@click.command("auditor", cls=NodeCommand)
+@click.command("auditor", cls=NodeCommand, context_settings=SHOW_DEFAULTS)
 @replay_profile_option
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
 @click.option(
     "--appeal-budget",
     default="0",
-    show_default=True,
     help="Largest appeal bond (ETH) to put up against a round its own replay contradicts.",
 )
 @click.option(
@@ -284,7 +284,6 @@ def watcher(
     "poll_seconds",
     type=click.FloatRange(0.1, 600),
     default=1.0,
-    show_default=True,
     help="Seconds between passes: each reads its panels and keeper duties from the chain.",
 )
 @connection_options
@@ -327,7 +326,7 @@ def owner() -> None:
     """Post tasks, follow them, withdraw."""
 
 
-@owner.command("post-task")
+@owner.command("post-task", context_settings=SHOW_DEFAULTS)
 @click.option("--spec", "spec_path", type=EXISTING_FILE, required=True, help="The task's spec, its boundary named.")
 @click.option("--boundary", "boundary_path", type=EXISTING_FILE, help="The boundary the spec names (not for exact).")
 @click.option("--reward", required=True, help="Reward in ETH (escrowed now).")
@@ -348,7 +347,6 @@ def owner() -> None:
 @click.option(
     "--windows",
     default="3600,7200,1800",
-    show_default=True,
     help="Opening, challenge and challenge-reveal windows in seconds.",
 )
 @click.option(
@@ -356,7 +354,6 @@ def owner() -> None:
     "deadline_in",
     type=int,
     default=7 * 24 * 3600,
-    show_default=True,
     help="Seconds from now to commit every batch.",
 )
 @connection_options

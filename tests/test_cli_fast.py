@@ -68,6 +68,7 @@ print("torch loaded:", "torch" in sys.modules)
         ),
         (["owner", "fetch", "1", "--out", "{full}", "--account", "0"], "is not empty"),
         (["verify", "--spec", "{readme}", "--evidence", "{new}", "--interval", "0"], "does not exist"),
+        (["eval", "--mode", "exact", "--calibration-seed", "2", "--out", "{new}"], "leave --calibration-seed out"),
     ],
 )
 def test_a_usage_error_names_its_option_before_torch_loads(tmp_path: Path, argv: list[str], said: str) -> None:
@@ -86,6 +87,49 @@ def test_a_usage_error_names_its_option_before_torch_loads(tmp_path: Path, argv:
     assert lines[-1] == "torch loaded: False", run.stdout + run.stderr
     assert lines[0].startswith("usage error:") and said in lines[0], run.stdout + run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["--mode", "families", "--claim-profile", "ddp2", "--calibration-seed", "2"],
+            "Invalid value for --mode: families judges one-process claims (the reference profile): "
+            "leave --claim-profile out",
+        ),
+        (
+            ["--mode", "exact", "--claim-profile", "ddp2", "--calibration-seed", "2"],
+            "Invalid value for --mode: exact judges one-process claims (the reference profile): "
+            "leave --claim-profile out",
+        ),
+        (
+            ["--mode", "exact", "--calibration-seed", "2"],
+            "Invalid value for --mode: exact judges claims against their own run's calibration: "
+            "leave --calibration-seed out",
+        ),
+        (
+            ["--mode", "lofo"],
+            "Invalid value for '--mode': 'lofo' is not one of 'main', 'families', 'layer-one', 'exact'",
+        ),
+        (["--exact"], "No such option: --exact"),  # the flags --mode replaced are gone
+        (["--leave-one-family-out"], "No such option: --leave-one-family-out"),
+        (["--layer-one"], "No such option: --layer-one"),
+    ],
+)
+def test_eval_refuses_a_mode_with_options_it_cannot_take_in_one_line(
+    tmp_path: Path, argv: list[str], said: str
+) -> None:
+    """`ovig eval --mode` picks one evaluation: an option its mode cannot take, an unknown mode or a flag --mode
+    replaced is one line of usage error, before any work (nothing written)."""
+    from click.testing import CliRunner
+
+    from ovig_node.cli import cli
+
+    result = CliRunner().invoke(cli, ["eval", *argv, "--out", str(tmp_path / "out")])
+    usage, error = result.output.strip().split("\n\n")
+    assert result.exit_code == 2 and usage.startswith("Usage: ") and error.startswith(f"Error: {said}"), result.output
+    assert "\n" not in error
+    assert not (tmp_path / "out").exists()
 
 
 def _commands(group: object, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], object]]:

@@ -169,7 +169,8 @@ def test_leave_one_family_out_judges_every_held_out_interval_under_each_family(t
     out = tmp_path / "out"
     done = run_ovig(
         "eval",
-        "--leave-one-family-out",
+        "--mode",
+        "families",
         "--workload",
         "vision",
         "--strides",

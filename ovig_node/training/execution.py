@@ -15,7 +15,7 @@ recorded in every report.
 
 Profiles fall into **families** by what they change (:attr:`ExecutionProfile.families`): a boundary
 calibrated without a family, judged under it, says what a provider on hardware unlike any calibrated
-one would see (``ovig eval --leave-one-family-out``).
+one would see (``ovig eval --mode families``).
 """
 
 from __future__ import annotations

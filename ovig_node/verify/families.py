@@ -1,5 +1,5 @@
 """Leave one family out: does a boundary hold on hardware unlike any it was calibrated on?
-(`ovig eval --leave-one-family-out`)
+(`ovig eval --mode families`)
 
 Execution profiles fall into families by what they change (:attr:`ExecutionProfile.families`: the
 thread split, the micro-batch split, the accumulation dtype, each kind of kernel). A provider's

@@ -1,4 +1,4 @@
-"""`ovig eval --layer-one`: the statistics judge (layer one, :mod:`ovig_node.verify.statistics_judge`) measured
+"""`ovig eval --mode layer-one`: the statistics judge (layer one, :mod:`ovig_node.verify.statistics_judge`) measured
 alone, per attack, as SciCheck reports its first layer, and what it adds to sampling.
 
 Per stride: the provider's honest run (the claims, on the reference profile), the owner's reference run of the
