@@ -60,7 +60,7 @@ ACCOUNTS = 270  # owner, provider, two watchers, keeper, and auditors up to a fu
 OWNER, PROVIDER, WATCHER, WATCHER2, KEEPER = range(5)
 AUDITORS = range(5, 12)  # seven, so a panel of three never runs short
 WINDOWS = (3600, 7200, 600)  # opening, challenge, challenge reveal (seconds)
-REWARD, PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND = 2 * 10**18, 3 * 10**18, 10**17, 10**16
+REWARD, PROVIDER_BOND, CHALLENGER_BOND = 2 * 10**18, 3 * 10**18, 10**17
 REPLAY_SECONDS = 600  # what the tasks declare, under the production committee's maxReplaySeconds
 LATER = " (a later task)"  # label suffix of a challenge made once the contracts' counters are nonzero
 OUT_OF_BOUNDS, VALID, FAULTY = 1, 1, 2
@@ -179,12 +179,12 @@ class Bench:
             shape.stride,
             shape.per_batch,
             shape.sample_bps,
-            (PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND),
+            (PROVIDER_BOND, CHALLENGER_BOND),
             REPLAY_SECONDS,
             WINDOWS,
             deadline,
         )
-        self.send(fn, OWNER, value=REWARD + OWNER_BOND, label=label)
+        self.send(fn, OWNER, value=REWARD, label=label)
         return Evidence(self.tasks.functions.taskCount().call(), shape.layout, init)
 
     def accept(self, ev: Evidence, *, label: str | None = None) -> None:

@@ -39,11 +39,6 @@ error BondTooLow(string which, uint256 minimum, uint256 given);
 /// @param given The bond given.
 error BondTooHigh(uint256 maximum, uint256 given);
 
-/// @notice postTask: the value sent must cover the owner bond (the rest is the reward).
-/// @param ownerBond The owner bond.
-/// @param sent The value sent.
-error ValueBelowOwnerBond(uint256 ownerBond, uint256 sent);
-
 /// @notice postTask: the declared replay time must be in 1 .. the adjudicator's maxReplaySeconds, so a
 /// panelist can replay every seat it answers for within one commit window.
 /// @param replaySeconds The value given.

@@ -78,7 +78,6 @@ import {
     TooManyRequests,
     UnknownCommitment,
     UnknownDispute,
-    ValueBelowOwnerBond,
     WrongBatchStatus,
     WrongBond,
     WrongStep,
@@ -105,8 +104,8 @@ import {
 /// A dispute that ends with no decision reopens its interval's window: it judged nothing, so it never ends
 /// the task (a run without a majority is one that its silent or abstaining seats could have decided).
 /// @dev Randomness comes from RANDOMNESS (DrandBeacon; BlockhashRandomness on devnets).
-/// Money invariant (protocol 4.3): this contract's balance equals the rewards, owner bonds and provider
-/// bonds of tasks that are Posted, Accepted or Committed, plus every task's `heldBonds` (wei of challenger
+/// Money invariant (protocol 4.3): this contract's balance equals the rewards and provider bonds of
+/// tasks that are Posted, Accepted or Committed, plus every task's `heldBonds` (wei of challenger
 /// bonds: pending commits and joined bonds not claimed yet), plus the lead's share of a Slashed task whose
 /// `waitingLeadSeq` is set, plus unpaid credits, plus `burned`.
 contract TrainingTasks is IDisputedTasks, PullPayments {
@@ -134,8 +133,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     uint256 public immutable MIN_PROVIDER_BOND;
     /// @notice Smallest challenger bond a task may ask for: junk disputes are never free.
     uint256 public immutable MIN_CHALLENGER_BOND;
-    /// @notice Smallest owner bond a task may carry (back to the owner however the task ends).
-    uint256 public immutable MIN_OWNER_BOND;
     /// @notice Targeted openings (requestOpening) one requester may ask of a batch. Per requester, so that
     /// nobody can fill a batch's room for others; each request costs its own bond (the provider's share of
     /// it, the rest burned, when the task finalizes), which is what bounds the work of opening them.
@@ -352,7 +349,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param amount The share, in wei.
     event LeadShareReleased(uint256 indexed task, address indexed lead, uint256 amount);
 
-    /// @notice The deadline passed before every batch was committed; the owner gets reward and bond.
+    /// @notice The deadline passed before every batch was committed; the owner gets the reward and the
+    /// provider bond.
     /// @param task The task id.
     /// @param caller Who called abandon.
     event TaskAbandoned(uint256 indexed task, address indexed caller);
@@ -360,7 +358,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param randomness RANDOMNESS, the backend the adjudicator draws panels from too.
     /// @param keeperBps KEEPER_BPS, at most 10000.
     /// @param shares Payout shares of section 4.2; each triple sums to 10000.
-    /// @param minBonds The smallest provider, challenger and owner bonds a task may carry (protocol 4.2).
+    /// @param minBonds The smallest provider and challenger bonds a task may carry (protocol 4.2).
     /// @param maxRequestsPerBatch Targeted openings one requester may ask of a batch, 0 .. 255 (0: none).
     /// @param adjudicator The dispute court; it must already name this contract as its task contract
     /// (deploy it first, at this contract's predicted address).
@@ -383,7 +381,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         ADJUDICATOR = adjudicator;
         MIN_PROVIDER_BOND = minBonds.provider;
         MIN_CHALLENGER_BOND = minBonds.challenger;
-        MIN_OWNER_BOND = minBonds.owner;
         MAX_REQUESTS_PER_BATCH = maxRequestsPerBatch;
         _FAULTY_LEAD_BPS = shares.faultyLeadBps;
         _FAULTY_PANEL_BPS = shares.faultyPanelBps;
@@ -393,7 +390,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
 
     // --- owner and provider ------------------------------------------------------------------
 
-    /// @notice Post a task; `msg.value` is the reward plus the owner bond.
+    /// @notice Post a task; `msg.value` is the reward.
     /// @param specHash keccak256 of the canonical TaskSpec.
     /// @param specCID IPFS CID of the TaskSpec (emitted, not stored).
     /// @param initDigest sha256 of the initial checkpoint.
@@ -401,8 +398,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param stride s, > 0.
     /// @param intervalsPerBatch m, 1 .. 256.
     /// @param sampleBps Share of each batch sampled, 1 .. 10000.
-    /// @param bonds The provider bond (exact, for acceptTask), the challenger bond (exact, for each
-    /// challenge) and the owner bond (sent with the reward), each at least its minimum.
+    /// @param bonds The provider bond (exact, for acceptTask) and the challenger bond (exact, for each
+    /// challenge), each at least its minimum.
     /// @param replaySeconds The slowest honest replay of one interval, 1 .. the adjudicator's
     /// maxReplaySeconds.
     /// @param windows The task's windows, each in 1 .. MAX_WINDOW seconds, the reveal window at most
@@ -440,7 +437,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         _emitPosted(task, specCID);
     }
 
-    /// @notice Cancel a task nobody accepted; the owner is credited the reward and its bond.
+    /// @notice Cancel a task nobody accepted; the owner is credited the reward.
     /// @param task The task id.
     function cancel(uint256 task) external {
         Task storage t = _requireStatus(task, TaskStatus.Posted);
@@ -448,7 +445,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (msg.sender != t.owner) revert NotOwner(task, msg.sender);
         t.status = TaskStatus.Cancelled;
         emit TaskCancelled(task, msg.sender);
-        _credit(t.owner, task, t.terms.reward + t.terms.ownerBond);
+        _credit(t.owner, task, t.terms.reward);
     }
 
     /// @notice Accept a posted task with exactly its provider bond; the caller becomes the provider.
@@ -540,8 +537,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         emit SeedDrawn(task, j, b.seed, b.sampledBitmap, b.windowEnd);
     }
 
-    /// @notice Slash a task whose drawn batch `j` was not opened in time: the owner is credited reward,
-    /// its own bond and the provider bond minus KEEPER_BPS of it, which the caller is credited.
+    /// @notice Slash a task whose drawn batch `j` was not opened in time: the owner is credited the reward
+    /// and the provider bond minus KEEPER_BPS of it, which the caller is credited.
     /// @param task The task id.
     /// @param j The unopened batch.
     function slashUnopened(uint256 task, uint256 j) external {
@@ -553,11 +550,12 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         // faulty slashes itself through a sock-puppet keeper (who gets KEEPER_BPS), mooting the verdict;
         // pending commits count too, or the sock-puppet front-runs the first reveal.
         _requireNoChallenge(task, t);
+        _requireNoReopenedWindow(task, t);
         _slashUnopened(task, t, j, msg.sender);
     }
 
     /// @notice After the deadline, end a task whose batches are not all committed: the owner is
-    /// credited reward, its own bond and the provider bond.
+    /// credited the reward and the provider bond.
     /// @param task The task id.
     function abandon(uint256 task) external {
         Task storage t = _requireStatus(task, TaskStatus.Accepted);
@@ -565,13 +563,14 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (_before(t.terms.deadline)) revert DeadlineNotReached(task, t.terms.deadline);
         // INVARIANT: a challenge decides first: a faulty verdict pays the lead challenger from the bond.
         _requireNoChallenge(task, t);
+        _requireNoReopenedWindow(task, t);
         t.status = TaskStatus.Abandoned;
         emit TaskAbandoned(task, msg.sender);
-        _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + t.terms.providerBond);
+        _credit(t.owner, task, t.terms.reward + t.terms.providerBond);
     }
 
     /// @notice Finalize a committed task once every batch is opened and every challenge window has
-    /// closed: the provider is credited reward and bond, the owner its bond. O(1).
+    /// closed: the provider is credited reward and bond. O(1).
     /// @param task The task id.
     function finalize(uint256 task) external {
         Task storage t = _requireStatus(task, TaskStatus.Committed);
@@ -586,7 +585,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         t.status = TaskStatus.Finalized;
         emit TaskFinalized(task, t.provider);
         _credit(t.provider, task, t.terms.reward + t.terms.providerBond);
-        _credit(t.owner, task, t.terms.ownerBond);
     }
 
     // --- targeted openings (protocol section 8.3) ---------------------------------------------
@@ -656,7 +654,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     }
 
     /// @notice Slash a task whose requested interval `k` was not opened in time, as for an unopened batch:
-    /// the owner is credited reward, its own bond and the provider bond minus KEEPER_BPS of it, which the
+    /// the owner is credited the reward and the provider bond minus KEEPER_BPS of it, which the
     /// requester is credited (whoever calls), with its bond back.
     /// @param task The task id.
     /// @param k The requested interval.
@@ -668,6 +666,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (_before(r.openBy)) revert RequestWindow(task, k, r.openBy);
         // INVARIANT: a challenge decides first (the sock-puppet keeper of slashUnopened).
         _requireNoChallenge(task, t);
+        _requireNoReopenedWindow(task, t);
         r.status = RequestStatus.Settled;
         emit RequestSettled(task, k, r.requester, true);
         _releaseBond(task, t, r.requester, t.terms.challengerBond);
@@ -1042,6 +1041,14 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         if (t.openDisputes != 0) revert DisputeOpen(task, t.openDisputes);
     }
 
+    /// @dev Reverts while a window a no-decision reopened is open. INVARIANT: between a no-decision and the
+    /// watcher's fresh commit nothing is pending, so without this a provider's sock-puppet keeper could
+    /// slash its own unopened batch (or its owner abandon the task) in that gap, mooting the watcher's
+    /// challenge of a faulty interval and taking its lead share (review 7 of v3, F3).
+    function _requireNoReopenedWindow(uint256 task, Task storage t) internal view {
+        if (_before(t.reopenedUntil)) revert ChallengeWindowOpen(task, t.reopenedUntil);
+    }
+
     /// @dev Interval k's state, reverting unless it is sampled, opened, and its window was open at `at`.
     function _requireChallengeable(
         uint256 task,
@@ -1154,7 +1161,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             // first cannot take the share from an earlier challenger, whose dispute is judged on.
             _waitForEarlier(d.task, t, iv);
         }
-        _credit(t.owner, d.task, toOwner + t.terms.reward + t.terms.ownerBond);
+        _credit(t.owner, d.task, toOwner + t.terms.reward);
     }
 
     /// @dev The lead's share of the task's slash goes to `iv`'s lead unless an earlier challenge takes it.
@@ -1205,17 +1212,18 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         }
         iv.windowEnd = end;
         if (end > t.challengeEnd) t.challengeEnd = end;
+        if (end > t.reopenedUntil) t.reopenedUntil = end;
         emit IntervalWindowReopened(task, k, end);
     }
 
     /// @dev Slash for an opening not made in time (batch `j`, or a requested interval of it): the owner is
-    /// credited reward, its bond and the provider bond less the keeper's share, `keeper` that share.
+    /// credited the reward and the provider bond less the keeper's share, `keeper` that share.
     function _slashUnopened(uint256 task, Task storage t, uint256 j, address keeper) internal {
         t.status = TaskStatus.Slashed;
         uint256 bond = t.terms.providerBond;
         uint256 keeperShare = (bond * KEEPER_BPS) / BPS;
         emit TaskSlashed(task, j, keeper, 0);
-        _credit(t.owner, task, t.terms.reward + t.terms.ownerBond + bond - keeperShare);
+        _credit(t.owner, task, t.terms.reward + bond - keeperShare);
         _credit(keeper, task, keeperShare);
     }
 
@@ -1288,8 +1296,6 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             revert BondTooLow("challenger", MIN_CHALLENGER_BOND, bonds.challenger);
         }
         if (bonds.challenger > MAX_CHALLENGER_BOND) revert BondTooHigh(MAX_CHALLENGER_BOND, bonds.challenger);
-        if (bonds.owner < MIN_OWNER_BOND) revert BondTooLow("owner", MIN_OWNER_BOND, bonds.owner);
-        if (msg.value < bonds.owner) revert ValueBelowOwnerBond(bonds.owner, msg.value);
     }
 
     /// @dev The smallest provider bond whose faulty panel share is at least `cost`.
@@ -1311,10 +1317,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         TaskTerms storage terms = _tasks[task].terms;
         terms.specHash = specHash;
         terms.initDigest = initDigest;
-        terms.reward = msg.value - bonds.owner;
+        terms.reward = msg.value;
         terms.providerBond = bonds.provider;
         terms.challengerBond = bonds.challenger;
-        terms.ownerBond = bonds.owner;
         terms.windows = windows;
     }
 

@@ -15,7 +15,8 @@ enum TaskStatus {
     Finalized,
     // Terminal: the owner took the reward back before anyone accepted.
     Cancelled,
-    // Terminal: the deadline passed before every batch was committed; the owner got reward and bond.
+    // Terminal: the deadline passed before every batch was committed; the owner got the reward and the
+    // provider bond.
     Abandoned,
     // Terminal: the provider left a batch unopened or lost a dispute; the bond was slashed.
     Slashed
@@ -91,8 +92,6 @@ struct TaskTerms {
     uint256 providerBond;
     // Exact value a challenge commit must carry.
     uint256 challengerBond;
-    // Sent with the reward; back to the owner however the task ends.
-    uint256 ownerBond;
     // N: training steps in all.
     uint64 totalSteps;
     // s: steps per interval.
@@ -145,6 +144,9 @@ struct Task {
     // Targeted openings requested and not opened yet; finalize waits for them (an
     // unopened one past its window is slashed like an unopened batch).
     uint32 unopenedRequests;
+    // Latest end of a window a no-decision reopened: slashUnopened, slashUnopenedRequest and abandon wait for
+    // it, so the watcher whose dispute ended with no decision challenges again before the task can end.
+    uint64 reopenedUntil;
 }
 
 /// @notice One batch of a task.
@@ -338,8 +340,6 @@ struct MinBonds {
     uint256 provider;
     // Smallest challenger bond.
     uint256 challenger;
-    // Smallest owner bond (sent with the reward).
-    uint256 owner;
 }
 
 /// @notice The bonds a task asks for (postTask), in wei.
@@ -348,8 +348,6 @@ struct Bonds {
     uint256 provider;
     // Exact value a challenge commit must carry.
     uint256 challenger;
-    // Sent with the reward by the owner.
-    uint256 owner;
 }
 
 /// @notice Where a dispute is in the committee (protocol section 4.2).

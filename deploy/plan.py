@@ -29,12 +29,10 @@ KEEPER_BPS = 1_000  # basis points of the provider bond
 SHARES = (2_000, 1_000, 7_000, 5_000, 1_000, 4_000)
 ETHER = 10**18
 # The smallest bonds a task may carry (protocol 4.2): a junk challenge costs at least 0.01 ETH, of which
-# the panel's 10% pays for its replays; a provider bonds at least 0.1 ETH; an owner at least 0.01 ETH
-# (back to it however the task ends).
+# the panel's 10% pays for its replays; a provider bonds at least 0.1 ETH.
 MIN_PROVIDER_BOND = ETHER // 10
 MIN_CHALLENGER_BOND = ETHER // 100
-MIN_OWNER_BOND = ETHER // 100
-MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND, MIN_OWNER_BOND)
+MIN_BONDS = (MIN_PROVIDER_BOND, MIN_CHALLENGER_BOND)
 # Targeted openings (protocol 8.3) one requester may ask of a batch: a watcher's layer one asks for the intervals
 # it finds most anomalous; each request makes the provider open one more interval, so a few per batch. Per
 # requester, so a provider's sock puppets cannot fill a batch's room first; each request costs its own bond.

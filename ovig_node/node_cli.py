@@ -101,6 +101,26 @@ def _amount(value: str, option: str) -> int:
     return int(wei)
 
 
+def _appeal_budget(ctx: click.Context, param: click.Parameter, value: str) -> dict[str, int]:
+    """``--appeal-budget``: a multiple of the dispute's challenger bond ("16x") or ETH ("0.5"), as the
+    keyword arguments of ``nodes.appealing.AppealBudget`` (built after the heavy imports)."""
+    if value.endswith("x"):
+        if not value[:-1].isdigit():
+            raise click.BadParameter(f"{value!r} is not a multiple of the challenger bond (such as 16x)", ctx, param)
+        return {"multiple": int(value[:-1])}
+    return {"wei": _amount(value, "--appeal-budget")}
+
+
+appeal_budget_option = click.option(
+    "--appeal-budget",
+    default="16x",
+    callback=_appeal_budget,
+    help="Largest appeal bond to put up against a round its own replay contradicts: a multiple of the "
+    "dispute's challenger bond (16x reaches the round a fifth of sybils capture with odds below one in a "
+    "million) or ETH; 0 never appeals.",
+)
+
+
 # --- nodes ---------------------------------------------------------------------------------------
 
 
@@ -227,6 +247,7 @@ replay_profile_option = click.option(
     default=True,
     help="Announce an attestation (a transaction) of every interval judged sound.",
 )
+@appeal_budget_option
 @connection_options
 def watcher(
     task_ids: tuple[int, ...],
@@ -238,11 +259,13 @@ def watcher(
     trusted: frozenset[str],
     enough: int,
     attest: bool,
+    appeal_budget: dict[str, int],
     **options: Any,
 ) -> None:
     """Replay opened intervals, challenge those outside the boundary, attest the sound ones; until interrupted."""
     import time
 
+    from ovig_node.nodes.appealing import AppealBudget
     from ovig_node.nodes.keeper import Keeper
     from ovig_node.nodes.watcher import WatcherNode
     from ovig_node.verify.statistics_judge import THRESHOLD, NotAReference, Reference
@@ -267,6 +290,7 @@ def watcher(
         attest=attest,
         trusted=trusted,
         enough=enough,
+        appeal_budget=AppealBudget(**appeal_budget),
     )
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
@@ -274,11 +298,7 @@ def watcher(
 @click.command("auditor", cls=NodeCommand, context_settings=SHOW_DEFAULTS)
 @replay_profile_option
 @click.option("--for", "seconds", type=float, help="Stop after this many seconds [run until Ctrl-C].")
-@click.option(
-    "--appeal-budget",
-    default="0",
-    help="Largest appeal bond (ETH) to put up against a round its own replay contradicts.",
-)
+@appeal_budget_option
 @click.option(
     "--poll",
     "poll_seconds",
@@ -287,16 +307,19 @@ def watcher(
     help="Seconds between passes: each reads its panels and keeper duties from the chain.",
 )
 @connection_options
-def auditor(profile: str, seconds: float | None, appeal_budget: str, poll_seconds: float, **options: Any) -> None:
+def auditor(
+    profile: str, seconds: float | None, appeal_budget: dict[str, int], poll_seconds: float, **options: Any
+) -> None:
     """A staked committee member: register (if needed) and answer every panel it is drawn for; until
     interrupted."""
     import time
 
+    from ovig_node.nodes.appealing import AppealBudget
     from ovig_node.nodes.auditor import AuditorNode
     from ovig_node.nodes.keeper import Keeper
 
-    budget = _amount(appeal_budget, "--appeal-budget")
     ctx = _open("auditor", options)
+    budget = AppealBudget(**appeal_budget)
     node = AuditorNode(ctx, profile_name=profile, keeper=Keeper(ctx), appeal_budget=budget, poll_seconds=poll_seconds)
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 
@@ -333,12 +356,6 @@ def owner() -> None:
 @click.option("--provider-bond", required=True, help="Provider bond in ETH.")
 @click.option("--challenger-bond", required=True, help="Challenger bond in ETH.")
 @click.option(
-    "--owner-bond",
-    default="0.01",
-    show_default=True,
-    help="Owner bond in ETH, sent with the reward (back to the owner however the task ends).",
-)
-@click.option(
     "--replay-seconds",
     type=int,
     default=None,
@@ -363,7 +380,6 @@ def owner_post(
     reward: str,
     provider_bond: str,
     challenger_bond: str,
-    owner_bond: str,
     replay_seconds: int | None,
     windows: str,
     deadline_in: int,
@@ -376,7 +392,6 @@ def owner_post(
             ("--reward", reward),
             ("--provider-bond", provider_bond),
             ("--challenger-bond", challenger_bond),
-            ("--owner-bond", owner_bond),
         )
     }
     try:
@@ -397,7 +412,6 @@ def owner_post(
         challenge,
         reveal,
         deadline_in,
-        amounts["--owner-bond"],
         replay_seconds,
     )
     task = post_task(_open("owner", options), spec_path, boundary_path, terms)
@@ -492,8 +506,8 @@ def _print_status(report: Any) -> None:
 @click.argument("task_id", type=int)
 @connection_options
 def owner_cancel(task_id: int, **options: Any) -> None:
-    """Cancel a task of yours nobody has accepted yet: its reward and owner bond are credited back (then
-    `ovig owner withdraw`)."""
+    """Cancel a task of yours nobody has accepted yet: its reward is credited back (then `ovig owner
+    withdraw`)."""
     from ovig_node.nodes.owner import cancel_task
 
     credited = cancel_task(_open("owner", options), task_id)

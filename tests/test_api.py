@@ -61,7 +61,7 @@ OWNER, PROVIDER_A, PROVIDER_B, WATCHER, AUDITORS = 0, 1, 2, 3, (4, 5, 6)
 WATCHER_2, UNKNOWN, COPIER = 7, 8, 9  # attesters: a watcher the API trusts, one it knows nothing of, a copier
 N, S, M, SAMPLE_BPS = 120, 10, 4, 5000  # K = 12 intervals in B = 3 batches; two of each batch sampled
 K, B = 12, 3
-REWARD, PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND = 2 * ETHER, 3 * ETHER, ETHER // 10, ETHER // 100
+REWARD, PROVIDER_BOND, CHALLENGER_BOND = 2 * ETHER, 3 * ETHER, ETHER // 10
 REPLAY_SECONDS = 10  # under the devnet committee's maxReplaySeconds
 WINDOWS = (30, 8, 20)  # opening, challenge, challenge reveal (seconds)
 CHALLENGED = K - 1  # the deliverable: always sampled
@@ -217,12 +217,12 @@ def build_history(chain: Chain, ipfs_url: str) -> dict[str, Any]:
                 S,
                 M,
                 SAMPLE_BPS,
-                (PROVIDER_BOND, CHALLENGER_BOND, OWNER_BOND),
+                (PROVIDER_BOND, CHALLENGER_BOND),
                 REPLAY_SECONDS,
                 WINDOWS,
                 deadline,
             ),
-            value=REWARD + OWNER_BOND,
+            value=REWARD,
         )
         ids.append(int(chain.protocol.tasks.events.TaskPosted().process_receipt(receipt)[0]["args"]["task"]))
     honest, slashed, posted = ids
@@ -449,10 +449,9 @@ def test_honest_task_has_its_batches_samples_openings_and_payout(history: Histor
     assert [len(b["sampled"]) for b in task["batches"]] == [M // 2] * B and K - 1 in task["batches"][-1]["sampled"]
     assert task["disputes"] == []
     assert [(p["contract"], p["account"], p["amount"]) for p in task["payouts"]] == [
-        ("TrainingTasks", address(PROVIDER_A), str(REWARD + PROVIDER_BOND)),
-        ("TrainingTasks", address(OWNER), str(OWNER_BOND)),
+        ("TrainingTasks", address(PROVIDER_A), str(REWARD + PROVIDER_BOND)),  # the owner is credited nothing
     ]
-    assert (task["terms"]["owner_bond"], task["terms"]["replay_seconds"]) == (str(OWNER_BOND), REPLAY_SECONDS)
+    assert (task["terms"]["reward"], task["terms"]["replay_seconds"]) == (str(REWARD), REPLAY_SECONDS)
     openings = h.get(f"/api/tasks/{h.honest}/openings")
     assert [o["k"] for o in openings] == h.sampled[h.honest]
     for o in openings:
@@ -521,7 +520,7 @@ def test_slashed_task_dispute_votes_report_and_payouts(history: History) -> None
     committee = h.chain.protocol.committee
     expected = {
         address(WATCHER): PROVIDER_BOND * 2_000 // 10_000 + CHALLENGER_BOND,
-        address(OWNER): PROVIDER_BOND * 7_000 // 10_000 + REWARD + OWNER_BOND,
+        address(OWNER): PROVIDER_BOND * 7_000 // 10_000 + REWARD,
         committee.address: panel,
         **{address(a): panel // 3 for a in AUDITORS},
     }

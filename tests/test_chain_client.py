@@ -27,7 +27,7 @@ from ovig_node.devnet.processes import free_port
 
 COMMITTEE = (10**17, 4, 5, 7200, 3600, 1800, 1800, 3600, 7200, 900, 3, 3, 1000, 10**12)  # CommitteeParams, in order
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
-MIN_BONDS = (10**17, 10**16, 0)  # provider, challenger, owner (none: these tests are not about bonds)
+MIN_BONDS = (10**17, 10**16)  # provider, challenger: the smallest bonds a task may carry
 WINDOWS = (3600, 7200, 600)
 
 
@@ -70,8 +70,8 @@ def tasks(w3: Web3) -> Any:
     code = build.constructor(create_address(deployer.address, nonce + 2), randomness, COMMITTEE).data_in_transaction
     committee = send(w3, deployer, {"data": code})["contractAddress"]
     build = w3.eth.contract(abi=tasks_art.abi, bytecode=tasks_art.bytecode)
-    # keeper share 10%, at most 2 no-decisions an interval, 4 requests per requester and batch
-    code = build.constructor(randomness, 1000, SHARES, MIN_BONDS, 2, 4, committee).data_in_transaction
+    # keeper share 10%, 4 requests per requester and batch
+    code = build.constructor(randomness, 1000, SHARES, MIN_BONDS, 4, committee).data_in_transaction
     receipt = send(w3, deployer, {"data": code})
     return w3.eth.contract(address=receipt["contractAddress"], abi=tasks_art.abi)
 
@@ -82,7 +82,7 @@ def client(w3: Web3, tmp_path: Path, index: int = 0) -> ChainClient:
 
 def post(tasks: Any, deadline: int, reward: int = 10**18) -> Any:
     return tasks.functions.postTask(
-        b"\x01" * 32, "bafyspec", b"\x02" * 32, 100, 10, 4, 5000, (3 * 10**18, 10**17, 0), 60, WINDOWS, deadline
+        b"\x01" * 32, "bafyspec", b"\x02" * 32, 100, 10, 4, 5000, (3 * 10**18, 10**17), 60, WINDOWS, deadline
     )
 
 

@@ -53,7 +53,6 @@ from ovig_node.verify.statistics_judge import Reference
 from support import EXACT_NUMERICS, deployed_devnet, run_ovig
 
 ETHER = 10**18
-OWNER_BOND = ETHER // 100
 SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
 DELIVERABLE = 9  # K - 1
 # By devnet account: the demo's (trainers 1 and 2, watchers 3 and 7, auditors 4-6), and a second honest trainer
@@ -133,7 +132,6 @@ def terms(**windows: int) -> Terms:
         w["challenge_window"],
         w["reveal_window"],
         deadline_in=1200,
-        owner_bond=OWNER_BOND,
         replay_seconds=15,
     )
 
@@ -211,7 +209,7 @@ def test_withholding_provider_is_slashed_by_a_keeper(system: System) -> None:
     wait_for(slashed, timeout=60, what="the slash")
     keeper_share = 3 * ETHER * 1_000 // 10_000
     assert tasks.credits(keeper_node.address).call() == keeper_share
-    assert tasks.credits(owner.address).call() == 2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share
+    assert tasks.credits(owner.address).call() == 2 * ETHER + 3 * ETHER - keeper_share
     [slashed] = events(owner, "TaskSlashed", task=task)
     assert (slashed.args["j"], slashed.args["by"], slashed.args["dispute"]) == (0, keeper_node.address, 0)
     # A provider node back from an outage across the opening window's close says so (issue 46)
@@ -226,8 +224,8 @@ def test_withholding_provider_is_slashed_by_a_keeper(system: System) -> None:
     assert [(c["account"], c["amount"], c["for"]) for c in task_status(owner, task).credits] == [
         (
             owner.address,
-            2 * ETHER + OWNER_BOND + 3 * ETHER - keeper_share,
-            "reward, owner bond and the owner's share of the slashed provider bond",
+            2 * ETHER + 3 * ETHER - keeper_share,
+            "reward and the owner's share of the slashed provider bond",
         ),
         (keeper_node.address, keeper_share, "keeper's share of the provider bond: it reported an opening not made"),
     ]
@@ -386,7 +384,7 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
             credited[e.args["account"]] = credited.get(e.args["account"], 0) + e.args["amount"]
     panel = bond * 1_000 // 10_000  # handed to the committee in one sum, which pays each seat
     assert credited == {
-        owner.address: reward + OWNER_BOND + bond * 7_000 // 10_000,
+        owner.address: reward + bond * 7_000 // 10_000,
         devnet_account(3).address: bond * 2_000 // 10_000 + challenger_bond,
         owner.protocol.committee.address: panel,
     }
@@ -700,8 +698,8 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
 
 
 def test_an_owner_lists_its_tasks_and_cancels_one_nobody_accepted(system: System) -> None:
-    """`ovig owner list` shows the owner's tasks; `ovig owner cancel` takes back a posted one (reward and owner
-    bond credited), refusing, in one line and before any transaction, another account's task or a task no
+    """`ovig owner list` shows the owner's tasks; `ovig owner cancel` takes back a posted one (its reward
+    credited), refusing, in one line and before any transaction, another account's task or a task no
     longer posted."""
     owner = system.node("owner", 0)
     task = post_task(owner, system.spec, system.boundary, terms())
@@ -727,7 +725,7 @@ def test_an_owner_lists_its_tasks_and_cancels_one_nobody_accepted(system: System
     cancelled = ovig("cancel", str(task))
     assert cancelled.returncode == 0, cancelled.stderr
     assert owner.protocol.task(task).status == TaskStatus.CANCELLED
-    assert credits(owner.address).call() - before == 2 * ETHER + OWNER_BOND
+    assert credits(owner.address).call() - before == 2 * ETHER
     # Anyone reads a task's status, no account needed; --json labels each payout (issue 46).
     read = run_ovig("owner", "status", str(task), "--json", env=env)
     assert read.returncode == 0, read.stderr
@@ -736,8 +734,8 @@ def test_an_owner_lists_its_tasks_and_cancels_one_nobody_accepted(system: System
     assert report["payouts"] == [
         {
             "account": owner.address,
-            "amount_wei": str(2 * ETHER + OWNER_BOND),
-            "for": "reward and owner bond back: cancelled",
+            "amount_wei": str(2 * ETHER),
+            "for": "reward back: cancelled",
         }
     ]
     assert (system.net.data_dir / "nodes" / "reader").is_dir()

@@ -85,7 +85,6 @@ class Terms(BaseModel):
     reward: Wei
     provider_bond: Wei
     challenger_bond: Wei
-    owner_bond: Wei = Field(description="sent with the reward; back to the owner however the task ends")
     replay_seconds: int = Field(description="the slowest honest replay of one interval the owner declares")
     total_steps: int
     stride: int

@@ -112,7 +112,6 @@ def get_task(db: sqlite3.Connection, task: int) -> m.TaskDetail | None:
             reward=str(terms["reward"]),
             provider_bond=str(terms["providerBond"]),
             challenger_bond=str(terms["challengerBond"]),
-            owner_bond=str(terms["ownerBond"]),
             replay_seconds=terms["replaySeconds"],
             total_steps=terms["totalSteps"],
             stride=terms["stride"],

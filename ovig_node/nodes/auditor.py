@@ -8,7 +8,10 @@ never a local limit or setting:
 
 - ``unavailable``: the interval's files (or the owner's: spec, dataset, initial checkpoint, boundary) matching
   their committed digests could not be obtained from any source by the draw plus the fetch window (half the
-  commit window, the same for every node). Until then a file not found is looked for again;
+  commit window, the same for every node). Until then a file not found is looked for again. Every seat is
+  fetched from its draw on, in a worker of its own, never queued behind a replay; a fetch that began late all
+  the same (the node down, or more seats at once than fetch workers) did not look through the window, and
+  abstains instead: a busy node must never answer `unavailable` for files that were served;
 - ``faulty``: the files were obtained and the replay (confirmed under a second profile, as a watcher confirms)
   is out of bounds or the evidence malformed, or the owner's files fail the deterministic acceptability check
   the trainer also runs before it accepts a task;
@@ -28,9 +31,9 @@ Every evidence file it fetched it pins on its own IPFS node, so the other paneli
 too. A panelist that has become interested in the task (it challenged it since it was drawn) does not reveal:
 the contract would refuse it, and its silent seat costs it nothing. When a sound or faulty round it sat in is
 decided against its own replay, it appeals for the other outcome if the appeal bond is within its
-``appeal_budget``. It withdraws what its seats and appeals earn. Each seat is served on its own
-(:mod:`ovig_node.nodes.isolation`): a dispute whose files make anything raise is logged once and retried or
-left alone, and later seats are still served.
+``appeal_budget`` (:mod:`ovig_node.nodes.appealing`; by default up to 16 challenger bonds). It withdraws what
+its seats and appeals earn. Each seat is served on its own (:mod:`ovig_node.nodes.isolation`): a dispute whose
+files make anything raise is logged once and retried or left alone, and later seats are still served.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from ovig_node.chain.contracts import DisputeStatus, Verdict, Vote
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.deadlines import DeadlinePassed, stop_at
+from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import (
     FetchedTask,
@@ -63,7 +67,7 @@ from ovig_node.nodes.fetching import (
     task_sources,
 )
 from ovig_node.nodes.isolation import Isolation
-from ovig_node.nodes.judging import Judgement, judge_interval, opened_interval
+from ovig_node.nodes.judging import NOT_OBTAINED, Judgement, fetch_evidence, judge_evidence, opened_interval
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
@@ -71,9 +75,6 @@ from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.storage.errors import ContentNotFound, IpfsError
 from ovig_node.verify.stats import warm_up
 
-# The evidence reasons that mean "not obtained" (judging.py): a file not found, not matching its digest, or
-# larger than the spec's evidence can be. Any other faulty reason was judged on files obtained.
-NOT_OBTAINED = frozenset({"missing", "corrupt", "oversized"})
 # Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
 # minute, at most a sixth of the window (the devnet's is 30 s).
 COMMIT_MARGIN = 60
@@ -81,6 +82,15 @@ _T = TypeVar("_T")
 TOP_UP_GAS_RESERVE = 10**16  # wei kept for the top-up's own gas (and the next ballots'): 0.01 ETH
 FETCH_RETRY_SECONDS = 5.0  # between two looks for a file not found, within the fetch window
 REPLAY_WORKERS = 1  # an execution profile's torch settings are process-wide: two replays at once would mix them
+# Seats whose files are fetched at once, apart from the replays (IPFS work): each seat looks for its files from its
+# draw, never queued behind another seat's replay (review 7 of v3, F1: a seat queued behind a junk seat's replay began
+# fetching after its fetch window had closed and voted `unavailable` on files that were being served).
+FETCH_WORKERS = 8
+# A fetch that began later than this share of the fetch window after the draw, and later than FETCH_START_GRACE
+# seconds (a pass's poll and the event index's lag), did not look for the files through the window (this node was
+# busy or down): what it did not obtain it answers with an abstention, not `unavailable`.
+FETCH_START_SLACK = 0.25
+FETCH_START_GRACE = 60.0
 
 
 @dataclass(frozen=True)
@@ -103,7 +113,7 @@ class AuditorNode:
     profile_name: str = REPLAY_PROFILES
     keeper: Keeper | None = None
     poll_seconds: float = 1.0
-    appeal_budget: int = 0  # wei: the largest appeal bond it puts up (0: it never appeals)
+    appeal_budget: AppealBudget = DEFAULT_APPEAL_BUDGET  # the largest appeal bond it puts up
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _params: dict[str, int] = field(default_factory=dict)
     # Decided rounds it will not appeal (agreed, appealed, over budget, or no longer appealable): each is
@@ -111,13 +121,19 @@ class AuditorNode:
     _appeal_done: set[str] = field(default_factory=set)
     _prefetched: set[int] = field(default_factory=set)  # disputes whose task's files it holds, or that ended
     _warned_stake: bool = False
-    _replays: dict[str, Future[Ballot | Judgement]] = field(default_factory=dict)  # seat key -> its work
+    # Seat key -> its work: the fetch of its files, then (a future it returns) the replay.
+    _replays: dict[str, Future[Any]] = field(default_factory=dict)
+    _dropped: set[str] = field(default_factory=set)  # seats whose run is over: their fetch queues no replay
     _prefetching: dict[int, Future[FetchedTask]] = field(default_factory=dict)  # dispute -> its task's prefetch
     _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
 
     @functools.cached_property
     def _pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=REPLAY_WORKERS, thread_name_prefix="audit-replay")
+
+    @functools.cached_property
+    def _seat_fetches(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="audit-fetch")
 
     @functools.cached_property
     def _fetcher(self) -> ThreadPoolExecutor:
@@ -251,6 +267,7 @@ class AuditorNode:
             # (cancelled if it never started; one running finishes unheard).
             if (stale := self._replays.pop(key, None)) is not None:
                 stale.cancel()
+                self._dropped.add(key)
             return
         votes = self.state.get("votes", {})
         commit_end = int(d.drawnAt) + self._param("COMMIT_WINDOW")
@@ -367,8 +384,9 @@ class AuditorNode:
     def _decide(self, key: str, dispute: int, d: Any) -> Ballot | None:
         """Its ballot from its own judgement of the interval: availability and the replay together, whatever
         reason the challenger gave (one question per interval); None while its work for the seat runs. Everything
-        that touches IPFS (the owner's files, the evidence) runs in the background worker, with the seat's
-        deadline, so a file served slowly never holds the node's loop (commits, reveals, top-ups)."""
+        that touches IPFS (the owner's files, the evidence) runs in a fetch worker from the draw on, and the replay
+        on the replay worker, each with the seat's deadline, so a file served slowly never holds the node's loop
+        (commits, reveals, top-ups) and no seat's fetch waits for another seat's replay."""
         task, k = int(d.task), int(self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute).k)
         work = self._replays.get(key)
         late = self._due(int(d.drawnAt) + self._param("COMMIT_WINDOW"))
@@ -380,15 +398,21 @@ class AuditorNode:
             opened = opened_interval(self.ctx, task, k, int(sources.record.terms.intervalsPerBatch))
             if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
                 raise IndexBehind(f"dispute over task {task} interval {k}: its IntervalOpened is not indexed yet")
-            # Chain times to this machine's clock: the fetch window (the same for every node), and the seat's
-            # deadline, or sooner twice the declared replay time after the fetch window (a junk task's endless
-            # interval holds the one worker no longer than that: an abstention decides nothing).
+            # Chain times to this machine's clock: the draw, the fetch window's end (the same for every node), and
+            # the seat's deadline, or sooner twice the declared replay time after the fetch window (a junk task's
+            # endless interval holds the one replay worker no longer than that: an abstention decides nothing).
             now, clock = self.ctx.now(), time.monotonic()
+            drawn = clock - max(0, now - int(d.drawnAt))
             fetch_until = int(d.drawnAt) + self._param("COMMIT_WINDOW") // 2
             due = int(d.drawnAt) + self._param("COMMIT_WINDOW") - self._commit_margin()
             due = min(due, fetch_until + 2 * int(sources.record.terms.replaySeconds))
-            seat = functools.partial(self._seat_work, sources, opened, clock + max(0, fetch_until - now))
-            work = self._replays[key] = self._pool.submit(_until, clock + max(0, due - now), seat)
+            local_due = clock + max(0, due - now)
+            seat = functools.partial(
+                self._seat_work, key, sources, opened, drawn, clock + max(0, fetch_until - now), local_due
+            )
+            work = self._replays[key] = self._seat_fetches.submit(_until, local_due, seat)
+        if work.done() and isinstance(queued := work.result(), Future):  # its files are in: its replay is queued
+            work = self._replays[key] = queued
         if not work.done():
             if not late:
                 return None
@@ -408,10 +432,24 @@ class AuditorNode:
         vote = Vote.UNAVAILABLE if not obtained else Vote.FAULTY if outcome.faulty else Vote.SOUND
         return self._ballot(task, k, vote, f"{outcome.report['verdict']}: {reason}", outcome)
 
-    def _seat_work(self, sources: TaskSources, opened: Any, fetch_until: float) -> Ballot | Judgement:
-        """In the worker: the task's files, then the interval's replay. A file not found is looked for again until
-        the fetch window closes (``fetch_until``, this machine's clock), then the ballot is ``unavailable``."""
+    def _seat_work(
+        self, key: str, sources: TaskSources, opened: Any, drawn: float, fetch_until: float, due: float
+    ) -> Ballot | Judgement | Future[Judgement]:
+        """In a fetch worker, from the draw (``drawn``, this machine's clock): the task's files and the interval's
+        evidence, looked for again until the fetch window closes (``fetch_until``); then the replay, queued on the
+        replay worker until the seat's deadline ``due`` (the future it returns). Files not obtained by then are
+        ``unavailable``, but only when this fetch began early in the window (FETCH_START_SLACK, FETCH_START_GRACE):
+        one that began later (this node busy or down) claims nothing and abstains."""
         task = sources.task
+        late_by = time.monotonic() - drawn
+        looked = late_by <= max((fetch_until - drawn) * FETCH_START_SLACK, FETCH_START_GRACE)
+
+        def not_obtained(reason: str) -> Ballot:
+            if looked:
+                return Ballot(Vote.UNAVAILABLE, reason, "")
+            why = f"{reason}; its fetch began {late_by:.0f} s after the draw (this node was busy or down)"
+            return Ballot(Vote.ABSTAIN, why, "")
+
         while True:
             try:
                 # Still arriving when the fetch window closes (served a trickle, or behind a slow prefetch) is not
@@ -419,26 +457,33 @@ class AuditorNode:
                 with stop_at(fetch_until):
                     fetched = self._task_files(task, sources, wait=max(0.0, fetch_until - time.monotonic()))
             except DeadlinePassed as exc:
-                return Ballot(Vote.UNAVAILABLE, f"the task's files were not obtained in the fetch window ({exc})", "")
+                return not_obtained(f"the task's files were not obtained in the fetch window ({exc})")
             except OwnerFileUnavailable as exc:
-                return Ballot(Vote.UNAVAILABLE, str(exc), "")
+                return not_obtained(str(exc))
             except TaskRefused as exc:  # the deterministic acceptability check every node and the trainer run
                 return Ballot(Vote.FAULTY, str(exc), "")
             except ContentNotFound as exc:
                 if time.monotonic() >= fetch_until:
-                    return Ballot(Vote.UNAVAILABLE, f"the task's files: {exc}", "")
+                    return not_obtained(f"the task's files: {exc}")
                 time.sleep(FETCH_RETRY_SECONDS)
                 continue
             except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
                 return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
-            judgement = judge_interval(
-                self.ctx, fetched, opened, profile=self.profile_name, who="audit", fetch_by=fetch_until
-            )
-            reason = str(judgement.report.get("reason"))
-            obtained = judgement.available and not (judgement.faulty and reason in NOT_OBTAINED)
-            if obtained or time.monotonic() >= fetch_until:
-                return judgement
-            time.sleep(FETCH_RETRY_SECONDS)  # the evidence not found yet: again, within the fetch window
+            evidence = fetch_evidence(self.ctx, fetched, opened, who="audit", fetch_by=fetch_until)
+            if not evidence.obtained and time.monotonic() < fetch_until:
+                shutil.rmtree(evidence.folder, ignore_errors=True)
+                time.sleep(FETCH_RETRY_SECONDS)  # the evidence not found yet: again, within the fetch window
+                continue
+            if not evidence.obtained and not looked:
+                shutil.rmtree(evidence.folder, ignore_errors=True)
+                return not_obtained(f"the interval's evidence: {evidence.problem}")
+            judge = functools.partial(judge_evidence, self.ctx, fetched, opened, evidence, profile=self.profile_name)
+            if evidence.problem is not None:  # settled without a replay (not obtained, or its opening not sound)
+                return judge()
+            if key in self._dropped:  # its run ended while it fetched: no replay for nobody
+                shutil.rmtree(evidence.folder, ignore_errors=True)
+                return Ballot(Vote.ABSTAIN, "its run is over", "")
+            return self._pool.submit(_until, due, judge)
 
     def _due(self, commit_end: int) -> bool:
         """Whether a seat whose commit window ends at ``commit_end`` must have its ballot now."""
@@ -512,33 +557,13 @@ class AuditorNode:
     def _maybe_appeal(self, dispute: int, round_: int, outcome: int) -> None:
         """Appeal a sound or faulty round its own replay contradicts, once, while the appeal window is open."""
         key = f"{dispute}:{round_}"
-        if not self.appeal_budget or key in self._appeal_done:
+        if key in self._appeal_done:
             return
-        mine = [v["vote"] for k, v in self.state.get("votes", {}).items() if k.split(":")[0] == str(dispute)]
-        appealed = self.state.get("appeals", [])
-        contradicts = {Verdict.VALID: Vote.FAULTY, Verdict.FAULTY: Vote.SOUND}.get(Verdict(outcome))
-        if not mine or mine[-1] != contradicts or key in appealed:
-            # No ballot of its own on the dispute, agreed with, unavailable to it, or appealed already.
-            self._appeal_done.add(key)
-            return
-        d = self.ctx.protocol.dispute(dispute)
-        bond = int(self.ctx.protocol.tasks.functions.challengerBondOf(dispute).call()) << (round_ + 1)
         self._appeal_done.add(key)  # read once: it is appealed now, or it never will be
-        if d.status != DisputeStatus.APPEALABLE or d.round != round_:
-            return
-        if bond > self.appeal_budget:
-            self.ctx.say(
-                f"dispute {dispute}: round {round_} contradicts its replay; appeal bond {bond / 1e18:g} ETH "
-                "is over its budget",
-                style="yellow",
-            )
-            return
-        self.state.set("appeals", [*appealed, key])
-        try:
-            self.ctx.client.transact(f"appeal:{key}", self.ctx.protocol.committee.functions.appeal(dispute), value=bond)
-            self.ctx.say(f"dispute {dispute}: appealed round {round_} ({bond / 1e18:g} ETH)")
-        except ContractReverted as exc:
-            self.ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")
+        mine = [v["vote"] for k, v in self.state.get("votes", {}).items() if k.split(":")[0] == str(dispute)]
+        contradicts = {Verdict.VALID: Vote.FAULTY, Verdict.FAULTY: Vote.SOUND}.get(Verdict(outcome))
+        if mine and mine[-1] == contradicts:  # not: no ballot of its own on it, agreed, or unavailable to it
+            appeal_round(self.ctx, self.state, dispute, round_, self.appeal_budget, "contradicts its replay")
 
     def _param(self, name: str) -> int:
         if name not in self._params:

@@ -72,7 +72,6 @@ TERMS = Terms(
     challenge_window=90,
     reveal_window=30,
     deadline_in=1800,
-    owner_bond=ETHER // 100,
     replay_seconds=15,
 )
 
@@ -494,11 +493,11 @@ def expected_credits(terms: Terms = TERMS) -> tuple[dict[str, int], dict[str, in
     panelist = bond * 1_000 // 10_000 // len(AUDITORS)
     # The recommended split (deploy/plan.py): 20% lead, 10% panel, 70% owner; the lead's bond comes back.
     cheated = {
-        "owner": reward + terms.owner_bond + bond * 7_000 // 10_000,
+        "owner": reward + bond * 7_000 // 10_000,
         "lead": bond * 2_000 // 10_000 + challenger_bond,
     }
     cheated |= {ROLES[a]: panelist for a in AUDITORS}
-    return {"provider A": reward + bond, "owner": terms.owner_bond}, cheated
+    return {"provider A": reward + bond}, cheated
 
 
 def _collect_draws(owner: NodeContext, result: DemoResult) -> None:

@@ -39,6 +39,9 @@ from ovig_node.verify.report import verify_interval
 
 MAX_MANIFEST_BYTES = 1 << 20  # an opening manifest lists a batch's CIDs, digests and proofs: kilobytes
 VALID, FAULTY = "valid", "faulty"
+# The reasons that mean "not obtained": a file (the evidence, or the batch manifest) not found, not matching its
+# digest, or larger than the spec's evidence can be. Any other faulty reason was judged on files obtained.
+NOT_OBTAINED = frozenset({"missing", "corrupt", "oversized"})
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,37 @@ def judge_interval(
     report. Safe in a worker thread: it touches IPFS, never the chain's event index. With ``fetch_by`` (a
     monotonic time), evidence still arriving then counts as not obtained: a provider that trickles its files
     is withholding them."""
+    evidence = fetch_evidence(ctx, fetched, opened, who=who, fetch_by=fetch_by)
+    return judge_evidence(ctx, fetched, opened, evidence, profile=profile)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Interval k's files as :func:`fetch_evidence` left them in ``folder``, and what they settle without a replay:
+    ``problem`` (reason, detail, cause) when they were not obtained (``available`` False) or their opening is not
+    sound (the batch manifest disagrees), else None: replay them."""
+
+    folder: Path
+    problem: tuple[str, str, str] | None
+    available: bool
+    shared: tuple[str, ...] = ()  # evidence CIDs this node pinned to serve them too
+
+    @property
+    def obtained(self) -> bool:
+        """Both files and the batch manifest were obtained (whatever they then show)."""
+        return self.available and (self.problem is None or self.problem[0] not in NOT_OBTAINED)
+
+
+def fetch_evidence(
+    ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, who: str, fetch_by: float | None = None
+) -> Evidence:
+    """Steps 1 and 2: interval ``opened.k``'s evidence into a folder of its own, and its batch manifest's row
+    checked. IPFS work only (an auditor runs it apart from its replays, so a seat's fetch window is never spent
+    queued behind another seat's replay). The folder goes if anything raises; otherwise :func:`judge_evidence`
+    deletes it."""
     task, k = fetched.task, opened.k
     folder = ctx.home / f"task-{task}" / f"{who}-{k}"
-    try:  # the interval's evidence goes whatever happens (a replay stopped at its deadline included): a
-        # provider's files must not fill the disk
+    try:
         max_bytes = layout_of(fetched.prepared.spec).max_bytes
         # An auditor re-shares what it fetched (pins it on its own node), so its co-panelists can fetch it there too.
         shared: list[str] = []
@@ -120,31 +150,45 @@ def judge_interval(
                 )
         except DeadlinePassed as exc:
             unavailable = ("missing", f"not obtained by the end of the fetch window ({exc})")
-        if unavailable is None and (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
-            reason, cause, detail = wrong  # a replay's verdict would change nothing: the opening is not sound
-            report = _faulty(task, k, reason, detail, cause)
-            available = True
-        elif unavailable is not None:
+        if unavailable is not None:
             reason, detail = unavailable
-            report = _faulty(task, k, reason, detail, reason)
-            available = False
+            return Evidence(folder, (reason, detail, reason), False, tuple(shared))
+        # A replay's verdict would change nothing when the opening is not sound.
+        if (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
+            reason, cause, detail = wrong
+            return Evidence(folder, (reason, detail, cause), True, tuple(shared))
+        return Evidence(folder, None, True, tuple(shared))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def judge_evidence(
+    ctx: NodeContext, fetched: FetchedTask, opened: Opened, evidence: Evidence, *, profile: str
+) -> Judgement:
+    """Step 3: replay and judge what :func:`fetch_evidence` left (unless it settled the interval already), pin
+    the report, and delete the evidence whatever happens (a replay stopped at its deadline included): a
+    provider's files must not fill the disk."""
+    task, k = fetched.task, opened.k
+    try:
+        if evidence.problem is not None:
+            report = _faulty(task, k, *evidence.problem)
         else:
             # "a,b": replay under a; a rejection stands only if b's replay rejects too (a branch flip is not fraud).
             profiles = [get_profile(name) for name in profile.split(",")]
             report = verify_interval(
                 fetched.prepared,
-                folder,
+                evidence.folder,
                 k,
                 fetched.boundary,
                 profiles=profiles,
                 task=task,
                 end_sha256=opened.end_digest,
             )
-            available = True
         cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1, default=float).encode(), name="report.json").cid
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return Judgement(report, cid, available, tuple(shared))
+        shutil.rmtree(evidence.folder, ignore_errors=True)
+    return Judgement(report, cid, evidence.available, evidence.shared)
 
 
 def _faulty(task: int, k: int, reason: str, detail: str, cause: str) -> dict[str, Any]:

@@ -104,6 +104,9 @@ class Keeper:
             return []
         done = []
         now = int(head["timestamp"])
+        # A window a no-decision reopened holds back slashUnopened and abandon too, so its watcher can challenge
+        # again before the task ends (finalize waits for it anyway: challengeEnd is never earlier).
+        reopened_over = now >= t.reopenedUntil
         for j in range(t.committedBatches):
             if ("batch", f"{task}:{j}") in self._done:
                 continue
@@ -119,7 +122,7 @@ class Keeper:
                     tasks.functions.drawSeed(task, j),
                     f"drew the sample of task {task} batch {j} from {p.randomness.describe(b.seedTarget)}",
                 )
-            elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet:
+            elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet and reopened_over:
                 done += self._act(
                     "slashUnopened",
                     f"slashUnopened:{task}:{j}",
@@ -135,7 +138,7 @@ class Keeper:
             and opened
         ):
             done += self._act("finalize", f"finalize:{task}", tasks.functions.finalize(task), f"finalized task {task}")
-        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet:
+        if t.status == TaskStatus.ACCEPTED and now >= t.terms.deadline and quiet and reopened_over:
             done += self._act(
                 "abandon", f"abandon:{task}", tasks.functions.abandon(task), f"task {task} abandoned: deadline passed"
             )
@@ -201,7 +204,7 @@ class Keeper:
                 )
             elif (
                 r.status == RequestStatus.PENDING
-                and int(head["timestamp"]) >= r.openBy
+                and int(head["timestamp"]) >= max(r.openBy, t.reopenedUntil)  # a reopened window holds it back too
                 and t.pendingCommits == 0
                 and t.openDisputes == 0
             ):

@@ -42,7 +42,6 @@ class Terms:
     challenge_window: int
     reveal_window: int
     deadline_in: int  # seconds from now
-    owner_bond: int = 10**16  # wei, sent with the reward; back to the owner however the task ends
     # The slowest honest replay of one interval the owner declares (protocol 4.2); None: twice the
     # boundary's slowest calibration replay, rounded up.
     replay_seconds: int | None = None
@@ -100,12 +99,11 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
             raise PostingError(f"{boundary_path}: {problem}")  # before anything is pinned or sent
         files.append((boundary_path, spec.boundary))
         slowest = load_boundary(boundary_path.read_bytes()).replay_seconds_max
-    escrow = terms.reward + terms.owner_bond
     balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
-    if balance < escrow:  # before anything is pinned or sent
+    if balance < terms.reward:  # before anything is pinned or sent
         raise PostingError(
-            f"{ctx.address} holds {balance / 1e18:g} ETH; posting escrows {escrow / 1e18:g} ETH "
-            "(the reward and the owner bond), plus gas"
+            f"{ctx.address} holds {balance / 1e18:g} ETH; posting escrows the reward, {terms.reward / 1e18:g} ETH, "
+            "plus gas"
         )
     for path, ref in files:
         cid = ctx.ipfs.add_file(path).cid
@@ -121,7 +119,7 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
     deadline = ctx.now() + terms.deadline_in
     windows = (terms.opening_window, terms.challenge_window, terms.reveal_window)
     replay = declared_replay_seconds(terms, slowest, int(ctx.protocol.committee.functions.maxReplaySeconds().call()))
-    bonds = (terms.provider_bond, terms.challenger_bond, terms.owner_bond)
+    bonds = (terms.provider_bond, terms.challenger_bond)
     fn = ctx.protocol.tasks.functions.postTask(
         prepared.spec_hash,
         spec_cid,
@@ -135,20 +133,20 @@ def post_task(ctx: NodeContext, spec_path: Path, boundary_path: Path | None, ter
         windows,
         deadline,
     )
-    receipt = ctx.client.transact(key, fn, value=terms.reward + terms.owner_bond)
+    receipt = ctx.client.transact(key, fn, value=terms.reward)
     task = int(ctx.protocol.tasks.events.TaskPosted().process_receipt(receipt, errors=DISCARD)[0]["args"]["task"])
     posts[prepared.spec_hash.hex()] = posts.get(prepared.spec_hash.hex(), 0) + 1
     state.set("posts", posts)
     ctx.say(
         f"posted task {task}: reward {terms.reward / 1e18:g} ETH, bond {terms.provider_bond / 1e18:g} ETH, "
-        f"owner bond {terms.owner_bond / 1e18:g} ETH, replays of {replay}s"
+        f"replays of {replay}s"
     )
     return task
 
 
 def cancel_task(ctx: NodeContext, task: int) -> int:
-    """Take back a posted task nobody accepted: the contract credits the reward and owner bond (withdraw them
-    with ``withdraw``). Checked first, so a task that is not the sender's or no longer posted is one clear
+    """Take back a posted task nobody accepted: the contract credits the reward (withdraw it with
+    ``withdraw``). Checked first, so a task that is not the sender's or no longer posted is one clear
     error and no transaction; returns what was credited."""
     t = ctx.protocol.task(task)
     if t.status == TaskStatus.NONE:
@@ -160,7 +158,7 @@ def cancel_task(ctx: NodeContext, task: int) -> int:
             f"task {task} is {TaskStatus(t.status).name.lower()}: only a task nobody accepted yet can be cancelled"
         )
     ctx.client.transact(f"cancel:{task}", ctx.protocol.tasks.functions.cancel(task))
-    return int(t.terms.reward) + int(t.terms.ownerBond)
+    return int(t.terms.reward)
 
 
 @dataclass(frozen=True)
@@ -228,18 +226,18 @@ def _payout_reason(account: str, causes: list[Event], t: Any, committee: str) ->
     names = {e.name: e for e in causes}
     role = "owner" if account == t.owner else "provider" if account == t.provider else ""
     if "TaskCancelled" in names:
-        return "reward and owner bond back: cancelled"
+        return "reward back: cancelled"
     if "TaskAbandoned" in names:
-        return "reward, owner bond and the provider bond: abandoned"
+        return "reward and the provider bond: abandoned"
     if "TaskFinalized" in names:
-        return "reward and provider bond: finalized" if role == "provider" else "owner bond back: finalized"
+        return "reward and provider bond: finalized"
     if "LeadShareReleased" in names:
         return "lead challenger's share of the slashed provider bond"
     if (slashed := names.get("TaskSlashed")) is not None:
         if account == committee:
             return "panel's share of the slashed provider bond (for its auditors)"
         if role == "owner":
-            return "reward, owner bond and the owner's share of the slashed provider bond"
+            return "reward and the owner's share of the slashed provider bond"
         if int(slashed.args["dispute"]) == 0:
             return "keeper's share of the provider bond: it reported an opening not made"
         return "lead challenger's share of the slashed provider bond"

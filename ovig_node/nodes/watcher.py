@@ -5,7 +5,8 @@ Given the owner's reference run of a task (its statistics of every step), it fir
 jump away from the reference are requested (``requestOpening``), and judged like sampled ones once opened.
 
 It follows BatchOpened and RequestOpened events (all tasks, or those given), judges each opened interval once (the
-verdict and report CID are persisted), and challenges a faulty one with commit-reveal: the salt is
+verdict and report CID are persisted), and challenges a faulty one with commit-reveal (and appeals a round that
+finds it sound, within ``appeal_budget``: :mod:`ovig_node.nodes.appealing`): the salt is
 persisted before the commit is sent, so a restarted watcher still reveals. A faulty interval is
 challenged even when someone else disputes it already: the reveal joins that dispute, and the earliest
 commit leads it. Intervals found sound are final and skipped. Its keeper duties keep every clock moving
@@ -34,9 +35,10 @@ from eth_abi import encode
 from eth_utils import keccak
 from web3.logs import DISCARD
 
-from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus
+from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
+from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.attesting import attestations, publish, sound_by
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
@@ -69,6 +71,8 @@ class WatcherNode:
     attest: bool = True  # publish an attestation of every interval judged sound
     trusted: frozenset[str] = frozenset()  # partners whose attestations of an interval cover it (checksummed)
     enough: int = 1  # how many trusted partners' attestations cover an interval
+    appeal_budget: AppealBudget = DEFAULT_APPEAL_BUDGET  # the largest appeal bond it puts up
+    _appeal_done: set[str] = field(default_factory=set)  # decided rounds looked at ("dispute:round")
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _checked: Checked = field(default_factory=dict)  # batch manifests' statistics, checked once (layer one)
     _attested: dict[tuple[str, int], Any] = field(default_factory=dict)  # Attested events, verified once each
@@ -119,6 +123,7 @@ class WatcherNode:
             self._drive_attestations()  # at once too: partners pick their next interval by them
         self._drive_challenges()
         self._drive_attestations()
+        self._drive_appeals()
         withdraw_credits(self.ctx, self.state)
 
     # --- layer one ---------------------------------------------------------------------------
@@ -358,6 +363,33 @@ class WatcherNode:
             )
         if changed:
             self.state.set("challenges", challenges)
+
+    def _drive_appeals(self) -> None:
+        """Appeal a round that found sound an interval it challenged (its own replay, confirmed, found it faulty),
+        within its budget: nobody else may, and a captured first round unappealed pays the fake and half the
+        watcher's bond to the provider (review 7 of v3, F4). Each decided round is looked at once."""
+        challenges = self.state.get("challenges", {})
+        for event in self.ctx.scanner.events("RoundDecided"):
+            dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
+            key = f"{dispute}:{round_}"
+            if key in self._appeal_done or Verdict(int(event.args["outcome"])) != Verdict.VALID:
+                continue
+            self._appeal_done.add(key)
+            if not int(event.args["appealUntil"]):
+                continue  # the last round: it stands
+            d = self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute)
+            mine = f"{int(d.task)}:{int(d.k)}"
+            if mine in challenges and not challenges[mine].get("failed"):
+                call = functools.partial(
+                    appeal_round,
+                    self.ctx,
+                    self.state,
+                    dispute,
+                    round_,
+                    self.appeal_budget,
+                    "found sound an interval it challenged",
+                )
+                self.isolation.call(f"appeal {key}", call)
 
     def _commitment(self, task: int, k: int, c: dict[str, Any]) -> bytes:
         return keccak(

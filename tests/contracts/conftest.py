@@ -21,7 +21,6 @@ from helpers import (
     challenge_commitment,
     deploy_pair,
     post_args,
-    post_value,
     sampled_intervals,
     settle,
     task_escrow,
@@ -113,7 +112,7 @@ def post_task(tasks: Any, owner: Any, chain: Any) -> Callable[..., int]:
         tasks.postTask(
             *post_args(terms, deadline),
             sender=sender or owner,
-            value=post_value(terms),
+            value=terms["reward"],
         )
         return tasks.taskCount()
 

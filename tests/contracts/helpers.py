@@ -26,7 +26,7 @@ KEEPER_BPS = 1000  # 10% of the provider bond to whoever slashes an unopened bat
 # Payout shares (protocol 4.2, the recommended split): faulty: lead challenger, panel, owner of the
 # provider bond; sound: provider, panel, burned of every joined challenger bond.
 SHARES = (2000, 1000, 7000, 5000, 1000, 4000)
-MIN_BONDS = (10**17, 10**16, 10**16)  # provider, challenger, owner: the smallest bonds a task may carry
+MIN_BONDS = (10**17, 10**16)  # provider, challenger: the smallest bonds a task may carry
 MAX_REQUESTS_PER_BATCH = 2  # targeted openings each requester may ask of a batch
 
 # Constructor parameters of AuditCommittee (CommitteeParams, in field order).
@@ -74,7 +74,6 @@ DEFAULTS: dict[str, Any] = {
     "sampleBps": 5000,
     "providerBond": 3 * 10**18,
     "challengerBond": 10**17,
-    "ownerBond": 2 * 10**17,
     "replaySeconds": 600,
     "windows": (3600, 7200, 600),  # openingWindow, challengeWindow, challengeRevealWindow
     "reward": 2 * 10**18,
@@ -83,18 +82,17 @@ DEFAULTS: dict[str, Any] = {
 
 # The deploy's split of a faulty verdict, of the default provider bond: lead, panel, owner.
 LEAD, PANEL, OWNER_SHARE = (DEFAULTS["providerBond"] * bps // 10_000 for bps in SHARES[:3])
-OWNER_BOND = DEFAULTS["ownerBond"]  # back to the owner however a task ends
 
 
 def task_escrow(task: Any) -> int:
-    """What TrainingTasks holds for one task (protocol 4.3), from its `getTask` view: reward and owner bond
-    while it is posted, and the provider bond too while a provider works on it, plus the challenger bonds it
-    holds (`heldBonds`, in wei: pending commits, joined bonds not paid out yet) whatever its state."""
+    """What TrainingTasks holds for one task (protocol 4.3), from its `getTask` view: the reward while it is
+    posted, and the provider bond too while a provider works on it, plus the challenger bonds it holds
+    (`heldBonds`, in wei: pending commits, joined bonds not paid out yet) whatever its state."""
     escrow = int(task.heldBonds)
     if task.status == POSTED:
-        escrow += task.terms.reward + task.terms.ownerBond
+        escrow += task.terms.reward
     elif task.status in (ACCEPTED, COMMITTED):
-        escrow += task.terms.reward + task.terms.ownerBond + task.terms.providerBond
+        escrow += task.terms.reward + task.terms.providerBond
     if task.waitingLeadSeq:  # a slash's lead share waiting for earlier challenges (releaseLeadShare)
         escrow += task.terms.providerBond * SHARES[0] // 10_000
     return escrow
@@ -104,14 +102,10 @@ POST_FIELDS = ("specHash", "specCID", "initDigest", "totalSteps", "stride", "int
 
 
 def post_args(terms: dict[str, Any], deadline: int) -> tuple[Any, ...]:
-    """postTask's arguments in order, from a terms dict like DEFAULTS (bonds as the Bonds struct)."""
-    bonds = (terms["providerBond"], terms["challengerBond"], terms["ownerBond"])
+    """postTask's arguments in order, from a terms dict like DEFAULTS (bonds as the Bonds struct); the value
+    it carries is the reward, ``terms["reward"]``."""
+    bonds = (terms["providerBond"], terms["challengerBond"])
     return (*(terms[name] for name in POST_FIELDS), bonds, terms["replaySeconds"], terms["windows"], deadline)
-
-
-def post_value(terms: dict[str, Any]) -> int:
-    """What postTask carries: the reward plus the owner bond."""
-    return int(terms["reward"]) + int(terms["ownerBond"])
 
 
 def deploy_pair(project: Any, owner: Any, randomness: Any = None, **committee: int) -> tuple[Any, Any]:

@@ -16,13 +16,13 @@ Agents (each episode draws its mix from the seed):
   may leave a batch unopened, stop committing, challenge their own faked interval (reason 1 or 2, early, late
   or right after the watcher's commit, revealing at once, at the last second or never; a **decoy** challenges
   one faked interval only, so its dispute may end before the watcher's), and run a **sock-puppet keeper**
-  that tries ``slashUnopened`` and ``abandon`` ahead of every reveal; a cheater opens an interval a watcher
-  requested (at some moment or at the last second), or refuses, its sock-puppet then calling
-  ``slashUnopenedRequest`` the moment it may;
-- **owners** post with owner bonds at the minimum or above and declare ``replaySeconds`` of 1 s (false: below
-  any honest replay), 600 s or the committee's cap. On chain the declaration moves nothing (the committee's
-  windows cover ``maxReplaySeconds`` whatever a task declares), so every property must hold whatever it is;
-  its off-chain effect, nodes refusing a task that declares less than they measure, is tested in
+  that tries ``slashUnopened`` and ``abandon`` ahead of every reveal and of the watcher's fresh commit once a
+  no-decision reopened a window; a cheater opens an interval a watcher requested (at some moment or at the
+  last second), or refuses, its sock-puppet then calling ``slashUnopenedRequest`` the moment it may;
+- **owners** post with a reward and declare ``replaySeconds`` of 1 s (false: below any honest replay), 600 s
+  or the committee's cap. On chain the declaration moves nothing (the committee's windows cover
+  ``maxReplaySeconds`` whatever a task declares), so every property must hold whatever it is; its off-chain
+  effect, nodes refusing a task that declares less than they measure, is tested in
   ``tests/test_owner_terms.py`` and ``tests/test_hostile_inputs.py``;
 - the **honest watcher** commits a challenge of every faked, opened interval while its window is open (now,
   at some moment, or at its last second), reveals within its reveal window (promptly or at the last second),
@@ -68,10 +68,10 @@ After every episode (each message names the episode's seed), ``check`` asserts:
   so the watcher is paid it unless such a commit came before the watcher's, and a dispute of the watcher's
   led by an earlier commit is never mooted by a later lead's slash;
 - completeness: the provider of a task whose intervals are all sound (honest providers, the flooder) is
-  credited reward + bond + its share of sound-settled challenger bonds, to the wei, and every challenge of
-  it cost its challenger at least the panel's share of its bond (what came back to it, read from the
-  ``Credited`` of a claim or a refunded expiry, is at most the bond less that share), unless its dispute ended
-  with no decision (protocol 4.3's concession);
+  credited reward + bond + its share of sound-settled challenger bonds, to the wei, its owner nothing, and
+  every challenge of it cost its challenger at least the panel's share of its bond (what came back to it, read
+  from the ``Credited`` of a claim or a refunded expiry, is at most the bond less that share), unless its
+  dispute ended with no decision (protocol 4.3's concession);
 - no decisions: no honest auditor that revealed in every run it sat is penalized in a dispute that ended with
   no decision, and such a dispute none of whose runs decided SOUND refunds every joined bond whole;
 - fixity: every ``PanelDrawn`` panel equals ``ovig_node.protocol.panel.draw_panel`` over the committee's
@@ -127,7 +127,6 @@ from helpers import (
     ELIGIBLE_STAKE,
     FAULTY,
     MAX_REQUESTS_PER_BATCH,
-    MIN_BONDS,
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
@@ -175,13 +174,12 @@ STATUS_NAMES = (
     "Slashed",
 )
 VERDICT_NAMES = ("none", "sound", "faulty", "no decision", "moot", "unavailable")
-OWNER_BONDS = (MIN_BONDS[2], 2 * 10**17 + 9)  # sent with the reward; back to the owner however the task ends
 REPLAY_SECONDS = (1, 600, COMMITTEE["maxReplaySeconds"])  # what a task declares (protocol 4.2)
 
 
 # --- the contracts' interface, in one place ---------------------------------------------------------------
 #
-# postTask's arguments and value (bonds with the owner's, the declared replay time), the escrow the money
+# postTask's arguments and value (the bonds, the declared replay time; the value is the reward), the escrow the money
 # check expects (helpers.task_escrow, shared with the other contract tests), the terminal states, the
 # timeouts a keeper calls (releaseLeadShare for a slash's waiting share) and the provider's payouts. What a claimed or
 # expired bond refunds is read from its Credited event, so the completeness check judges partial refunds
@@ -204,7 +202,7 @@ class Interface:
             plan.stride,
             plan.per_batch,
             plan.sample_bps,
-            (plan.provider_bond, plan.challenger_bond, plan.owner_bond),
+            (plan.provider_bond, plan.challenger_bond),
             plan.replay_seconds,
             plan.windows,
             deadline,
@@ -212,7 +210,7 @@ class Interface:
 
     @staticmethod
     def post_value(plan: TaskPlan) -> int:
-        return plan.reward + plan.owner_bond
+        return plan.reward
 
     @staticmethod
     def escrow(task: Any) -> int:
@@ -267,7 +265,6 @@ class TaskPlan:
     reward: int
     provider_bond: int
     challenger_bond: int
-    owner_bond: int
     replay_seconds: int
     faked: frozenset[int]
     init_digest: bytes
@@ -410,7 +407,6 @@ def draw_task(rng: random.Random, label: str, kind: str, owner: str, provider: s
         reward=rng.choice([2 * 10**18, 10**18 + 1]),
         provider_bond=rng.choice([3 * 10**18, 10**18 + 7]),
         challenger_bond=rng.choice([10**17, 10**17 + 3]),
-        owner_bond=rng.choice(OWNER_BONDS),
         replay_seconds=rng.choice(REPLAY_SECONDS),
         faked=frozenset(),
         init_digest=keccak(text=f"init {label}"),
@@ -1057,6 +1053,7 @@ class Provider(Agent):
         world.on("ChallengeCommitted", self.challenge_committed)
         world.on("RoundDecided", self.round_decided)
         world.on("OpeningRequested", self.opening_requested)
+        world.on("IntervalWindowReopened", self.window_reopened)
 
     def sock_call(self, fn: str, *args: Any) -> None:
         """The provider's sock-puppet keeper calls ``fn`` (a slash or abandon that may pay it or moot a verdict)."""
@@ -1195,6 +1192,18 @@ class Provider(Agent):
             for k in self.w.opened(p.id):
                 if k in p.faked:
                     self.w.schedule(self.now, "self-challenge race", lambda k=k: self.self_challenge(k), -1)
+
+    def window_reopened(self, e: Event) -> None:
+        """Review 7 of v3 (F3): when a no-decision reopens a window nothing is pending, so the sock-puppet tries to
+        end the task ahead of the watcher's fresh commit: slash an unopened batch, or abandon."""
+        p = self.plan
+        if e.args.task != p.id or not self.sock:
+            return
+        for j in range(p.batches):
+            if self.w.snap.batches[(p.id, j)].status == B_DRAWN:
+                self.w.schedule(self.now, "sock slash", lambda j=j: self.sock_call("slashUnopened", p.id, j), -1)
+        if self.w.snap.tasks[p.id].status == ACCEPTED:
+            self.w.schedule(self.now, "sock abandon", lambda: self.sock_call("abandon", p.id), -1)
 
     def self_challenge(self, k: int) -> None:
         p, sc = self.plan, self.plan.self_challenge
@@ -1657,15 +1666,19 @@ def due(w: World, me: str) -> int:
         t = w.snap.tasks[i]
         return t.pendingCommits == 0 and t.openDisputes == 0
 
+    def may_end(i: int) -> bool:
+        """Quiet, and no window a no-decision reopened is open: slashes and abandon wait for both."""
+        return quiet(i) and w.next_time >= w.snap.tasks[i].reopenedUntil
+
     for i, t in s.tasks.items():
-        if t.status == ACCEPTED and w.next_time >= t.terms.deadline and quiet(i):
+        if t.status == ACCEPTED and w.next_time >= t.terms.deadline and may_end(i):
             call(w.tasks, "abandon", i)
         for j in range(w.plans[i].batches):
             b = s.batches[(i, j)]
             if b.status == B_COMMITTED and w.active(i):
                 w.ensure_block_after(b.seedTarget)
                 call(w.tasks, "drawSeed", i, j)
-            elif b.status == B_DRAWN and w.next_time >= b.windowEnd and w.active(i) and quiet(i):
+            elif b.status == B_DRAWN and w.next_time >= b.windowEnd and w.active(i) and may_end(i):
                 call(w.tasks, "slashUnopened", i, j)
         for fn, args in Interface.ended_task_calls(i, t):
             call(w.tasks, fn, *args)
@@ -1673,7 +1686,7 @@ def due(w: World, me: str) -> int:
         t = w.snap.tasks[i]
         if not r.settled and t.status in Interface.TERMINAL:
             call(w.tasks, "settleRequest", i, k)
-        elif not r.settled and not r.window_end and w.next_time >= r.open_by and w.active(i) and quiet(i):
+        elif not r.settled and not r.window_end and w.next_time >= r.open_by and w.active(i) and may_end(i):
             call(w.tasks, "slashUnopenedRequest", i, k)
     for (who, commitment), info in w.commits.items():
         c = w.snap.commits.get((who, commitment))
@@ -2189,16 +2202,13 @@ class Episode:
         settled_late = [e for e in self.events("ChallengeRevealed", task=plan.id) if e.args.dispute == 0]
         shares += len(settled_late) * Interface.sound_provider_share(plan, 1)
         expected = Interface.provider_payout(plan) + shares
-        # The owner's bond comes back to it at finalize: to the provider too when it owns the task (the flooder).
-        owner_back = plan.owner_bond
-        if plan.owner == plan.provider:
-            expected, owner_back = expected + plan.owner_bond, expected + plan.owner_bond
         # The flooder is also a challenger of its own task; a refund to it would show up here too.
         got = self.credited(w.tasks, plan.provider, plan.id)
         if got != expected:
             w.fail(f"completeness: provider of task {plan.id} credited {got}, expected {expected}")
-        if (owner_got := self.credited(w.tasks, plan.owner, plan.id)) != owner_back:
-            w.fail(f"completeness: owner of task {plan.id} credited {owner_got}, expected its bond back {owner_back}")
+        # Finalize credits the owner nothing (the flooder owns its task: as its provider, it was checked above).
+        if plan.owner != plan.provider and (owner_got := self.credited(w.tasks, plan.owner, plan.id)) != 0:
+            w.fail(f"completeness: owner of task {plan.id} credited {owner_got}, expected nothing")
         # Every challenge of this all-sound task must have cost its challenger at least the panel's share of its
         # bond: what came back to it (a claimed bond, an expired commit refunded) is read from the Credited event
         # the same transaction emitted right after, so a partial refund (per-round charges) is judged by amount.

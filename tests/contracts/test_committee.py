@@ -23,7 +23,6 @@ from helpers import (
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
-    OWNER_BOND,
     RESOLVED,
     SEED_DELAY,
     SLASHED,
@@ -782,7 +781,7 @@ def test_unanimous_faulty_slashes_the_task_and_pays_out_to_the_wei(
     to_challenger, to_panel = 600_000_000_000_000_002, 300_000_000_000_000_001
     assert events(tx, tasks.Credited, "account", "amount") == [
         (watcher.address, to_challenger),
-        (owner.address, bond - to_challenger - to_panel + REWARD + OWNER_BOND),
+        (owner.address, bond - to_challenger - to_panel + REWARD),
         (committee.address, to_panel),
     ]
     assert events(tx, tasks.Withdrawn, "account", "amount") == [(committee.address, to_panel)]

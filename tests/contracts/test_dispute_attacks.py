@@ -1,6 +1,7 @@
-"""Protocol v2's answers to the attacks that beat v1's dispute game (issue 23, "Why" 1, 2 and 4), each tried
-the way an attacker would, on anvil; and the promises they break: a faulty interval that an honest watcher
-challenges in time is slashed, and the honest watcher leads unless an earlier commit of k was revealed.
+"""Protocol v2's answers to the attacks that beat v1's dispute game (issue 23, "Why" 1, 2 and 4), and v3's to
+the gap a no-decision left (review 7 of v3, F3), each tried the way an attacker would, on anvil; and the
+promises they break: a faulty interval that an honest watcher challenges in time is slashed, and the honest
+watcher leads unless an earlier commit of k was revealed.
 
 Not here yet: the committee's panel steering (3) and starvation (5), which need v2's committee.
 """
@@ -13,6 +14,9 @@ from typing import Any
 import ape
 import pytest
 from helpers import (
+    ABANDONED,
+    ABSTAIN,
+    ACCEPTED,
     C_JOINED,
     C_PENDING,
     C_SETTLED,
@@ -22,7 +26,6 @@ from helpers import (
     LEAD,
     NO_DECISION,
     OUT_OF_BOUNDS,
-    OWNER_BOND,
     OWNER_SHARE,
     SLASHED,
     UNAVAILABLE,
@@ -32,6 +35,7 @@ from helpers import (
     commit_challenge,
     reveal,
     settle,
+    settle_seats,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
@@ -66,7 +70,7 @@ def test_a_self_challenge_as_unavailable_cannot_shield_a_faulty_interval(
         assert tasks.getCommit(who.address, commitment).status == C_SETTLED
     # Leading its own dispute returns the lead's 20% and its challenger bond; the owner keeps 70% and the reward.
     assert tasks.credits(provider) == LEAD + CBOND < BOND + CBOND
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
     assert tasks.credits(watcher) == CBOND
     with ape.reverts(tasks.NothingToClaim):
         tasks.claimBond(task, watcher.address, honest, sender=keeper)  # once only
@@ -103,7 +107,7 @@ def test_a_copier_who_reveals_first_never_leads_and_a_copied_commitment_blocks_n
     tasks.releaseLeadShare(task, sender=copier)
     assert tasks.credits(watcher) == LEAD
     assert tasks.credits(copier) == CBOND  # the refunded copy; its joined bond comes back with claimBond
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
 
 
 def test_a_sock_puppet_cannot_slash_an_unopened_batch_ahead_of_a_challenge(
@@ -144,7 +148,7 @@ def test_a_sock_puppet_cannot_slash_an_unopened_batch_ahead_of_a_challenge(
     decide(dispute, FAULTY)
     assert tasks.getTask(task).status == SLASHED
     assert (tasks.credits(watcher), tasks.credits(sock_puppet)) == (LEAD, 0)
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
 
 
 def test_a_sound_verdict_is_final_and_a_blind_commit_made_before_it_pays_as_its_challengers_did(
@@ -289,3 +293,126 @@ def test_a_commit_made_while_the_interval_window_was_closed_stays_out_after_a_re
         tasks.revealChallenge(task, 2, OUT_OF_BOUNDS, b"\x0f" * 32, "r", sender=provider)
     commit_challenge(tasks, task, 2, watcher, salt=b"\x10" * 32)  # in the reopened window: a new dispute
     assert reveal(tasks, task, 2, watcher, salt=b"\x10" * 32) == first + 1
+
+
+# --- the gap a no-decision leaves (review 7 of v3, F3) ------------------------------------------------
+
+SOCK_K = 1  # the watcher's interval, in batch 0
+GAP_TERMS = {"totalSteps": 1600, "sampleBps": 10_000}  # four batches of four intervals, every one sampled
+
+
+@pytest.fixture
+def no_decision_gap(
+    tasks: Any,
+    committee: Any,
+    post_task: Callable[..., int],
+    provider: Any,
+    evidence: Callable[[int], Evidence],
+    commit: Any,
+    draw: Any,
+    open_batch: Any,
+    watcher: Any,
+    keeper: Any,
+    chain: Any,
+    register: Callable[..., None],
+    auditors: list[Any],
+    draw_panel: Any,
+    vote: Any,
+) -> tuple[int, bytes, int]:
+    """The task of F3: batches 0 and 1 opened, batch 2 drawn and never opened, batch 3 never committed (so the
+    task is Accepted, and its deadline passes while the watcher's dispute runs). The watcher challenges interval
+    SOCK_K of batch 0; every run of the dispute abstains (honest auditors kept busy), MAX_RERUNS + 1 runs, so it
+    ends with no decision and reopens SOCK_K's window; its seats are settled and the watcher's bond claimed
+    back. Nothing is pending now. Returns (task, the watcher's first commitment, the reopened window's end)."""
+    register(auditors[:5])
+    task = post_task(deadline=chain.pending_timestamp + 3600, **GAP_TERMS)
+    tasks.acceptTask(task, sender=provider, value=BOND)
+    ev = evidence(task)
+    commit(ev, [0, 1, 2])
+    for j in (0, 1):
+        draw(task, j)
+        open_batch(ev, j)
+    draw(task, 2)  # never opened
+    first = commit_challenge(tasks, task, SOCK_K, watcher)
+    dispute = reveal(tasks, task, SOCK_K, watcher)
+    for _ in range(committee.MAX_RERUNS() + 1):
+        panel = draw_panel(dispute)
+        vote(dispute, dict.fromkeys(panel, ABSTAIN))
+        tx = committee.resolve(dispute, sender=keeper)
+    assert tasks.getDispute(dispute).verdict == NO_DECISION
+    reopened_until = tx.timestamp + DEFAULTS["windows"][1]
+    assert [(e.k, e.windowEnd) for e in tx.events.filter(tasks.IntervalWindowReopened)] == [(SOCK_K, reopened_until)]
+    t = tasks.getTask(task)
+    assert t.reopenedUntil == t.challengeEnd == tasks.getOpenedInterval(task, SOCK_K).windowEnd == reopened_until
+    assert (t.status, t.pendingCommits, t.openDisputes) == (ACCEPTED, 0, 0)
+    assert tasks.getBatch(task, 2).windowEnd < tx.timestamp and t.terms.deadline < tx.timestamp
+    settle_seats(committee, dispute, keeper)
+    tasks.claimBond(task, watcher.address, first, sender=keeper)
+    assert tasks.credits(watcher) == CBOND
+    return task, first, reopened_until
+
+
+def test_a_sock_puppet_cannot_end_the_task_in_the_gap_a_no_decision_leaves(
+    tasks: Any,
+    committee: Any,
+    no_decision_gap: tuple[int, bytes, int],
+    provider: Any,
+    owner: Any,
+    watcher: Any,
+    keeper: Any,
+    accounts: Any,
+    chain: Any,
+    decide: Callable[[int, int], list[str]],
+) -> None:
+    """F3 (review 7 of v3, medium): between a no-decision and the watcher's fresh commit nothing was pending, so
+    the provider's sock-puppet slashed its own unopened batch 2 (or abandoned the task past its deadline) in that
+    gap: the faulty interval's new challenge was moot and the sock-puppet, not the watcher, was paid. Now both
+    wait for the reopened window's end; the watcher challenges again within it and leads the slash."""
+    sock_puppet = accounts[5]
+    task, _, reopened_until = no_decision_gap
+    with ape.reverts(tasks.ChallengeWindowOpen, task=task, closesAt=reopened_until):
+        tasks.slashUnopened(task, 2, sender=sock_puppet)
+    with ape.reverts(tasks.ChallengeWindowOpen, task=task, closesAt=reopened_until):
+        tasks.abandon(task, sender=sock_puppet)
+    again = commit_challenge(tasks, task, SOCK_K, watcher, salt=b"\x11" * 32)  # in the reopened window
+    dispute = reveal(tasks, task, SOCK_K, watcher, salt=b"\x11" * 32)
+    assert dispute != 0 and tasks.getOpenedInterval(task, SOCK_K).lead == watcher.address
+    chain.pending_timestamp = reopened_until  # the window has closed; the dispute is still open
+    with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
+        tasks.slashUnopened(task, 2, sender=sock_puppet)
+    with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
+        tasks.abandon(task, sender=sock_puppet)
+    committee.rearm(dispute, sender=keeper)  # its panel was not drawn within maxDrawDelay: armed again
+    decide(dispute, FAULTY)
+    assert tasks.getTask(task).status == SLASHED
+    assert (tasks.credits(watcher), tasks.credits(sock_puppet), tasks.credits(provider)) == (CBOND + LEAD, 0, 0)
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
+    tasks.claimBond(task, watcher.address, again, sender=keeper)  # the lead's bond comes back whole
+    assert tasks.credits(watcher) == 2 * CBOND + LEAD
+
+
+@pytest.mark.parametrize("ending", ["slashUnopened", "abandon"])
+def test_once_the_reopened_window_closes_with_nothing_pending_the_task_ends(
+    tasks: Any,
+    no_decision_gap: tuple[int, bytes, int],
+    provider: Any,
+    owner: Any,
+    accounts: Any,
+    chain: Any,
+    ending: str,
+) -> None:
+    """F3's hold lasts to the second: nobody challenged again in the reopened window, so from its end the
+    unopened batch 2 is slashed (the owner is credited the reward and the provider bond less the caller's
+    KEEPER_BPS of it) or the task, past its deadline, abandoned (the reward and the provider bond)."""
+    caller = accounts[5]
+    task, _, reopened_until = no_decision_gap
+    args = {"slashUnopened": (task, 2), "abandon": (task,)}[ending]
+    chain.pending_timestamp = reopened_until - 1
+    with ape.reverts(tasks.ChallengeWindowOpen, task=task, closesAt=reopened_until):
+        getattr(tasks, ending)(*args, sender=caller)
+    chain.pending_timestamp = reopened_until
+    getattr(tasks, ending)(*args, sender=caller)
+    keeper_share = BOND * tasks.KEEPER_BPS() // 10_000 if ending == "slashUnopened" else 0
+    assert tasks.getTask(task).status == (SLASHED if ending == "slashUnopened" else ABANDONED)
+    assert tasks.credits(owner) == REWARD + BOND - keeper_share
+    assert (tasks.credits(caller), tasks.credits(provider)) == (keeper_share, 0)

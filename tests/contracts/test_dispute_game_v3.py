@@ -43,7 +43,6 @@ from helpers import (
     deploy_pair,
     emitted,
     post_args,
-    post_value,
     reveal,
     sampled_intervals,
     settle_seats,
@@ -172,7 +171,7 @@ def test_a_task_no_honest_auditor_can_load_empties_nothing(
     # owner's 70% back: the panel's 10% is what it lost, paid to the last round's fifteen.
     last = seated[-15:]
     assert [committee.credits(p) for p in last] == [BOND * SHARES[1] // 10_000 // 15] * 15
-    assert tasks.credits(owner) == BOND * SHARES[2] // 10_000 + DEFAULTS["reward"] + DEFAULTS["ownerBond"]
+    assert tasks.credits(owner) == BOND * SHARES[2] // 10_000 + DEFAULTS["reward"]
     other = sampled_intervals(tasks, task, 0)[1]
     for i, sybil in enumerate(sybils):
         commitment = challenge_commitment(task, other, OUT_OF_BOUNDS, bytes([i + 1]) * 32, sybil.address)
@@ -488,9 +487,9 @@ def test_a_junk_task_pays_round_zeros_replays_from_its_provider_bond(project: An
     assert committee.replayCost(900) == 3 * 900 * 10**14
     deadline = chain.pending_timestamp + 24 * 3600
     with ape.reverts(tasks.BondTooLow, which="provider", minimum=needed, given=MIN_BONDS[0]):
-        tasks.postTask(*post_args(terms, deadline), sender=owner, value=post_value(terms))
+        tasks.postTask(*post_args(terms, deadline), sender=owner, value=terms["reward"])
     ok = {**terms, "providerBond": needed}
-    tasks.postTask(*post_args(ok, deadline), sender=owner, value=post_value(ok))
+    tasks.postTask(*post_args(ok, deadline), sender=owner, value=ok["reward"])
     assert tasks.getTask(1).terms.providerBond == needed
 
 

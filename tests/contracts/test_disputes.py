@@ -24,7 +24,6 @@ from helpers import (
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
-    OWNER_BOND,
     OWNER_SHARE,
     RESOLVED,
     SLASHED,
@@ -341,7 +340,7 @@ def test_faulty_lifecycle_pays_every_party_to_the_wei(
         assert committee.credits(panelist) == BOND * 1_000 // 10_000 // 3
         assert committee.getAuditor(panelist).openSeats == 0
         assert committee.getAuditor(panelist).stake == AUDITOR_STAKE
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
     assert tasks.credits(provider) == 0
     assert tasks.burned() == 0
     assert not tasks.getDispute(dispute).open and committee.getDispute(dispute).status == RESOLVED
@@ -386,7 +385,7 @@ def test_faulty_panel_share_dust_is_burned(
     decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
     to_challenger, to_panel = bond * 2_000 // 10_000, bond * 1_000 // 10_000
     assert tasks.credits(watcher) == to_challenger
-    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD + OWNER_BOND
+    assert tasks.credits(owner) == bond - to_challenger - to_panel + REWARD
     assert [committee.credits(a) for a in panel_of_three] == [to_panel // 3] * 3
     assert committee.burned() == to_panel - 3 * (to_panel // 3) == 1 and tasks.burned() == 0
 
@@ -525,7 +524,7 @@ def test_two_disputes_one_upheld_the_other_moot_and_refunded(
         task, watcher2.address, challenge_commitment(task, 7, OUT_OF_BOUNDS, SALT, watcher2.address), sender=keeper
     )
     assert tasks.credits(watcher2) == 2 * CBOND
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
     assert tasks.getTask(task).openDisputes == tasks.getTask(task).pendingCommits == 0
 
 
@@ -573,7 +572,7 @@ def test_a_dispute_of_a_task_slashed_by_another_is_moot(
     )
     assert tasks.credits(watcher2) == CBOND
     assert tasks.credits(watcher) == LEAD
-    assert tasks.credits(owner) == REWARD + OWNER_BOND + OWNER_SHARE
+    assert tasks.credits(owner) == REWARD + OWNER_SHARE
 
 
 def test_reveal_on_an_ended_task_is_refunded(
@@ -672,7 +671,7 @@ def test_abandon_waits_for_an_open_dispute(
     committee.rearm(dispute, sender=keeper)  # nobody drew the panel within maxDrawDelay: a keeper re-arms it
     decide(dispute, FAULTY, draw_panel, vote, committee, keeper)
     assert tasks.getTask(task).status == SLASHED
-    assert tasks.credits(owner) == REWARD + OWNER_BOND + OWNER_SHARE
+    assert tasks.credits(owner) == REWARD + OWNER_SHARE
 
 
 def test_a_moot_dispute_that_times_out_without_a_panel_is_recorded_moot_by_both_contracts(

@@ -66,7 +66,7 @@ from rawchain import Abi, Reads, Rpc, transact
 
 from ovig_node.protocol.sampling import sampled_intervals
 
-SEEDS = (20240611, 7)
+SEEDS = (20240611, 8)
 STEPS_PER_WALK = 500
 PENDING_COMMIT, JOINED_COMMIT = 1, 2  # CommitStatus.Pending, CommitStatus.Joined
 CHALLENGE_COMMITTED = "0x" + keccak(text="ChallengeCommitted(uint256,bytes32,address,uint64,uint64)").hex()
@@ -93,7 +93,6 @@ WINDOWS = [(3600, 7200, 600), (600, 1800, 300), (7200, 3600, 1200)]
 PROVIDER_BONDS = [3 * 10**18, 10**18 + 7]
 CHALLENGER_BONDS = [10**17, 10**17 + 3]
 REWARDS = [0, 2 * 10**18, 10**18 + 1]
-OWNER_BONDS = [MIN_BONDS[2], 2 * 10**17 + 9]
 REPLAY_SECONDS = [1, 600, COMMITTEE["maxReplaySeconds"]]
 
 # Relative weights of the walk's actions (Walk methods).
@@ -414,7 +413,7 @@ class Walk:
             m, bps = rng.choice([1, 2, 3, 5, 8, 13, 256]), rng.choice([1, 2500, 5000, 10000, rng.randint(1, 10000)])
         windows = rng.choice(WINDOWS)
         deadline = self.snap.time + rng.randint(DAY, 5 * DAY)
-        bonds = (rng.choice(PROVIDER_BONDS), rng.choice(CHALLENGER_BONDS), rng.choice(OWNER_BONDS))
+        bonds = (rng.choice(PROVIDER_BONDS), rng.choice(CHALLENGER_BONDS))
         terms = [
             keccak(text=f"spec {self.steps}"),
             "bafyspec",
@@ -428,7 +427,7 @@ class Walk:
             windows,
             deadline,
         ]
-        value = rng.choice(REWARDS) + bonds[2]
+        value = rng.choice(REWARDS)
         forbidden: tuple[str, ...] = ()
         if rng.random() < 0.15:
             # One parameter out of range (protocol 4.1); each check names its own error.
@@ -445,13 +444,11 @@ class Walk:
                     (10, self.snap.time - 1, "DeadlineNotInFuture"),
                     (8, 0, "InvalidReplaySeconds"),
                     (8, COMMITTEE["maxReplaySeconds"] + 1, "InvalidReplaySeconds"),
-                    (7, (*bonds[:2], MIN_BONDS[2] - 1), "BondTooLow"),
+                    (7, (bonds[0], MIN_BONDS[1] - 1), "BondTooLow"),
                 ]
             )
             terms[field], forbidden = bad, (error,)
         owner = self.pick(self.owners)
-        if rng.random() < 0.03:
-            value, forbidden = bonds[2] - 1, ("ValueBelowOwnerBond",)
         if self.send(owner, self.tasks, "postTask", *terms, value=value, forbidden=forbidden):
             task = max(self.snap.tasks)
             self.evidence[task] = Evidence(task, n, s, m, terms[2])

@@ -28,7 +28,6 @@ from helpers import (
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
-    OWNER_BOND,
     OWNER_SHARE,
     SHARES,
     SLASHED,
@@ -82,7 +81,7 @@ def test_a_decoy_dispute_decided_first_cannot_take_the_lead_share_from_an_earlie
     decide(first, FAULTY)  # and decided first: the task is slashed through interval 2
     t = tasks.getTask(task)
     assert (t.status, t.waitingLead) == (SLASHED, provider.address)
-    assert tasks.credits(provider) == 0 and tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
+    assert tasks.credits(provider) == 0 and tasks.credits(owner) == OWNER_SHARE + REWARD
     assert not tasks.isMoot(second)  # led by an earlier commit: still judged
     with ape.reverts(tasks.DisputeOpen, task=task, disputes=1):
         tasks.releaseLeadShare(task, sender=provider)
@@ -95,7 +94,7 @@ def test_a_decoy_dispute_decided_first_cannot_take_the_lead_share_from_an_earlie
     tasks.claimBond(task, provider.address, decoy, sender=keeper)
     assert tasks.credits(watcher) == LEAD + CBOND
     assert tasks.credits(provider) == CBOND  # its challenger bond back, nothing of its own provider bond
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
     assert tasks.getTask(task).waitingLeadSeq == 0
 
 

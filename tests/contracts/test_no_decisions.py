@@ -1,8 +1,8 @@
-"""Owner bonds, declared replay times and no-decisions (protocol 4.1, 4.2 "no decision").
+"""What postTask takes, declared replay times and no-decisions (protocol 4.1, 4.2 "no decision").
 
 What the protocol promises here, and what each test tries to break:
-- postTask takes the owner bond with the reward and refuses bonds below their minimums and replays a
-  panel cannot serve; the owner bond comes back however the task ends;
+- postTask takes exactly the reward (zero too) and refuses a challenger bond above its maximum and replays a
+  panel cannot serve; however the task ends, the owner is credited what protocol 4.1 says, to the wei;
 - a round most of whose panel stayed silent is drawn again and judges nothing;
 - an undecided run proves nothing, however many revealed (its silent or abstaining seats could have decided
   it, and a sybil minority can force honest auditors to abstain): its no-decision charges the joined
@@ -29,7 +29,6 @@ from helpers import (
     DEFAULTS,
     FAULTY,
     FINALIZED,
-    MIN_BONDS,
     NO_DECISION,
     SEED_DELAY,
     VALID,
@@ -44,7 +43,7 @@ from helpers import (
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 
-CBOND, BOND, REWARD, OWNER_BOND = (DEFAULTS[k] for k in ("challengerBond", "providerBond", "reward", "ownerBond"))
+CBOND, BOND, REWARD = (DEFAULTS[k] for k in ("challengerBond", "providerBond", "reward"))
 PANEL_BPS, PENALTY = COMMITTEE["panelBps"], COMMITTEE["penalty"]
 # One batch of four intervals, all sampled.
 SMALL = {"totalSteps": 400, "intervalsPerBatch": 4, "sampleBps": 10_000}
@@ -70,13 +69,15 @@ def split(committee: Any, keeper: Any, draw_panel: Any, vote: Any) -> Callable[[
 # --- posting -------------------------------------------------------------------------------------
 
 
-def test_post_task_takes_the_owner_bond_with_the_reward(tasks: Any, owner: Any, chain: Any) -> None:
+def test_post_task_takes_exactly_the_reward(tasks: Any, owner: Any, chain: Any) -> None:
     deadline = chain.pending_timestamp + 86_400
-    tx = tasks.postTask(*post_args(DEFAULTS, deadline), sender=owner, value=REWARD + OWNER_BOND)
+    start = owner.balance
+    tx = tasks.postTask(*post_args(DEFAULTS, deadline), sender=owner, value=REWARD)
     terms = tasks.getTask(tasks.taskCount()).terms
-    assert (terms.reward, terms.ownerBond, terms.replaySeconds) == (REWARD, OWNER_BOND, DEFAULTS["replaySeconds"])
-    assert [e.task for e in tx.events.filter(tasks.TaskPosted)] == [tasks.taskCount()]
-    assert tasks.balance == REWARD + OWNER_BOND
+    assert (terms.reward, terms.replaySeconds) == (REWARD, DEFAULTS["replaySeconds"])
+    assert [(e.task, e.terms[2]) for e in tx.events.filter(tasks.TaskPosted)] == [(tasks.taskCount(), REWARD)]
+    assert tasks.balance == REWARD
+    assert owner.balance == start - REWARD - tx.total_fees_paid
 
 
 MAX_REPLAY = COMMITTEE["maxReplaySeconds"]
@@ -86,26 +87,18 @@ MAX_CHALLENGER_BOND = 2**80 - 1
 @pytest.mark.parametrize(
     ("overrides", "value", "error", "fields"),
     [
-        ({"ownerBond": MIN_BONDS[2] - 1}, REWARD, "BondTooLow", {"which": "owner", "minimum": MIN_BONDS[2]}),
-        ({}, OWNER_BOND - 1, "ValueBelowOwnerBond", {"ownerBond": OWNER_BOND, "sent": OWNER_BOND - 1}),
-        ({"replaySeconds": 0}, REWARD + OWNER_BOND, "InvalidReplaySeconds", {"replaySeconds": 0, "max": MAX_REPLAY}),
-        ({"replaySeconds": MAX_REPLAY + 1}, REWARD + OWNER_BOND, "InvalidReplaySeconds", {"max": MAX_REPLAY}),
+        ({"replaySeconds": 0}, REWARD, "InvalidReplaySeconds", {"replaySeconds": 0, "max": MAX_REPLAY}),
+        ({"replaySeconds": MAX_REPLAY + 1}, REWARD, "InvalidReplaySeconds", {"max": MAX_REPLAY}),
         (
             {"challengerBond": MAX_CHALLENGER_BOND + 1},
-            REWARD + OWNER_BOND,
+            REWARD,
             "BondTooHigh",
-            {"maximum": MAX_CHALLENGER_BOND},
+            {"maximum": MAX_CHALLENGER_BOND, "given": MAX_CHALLENGER_BOND + 1},
         ),
     ],
-    ids=[
-        "owner-bond-below-minimum",
-        "value-below-owner-bond",
-        "zero-replay",
-        "replay-above-committee-max",
-        "challenger-bond-above-maximum",
-    ],
+    ids=["zero-replay", "replay-above-committee-max", "challenger-bond-above-maximum"],
 )
-def test_post_task_refuses_bad_owner_bonds_and_replay_times(
+def test_post_task_refuses_bad_replay_times_and_a_challenger_bond_above_its_maximum(
     tasks: Any, owner: Any, chain: Any, overrides: dict[str, Any], value: int, error: str, fields: dict[str, Any]
 ) -> None:
     before = tasks.taskCount()
@@ -116,9 +109,9 @@ def test_post_task_refuses_bad_owner_bonds_and_replay_times(
     assert tasks.taskCount() == before and tasks.balance == 0
 
 
-def test_a_zero_reward_is_allowed_and_the_whole_value_is_the_owner_bond(tasks: Any, post_task: Any) -> None:
+def test_a_zero_reward_is_allowed(tasks: Any, post_task: Any) -> None:
     task = post_task(reward=0)
-    assert (tasks.getTask(task).terms.reward, tasks.getTask(task).terms.ownerBond) == (0, OWNER_BOND)
+    assert tasks.getTask(task).terms.reward == 0 and tasks.balance == 0
 
 
 # --- no decisions -----------------------------------------------------------------------------------
@@ -229,7 +222,7 @@ def test_no_decisions_a_sybil_minority_forces_never_end_an_honest_task(
     chain.pending_timestamp = tasks.getTask(task).challengeEnd
     tasks.finalize(task, sender=keeper)
     assert tasks.getTask(task).status == FINALIZED
-    assert (tasks.credits(provider), tasks.credits(owner)) == (REWARD + BOND, OWNER_BOND)
+    assert (tasks.credits(provider), tasks.credits(owner)) == (REWARD + BOND, 0)
 
 
 def test_an_excused_panelist_s_silence_gets_the_round_drawn_again(
@@ -288,7 +281,7 @@ def test_a_no_decision_by_starvation_charges_nothing(
     assert tasks.credits(watcher) == CBOND
 
 
-def test_every_way_a_task_ends_returns_the_owner_bond(
+def test_every_way_a_task_ends_credits_the_owner_what_protocol_4_1_says(
     tasks: Any,
     post_task: Any,
     owner: Any,
@@ -296,20 +289,34 @@ def test_every_way_a_task_ends_returns_the_owner_bond(
     keeper: Any,
     chain: Any,
     opened_task: Any,
+    evidence: Any,
+    commit: Any,
+    draw: Any,
 ) -> None:
-    """Cancelled, abandoned and finalized (slashed paths are checked with their payouts elsewhere)."""
+    """Cancelled: the reward back; abandoned: the reward and the provider bond; slashed for an unopened batch:
+    the reward and the provider bond less the keeper's share; finalized: nothing, the provider is paid. (A
+    faulty slash's 70% is checked with the dispute payouts.) Each credit to the wei, one task at a time."""
     cancelled = post_task()
     tasks.cancel(cancelled, sender=owner)
-    assert tasks.credits(owner) == REWARD + OWNER_BOND
+    assert tasks.credits(owner) == REWARD
     abandoned = post_task(deadline=chain.pending_timestamp + 100)
     tasks.acceptTask(abandoned, sender=provider, value=BOND)
     chain.pending_timestamp += 200
     tasks.abandon(abandoned, sender=keeper)
-    assert tasks.credits(owner) == 2 * (REWARD + OWNER_BOND) + BOND
+    assert tasks.credits(owner) == REWARD + (REWARD + BOND)
+    slashed = post_task()
+    tasks.acceptTask(slashed, sender=provider, value=BOND)
+    commit(evidence(slashed), [0])
+    draw(slashed, 0)
+    chain.pending_timestamp = tasks.getBatch(slashed, 0).windowEnd
+    tasks.slashUnopened(slashed, 0, sender=keeper)
+    keeper_share = BOND * tasks.KEEPER_BPS() // 10_000
+    assert tasks.credits(owner) == REWARD + (REWARD + BOND) + (REWARD + BOND - keeper_share)
+    assert tasks.credits(keeper) == keeper_share
     finalized, _ = opened_task()
     chain.pending_timestamp = tasks.getTask(finalized).challengeEnd
     tasks.finalize(finalized, sender=keeper)
-    assert tasks.credits(owner) == 2 * (REWARD + OWNER_BOND) + BOND + OWNER_BOND
+    assert tasks.credits(owner) == REWARD + (REWARD + BOND) + (REWARD + BOND - keeper_share)
     assert tasks.credits(provider) == REWARD + BOND
 
 

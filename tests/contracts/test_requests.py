@@ -32,7 +32,6 @@ from helpers import (
     KEEPER_BPS,
     LEAD,
     MAX_REQUESTS_PER_BATCH,
-    OWNER_BOND,
     OWNER_SHARE,
     SHARES,
     SLASHED,
@@ -116,7 +115,7 @@ def test_a_request_escrows_the_bond_and_blocks_finalize_until_opened_then_pays_t
     provider_share = CBOND * SHARES[3] // 10_000
     assert tasks.credits(provider) == REWARD + PBOND + provider_share
     assert tasks.burned() - burned == CBOND - provider_share  # no panel: its share burns with the rest
-    assert tasks.credits(watcher) == 0 and tasks.credits(owner) == OWNER_BOND
+    assert tasks.credits(watcher) == tasks.credits(owner) == 0
     assert tasks.getTask(task).heldBonds == held
     with ape.reverts(tasks.NoRequest, task=task, k=k):
         tasks.settleRequest(task, k, sender=keeper)
@@ -222,7 +221,7 @@ def test_a_request_left_unopened_slashes_the_task_and_refunds_the_requester(
     keeper_share = PBOND * KEEPER_BPS // 10_000
     assert tasks.getTask(task).status == SLASHED
     assert tasks.credits(keeper) == 0
-    assert tasks.credits(owner) == REWARD + OWNER_BOND + PBOND - keeper_share
+    assert tasks.credits(owner) == REWARD + PBOND - keeper_share
     assert tasks.credits(watcher) == CBOND + keeper_share
     assert tasks.getRequest(task, k).status == R_SETTLED
     tasks.settleRequest(task, other, sender=keeper)  # the task did not finalize: refunded
@@ -262,7 +261,7 @@ def test_a_requested_interval_is_challenged_and_its_requester_leads_a_copier_who
     decide(dispute, FAULTY)
     assert tasks.getTask(task).status == SLASHED
     assert tasks.credits(watcher) == LEAD
-    assert tasks.credits(owner) == OWNER_SHARE + REWARD + OWNER_BOND
+    assert tasks.credits(owner) == OWNER_SHARE + REWARD
     tasks.settleRequest(task, k, sender=keeper)
     assert tasks.credits(watcher) == LEAD + CBOND  # the request's bond back: the task did not finalize
 

@@ -45,7 +45,7 @@ FIRST_SEED = int(os.environ.get("OVIG_SIM_SEED", "1"))
 SHARDS = int(os.environ.get("OVIG_SIM_SHARDS", "1"))
 GENESIS = 1_700_000_000
 ACCOUNTS = 100
-REPLAYED_SEED = 21  # an episode with disputes and appeals (12 panels, 8 appeals on this base state)
+REPLAYED_SEED = 8  # an episode with disputes and appeals (6 panels, 4 appeals on this base state)
 
 
 @pytest.fixture(scope="module")

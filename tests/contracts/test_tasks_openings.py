@@ -402,17 +402,17 @@ def test_slash_unopened_pays_owner_and_keeper_to_the_wei(
     bond, reward = DEFAULTS["providerBond"], DEFAULTS["reward"]
     keeper_share = bond * KEEPER_BPS // 10000
     assert keeper_share == 3 * 10**17
-    assert tasks.credits(owner) == reward + DEFAULTS["ownerBond"] + bond - keeper_share
+    assert tasks.credits(owner) == reward + bond - keeper_share
     assert tasks.credits(keeper) == keeper_share
     assert tasks.credits(provider) == 0
     assert tasks.getTask(task).status == SLASHED
-    assert tasks.balance == reward + DEFAULTS["ownerBond"] + bond
+    assert tasks.balance == reward + bond
     balance_invariant()
     assert [(e.task, e.j, e.by, e.dispute) for e in tx.events.filter(tasks.TaskSlashed)] == [
         (task, 1, keeper.address, 0)
     ]
     assert [(e.account, e.amount) for e in tx.events.filter(tasks.Credited)] == [
-        (owner.address, reward + DEFAULTS["ownerBond"] + bond - keeper_share),
+        (owner.address, reward + bond - keeper_share),
         (keeper.address, keeper_share),
     ]
     # Slashed is terminal: nothing else moves the task.

@@ -8,11 +8,11 @@ from typing import Any
 import ape
 import pytest
 from eth_utils import keccak
-from helpers import ACCEPTED, COMMITTED, DEFAULTS, FINALIZED, OWNER_BOND, Evidence, post_args, post_value, revert_data
+from helpers import ACCEPTED, COMMITTED, DEFAULTS, FINALIZED, Evidence, post_args, revert_data
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 REWARD, BOND = DEFAULTS["reward"], DEFAULTS["providerBond"]
-CREDIT = REWARD + DEFAULTS["ownerBond"]  # what the cancelled task of the re-entrant receiver credits it
+CREDIT = REWARD  # what the cancelled task of the re-entrant receiver credits it
 
 
 def test_honest_lifecycle_pays_provider_to_the_wei(
@@ -37,7 +37,7 @@ def test_honest_lifecycle_pays_provider_to_the_wei(
     task = post_task()
     # Its fee from the balance: Ape's per-account history may still list receipts of blocks an earlier
     # test's chain revert removed.
-    fees[owner.address] += start[owner.address] - owner.balance - REWARD - OWNER_BOND
+    fees[owner.address] += start[owner.address] - owner.balance - REWARD
     balance_invariant()
     paid(tasks.acceptTask(task, sender=provider, value=BOND))
     ev = evidence(task)
@@ -57,11 +57,10 @@ def test_honest_lifecycle_pays_provider_to_the_wei(
     assert [(e.task, e["provider"]) for e in tx.events.filter(tasks.TaskFinalized)] == [(task, provider.address)]
     assert tasks.getTask(task).status == FINALIZED
     assert tasks.credits(provider) == REWARD + BOND
-    assert tasks.credits(owner) == OWNER_BOND  # the owner bond comes back whenever a task ends, but Undecided
-    assert tasks.balance == REWARD + BOND + OWNER_BOND  # still held: pulled, never pushed
+    assert tasks.credits(owner) == 0  # the reward paid for the work: nothing comes back to the owner
+    assert tasks.balance == REWARD + BOND  # still held: pulled, never pushed
     tx = paid(tasks.withdraw(sender=provider))
     assert [(e.account, e.amount) for e in tx.events.filter(tasks.Withdrawn)] == [(provider.address, REWARD + BOND)]
-    paid(tasks.withdraw(sender=owner))
     assert tasks.balance == 0 and tasks.credits(provider) == tasks.credits(owner) == 0
     assert provider.balance == start[provider.address] + REWARD - fees[provider.address]
     assert owner.balance == start[owner.address] - REWARD - fees[owner.address]
@@ -137,10 +136,10 @@ def test_withdraw_without_credit_reverts(tasks: Any, watcher: Any) -> None:
 def test_withdraw_pays_credit_once(tasks: Any, owner: Any, post_task: Callable[..., int]) -> None:
     tasks.cancel(post_task(), sender=owner)
     tasks.cancel(post_task(reward=5), sender=owner)
-    assert tasks.credits(owner) == REWARD + 5 + 2 * OWNER_BOND
+    assert tasks.credits(owner) == REWARD + 5
     start = owner.balance
     tx = tasks.withdraw(sender=owner)
-    assert owner.balance == start + REWARD + 5 + 2 * OWNER_BOND - tx.total_fees_paid
+    assert owner.balance == start + REWARD + 5 - tx.total_fees_paid
     assert tasks.credits(owner) == 0 and tasks.balance == 0
     with ape.reverts(tasks.NothingToWithdraw, account=owner.address):
         tasks.withdraw(sender=owner)
@@ -155,17 +154,16 @@ def attacker(
     post_task: Callable[..., int],
     balance_invariant: Callable[..., None],
 ) -> Any:
-    """A contract owning a cancelled task, so it holds a credit of REWARD + OWNER_BOND, plus an honest credit
-    beside it."""
+    """A contract owning a cancelled task, so it holds a credit of REWARD, plus an honest credit beside it."""
     receiver = owner.deploy(project.ReentrantReceiver, tasks.address)
     balance_invariant(receiver)
     terms = DEFAULTS
     post = tasks.postTask.encode_input(*post_args(terms, chain.pending_timestamp + 3600))
-    receiver.execute(post, sender=owner, value=post_value(terms))
+    receiver.execute(post, sender=owner, value=terms["reward"])
     receiver.execute(tasks.cancel.encode_input(tasks.taskCount()), sender=owner)
     # Someone else's money sits in the contract too: the attack must not reach it.
     post_task(reward=7)
-    assert tasks.credits(receiver) == REWARD + OWNER_BOND
+    assert tasks.credits(receiver) == CREDIT
     return receiver
 
 
@@ -232,7 +230,7 @@ def test_every_way_out_leaves_nothing_locked(
     tasks.finalize(finalized, sender=keeper)
     balance_invariant()
     keeper_share = BOND * tasks.KEEPER_BPS() // 10000
-    assert tasks.credits(owner) == 4 * OWNER_BOND + REWARD + (REWARD + BOND) + (REWARD + BOND - keeper_share)
+    assert tasks.credits(owner) == REWARD + (REWARD + BOND) + (REWARD + BOND - keeper_share)
     assert tasks.credits(provider) == REWARD + BOND
     assert tasks.credits(keeper) == keeper_share
     for account in (owner, provider, keeper):

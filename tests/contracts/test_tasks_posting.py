@@ -78,13 +78,13 @@ def test_constructor_rejects_a_committee_wired_to_another_task_contract(
 
 
 def test_constructor_records_the_minimum_bonds(tasks: Any) -> None:
-    assert (tasks.MIN_PROVIDER_BOND(), tasks.MIN_CHALLENGER_BOND(), tasks.MIN_OWNER_BOND()) == MIN_BONDS
+    assert (tasks.MIN_PROVIDER_BOND(), tasks.MIN_CHALLENGER_BOND()) == MIN_BONDS
     assert tasks.MAX_REQUESTS_PER_BATCH() == MAX_REQUESTS_PER_BATCH
 
 
 def test_post_task_with_a_bond_below_its_minimum_reverts(tasks: Any, post_task: Any, owner: Any) -> None:
     """Issue 23, attack 5: bonds of 0 made junk disputes free."""
-    provider_min, challenger_min, _ = MIN_BONDS
+    provider_min, challenger_min = MIN_BONDS
     cases = [
         ("provider", {"providerBond": provider_min - 1}),
         ("challenger", {"challengerBond": challenger_min - 1}),
@@ -110,28 +110,28 @@ def test_post_task_escrows_reward_and_records_terms(tasks: Any, owner: Any, chai
         100,
         4,
         5000,
-        (3 * 10**18, 10**17, 10**16),
+        (3 * 10**18, 10**17),
         300,
         (3600, 7200, 600),
         deadline,
         sender=owner,
-        value=2 * 10**18 + 10**16,
+        value=2 * 10**18,
     )
     assert tasks.taskCount() == 1
-    assert tasks.balance == 2 * 10**18 + 10**16
+    assert tasks.balance == 2 * 10**18
     t = tasks.getTask(1)
     assert t.status == POSTED and t.owner == owner.address and int(t.provider, 16) == 0
     assert t.batchCount == 3  # K = ceil(950 / 100) = 10 intervals, m = 4
     assert (t.terms.totalSteps, t.terms.stride, t.terms.intervalsPerBatch, t.terms.sampleBps) == (950, 100, 4, 5000)
     assert (t.terms.reward, t.terms.providerBond, t.terms.challengerBond) == (2 * 10**18, 3 * 10**18, 10**17)
-    assert (t.terms.ownerBond, t.terms.replaySeconds) == (10**16, 300)
+    assert t.terms.replaySeconds == 300
     assert tuple(t.terms.windows) == (3600, 7200, 600)
     assert t.terms.deadline == deadline
     assert bytes(t.terms.specHash) == DEFAULTS["specHash"]
     assert bytes(t.terms.initDigest) == DEFAULTS["initDigest"]
     (event,) = tx.events.filter(tasks.TaskPosted)
     assert event.task == 1 and event.owner == owner.address and event.specCID == "bafyspec"
-    assert event.terms[2] == 2 * 10**18 and event.terms[8] == deadline  # reward, deadline (TaskTerms order)
+    assert event.terms[2] == 2 * 10**18 and event.terms[7] == deadline  # reward, deadline (TaskTerms order)
 
 
 @pytest.mark.parametrize(
@@ -193,11 +193,11 @@ def test_cancel_credits_owner_the_reward(tasks: Any, owner: Any, post_task: Call
     task = post_task()
     tx = tasks.cancel(task, sender=owner)
     assert tasks.getTask(task).status == CANCELLED
-    assert tasks.credits(owner) == DEFAULTS["reward"] + DEFAULTS["ownerBond"]
-    assert tasks.balance == DEFAULTS["reward"] + DEFAULTS["ownerBond"]  # pulled, not pushed
+    assert tasks.credits(owner) == DEFAULTS["reward"]
+    assert tasks.balance == DEFAULTS["reward"]  # pulled, not pushed
     assert [(e.task, e.owner) for e in tx.events.filter(tasks.TaskCancelled)] == [(task, owner.address)]
     assert [(e.account, e.source, e.amount) for e in tx.events.filter(tasks.Credited)] == [
-        (owner.address, task, DEFAULTS["reward"] + DEFAULTS["ownerBond"])
+        (owner.address, task, DEFAULTS["reward"])
     ]
 
 
@@ -222,7 +222,7 @@ def test_cancel_after_accept_or_twice_reverts(
         tasks.cancel(other, sender=owner)
     with ape.reverts(tasks.WrongTaskStatus, task=99, status=0):
         tasks.cancel(99, sender=owner)
-    assert tasks.credits(owner) == DEFAULTS["reward"] + DEFAULTS["ownerBond"]
+    assert tasks.credits(owner) == DEFAULTS["reward"]
 
 
 # --- acceptTask ----------------------------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_accept_task_bonds_the_provider(tasks: Any, provider: Any, post_task: Ca
     tx = tasks.acceptTask(task, sender=provider, value=DEFAULTS["providerBond"])
     t = tasks.getTask(task)
     assert t.status == ACCEPTED and t.provider == provider.address
-    assert tasks.balance == DEFAULTS["reward"] + DEFAULTS["ownerBond"] + DEFAULTS["providerBond"]
+    assert tasks.balance == DEFAULTS["reward"] + DEFAULTS["providerBond"]
     assert [(e.task, e["provider"], e.bond) for e in tx.events.filter(tasks.TaskAccepted)] == [
         (task, provider.address, DEFAULTS["providerBond"])
     ]
@@ -360,7 +360,7 @@ def test_abandon_after_deadline_credits_owner_reward_and_bond(
     chain.pending_timestamp = deadline
     tx = tasks.abandon(task, sender=keeper)
     assert tasks.getTask(task).status == ABANDONED
-    assert tasks.credits(owner) == DEFAULTS["reward"] + DEFAULTS["ownerBond"] + DEFAULTS["providerBond"]
+    assert tasks.credits(owner) == DEFAULTS["reward"] + DEFAULTS["providerBond"]
     assert tasks.credits(provider) == 0 and tasks.credits(keeper) == 0
     assert [(e.task, e.caller) for e in tx.events.filter(tasks.TaskAbandoned)] == [(task, keeper.address)]
     with ape.reverts(tasks.WrongTaskStatus, task=task, status=ABANDONED):

@@ -1,0 +1,67 @@
+"""Appeals a node puts up against a decided round (protocol 4.2), and the budget that bounds them.
+
+An appeal of round r costs ``challengerBond x 2^(r + 1)`` and arms the next, larger round; the bond comes back
+whole when the final outcome is the one asked for. So an honest party that appeals a round its own replay
+contradicts risks its bond only to a round captured again, and the odds of capture fall with each round: with a
+fifth of the registry sybils, the deploy's fifth round (63 seats) is captured with odds below one in a million,
+and the appeals that reach it are 2 + 4 + 8 + 16 challenger bonds (``bench/results/committee_odds.json``). Nobody
+else appeals for a watcher: one that never appealed let a captured first round pay a faulty interval and took
+half its bond to the provider (review 7 of v3, F4). Hence the default budget: any appeal bond up to 16 challenger
+bonds, whatever the task's challenger bond is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ovig_node.chain.contracts import DisputeStatus
+from ovig_node.chain.reverts import ContractReverted
+from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.node_state import NodeState
+
+
+@dataclass(frozen=True)
+class AppealBudget:
+    """The largest appeal bond a node puts up: ``multiple`` times the dispute's challenger bond, or ``wei``."""
+
+    multiple: int | None = None
+    wei: int | None = None
+
+    def allows(self, bond: int, challenger_bond: int) -> bool:
+        limit = self.wei if self.wei is not None else (self.multiple or 0) * challenger_bond
+        return 0 < bond <= limit
+
+    def __str__(self) -> str:
+        if self.multiple is not None:
+            return f"{self.multiple}x the challenger bond"
+        return f"{(self.wei or 0) / 1e18:g} ETH"
+
+
+DEFAULT_APPEAL_BUDGET = AppealBudget(multiple=16)
+
+
+def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, budget: AppealBudget, why: str) -> None:
+    """Appeal ``round_`` of ``dispute`` (decided against this node's replay: ``why``) once, if it is still
+    appealable and its bond is within ``budget``; persisted before it is sent, so a restart does not appeal twice."""
+    key = f"{dispute}:{round_}"
+    appealed = state.get("appeals", [])
+    if key in appealed:
+        return
+    d = ctx.protocol.dispute(dispute)
+    if d.status != DisputeStatus.APPEALABLE or d.round != round_:
+        return
+    challenger_bond = int(ctx.protocol.tasks.functions.challengerBondOf(dispute).call())
+    bond = challenger_bond << (round_ + 1)
+    if not budget.allows(bond, challenger_bond):
+        ctx.say(
+            f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH is over its budget "
+            f"({budget})",
+            style="yellow",
+        )
+        return
+    state.set("appeals", [*appealed, key])
+    try:
+        ctx.client.transact(f"appeal:{key}", ctx.protocol.committee.functions.appeal(dispute), value=bond)
+        ctx.say(f"dispute {dispute}: round {round_} {why}: appealed ({bond / 1e18:g} ETH)")
+    except ContractReverted as exc:
+        ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")
