@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from ovig_node.errors import OvigError
 
 # When this thread's work must stop (time.monotonic()), or None.
 _STOP_AT: contextvars.ContextVar[float | None] = contextvars.ContextVar("stop_at", default=None)
+_T = TypeVar("_T")
 
 
 class DeadlinePassed(OvigError, RuntimeError):
@@ -37,3 +39,10 @@ def check(what: str) -> None:
     deadline = _STOP_AT.get()
     if deadline is not None and time.monotonic() >= deadline:
         raise DeadlinePassed(f"{what}: its deadline passed")
+
+
+def run_until(deadline: float, work: Callable[[], _T]) -> _T:
+    """``work()`` stopped (DeadlinePassed) at the monotonic ``deadline``: what a worker thread runs, since a pool's
+    threads do not inherit the submitting thread's deadline."""
+    with stop_at(deadline):
+        return work()

@@ -6,8 +6,9 @@ contradicts risks its bond only to a round captured again, and the odds of captu
 fifth of the registry sybils, the deploy's fifth round (63 seats) is captured with odds below one in a million,
 and the appeals that reach it are 2 + 4 + 8 + 16 challenger bonds (``bench/results/committee_odds.json``). Nobody
 else appeals for a watcher: one that never appealed let a captured first round pay a faulty interval and took
-half its bond to the provider (review 7 of v3, F4). Hence the default budget: any appeal bond up to 16 challenger
-bonds, whatever the task's challenger bond is.
+half its bond to the provider (review 7 of v3, F4). Hence the default budget: up to 30 challenger bonds in all on
+one dispute, whatever the task's challenger bond is. The budget bounds what a node whose own replay is wrong (or
+a node that did not obtain the files: it never appeals then) can lose on one dispute: all of it, at worst.
 """
 
 from __future__ import annotations
@@ -22,14 +23,16 @@ from ovig_node.nodes.node_state import NodeState
 
 @dataclass(frozen=True)
 class AppealBudget:
-    """The largest appeal bond a node puts up: ``multiple`` times the dispute's challenger bond, or ``wei``."""
+    """The most a node puts up in appeals on one dispute, in all: ``multiple`` times its challenger bond, or
+    ``wei``."""
 
     multiple: int | None = None
     wei: int | None = None
 
-    def allows(self, bond: int, challenger_bond: int) -> bool:
+    def allows(self, bond: int, challenger_bond: int, spent: int = 0) -> bool:
+        """Whether one more appeal bond ``bond`` fits, with ``spent`` put up on the dispute already."""
         limit = self.wei if self.wei is not None else (self.multiple or 0) * challenger_bond
-        return 0 < bond <= limit
+        return bond > 0 and spent + bond <= limit
 
     def __str__(self) -> str:
         if self.multiple is not None:
@@ -37,7 +40,7 @@ class AppealBudget:
         return f"{(self.wei or 0) / 1e18:g} ETH"
 
 
-DEFAULT_APPEAL_BUDGET = AppealBudget(multiple=16)
+DEFAULT_APPEAL_BUDGET = AppealBudget(multiple=30)
 
 
 def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, budget: AppealBudget, why: str) -> None:
@@ -52,10 +55,11 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
         return
     challenger_bond = int(ctx.protocol.tasks.functions.challengerBondOf(dispute).call())
     bond = challenger_bond << (round_ + 1)
-    if not budget.allows(bond, challenger_bond):
+    spent = sum(challenger_bond << (int(r) + 1) for d_, r in (a.split(":") for a in appealed) if int(d_) == dispute)
+    if not budget.allows(bond, challenger_bond, spent):
         ctx.say(
-            f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH is over its budget "
-            f"({budget})",
+            f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH, with "
+            f"{spent / 1e18:g} ETH put up on it already, is over its budget ({budget} a dispute)",
             style="yellow",
         )
         return

@@ -24,14 +24,15 @@ the dispute ends with no decision), but unlike silence it is never penalised and
 node can finish in time (an owner's declared replay time far below the truth) costs the honest auditors
 nothing and decides nothing. The replay runs in a background thread, so the node keeps serving its other seats
 and reaches every deadline; one replay at a time, since an execution profile's settings are process-wide, and each
-replay stops between two steps at its seat's deadline, so a junk task's endless interval holds the worker no
-longer than its own seat (a single step is not interrupted).
+replay stops between two steps at twice the task's declared replay time from its start (or its seat's deadline,
+if sooner), so a junk task's endless interval holds the worker no longer than that (a single step is not
+interrupted); a seat with less than its declared replay time left abstains without starting.
 
 Every evidence file it fetched it pins on its own IPFS node, so the other panelists can fetch it from there
 too. A panelist that has become interested in the task (it challenged it since it was drawn) does not reveal:
 the contract would refuse it, and its silent seat costs it nothing. When a sound or faulty round it sat in is
 decided against its own replay, it appeals for the other outcome if the appeal bond is within its
-``appeal_budget`` (:mod:`ovig_node.nodes.appealing`; by default up to 16 challenger bonds). It withdraws what
+``appeal_budget`` (:mod:`ovig_node.nodes.appealing`; by default up to 30 challenger bonds a dispute). It withdraws what
 its seats and appeals earn. Each seat is served on its own (:mod:`ovig_node.nodes.isolation`): a dispute whose
 files make anything raise is logged once and retried or left alone, and later seats are still served.
 """
@@ -47,7 +48,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from eth_abi import encode
 from eth_utils import keccak
@@ -55,7 +56,7 @@ from eth_utils import keccak
 from ovig_node.chain.contracts import DisputeStatus, Verdict, Vote
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.deadlines import DeadlinePassed, stop_at
+from ovig_node.deadlines import DeadlinePassed, run_until, stop_at
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import (
@@ -67,7 +68,14 @@ from ovig_node.nodes.fetching import (
     task_sources,
 )
 from ovig_node.nodes.isolation import Isolation
-from ovig_node.nodes.judging import NOT_OBTAINED, Judgement, fetch_evidence, judge_evidence, opened_interval
+from ovig_node.nodes.judging import (
+    NOT_OBTAINED,
+    Evidence,
+    Judgement,
+    fetch_evidence,
+    judge_evidence,
+    opened_interval,
+)
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
@@ -78,7 +86,6 @@ from ovig_node.verify.stats import warm_up
 # Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
 # minute, at most a sixth of the window (the devnet's is 30 s).
 COMMIT_MARGIN = 60
-_T = TypeVar("_T")
 TOP_UP_GAS_RESERVE = 10**16  # wei kept for the top-up's own gas (and the next ballots'): 0.01 ETH
 FETCH_RETRY_SECONDS = 5.0  # between two looks for a file not found, within the fetch window
 REPLAY_WORKERS = 1  # an execution profile's torch settings are process-wide: two replays at once would mix them
@@ -98,13 +105,6 @@ class Ballot:
     vote: Vote
     reason: str  # why, in a line (the report's reason, or the refusal)
     report: str  # the report's CID ("" when no replay ran)
-
-
-def _until(deadline: float, work: Callable[[], _T]) -> _T:
-    """``work`` in a worker thread, stopped (DeadlinePassed) at the monotonic ``deadline``: its replay between two
-    steps, its downloads between two pieces."""
-    with stop_at(deadline):
-        return work()
 
 
 @dataclass
@@ -399,28 +399,27 @@ class AuditorNode:
             if opened is None:  # a dispute exists only over an opened interval: the index is behind, try again
                 raise IndexBehind(f"dispute over task {task} interval {k}: its IntervalOpened is not indexed yet")
             # Chain times to this machine's clock: the draw, the fetch window's end (the same for every node), and
-            # the seat's deadline, or sooner twice the declared replay time after the fetch window (a junk task's
-            # endless interval holds the one replay worker no longer than that: an abstention decides nothing).
+            # the seat's deadline.
             now, clock = self.ctx.now(), time.monotonic()
             drawn = clock - max(0, now - int(d.drawnAt))
             fetch_until = int(d.drawnAt) + self._param("COMMIT_WINDOW") // 2
-            due = int(d.drawnAt) + self._param("COMMIT_WINDOW") - self._commit_margin()
-            due = min(due, fetch_until + 2 * int(sources.record.terms.replaySeconds))
-            local_due = clock + max(0, due - now)
+            due = clock + max(0, int(d.drawnAt) + self._param("COMMIT_WINDOW") - self._commit_margin() - now)
             seat = functools.partial(
-                self._seat_work, key, sources, opened, drawn, clock + max(0, fetch_until - now), local_due
+                self._seat_work, key, sources, opened, drawn, clock + max(0, fetch_until - now), due
             )
-            work = self._replays[key] = self._seat_fetches.submit(_until, local_due, seat)
-        if work.done() and isinstance(queued := work.result(), Future):  # its files are in: its replay is queued
-            work = self._replays[key] = queued
+            work = self._replays[key] = self._seat_fetches.submit(run_until, due, seat)
+        if work.done() and work.exception() is None and isinstance(queued := work.result(), Future):
+            work = self._replays[key] = queued  # its files are in: its replay is queued
         if not work.done():
             if not late:
                 return None
             del self._replays[key]
             work.cancel()  # if it never started; one running stops at its own deadline, unheard
             return self._ballot(task, k, Vote.ABSTAIN, "its replay did not finish by the commit deadline")
+        # Dropped before its result is read: what the work raised (our own IPFS down a moment, say) the seat's
+        # isolation logs, and the next pass starts the seat's work again (it abstains when due).
         del self._replays[key]
-        outcome = work.result()  # what the work raised, the seat's isolation logs and retries (abstains when due)
+        outcome = work.result()
         if isinstance(outcome, Ballot):
             return self._ballot(task, k, outcome.vote, outcome.reason)
         if outcome.shared:  # unpinned once the task's disputes are over (_let_go)
@@ -434,7 +433,7 @@ class AuditorNode:
 
     def _seat_work(
         self, key: str, sources: TaskSources, opened: Any, drawn: float, fetch_until: float, due: float
-    ) -> Ballot | Judgement | Future[Judgement]:
+    ) -> Ballot | Judgement | Future[Ballot | Judgement]:
         """In a fetch worker, from the draw (``drawn``, this machine's clock): the task's files and the interval's
         evidence, looked for again until the fetch window closes (``fetch_until``); then the replay, queued on the
         replay worker until the seat's deadline ``due`` (the future it returns). Files not obtained by then are
@@ -483,7 +482,23 @@ class AuditorNode:
             if key in self._dropped:  # its run ended while it fetched: no replay for nobody
                 shutil.rmtree(evidence.folder, ignore_errors=True)
                 return Ballot(Vote.ABSTAIN, "its run is over", "")
-            return self._pool.submit(_until, due, judge)
+            replay = functools.partial(self._replay, judge, evidence, due, int(sources.record.terms.replaySeconds))
+            return self._pool.submit(replay)
+
+    @staticmethod
+    def _replay(
+        judge: Callable[[], Judgement], evidence: Evidence, due: float, replay_seconds: int
+    ) -> Ballot | Judgement:
+        """On the replay worker, when the seat's turn comes: the replay, stopped at twice the declared replay time
+        from its start or at the seat's deadline, whichever is sooner (a junk task's endless interval holds the one
+        worker no longer than that); none at all when less than the declared time is left, so the worker goes to
+        a seat that can still finish (review 8 of v3: a cap counted from the fetch window's end let one junk seat
+        hold the worker for hours)."""
+        started = time.monotonic()
+        if due - started < replay_seconds:
+            shutil.rmtree(evidence.folder, ignore_errors=True)
+            return Ballot(Vote.ABSTAIN, "less than the declared replay time left before the commit deadline", "")
+        return run_until(min(due, started + 2 * replay_seconds), judge)
 
     def _due(self, commit_end: int) -> bool:
         """Whether a seat whose commit window ends at ``commit_end`` must have its ballot now."""
@@ -527,7 +542,7 @@ class AuditorNode:
         sources = task_sources(self.ctx, task)
         work = functools.partial(self._task_files, task, sources)
         deadline = time.monotonic() + self._param("COMMIT_WINDOW")
-        self._prefetching[dispute] = self._fetcher.submit(_until, deadline, work)
+        self._prefetching[dispute] = self._fetcher.submit(run_until, deadline, work)
 
     def _let_go(self) -> None:
         """Delete the files of tasks whose every dispute has resolved, and unpin the evidence it re-shared for them

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,12 +39,13 @@ from web3.logs import DISCARD
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
+from ovig_node.deadlines import run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.attesting import attestations, publish, sound_by
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
 from ovig_node.nodes.isolation import Isolation
-from ovig_node.nodes.judging import Judgement, Opened, judge_interval, opened_interval
+from ovig_node.nodes.judging import NOT_OBTAINED, Judgement, Opened, judge_interval, opened_interval
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
@@ -77,6 +79,12 @@ class WatcherNode:
     _checked: Checked = field(default_factory=dict)  # batch manifests' statistics, checked once (layer one)
     _attested: dict[tuple[str, int], Any] = field(default_factory=dict)  # Attested events, verified once each
     _samples: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (task, j) -> its sample, ascending
+    # (task, k) -> its opening and its judgement under way, in the background (``workers`` at once)
+    _judging: dict[tuple[int, int], tuple[int, Opened, Future[Judgement]]] = field(default_factory=dict)
+
+    @functools.cached_property
+    def _pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay")
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -165,9 +173,10 @@ class WatcherNode:
 
     # --- judging -------------------------------------------------------------------------------
 
-    def _due(self) -> list[tuple[int, int, Opened]]:
-        """Opened intervals (sampled, or requested) not judged yet, whose window closes first first; with
-        partners, those fewest of them attested first, ``workers`` of them (:meth:`_by_coverage`)."""
+    def _due(self) -> list[tuple[int, int, int, Opened]]:
+        """(window end, task, k, opening) of opened intervals (sampled, or requested) neither judged nor being
+        judged, whose window is open, the one closing first first; with partners, those fewest of them attested
+        first, as many as ``workers`` has free (:meth:`_by_coverage`)."""
         judged = {**self.state.get("judged", {}), **self._still_covered()}
         due: list[tuple[int, int, int, Opened]] = []
         live: dict[int, bool] = {}  # one status read per task per pass, not one per opened batch
@@ -178,7 +187,7 @@ class WatcherNode:
             due.extend(self.isolation.call(_key(task), functools.partial(self._due_in, event, judged, live)) or [])
         if self.trusted:
             return self._by_coverage(due)
-        return [(task, k, opening) for _, task, k, opening in sorted(due)]
+        return sorted(due, key=lambda item: item[:3])
 
     def _still_covered(self) -> dict[str, Any]:
         """The intervals left to partners that are still trusted now (a partner dropped from ``--trust``, or a
@@ -188,7 +197,7 @@ class WatcherNode:
             key: c for key, c in self.state.get("covered", {}).items() if len(set(c["by"]) & partners) >= self.enough
         }
 
-    def _by_coverage(self, due: list[tuple[int, int, int, Opened]]) -> list[tuple[int, int, Opened]]:
+    def _by_coverage(self, due: list[tuple[int, int, int, Opened]]) -> list[tuple[int, int, int, Opened]]:
         """The ``workers`` intervals of ``due`` fewest trusted partners attested, ties by window end, then this
         watcher's share first (:meth:`_mine`: partners that start together start apart), then a hash of its
         address; the next pass sees what they attested meanwhile. Those ``enough`` partners attested are
@@ -208,7 +217,9 @@ class WatcherNode:
                 continue
             tiebreak = keccak(encode(["address", "uint256", "uint256"], [self.ctx.address, task, k]))
             ranked.append((len(by), window_end, not self._mine(task, k), tiebreak, task, k, opening))
-        return [(task, k, opening) for *_, task, k, opening in sorted(ranked, key=lambda r: r[:4])][: self.workers]
+        free = max(0, self.workers - len(self._judging))
+        best = sorted(ranked, key=lambda r: r[:4])[:free]
+        return [(window_end, task, k, opening) for _, window_end, _, _, task, k, opening in best]
 
     def _mine(self, task: int, k: int) -> bool:
         """Whether k is this watcher's share: the team (itself and its partners, by address) takes a batch's
@@ -232,36 +243,44 @@ class WatcherNode:
             return []
         due = []
         requested = event.name == "RequestOpened"
+        now = self.ctx.now()
         for k in [int(event.args["k"])] if requested else self.ctx.protocol.sampled(task, int(event.args["j"])):
-            if f"{task}:{k}" in judged or not self.isolation.ready(_key(task, int(k))):
-                continue  # judged before (no need to read its on-chain state again), or waiting out a backoff
+            if f"{task}:{k}" in judged or (task, int(k)) in self._judging or not self.isolation.ready(_key(task, k)):
+                continue  # judged before (no need to read its on-chain state again), under way, or backing off
             iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
-            if iv.sound:
-                continue
+            end = max(int(event.args["challengeWindowEnd"]), int(iv.windowEnd))  # a no-decision reopens it
+            if iv.sound or end <= now:
+                continue  # final, or too late to challenge (said after an outage: missed())
             opened = opened_interval(self.ctx, task, int(k), self._fetch(task).prepared.spec.intervals_per_batch)
             if opened is None:  # BatchOpened is indexed, so each of its IntervalOpened events is too
                 raise IndexBehind(f"task {task} interval {k}: its IntervalOpened is not indexed")
-            due.append((int(event.args["challengeWindowEnd"]), task, int(k), opened))
+            due.append((end, task, int(k), opened))
         return due
 
-    def _judge(self, due: list[tuple[int, int, Opened]]) -> Iterator[tuple[tuple[int, int, Opened], Judgement]]:
-        """Judgements of ``due`` as they complete: one at a time, or ``workers`` replays in parallel."""
-
-        def judge(item: tuple[int, int, Opened]) -> Judgement:
-            task, _, opened = item
-            return judge_interval(self.ctx, self._fetched[task], opened, profile=self.profile_name, who="watch")
-
-        if self.workers <= 1:
-            for item in due:
-                if (judgement := self.isolation.call(_key(*item[:2]), functools.partial(judge, item))) is not None:
-                    yield item, judgement
-            return
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay") as pool:
-            futures = {pool.submit(judge, item): item for item in due}
-            for future in as_completed(futures):
-                item = futures[future]
-                if (judgement := self.isolation.call(_key(*item[:2]), future.result)) is not None:
-                    yield item, judgement
+    def _judge(self, due: list[tuple[int, int, int, Opened]]) -> Iterator[tuple[tuple[int, int, Opened], Judgement]]:
+        """Judgements as they complete. Each runs in the background (``workers`` at once) and stops at its interval's
+        window end, when a verdict could no longer be used: the loop goes on committing, revealing, appealing and
+        attesting meanwhile, so a provider that serves one interval's evidence a byte at a time (or makes its replay
+        endless) cannot hold the watcher's other challenges back past their reveal windows."""
+        now, clock = self.ctx.now(), time.monotonic()
+        for end, task, k, opened in due[: max(0, self.workers - len(self._judging))]:
+            work = functools.partial(
+                judge_interval, self.ctx, self._fetched[task], opened, profile=self.profile_name, who="watch"
+            )
+            self._judging[(task, k)] = (end, opened, self._pool.submit(run_until, clock + max(0, end - now), work))
+        for (task, k), (end, opened, future) in list(self._judging.items()):
+            if not future.done():
+                continue
+            del self._judging[(task, k)]
+            if (judgement := self.isolation.call(_key(task, k), future.result)) is None:
+                continue
+            # Files not obtained are looked for again until the last quarter of the window (a provider whose new
+            # files are still being announced is not withholding them yet): then it challenges as unavailable.
+            patience = int(self._fetched[task].terms.windows.challengeWindow) // 4
+            if not _obtained(judgement) and self.ctx.now() < end - patience:
+                self.ctx.say(f"task {task} interval {k}: its files not obtained yet; looking again", style="dim")
+                continue
+            yield (task, k, opened), judgement
 
     def _record(self, task: int, k: int, opened: Opened, judgement: Judgement) -> bool:
         """Persist the verdict; for a faulty one, persist a challenge to make. True if faulty."""
@@ -365,31 +384,31 @@ class WatcherNode:
             self.state.set("challenges", challenges)
 
     def _drive_appeals(self) -> None:
-        """Appeal a round that found sound an interval it challenged (its own replay, confirmed, found it faulty),
-        within its budget: nobody else may, and a captured first round unappealed pays the fake and half the
-        watcher's bond to the provider (review 7 of v3, F4). Each decided round is looked at once."""
-        challenges = self.state.get("challenges", {})
+        """Appeal a round that found sound an interval its own replay (confirmed) found faulty, within its budget,
+        whether or not its own challenge has joined the dispute yet: nobody else may, and a captured round left
+        standing pays the fake and half the watcher's bond to the provider (review 7 of v3, F4; the eighth review:
+        a round decided before its replay finished). Never for files it did not obtain: no replay judged those, and
+        the panels fetch for longer. A round is looked at until it is appealed or its appeal window has passed."""
+        judged = self.state.get("judged", {})
+        now = self.ctx.now()
         for event in self.ctx.scanner.events("RoundDecided"):
             dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
             key = f"{dispute}:{round_}"
             if key in self._appeal_done or Verdict(int(event.args["outcome"])) != Verdict.VALID:
                 continue
-            self._appeal_done.add(key)
-            if not int(event.args["appealUntil"]):
-                continue  # the last round: it stands
+            if int(event.args["appealUntil"]) <= now:  # the last round (0: it stands), or too late
+                self._appeal_done.add(key)
+                continue
             d = self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute)
-            mine = f"{int(d.task)}:{int(d.k)}"
-            if mine in challenges and not challenges[mine].get("failed"):
-                call = functools.partial(
-                    appeal_round,
-                    self.ctx,
-                    self.state,
-                    dispute,
-                    round_,
-                    self.appeal_budget,
-                    "found sound an interval it challenged",
-                )
-                self.isolation.call(f"appeal {key}", call)
+            verdict = judged.get(f"{int(d.task)}:{int(d.k)}")
+            if verdict is None:
+                continue  # not judged (yet): looked at again on the next pass
+            self._appeal_done.add(key)
+            if verdict["verdict"] != "faulty" or verdict.get("reason") in NOT_OBTAINED:
+                continue
+            why = "found sound an interval its replay found faulty"
+            call = functools.partial(appeal_round, self.ctx, self.state, dispute, round_, self.appeal_budget, why)
+            self.isolation.call(f"appeal {key}", call)
 
     def _commitment(self, task: int, k: int, c: dict[str, Any]) -> bytes:
         return keccak(
@@ -436,6 +455,11 @@ class WatcherNode:
     def _dispute_of(self, receipt: Any) -> int:
         events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)
         return int(events[0]["args"]["dispute"]) if events else 0
+
+
+def _obtained(judgement: Judgement) -> bool:
+    """Whether the judgement was made on files obtained (else: not found, corrupt or oversized)."""
+    return judgement.available and not (judgement.faulty and judgement.report.get("reason") in NOT_OBTAINED)
 
 
 def _key(task: int, k: int | None = None) -> str:
