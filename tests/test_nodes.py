@@ -635,14 +635,23 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
         opened = {int(e.args["j"]) for e in events(owner, "BatchOpened", task=task)}
         return opened == {0, 1} and {f"{task}:{k}" for k in sampled(owner, task)} <= set(judged)
 
+    def passes(node: WatcherNode) -> None:
+        """Passes of ``node`` until what it started judging is judged and attested: the two watchers take turns, as
+        if each were much faster than the other (each judges in the background; side by side they would also
+        replay what the other has under way, unattested)."""
+        node.step()
+        while node.judging:
+            time.sleep(0.2)
+            node.step()
+
     try:
         deadline = time.monotonic() + 600
         while not done():
             assert time.monotonic() < deadline, "timed out waiting for the watchers to judge every sampled interval"
             forge_the_new_openings()
-            a.step()
+            passes(a)
             forge_the_new_openings()
-            b.step()
+            passes(b)
             time.sleep(0.5)
         a.step()  # one more pass each (the windows are still open): each sees the other's last attestation
         b.step()

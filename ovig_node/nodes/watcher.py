@@ -80,11 +80,16 @@ class WatcherNode:
     _attested: dict[tuple[str, int], Any] = field(default_factory=dict)  # Attested events, verified once each
     _samples: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (task, j) -> its sample, ascending
     # (task, k) -> its opening and its judgement under way, in the background (``workers`` at once)
-    _judging: dict[tuple[int, int], tuple[int, Opened, Future[Judgement]]] = field(default_factory=dict)
+    _judging: dict[tuple[int, int], tuple[Opened, Future[Judgement]]] = field(default_factory=dict)
 
     @functools.cached_property
     def _pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay")
+
+    @property
+    def judging(self) -> int:
+        """Intervals being judged in the background now."""
+        return len(self._judging)
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -267,20 +272,13 @@ class WatcherNode:
             work = functools.partial(
                 judge_interval, self.ctx, self._fetched[task], opened, profile=self.profile_name, who="watch"
             )
-            self._judging[(task, k)] = (end, opened, self._pool.submit(run_until, clock + max(0, end - now), work))
-        for (task, k), (end, opened, future) in list(self._judging.items()):
+            self._judging[(task, k)] = (opened, self._pool.submit(run_until, clock + max(0, end - now), work))
+        for (task, k), (opened, future) in list(self._judging.items()):
             if not future.done():
                 continue
             del self._judging[(task, k)]
-            if (judgement := self.isolation.call(_key(task, k), future.result)) is None:
-                continue
-            # Files not obtained are looked for again until the last quarter of the window (a provider whose new
-            # files are still being announced is not withholding them yet): then it challenges as unavailable.
-            patience = int(self._fetched[task].terms.windows.challengeWindow) // 4
-            if not _obtained(judgement) and self.ctx.now() < end - patience:
-                self.ctx.say(f"task {task} interval {k}: its files not obtained yet; looking again", style="dim")
-                continue
-            yield (task, k, opened), judgement
+            if (judgement := self.isolation.call(_key(task, k), future.result)) is not None:
+                yield (task, k, opened), judgement
 
     def _record(self, task: int, k: int, opened: Opened, judgement: Judgement) -> bool:
         """Persist the verdict; for a faulty one, persist a challenge to make. True if faulty."""
@@ -455,11 +453,6 @@ class WatcherNode:
     def _dispute_of(self, receipt: Any) -> int:
         events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)
         return int(events[0]["args"]["dispute"]) if events else 0
-
-
-def _obtained(judgement: Judgement) -> bool:
-    """Whether the judgement was made on files obtained (else: not found, corrupt or oversized)."""
-    return judgement.available and not (judgement.faulty and judgement.report.get("reason") in NOT_OBTAINED)
 
 
 def _key(task: int, k: int | None = None) -> str:

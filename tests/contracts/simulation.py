@@ -2201,14 +2201,6 @@ class Episode:
                 shares += Interface.sound_provider_share(plan, s.records[e.args.dispute].joined)
         settled_late = [e for e in self.events("ChallengeRevealed", task=plan.id) if e.args.dispute == 0]
         shares += len(settled_late) * Interface.sound_provider_share(plan, 1)
-        expected = Interface.provider_payout(plan) + shares
-        # The flooder is also a challenger of its own task; a refund to it would show up here too.
-        got = self.credited(w.tasks, plan.provider, plan.id)
-        if got != expected:
-            w.fail(f"completeness: provider of task {plan.id} credited {got}, expected {expected}")
-        # Finalize credits the owner nothing (the flooder owns its task: as its provider, it was checked above).
-        if plan.owner != plan.provider and (owner_got := self.credited(w.tasks, plan.owner, plan.id)) != 0:
-            w.fail(f"completeness: owner of task {plan.id} credited {owner_got}, expected nothing")
         # Every challenge of this all-sound task must have cost its challenger at least the panel's share of its
         # bond: what came back to it (a claimed bond, an expired commit refunded) is read from the Credited event
         # the same transaction emitted right after, so a partial refund (per-round charges) is judged by amount.
@@ -2217,20 +2209,30 @@ class Episode:
         no_decisions = {
             e.args.dispute for e in self.events("DisputeSettled", task=plan.id) if e.args.verdict == NO_DECISION
         }
+        refunded_to_provider = 0  # the flooder challenges its own task: what comes back to it is credited by it
         for n, e in enumerate(events):
             refund = e.name == "BondClaimed" or (e.name == "ChallengeExpired" and e.args.refunded)
             if not refund or e.args.task != plan.id:
                 continue
+            credit = next(x for x in events[n + 1 :] if x.name == "Credited" and x.args.account == e.args.challenger)
+            if e.args.challenger == plan.provider:
+                refunded_to_provider += credit.args.amount
             if e.name == "BondClaimed" and e.args.dispute in no_decisions:
                 w.stats["completeness: a challenge of a sound interval refunded after a no-decision"] += 1
                 continue
-            credit = next(x for x in events[n + 1 :] if x.name == "Credited" and x.args.account == e.args.challenger)
             if cb - credit.args.amount < least:
                 verdicts = sorted({x.args.verdict for x in self.events("DisputeSettled", task=plan.id)})
                 w.fail(
                     f"completeness: {e.args.challenger}'s challenge of all-sound task {plan.id} cost it "
                     f"{cb - credit.args.amount} < {least} ({e.name}; the task's disputes settled {verdicts})"
                 )
+        expected = Interface.provider_payout(plan) + shares + refunded_to_provider
+        got = self.credited(w.tasks, plan.provider, plan.id)
+        if got != expected:
+            w.fail(f"completeness: provider of task {plan.id} credited {got}, expected {expected}")
+        # Finalize credits the owner nothing (the flooder owns its task: as its provider, it was checked above).
+        if plan.owner != plan.provider and (owner_got := self.credited(w.tasks, plan.owner, plan.id)) != 0:
+            w.fail(f"completeness: owner of task {plan.id} credited {owner_got}, expected nothing")
         w.stats["completeness: finalized"] += 1
 
 
