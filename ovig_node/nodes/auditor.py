@@ -67,7 +67,6 @@ from ovig_node.nodes.fetching import (
     fetch_task,
     task_sources,
 )
-from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import (
     NOT_OBTAINED,
     Evidence,
@@ -77,11 +76,10 @@ from ovig_node.nodes.judging import (
     opened_interval,
 )
 from ovig_node.nodes.keeper import Keeper
-from ovig_node.nodes.looping import chain_clock, keep_running
-from ovig_node.nodes.node_state import NodeState
+from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.nodes.replaying import ReplayingNode
 from ovig_node.storage.errors import ContentNotFound, IpfsError
-from ovig_node.verify.stats import warm_up
 
 # Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
 # minute, at most a sixth of the window (the devnet's is 30 s).
@@ -108,7 +106,8 @@ class Ballot:
 
 
 @dataclass
-class AuditorNode:
+class AuditorNode(ReplayingNode):
+    JOURNAL = "auditor.json"
     ctx: NodeContext
     profile_name: str = REPLAY_PROFILES
     keeper: Keeper | None = None
@@ -139,21 +138,6 @@ class AuditorNode:
     def _fetcher(self) -> ThreadPoolExecutor:
         """Prefetches, apart from the seats' work: a slow task's files never hold a seat's replay back."""
         return ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-prefetch")
-
-    @functools.cached_property
-    def state(self) -> NodeState:
-        return NodeState(self.ctx.home / "auditor.json")
-
-    @functools.cached_property
-    def isolation(self) -> Isolation:
-        return Isolation(self.ctx.say)
-
-    def run(self, *, until: float | None = None) -> None:
-        """Work until interrupted (or until the monotonic time ``until``)."""
-        warm_up()  # the comparison's compiled passes load meanwhile, not within a challenge or vote window
-        keep_running(
-            self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until, missed=self.missed
-        )
 
     def missed(self, since: int, now: int) -> list[str]:
         """Seats whose commit or reveal window closed in the chain times (since, now] with its ballot not

@@ -44,23 +44,22 @@ from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appea
 from ovig_node.nodes.attesting import attestations, publish, sound_by
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, fetch_task
-from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import NOT_OBTAINED, Judgement, Opened, judge_interval, opened_interval
 from ovig_node.nodes.keeper import Keeper
-from ovig_node.nodes.looping import chain_clock, keep_running
-from ovig_node.nodes.node_state import NodeState
+from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.nodes.replaying import ReplayingNode
 from ovig_node.nodes.screening import Checked, screen_batch
 from ovig_node.protocol.attestation import profile_text
 from ovig_node.protocol.spec import training_hash
 from ovig_node.training.execution import host_cpu
 from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
-from ovig_node.verify.stats import warm_up
 
 
 @dataclass
-class WatcherNode:
+class WatcherNode(ReplayingNode):
+    JOURNAL = "watcher.json"
     ctx: NodeContext
     profile_name: str = REPLAY_PROFILES
     only_tasks: frozenset[int] | None = None
@@ -90,21 +89,6 @@ class WatcherNode:
     def judging(self) -> int:
         """Intervals being judged in the background now."""
         return len(self._judging)
-
-    @functools.cached_property
-    def state(self) -> NodeState:
-        return NodeState(self.ctx.home / "watcher.json")
-
-    @functools.cached_property
-    def isolation(self) -> Isolation:
-        return Isolation(self.ctx.say)
-
-    def run(self, *, until: float | None = None) -> None:
-        """Work until interrupted (or until the monotonic time ``until``)."""
-        warm_up()  # the comparison's compiled passes load meanwhile, not within a challenge or vote window
-        keep_running(
-            self.ctx, self.step, keeper=self.keeper, poll_seconds=self.poll_seconds, until=until, missed=self.missed
-        )
 
     def missed(self, since: int, now: int) -> list[str]:
         """Opened intervals whose challenge window closed in the chain times (since, now] before it judged them
