@@ -56,6 +56,9 @@ from ovig_node.training.execution import host_cpu
 from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 
+# Seconds a commit needs to land: one closer to its interval's window end is not sent (it could not be revealed).
+COMMIT_MARGIN = 15
+
 
 @dataclass
 class WatcherNode(ReplayingNode):
@@ -415,6 +418,14 @@ class WatcherNode(ReplayingNode):
         commitment = self._commitment(task, k, c)
         bond = self.ctx.protocol.task(task).terms.challengerBond
         status = self._commit_status(task, k, c)
+        if status == CommitStatus.NONE and (late := self._too_late(task, k)):
+            # Only its bond could come of it (the ninth review: a late verdict committed after k's own window, while
+            # the task's other windows were open, could not be revealed and was burned).
+            challenges = self.state.get("challenges", {})
+            challenges[key] = {**c, "failed": late}
+            self.state.set("challenges", challenges)
+            self.ctx.say(f"task {task} interval {k}: not challenged: {late}", style="yellow")
+            return
         if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
             commit = tasks.functions.commitChallenge(task, commitment)
             receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
@@ -433,6 +444,17 @@ class WatcherNode(ReplayingNode):
                 f"revealed: task {task} interval {k}, {Reason(c['reason']).name.lower()}"
                 + (f" -> dispute {dispute}" if dispute else " (settled at once: the task ended)")
             )
+
+    def _too_late(self, task: int, k: int) -> str:
+        """Why a commit of k now could only lose its bond ("" if it could not): k is found sound already, or its
+        own window closes within COMMIT_MARGIN (a commit made after it cannot be revealed)."""
+        tasks = self.ctx.protocol.tasks
+        if self.ctx.protocol.view(tasks, "getOpenedInterval", task, k).sound:
+            return "it was found sound meanwhile"
+        end = int(self.ctx.protocol.view(tasks, "challengeWindowEnd", task, k))
+        if self.ctx.now() + COMMIT_MARGIN >= end:
+            return f"its window closes at {chain_clock(end)}, too soon for a commit to land"
+        return ""
 
     def _dispute_of(self, receipt: Any) -> int:
         events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)
