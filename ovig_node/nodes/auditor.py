@@ -68,7 +68,6 @@ from ovig_node.nodes.fetching import (
     task_sources,
 )
 from ovig_node.nodes.judging import (
-    NOT_OBTAINED,
     Evidence,
     Judgement,
     fetch_evidence,
@@ -411,8 +410,7 @@ class AuditorNode(ReplayingNode):
             shared[str(task)] = sorted({*shared.get(str(task), []), *outcome.shared})
             self.state.set("shared", shared)
         reason = str(outcome.report.get("reason"))
-        obtained = outcome.available and not (outcome.faulty and reason in NOT_OBTAINED)
-        vote = Vote.UNAVAILABLE if not obtained else Vote.FAULTY if outcome.faulty else Vote.SOUND
+        vote = Vote.UNAVAILABLE if not outcome.obtained else Vote.FAULTY if outcome.faulty else Vote.SOUND
         return self._ballot(task, k, vote, f"{outcome.report['verdict']}: {reason}", outcome)
 
     def _seat_work(

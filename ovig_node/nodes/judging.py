@@ -55,6 +55,11 @@ class Judgement:
     def faulty(self) -> bool:
         return self.report["verdict"] == FAULTY
 
+    @property
+    def obtained(self) -> bool:
+        """Judged on files obtained (not found, corrupt or oversized files, or a batch manifest so, are not)."""
+        return self.available and not (self.faulty and self.report.get("reason") in NOT_OBTAINED)
+
 
 @dataclass(frozen=True)
 class Opened:
