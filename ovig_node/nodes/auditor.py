@@ -26,7 +26,8 @@ nothing and decides nothing. The replay runs in a background thread, so the node
 and reaches every deadline; one replay at a time, since an execution profile's settings are process-wide, and each
 replay stops between two steps at twice the task's declared replay time from its start (or its seat's deadline,
 if sooner), so a junk task's endless interval holds the worker no longer than that (a single step is not
-interrupted); a seat with less than its declared replay time left abstains without starting.
+interrupted); a seat with less than its declared replay time left abstains without starting when another seat's
+replay waits for the worker (the declared time is the slowest honest replay: a seat alone still tries).
 
 Every evidence file it fetched it pins on its own IPFS node, so the other panelists can fetch it from there
 too. A panelist that has become interested in the task (it challenged it since it was drawn) does not reveal:
@@ -124,6 +125,8 @@ class AuditorNode(ReplayingNode):
     _dropped: set[str] = field(default_factory=set)  # seats whose run is over: their fetch queues no replay
     _prefetching: dict[int, Future[FetchedTask]] = field(default_factory=dict)  # dispute -> its task's prefetch
     _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
+    _queued: int = 0  # replays submitted to the replay worker and not started yet
+    _queue_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @functools.cached_property
     def _pool(self) -> ThreadPoolExecutor:
@@ -465,21 +468,31 @@ class AuditorNode(ReplayingNode):
                 shutil.rmtree(evidence.folder, ignore_errors=True)
                 return Ballot(Vote.ABSTAIN, "its run is over", "")
             replay = functools.partial(self._replay, judge, evidence, due, int(sources.record.terms.replaySeconds))
+            with self._queue_lock:
+                self._queued += 1
             return self._pool.submit(replay)
 
-    @staticmethod
     def _replay(
-        judge: Callable[[], Judgement], evidence: Evidence, due: float, replay_seconds: int
+        self, judge: Callable[[], Judgement], evidence: Evidence, due: float, replay_seconds: int
     ) -> Ballot | Judgement:
         """On the replay worker, when the seat's turn comes: the replay, stopped at twice the declared replay time
         from its start or at the seat's deadline, whichever is sooner (a junk task's endless interval holds the one
-        worker no longer than that); none at all when less than the declared time is left, so the worker goes to
-        a seat that can still finish (review 8 of v3: a cap counted from the fetch window's end let one junk seat
-        hold the worker for hours)."""
+        worker no longer than that; review 8 of v3: a cap counted from the fetch window's end let one junk seat
+        hold the worker for hours). With less than the declared time left and another seat's replay waiting, none
+        at all: the worker goes to a seat that can still finish. Alone, it tries: the declared time is the
+        slowest honest replay, and a slow fetch on a loaded machine must not cost a seat that would finish."""
         started = time.monotonic()
-        if due - started < replay_seconds:
+        with self._queue_lock:
+            self._queued -= 1
+            others = self._queued
+        if due - started < replay_seconds and others:
             shutil.rmtree(evidence.folder, ignore_errors=True)
-            return Ballot(Vote.ABSTAIN, "less than the declared replay time left before the commit deadline", "")
+            return Ballot(
+                Vote.ABSTAIN,
+                f"less than the declared replay time left before the commit deadline, and {others} other seat(s) "
+                "waiting for the replay worker",
+                "",
+            )
         return run_until(min(due, started + 2 * replay_seconds), judge)
 
     def _due(self, commit_end: int) -> bool:

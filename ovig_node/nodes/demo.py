@@ -535,6 +535,7 @@ def _check(result: DemoResult) -> None:
         problems.append(f"honest task credits {result.credited.get(result.honest)} != {honest}")
     if result.credited.get(result.cheated) != cheated:
         problems.append(f"cheated task credits {result.credited.get(result.cheated)} != {cheated}")
+        problems.append(_what_the_auditors_said(result.logs))
     if not any("resolved: FAULTY" in line for line in result.lines):
         problems.append("no dispute was resolved faulty")
     replayed = {(r.task, r.k) for r in result.replays}
@@ -560,6 +561,15 @@ def _check(result: DemoResult) -> None:
         problems.append(f"attestations came from {sorted(attesters)}, not from both watchers")
     if problems:
         raise DemoFailed("the demo did not end as the protocol says: " + "; ".join(problems))
+
+
+def _what_the_auditors_said(logs: Path) -> str:
+    """Each auditor's lines about its seats, from its log: why a ballot went as it did, in CI's output."""
+    said = []
+    for log in sorted(logs.glob("auditor-*.log")):
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if "dispute" in line]
+        said.append(f"{log.stem}: " + (" | ".join(lines[-8:]) or "nothing about a dispute"))
+    return "the auditors said: " + "; ".join(said)
 
 
 def _summary(result: DemoResult) -> Table:
