@@ -201,6 +201,20 @@ def test_a_dag_whose_blocks_hold_fewer_bytes_than_declared_is_refused(
         ipfs.cat_bytes(str(root))
 
 
+def test_a_file_of_tiny_blocks_is_refused_past_the_layouts_block_count(ipfs: IpfsClient, tmp_path: Path) -> None:
+    """A ninth review: a file of tiny blocks takes a fetch time set by its block count, not its bytes (a
+    gigabyte of one-byte blocks: days), so an owner's dataset laid out so passed a trainer's patient fetch and
+    then timed every auditor out. The protocol's layout (2.1) allows a file of 300,000 bytes 2 x 2 + 16 = 20
+    blocks; added in 1 KiB chunks it has 293 leaves, and the walk stops at the 21st block, nothing kept."""
+    data = pattern(300_000)
+    tiny = ipfs.add_bytes(data, options=AddOptions(cid_version=1, chunk_size=1024)).cid
+    with pytest.raises(InvalidContent, match=r"more than the 20 blocks the protocol's layout allows a file of"):
+        ipfs.get_file(tiny, tmp_path / "f")
+    assert list(tmp_path.iterdir()) == []
+    kubo = ipfs.add_bytes(data, options=V1).cid  # the same bytes in Kubo's default layout: 2 leaves and a root
+    assert ipfs.cat_bytes(kubo) == data
+
+
 def test_unknown_cid_raises_content_not_found(ipfs_node: IpfsNode) -> None:
     with ipfs_node.client(fetch_timeout=1) as client:
         started = time.monotonic()

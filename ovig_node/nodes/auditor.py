@@ -454,7 +454,7 @@ class AuditorNode(ReplayingNode):
             except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
                 return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
             evidence = fetch_evidence(self.ctx, fetched, opened, who="audit", fetch_by=fetch_until)
-            if not evidence.obtained and time.monotonic() < fetch_until:
+            if evidence.not_found and time.monotonic() < fetch_until:
                 shutil.rmtree(evidence.folder, ignore_errors=True)
                 time.sleep(FETCH_RETRY_SECONDS)  # the evidence not found yet: again, within the fetch window
                 continue

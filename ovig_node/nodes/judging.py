@@ -107,17 +107,6 @@ def fetch_batch_manifest(
     return parse_batch_manifest(raw, task=fetched.task, j=j, layout=layout, root=root)
 
 
-def judge_interval(
-    ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, profile: str, who: str, fetch_by: float | None = None
-) -> Judgement:
-    """Fetch (by the opening manifest), replay and judge interval ``opened.k`` of ``fetched``; pin the
-    report. Safe in a worker thread: it touches IPFS, never the chain's event index. With ``fetch_by`` (a
-    monotonic time), evidence still arriving then counts as not obtained: a provider that trickles its files
-    is withholding them."""
-    evidence = fetch_evidence(ctx, fetched, opened, who=who, fetch_by=fetch_by)
-    return judge_evidence(ctx, fetched, opened, evidence, profile=profile)
-
-
 @dataclass(frozen=True)
 class Evidence:
     """Interval k's files as :func:`fetch_evidence` left them in ``folder``, and what they settle without a replay:
@@ -133,6 +122,12 @@ class Evidence:
     def obtained(self) -> bool:
         """Both files and the batch manifest were obtained (whatever they then show)."""
         return self.available and (self.problem is None or self.problem[0] not in NOT_OBTAINED)
+
+    @property
+    def not_found(self) -> bool:
+        """A file was not found (yet): worth looking for again. One found that does not match its digest, or is
+        too large, is not: its CID names those bytes for good."""
+        return self.problem is not None and self.problem[0] == "missing"
 
 
 def fetch_evidence(
@@ -194,6 +189,14 @@ def judge_evidence(
     finally:
         shutil.rmtree(evidence.folder, ignore_errors=True)
     return Judgement(report, cid, evidence.available, evidence.shared)
+
+
+def not_obtained(ctx: NodeContext, task: int, k: int, detail: str) -> Judgement:
+    """The judgement of an interval whose task's own files (the owner's) were not obtained in time: faulty,
+    ``missing``, its report pinned (a watcher's challenge as unavailable names it)."""
+    report = _faulty(task, k, "missing", detail, "owner_files")
+    cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1).encode(), name="report.json").cid
+    return Judgement(report, cid, available=False)
 
 
 def _faulty(task: int, k: int, reason: str, detail: str, cause: str) -> dict[str, Any]:

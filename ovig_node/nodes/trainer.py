@@ -416,10 +416,12 @@ class TrainerNode:
         if spec.boundary is not None:
             files.append((prepared.spec_path.parent / "boundary.json", spec.boundary.cid))
         for path, cid in files:
-            # Added from the copies it checked against the chain: the same CIDs, and no network fetch
-            added = self.ctx.ipfs.add_file(path).cid
-            if added != cid:
-                self.ctx.say(f"task {self.task}: {path.name} was added as {added}, not {cid}", style="yellow")
+            # Added from the copies it checked against the chain: the same CIDs, and no network fetch, when the
+            # owner used the default import; otherwise the owner's own DAG is pinned by its CID (a ninth review:
+            # pinning what re-adding gave served a CID nobody asks for). Its blocks are in this node's store
+            # since the walk that fetched them.
+            if self.ctx.ipfs.add_file(path).cid != cid:
+                self.ctx.ipfs.pin(cid)
         self.state.set("owner_files_pinned", True)
 
     def _let_go_of_evidence(self, t: Any) -> None:

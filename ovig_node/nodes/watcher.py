@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,12 +41,21 @@ from web3.logs import DISCARD
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.deadlines import run_until
+from ovig_node.deadlines import DeadlinePassed, run_until, stop_at
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.attesting import attestations, publish, sound_by
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
-from ovig_node.nodes.fetching import FetchedTask, fetch_task
-from ovig_node.nodes.judging import NOT_OBTAINED, Judgement, Opened, judge_interval, opened_interval
+from ovig_node.nodes.fetching import FetchedTask, TaskRefused, TaskSources, fetch_task, task_sources
+from ovig_node.nodes.judging import (
+    NOT_OBTAINED,
+    Evidence,
+    Judgement,
+    Opened,
+    fetch_evidence,
+    judge_evidence,
+    not_obtained,
+    opened_interval,
+)
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
@@ -52,12 +63,22 @@ from ovig_node.nodes.replaying import ReplayingNode
 from ovig_node.nodes.screening import Checked, screen_batch
 from ovig_node.protocol.attestation import profile_text
 from ovig_node.protocol.spec import training_hash
+from ovig_node.storage.errors import ContentNotFound
 from ovig_node.training.execution import host_cpu
 from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 
 # Seconds a commit needs to land: one closer to its interval's window end is not sent (it could not be revealed).
 COMMIT_MARGIN = 15
+# A judgement's files (the owner's and the interval's) are looked for until its interval's window end, less two
+# commit margins (its verdict's commit must land) and twice the task's declared replay time (its replay's cap);
+# files still not in then are not obtained, and challenged as unavailable, but only after a look of at least
+# MIN_LOOK seconds: a watcher that came late (down, or busy) claims nothing about files it barely looked for.
+MIN_LOOK = 30.0
+FETCH_RETRY_SECONDS = 5.0
+# Judgements fetching at once beside the replays (a watcher with no partners): files served slowly, or withheld,
+# hold a fetch worker until their fetch deadline, never the replay worker, and never the next interval's turn.
+FETCH_WORKERS = 8
 
 
 @dataclass
@@ -78,15 +99,27 @@ class WatcherNode(ReplayingNode):
     appeal_budget: AppealBudget = DEFAULT_APPEAL_BUDGET  # the largest appeal bond it puts up
     _appeal_done: set[str] = field(default_factory=set)  # decided rounds looked at ("dispute:round")
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
+    _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
+    _per_batch: dict[int, int] = field(default_factory=dict)  # task -> its on-chain intervalsPerBatch
     _checked: Checked = field(default_factory=dict)  # batch manifests' statistics, checked once (layer one)
     _attested: dict[tuple[str, int], Any] = field(default_factory=dict)  # Attested events, verified once each
     _samples: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (task, j) -> its sample, ascending
     # (task, k) -> its opening and its judgement under way, in the background (``workers`` at once)
-    _judging: dict[tuple[int, int], tuple[Opened, Future[Judgement]]] = field(default_factory=dict)
+    _judging: dict[tuple[int, int], tuple[Opened, Future[Any]]] = field(default_factory=dict)
 
     @functools.cached_property
     def _pool(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay")
+
+    @functools.cached_property
+    def _fetches(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="watch-fetch")
+
+    @property
+    def _room(self) -> int:
+        """Judgements it may start now: ``workers`` at a time with partners (what it takes on, they leave: it
+        takes no more than it replays), else ``workers`` plus a fetch worker each for FETCH_WORKERS more."""
+        return max(0, self.workers + (0 if self.trusted else FETCH_WORKERS) - len(self._judging))
 
     @property
     def judging(self) -> int:
@@ -140,7 +173,9 @@ class WatcherNode(ReplayingNode):
             key = f"{_key(task)} batch {j} screening"  # its own: a failure here must not stop judging the task
             if not self.isolation.ready(_key(task)) or not self.isolation.ready(key) or not self._live(task):
                 continue
-            fetched = self.isolation.call(_key(task), functools.partial(self._fetch, task))
+            # Screened once a judgement fetched the task's files: the loop itself never downloads (a hostile
+            # owner's files served slowly would hold every commit, reveal and appeal back).
+            fetched = self._fetched.get(task)
             reference = None if fetched is None else self.references.get(training_hash(fetched.prepared.spec).hex())
             if fetched is None or reference is None:
                 continue
@@ -155,10 +190,25 @@ class WatcherNode(ReplayingNode):
                 }
                 self.state.set("screened", screened)
 
-    def _fetch(self, task: int) -> FetchedTask:
-        if task not in self._fetched:  # the owner's files: a refusal leaves the whole task alone
-            self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files")
-        return self._fetched[task]
+    def _fetch(self, sources: TaskSources, wait: float) -> FetchedTask:
+        """The task's files (the owner's), fetched once, in a judging worker; one fetch of a task at a time,
+        waiting at most ``wait`` seconds for another (DeadlinePassed after)."""
+        task = sources.task
+        lock = self._locks.setdefault(task, threading.Lock())
+        if not lock.acquire(timeout=max(0.0, wait)):
+            raise DeadlinePassed(f"task {task}'s files: another fetch of them still holds them")
+        try:
+            if task not in self._fetched:
+                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files", sources)
+            return self._fetched[task]
+        finally:
+            lock.release()
+
+    def _intervals_per_batch(self, task: int) -> int:
+        """The task's m, from the chain (the owner's files are fetched in judging workers only)."""
+        if task not in self._per_batch:
+            self._per_batch[task] = int(self.ctx.protocol.task(task).terms.intervalsPerBatch)
+        return self._per_batch[task]
 
     def _live(self, task: int) -> bool:
         return self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
@@ -209,7 +259,7 @@ class WatcherNode(ReplayingNode):
                 continue
             tiebreak = keccak(encode(["address", "uint256", "uint256"], [self.ctx.address, task, k]))
             ranked.append((len(by), window_end, not self._mine(task, k), tiebreak, task, k, opening))
-        free = max(0, self.workers - len(self._judging))
+        free = self._room
         best = sorted(ranked, key=lambda r: r[:4])[:free]
         return [(window_end, task, k, opening) for _, window_end, _, _, task, k, opening in best]
 
@@ -218,7 +268,7 @@ class WatcherNode(ReplayingNode):
         sample in turn, in order of k (a requested interval by k itself). Every member computes the same split
         from the chain alone, so partners starting on a batch together start on different intervals."""
         team = sorted(self.trusted | {self.ctx.address})
-        j = k // self._fetch(task).prepared.spec.intervals_per_batch
+        j = k // self._intervals_per_batch(task)
         if (task, j) not in self._samples:  # a batch's sample never changes once drawn: one read each
             self._samples[(task, j)] = sorted(self.ctx.protocol.sampled(task, j))
         sample = self._samples[(task, j)]
@@ -241,31 +291,95 @@ class WatcherNode(ReplayingNode):
                 continue  # judged before (no need to read its on-chain state again), under way, or backing off
             iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
             end = max(int(event.args["challengeWindowEnd"]), int(iv.windowEnd))  # a no-decision reopens it
-            if iv.sound or end <= now:
-                continue  # final, or too late to challenge (said after an outage: missed())
-            opened = opened_interval(self.ctx, task, int(k), self._fetch(task).prepared.spec.intervals_per_batch)
+            if iv.sound or end - 2 * COMMIT_MARGIN <= now:
+                continue  # final, or too late for a verdict to be committed (said after an outage: missed())
+            opened = opened_interval(self.ctx, task, int(k), self._intervals_per_batch(task))
             if opened is None:  # BatchOpened is indexed, so each of its IntervalOpened events is too
                 raise IndexBehind(f"task {task} interval {k}: its IntervalOpened is not indexed")
             due.append((end, task, int(k), opened))
         return due
 
     def _judge(self, due: list[tuple[int, int, int, Opened]]) -> Iterator[tuple[tuple[int, int, Opened], Judgement]]:
-        """Judgements as they complete. Each runs in the background (``workers`` at once) and stops at its interval's
-        window end, when a verdict could no longer be used: the loop goes on committing, revealing, appealing and
-        attesting meanwhile, so a provider that serves one interval's evidence a byte at a time (or makes its replay
-        endless) cannot hold the watcher's other challenges back past their reveal windows."""
+        """Judgements as they complete. Each runs in the background (``workers`` at once): the task's files and the
+        interval's looked for until its fetch deadline (:meth:`_judge_one`), the replay capped at twice the
+        declared replay time, all stopped at the interval's window end less two commit margins, when a verdict
+        could no longer be committed. The loop goes on committing, revealing, appealing and attesting meanwhile,
+        so a provider that serves files a byte at a time (or makes its replay endless) cannot hold the watcher's
+        other challenges back, nor one worker past the time a verdict is of use."""
         now, clock = self.ctx.now(), time.monotonic()
-        for end, task, k, opened in due[: max(0, self.workers - len(self._judging))]:
-            work = functools.partial(
-                judge_interval, self.ctx, self._fetched[task], opened, profile=self.profile_name, who="watch"
-            )
-            self._judging[(task, k)] = (opened, self._pool.submit(run_until, clock + max(0, end - now), work))
+        for end, task, k, opened in due[: self._room]:
+            sources = self.isolation.call(_key(task), functools.partial(task_sources, self.ctx, task))
+            if sources is None:
+                continue
+            decide_by = clock + max(0, end - now - 2 * COMMIT_MARGIN)
+            work = functools.partial(self._judge_one, sources, opened, clock, decide_by)
+            self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
+            if future.done() and future.exception() is None and isinstance(queued := future.result(), Future):
+                self._judging[(task, k)] = (opened, future := queued)  # its files are in: its replay is queued
             if not future.done():
                 continue
             del self._judging[(task, k)]
-            if (judgement := self.isolation.call(_key(task, k), future.result)) is not None:
-                yield (task, k, opened), judgement
+            if isinstance(future.exception(), TaskRefused):  # the owner's files: the whole task is left alone
+                self.isolation.call(_key(task), future.result)
+                continue
+            outcome = self.isolation.call(_key(task, k), future.result)
+            if isinstance(outcome, str):
+                self.ctx.say(f"task {task} interval {k}: not judged: {outcome}", style="yellow")
+            elif outcome is not None:
+                yield (task, k, opened), outcome
+
+    def _judge_one(
+        self, sources: TaskSources, opened: Opened, started: float, decide_by: float
+    ) -> Judgement | str | Future[Judgement | str]:
+        """In a fetch worker: the task's files and the interval's evidence, looked for again until the fetch
+        deadline (``decide_by`` less twice the declared replay time); then the replay, queued on the replay worker
+        (the future it returns), capped at twice the declared time from its start. Files not in by then are not
+        obtained (a challenge as unavailable) after a look of at least MIN_LOOK seconds; after a shorter one, no
+        verdict (the reason why, a string)."""
+        task, replay_seconds = sources.task, int(sources.record.terms.replaySeconds)
+        fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, started + MIN_LOOK))
+        looked = fetch_by - started >= MIN_LOOK
+
+        def unobtained(detail: str) -> Judgement | str:
+            if not looked:
+                return f"{detail}, after a look of {fetch_by - started:.0f} s (too short to call them withheld)"
+            return not_obtained(self.ctx, task, opened.k, detail)
+
+        while True:
+            try:
+                with stop_at(fetch_by):
+                    fetched = self._fetch(sources, wait=fetch_by - time.monotonic())
+            except DeadlinePassed as exc:
+                return unobtained(f"the task's files were not obtained by its fetch deadline ({exc})")
+            except ContentNotFound as exc:
+                if time.monotonic() >= fetch_by:
+                    return unobtained(f"the task's files: {exc}")
+                time.sleep(FETCH_RETRY_SECONDS)
+                continue
+            evidence = fetch_evidence(self.ctx, fetched, opened, who="watch", fetch_by=fetch_by)
+            if evidence.not_found and time.monotonic() < fetch_by:
+                shutil.rmtree(evidence.folder, ignore_errors=True)
+                time.sleep(FETCH_RETRY_SECONDS)  # not found yet: again, until the fetch deadline
+                continue
+            if not evidence.obtained and not looked:
+                shutil.rmtree(evidence.folder, ignore_errors=True)
+                return unobtained(f"the interval's evidence: {evidence.problem}")
+            judge = functools.partial(judge_evidence, self.ctx, fetched, opened, evidence, profile=self.profile_name)
+            if evidence.problem is not None:  # settled without a replay
+                return judge()
+            return self._pool.submit(self._replay, judge, evidence, decide_by, replay_seconds)
+
+    @staticmethod
+    def _replay(
+        judge: Callable[[], Judgement], evidence: Evidence, decide_by: float, replay_seconds: int
+    ) -> Judgement | str:
+        """On the replay worker, when its turn comes: the replay, stopped at twice the declared replay time from its
+        start, or when its verdict could no longer be committed."""
+        if time.monotonic() >= decide_by:
+            shutil.rmtree(evidence.folder, ignore_errors=True)
+            return "its turn on the replay worker came too late for a verdict to be committed"
+        return run_until(min(decide_by, time.monotonic() + 2 * replay_seconds), judge)
 
     def _record(self, task: int, k: int, opened: Opened, judgement: Judgement) -> bool:
         """Persist the verdict; for a faulty one, persist a challenge to make. True if faulty."""

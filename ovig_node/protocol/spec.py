@@ -143,7 +143,7 @@ class TaskSpec(_Strict):
     dataset: DatasetRef
     optimizer: OptimizerSpec
     batch_size: int = Field(gt=0)
-    total_steps: int = Field(gt=0)  # N
+    total_steps: int = Field(gt=0, lt=2**48)  # N (postTask takes it as a uint48)
     seed: int = Field(ge=0, lt=2**256)
     dtype: Literal["float32", "float64", "bfloat16"] = "float32"
     stride: int = Field(gt=0)  # s

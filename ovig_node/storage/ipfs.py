@@ -41,6 +41,19 @@ from ovig_node.storage.errors import (
 from ovig_node.storage.unixfs import DEFAULT_CHUNK_SIZE, TYPE_FILE, TYPE_RAW, decode_pbnode, decode_unixfs
 
 DEFAULT_API_URL = "http://127.0.0.1:5001"
+# The block layout every file the protocol names keeps (protocol 2.1): at most 2 x ceil(size / 256 KiB) + 16 blocks.
+# Kubo's defaults (256 KiB chunks, a balanced tree of 174 links) use about 1.006 x ceil(size / 256 KiB); a DAG of
+# tiny blocks, whoever made it, would take a fetch time set by its block count, not its bytes (one-byte blocks:
+# days for a gigabyte), so it is refused as it is walked, after that many blocks.
+LAYOUT_BLOCKS_PER_CHUNK = 2
+LAYOUT_SPARE_BLOCKS = 16
+
+
+def max_blocks(size: int) -> int:
+    """The most blocks a file of ``size`` bytes may be stored in (protocol 2.1)."""
+    return LAYOUT_BLOCKS_PER_CHUNK * -(-size // DEFAULT_CHUNK_SIZE) + LAYOUT_SPARE_BLOCKS
+
+
 _T = TypeVar("_T")
 # Kubo's messages for "no provider gave us the block in time" (and "--offline and not local").
 _NOT_FOUND_MARKERS = ("deadline exceeded", "not found", "could not find", "no link named")
@@ -204,7 +217,7 @@ class IpfsClient:
             raise ValueError("offset and length must be >= 0")
         root = Cid.parse(cid)
         end = None if length is None else offset + length
-        yield from self._walk(root, offset, end, str(root))
+        yield from self._walk(root, offset, end, _Walk(str(root)))
 
     def cat_bytes(self, cid: str, *, offset: int = 0, length: int | None = None, max_bytes: int | None = None) -> bytes:
         """:meth:`cat` gathered in memory: for small content only (``max_bytes`` makes sure of it)."""
@@ -249,16 +262,19 @@ class IpfsClient:
             raise
         return target
 
-    def _walk(self, cid: Cid, start: int, end: int | None, root: str, block: bytes | None = None) -> Iterator[bytes]:
+    def _walk(self, cid: Cid, start: int, end: int | None, walk: _Walk, block: bytes | None = None) -> Iterator[bytes]:
         """Yield bytes ``[start, end)`` of the file under ``cid`` (``end=None``: to the end).
 
         ``block`` is the verified block of ``cid`` when a parent already fetched it ahead. Each child must hold
         exactly the bytes its parent declares: a DAG of empty leaves declaring sizes (whoever made it chose them)
         would otherwise be walked for ever without a byte arriving, and no cap or deadline on bytes would stop it.
+        And the file keeps the protocol's block layout (:func:`max_blocks` of the size its root declares): a DAG of
+        tiny blocks is refused after that many, however its bytes add up.
         """
-        deadlines.check(f"fetching {root}")  # per block, not only per piece: a block may hold no bytes
+        deadlines.check(f"fetching {walk.root}")  # per block, not only per piece: a block may hold no bytes
         if block is None:
             block = self.block_get(cid)
+        walk.count(cid)
         if cid.codec == RAW:
             yield block[start:end]
             return
@@ -266,11 +282,14 @@ class IpfsClient:
             node = decode_pbnode(block)
             unixfs = decode_unixfs(node.data or b"")
         except ValueError as exc:
-            raise InvalidContent(root, f"block {cid} is not a UnixFS node: {exc}") from None
+            raise InvalidContent(walk.root, f"block {cid} is not a UnixFS node: {exc}") from None
         if unixfs.type not in (TYPE_FILE, TYPE_RAW):
-            raise InvalidContent(root, f"block {cid} is a UnixFS type {unixfs.type} node, not a file")
+            raise InvalidContent(walk.root, f"block {cid} is a UnixFS type {unixfs.type} node, not a file")
         if len(unixfs.blocksizes) != len(node.links):
-            raise InvalidContent(root, f"block {cid} lists {len(node.links)} links but {len(unixfs.blocksizes)} sizes")
+            raise InvalidContent(
+                walk.root, f"block {cid} lists {len(node.links)} links but {len(unixfs.blocksizes)} sizes"
+            )
+        walk.declare(len(unixfs.data) + sum(unixfs.blocksizes))
         if unixfs.data:
             yield unixfs.data[start:end]
         # The children overlapping [start, end), each with the range it contributes.
@@ -285,11 +304,13 @@ class IpfsClient:
         blocks = self._fetch_ahead([child for child, _, _, _ in wanted])
         for (child, child_start, child_end, size), child_block in zip(wanted, blocks, strict=True):
             expected, got = (size if child_end is None else child_end) - child_start, 0
-            for piece in self._walk(child, child_start, child_end, root, child_block):
+            for piece in self._walk(child, child_start, child_end, walk, child_block):
                 got += len(piece)
                 yield piece
             if got != expected:
-                raise InvalidContent(root, f"block {child} holds {got} of the {expected} bytes its parent declares")
+                raise InvalidContent(
+                    walk.root, f"block {child} holds {got} of the {expected} bytes its parent declares"
+                )
 
     def _fetch_ahead(self, cids: list[Cid]) -> Iterator[bytes]:
         """Verified blocks of ``cids`` in order, with up to ``prefetch`` requests in flight.
@@ -409,6 +430,28 @@ class IpfsClient:
                 time.sleep(delay)
                 delay *= 2
         raise IpfsUnavailable(self.api_url, last)
+
+
+class _Walk:
+    """One walk of a file's DAG: its root, and its blocks counted against the layout the root's size allows."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.blocks = 0
+        self.limit: int | None = None  # max_blocks of the size the root declares (None: the root not read yet)
+
+    def declare(self, size: int) -> None:
+        if self.limit is None:  # the root's: every other node's bytes are checked against it as they arrive
+            self.limit = max_blocks(size)
+
+    def count(self, cid: Cid) -> None:
+        self.blocks += 1
+        if self.limit is not None and self.blocks > self.limit:
+            raise InvalidContent(
+                self.root,
+                f"its DAG holds more than the {self.limit} blocks the protocol's layout allows a file of its size "
+                f"(2 x its 256 KiB chunks + {LAYOUT_SPARE_BLOCKS}; block {cid} is one too many)",
+            )
 
 
 class _BytesUpload:
