@@ -394,7 +394,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
     /// @param specHash keccak256 of the canonical TaskSpec.
     /// @param specCID IPFS CID of the TaskSpec (emitted, not stored).
     /// @param initDigest sha256 of the initial checkpoint.
-    /// @param totalSteps N, > 0.
+    /// @param totalSteps N, > 0, under 2^48 (a dispute keeps its interval in 48 bits).
     /// @param stride s, > 0.
     /// @param intervalsPerBatch m, 1 .. 256.
     /// @param sampleBps Share of each batch sampled, 1 .. 10000.
@@ -410,7 +410,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
         bytes32 specHash,
         string calldata specCID,
         bytes32 initDigest,
-        uint64 totalSteps,
+        uint48 totalSteps,
         uint64 stride,
         uint16 intervalsPerBatch,
         uint16 sampleBps,
@@ -691,7 +691,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             _releaseBond(task, t, r.requester, t.terms.challengerBond);
         } else {
             t.heldBonds -= uint128(t.terms.challengerBond);
-            _burn(task, _paySound(task, t, 1)); // no panel judged a request
+            _burn(task, _paySound(task, t, 1, 0)); // no panel judged a request
         }
     }
 
@@ -785,7 +785,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
                 if (c.seq > iv.soundAfterSeq) revert IntervalFinal(task, k);
                 c.status = CommitStatus.Settled;
                 t.heldBonds -= uint128(t.terms.challengerBond);
-                _burn(task, _paySound(task, t, 1)); // the panel was paid at the settlement: its share is burned
+                // The panel was paid at the settlement: its share is burned.
+                _burn(task, _paySound(task, t, 1, reason == uint8(Reason.Unavailable) ? 1 : 0));
             } else {
                 dispute = _join(task, t, iv, k, c, seq, Reason(reason));
             }
@@ -886,7 +887,7 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             iv.sound = true;
             iv.soundAfterSeq = commitCount;
             t.heldBonds -= uint128(d.joined * t.terms.challengerBond);
-            toPanel = _paySound(d.task, t, d.joined);
+            toPanel = _paySound(d.task, t, d.joined, d.joinedUnavailable);
         } else if (verdict == Verdict.NoDecision) {
             toPanel = _chargeRounds(d, t, s.charges);
             if (active) {
@@ -1125,8 +1126,8 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             iv.dispute = uint40(dispute); // one per reveal that opens a dispute: never near 2^40
             t.openDisputes += 1;
             DisputeRecord storage fresh = _disputes[dispute];
-            fresh.task = uint64(task);
-            fresh.k = uint64(k);
+            fresh.task = uint48(task); // ids are counted: never near 2^48
+            fresh.k = uint48(k); // k < totalSteps < 2^48 (postTask)
             fresh.open = true;
             fresh.armBlock = uint48(block.number);
             fresh.armedAt = uint40(block.timestamp);
@@ -1138,7 +1139,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
             iv.lead = msg.sender;
             iv.leadSeq = uint40(seq); // commits are counted: never near 2^40
         }
-        _disputes[dispute].joined += 1;
+        DisputeRecord storage d = _disputes[dispute];
+        d.joined += 1;
+        if (reason == Reason.Unavailable) d.joinedUnavailable += 1; // the same slot: no storage of its own
         c.status = CommitStatus.Joined;
         c.dispute = uint64(dispute);
     }
@@ -1173,9 +1176,17 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
 
     /// @dev Sound: `bonds` challenger bonds go to the provider, the panel (returned: credited to the
     /// adjudicator at a settlement, burned for a reveal settled after it, which no panel judged) and `burned`.
-    function _paySound(uint256 task, Task storage t, uint256 bonds) internal returns (uint256 toPanel) {
+    /// The provider's share of the `unavailable` of them (revealed with reason Unavailable) is burned too: a
+    /// provider that withheld its files until a watcher challenged them as unavailable, then served them to
+    /// the panels, would otherwise be paid for the bait (a ninth review).
+    function _paySound(
+        uint256 task,
+        Task storage t,
+        uint256 bonds,
+        uint256 unavailable
+    ) internal returns (uint256 toPanel) {
         uint256 total = bonds * t.terms.challengerBond;
-        uint256 toProvider = (total * _SOUND_PROVIDER_BPS) / BPS;
+        uint256 toProvider = ((bonds - unavailable) * t.terms.challengerBond * _SOUND_PROVIDER_BPS) / BPS;
         toPanel = (total * _SOUND_PANEL_BPS) / BPS;
         _credit(t.provider, task, toProvider);
         _burn(task, total - toProvider - toPanel);

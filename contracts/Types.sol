@@ -287,12 +287,14 @@ struct ChallengeCommit {
 struct DisputeRecord {
     // (Slot 0: what the reveal that opens the dispute writes. The adjudicator reads the task and arm from it
     // when it first takes the dispute up, so opening one costs the revealer no storage of the adjudicator's.)
-    // The task.
-    uint64 task;
-    // The challenged interval (its lead is the interval's: OpenedInterval.lead).
-    uint64 k;
+    // The task (ids are counted: never near 2^48).
+    uint48 task;
+    // The challenged interval (its lead is the interval's: OpenedInterval.lead); k < totalSteps < 2^48.
+    uint48 k;
     // Bonds joined (one per revealed commit).
     uint32 joined;
+    // Of them, those revealed with reason Unavailable: a sound settlement pays the provider no share of them.
+    uint32 joinedUnavailable;
     // True until the adjudicator settles it.
     bool open;
     // The block and time of the reveal that opened it: its first round is armed there.

@@ -2184,8 +2184,8 @@ class Episode:
                 self.w.stats["refunded challenges of a sound interval of a slashed task (moot)"] += 1
 
     def check_completeness(self, plan: TaskPlan, s: Snap) -> None:
-        """The provider of an all-sound task is paid reward + bond + its share of every sound-settled bond,
-        to the wei, and every challenge of a sound interval cost its challenger at least the panel's share of
+        """The provider of an all-sound task is paid reward + bond + its share of every sound-settled bond (none of
+        one revealed as unavailable), to the wei, and every challenge of a sound interval cost its challenger at least the panel's share of
         its bond, except one whose dispute ended with no decision (protocol 4.3's concession: the charges of
         runs that decided SOUND are shared among the joined bonds, and none is due when no run decided SOUND,
         which check_no_decisions checks)."""
@@ -2197,9 +2197,14 @@ class Episode:
         cb = plan.challenger_bond
         shares = 0
         for e in self.events("DisputeSettled", task=plan.id):
-            if e.args.verdict == VALID:
-                shares += Interface.sound_provider_share(plan, s.records[e.args.dispute].joined)
-        settled_late = [e for e in self.events("ChallengeRevealed", task=plan.id) if e.args.dispute == 0]
+            if e.args.verdict == VALID:  # no share of a bond revealed as unavailable: bait pays nothing
+                record = s.records[e.args.dispute]
+                shares += Interface.sound_provider_share(plan, record.joined - record.joinedUnavailable)
+        settled_late = [
+            e
+            for e in self.events("ChallengeRevealed", task=plan.id)
+            if e.args.dispute == 0 and e.args.reason != UNAVAILABLE
+        ]
         shares += len(settled_late) * Interface.sound_provider_share(plan, 1)
         # Every challenge of this all-sound task must have cost its challenger at least the panel's share of its
         # bond: what came back to it (a claimed bond, an expired commit refunded) is read from the Credited event

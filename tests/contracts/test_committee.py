@@ -817,11 +817,12 @@ def test_sound_splits_the_challenger_bond_and_makes_the_interval_final(
     watcher: Any,
     watcher2: Any,
 ) -> None:
-    task, k, dispute, panel = drawn(reason=UNAVAILABLE, windows=(3600, 4 * 24 * 3600, 600))
+    task, k, dispute, panel = drawn(reason=OUT_OF_BOUNDS, windows=(3600, 4 * 24 * 3600, 600))
     vote(dispute, dict.fromkeys(panel, VALID))
     tx = settle(committee, dispute, keeper)
     assert events(tx, committee.DisputeResolved, "dispute", "task", "verdict", "round") == [(dispute, task, VALID, 0)]
-    # Challenger bond 1e17: 50% provider, 10% panel (a floored third each, the dust burned), 40% burned.
+    # Challenger bond 1e17 revealed out of bounds: 50% provider, 10% panel (a floored third each, the dust burned),
+    # 40% burned (unavailable: the provider's 50% burned too, test_dispute_attacks.py).
     assert tasks.credits(provider) == 5 * 10**16
     assert [committee.credits(p) for p in panel] == [3_333_333_333_333_333] * 3 and committee.burned() == 1
     assert tasks.burned() == 4 * 10**16 and tasks.credits(watcher) == 0

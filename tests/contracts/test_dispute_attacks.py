@@ -190,6 +190,45 @@ def test_a_sound_verdict_is_final_and_a_blind_commit_made_before_it_pays_as_its_
     assert tasks.getCommit(watcher2.address, late).status == C_PENDING  # it can only expire
 
 
+def test_withholding_files_as_bait_for_an_unavailable_challenge_pays_the_provider_nothing(
+    tasks: Any,
+    committee: Any,
+    all_sampled: tuple[int, Evidence],
+    watcher: Any,
+    watcher2: Any,
+    provider: Any,
+    keeper: Any,
+    panel_of_three: list[Any],
+    draw_panel: Any,
+    vote: Any,
+) -> None:
+    """A ninth review: a provider withheld an interval's files until a watcher challenged them as unavailable,
+    then served them to the panels, and was paid half the watcher's bond by the SOUND settlement, on every
+    sampled interval, at no risk. The provider's share of a bond revealed as unavailable is burned now; one
+    revealed out of bounds still pays it (its reason is the challenger's word, and only withholding is bait)."""
+    task, _ = all_sampled
+    commit_challenge(tasks, task, 2, watcher, UNAVAILABLE)
+    dispute = reveal(tasks, task, 2, watcher, UNAVAILABLE)
+    commit_challenge(tasks, task, 2, watcher2, salt=b"\x0b" * 32)  # another's bond, out of bounds, joins
+    assert reveal(tasks, task, 2, watcher2, salt=b"\x0b" * 32) == dispute
+    record = tasks.getDispute(dispute)
+    assert (record.task, record.k, record.joined, record.joinedUnavailable) == (task, 2, 2, 1)
+    panel = draw_panel(dispute)
+    vote(dispute, dict.fromkeys(panel, VALID))  # the files were served to the panel
+    blind = commit_challenge(tasks, task, 2, watcher2, UNAVAILABLE, salt=b"\x0c" * 32)  # revealed after the verdict
+    burned = tasks.burned()
+    settle(committee, dispute, keeper)
+    share, panel_share = CBOND * 5_000 // 10_000, CBOND * 1_000 // 10_000
+    assert tasks.credits(provider) == share  # of the out-of-bounds bond only
+    assert [committee.credits(a) for a in panel] == [2 * panel_share // 3] * 3  # the panel's share of both
+    assert tasks.burned() == burned + 2 * CBOND - share - 2 * panel_share
+    burned = tasks.burned()
+    assert reveal(tasks, task, 2, watcher2, UNAVAILABLE, salt=b"\x0c" * 32) == 0  # settled as the verdict
+    assert tasks.getCommit(watcher2.address, blind).status == C_SETTLED
+    assert tasks.credits(provider) == share  # nothing more
+    assert tasks.burned() == burned + CBOND
+
+
 def test_no_decision_reopens_the_interval_window_and_refunds_through_claims(
     tasks: Any,
     committee: Any,
