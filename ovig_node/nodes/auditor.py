@@ -455,8 +455,9 @@ class AuditorNode(ReplayingNode):
                 return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
             evidence = fetch_evidence(self.ctx, fetched, opened, who="audit", fetch_by=fetch_until)
             if evidence.not_found and time.monotonic() < fetch_until:
-                shutil.rmtree(evidence.folder, ignore_errors=True)
-                time.sleep(FETCH_RETRY_SECONDS)  # the evidence not found yet: again, within the fetch window
+                # Not found yet: again, within the fetch window, keeping the files already in (the next attempt
+                # fetches only what is missing).
+                time.sleep(FETCH_RETRY_SECONDS)
                 continue
             if not evidence.obtained and not looked:
                 shutil.rmtree(evidence.folder, ignore_errors=True)
@@ -470,7 +471,9 @@ class AuditorNode(ReplayingNode):
             replay = functools.partial(self._replay, judge, evidence, due, int(sources.record.terms.replaySeconds))
             with self._queue_lock:
                 self._queued += 1
-            return self._pool.submit(replay)
+            queued = self._pool.submit(replay)
+            queued.add_done_callback(self._unqueue_if_cancelled)
+            return queued
 
     def _replay(
         self, judge: Callable[[], Judgement], evidence: Evidence, due: float, replay_seconds: int
@@ -494,6 +497,12 @@ class AuditorNode(ReplayingNode):
                 "",
             )
         return run_until(min(due, started + 2 * replay_seconds), judge)
+
+    def _unqueue_if_cancelled(self, future: Future[Any]) -> None:
+        """A replay cancelled before it started never counts itself out of the queue (:meth:`_replay` does)."""
+        if future.cancelled():
+            with self._queue_lock:
+                self._queued -= 1
 
     def _due(self, commit_end: int) -> bool:
         """Whether a seat whose commit window ends at ``commit_end`` must have its ballot now."""

@@ -143,18 +143,29 @@ def fetch_evidence(
         max_bytes = layout_of(fetched.prepared.spec).max_bytes
         # An auditor re-shares what it fetched (pins it on its own node), so its co-panelists can fetch it there too.
         shared: list[str] = []
+        # The batch manifest is a file the provider serves as any other: fetched within the same deadline (a ninth
+        # review: trickled past it, it held a watcher's judgement until no verdict could be committed).
+        unavailable: tuple[str, str] | None = None
+        wrong: tuple[str, str, str] | None = None
+        files_in = False
         try:
             with stop_at(fetch_by) if fetch_by is not None else contextlib.nullcontext():
                 unavailable = _fetch_evidence(
                     ctx, opened, folder, max_bytes=max_bytes, shared=shared if who == "audit" else None
                 )
+                files_in = unavailable is None
+                if files_in:  # a replay's verdict would change nothing when the opening is not sound
+                    wrong = _manifest_problem(ctx, fetched, opened, folder)
         except DeadlinePassed as exc:
-            unavailable = ("missing", f"not obtained by the end of the fetch window ({exc})")
+            late = f"not obtained by the end of the fetch window ({exc})"
+            if files_in:
+                wrong = ("missing", "batch_manifest", f"batch manifest {opened.manifest_cid}: {late}")
+            else:
+                unavailable = ("missing", late)
         if unavailable is not None:
             reason, detail = unavailable
             return Evidence(folder, (reason, detail, reason), False, tuple(shared))
-        # A replay's verdict would change nothing when the opening is not sound.
-        if (wrong := _manifest_problem(ctx, fetched, opened, folder)) is not None:
+        if wrong is not None:
             reason, cause, detail = wrong
             return Evidence(folder, (reason, detail, cause), True, tuple(shared))
         return Evidence(folder, None, True, tuple(shared))
@@ -236,7 +247,9 @@ def _fetch_evidence(
         wanted.append((k - 1, opened.start_digest))
     for index, digest in wanted:
         path = evidence_path(folder, index)
-        if path.is_file():
+        if path.is_file():  # fetched (and pinned, to share) by an earlier attempt: looked for again, not fetched
+            if shared is not None and digest in files:
+                shared.append(files[digest])
             continue
         if digest not in files:
             return "missing", f"the opening manifest lists no file for digest {digest} (E_{index})"

@@ -94,7 +94,14 @@ def screen_batch(
 def _manifest_stats(ctx: NodeContext, fetched: FetchedTask, j: int) -> dict[int, dict[str, list[float]]]:
     """Batch j's claimed statistics by interval, from its manifest checked against the on-chain root ({} if the
     manifest cannot be fetched or is not the one the root allows)."""
-    named = committed_manifest(ctx, fetched.task, j)
+    return manifest_stats(ctx, fetched, j, committed_manifest(ctx, fetched.task, j))
+
+
+def manifest_stats(
+    ctx: NodeContext, fetched: FetchedTask, j: int, named: tuple[str, bytes] | None
+) -> dict[int, dict[str, list[float]]]:
+    """:func:`_manifest_stats` given the manifest's (CID, root) from the event index: IPFS work only, for a
+    worker thread (a watcher's loop never downloads: a manifest trickled to it would hold every duty back)."""
     if named is None:
         return {}
     try:

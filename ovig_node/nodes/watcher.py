@@ -51,6 +51,7 @@ from ovig_node.nodes.judging import (
     Evidence,
     Judgement,
     Opened,
+    committed_manifest,
     fetch_evidence,
     judge_evidence,
     not_obtained,
@@ -60,10 +61,10 @@ from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.nodes.replaying import ReplayingNode
-from ovig_node.nodes.screening import Checked, screen_batch
+from ovig_node.nodes.screening import Checked, manifest_stats, screen_batch
 from ovig_node.protocol.attestation import profile_text
 from ovig_node.protocol.spec import training_hash
-from ovig_node.storage.errors import ContentNotFound
+from ovig_node.storage.errors import ContentNotFound, IpfsUnavailable
 from ovig_node.training.execution import host_cpu
 from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
@@ -101,6 +102,8 @@ class WatcherNode(ReplayingNode):
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
     _per_batch: dict[int, int] = field(default_factory=dict)  # task -> its on-chain intervalsPerBatch
+    # (task, j) -> the fetch of batch j's manifest for layer one (checked into ``_checked`` once in)
+    _manifests: dict[tuple[int, int], Future[dict[int, dict[str, list[float]]]]] = field(default_factory=dict)
     _checked: Checked = field(default_factory=dict)  # batch manifests' statistics, checked once (layer one)
     _attested: dict[tuple[str, int], Any] = field(default_factory=dict)  # Attested events, verified once each
     _samples: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (task, j) -> its sample, ascending
@@ -177,7 +180,7 @@ class WatcherNode(ReplayingNode):
             # owner's files served slowly would hold every commit, reveal and appeal back).
             fetched = self._fetched.get(task)
             reference = None if fetched is None else self.references.get(training_hash(fetched.prepared.spec).hex())
-            if fetched is None or reference is None:
+            if fetched is None or reference is None or not self._manifests_in(fetched, j, event):
                 continue
             call = functools.partial(
                 screen_batch, self.ctx, fetched, j, reference, threshold=self.threshold, checked=self._checked
@@ -189,6 +192,30 @@ class WatcherNode(ReplayingNode):
                     "scores": {str(k): v for k, v in screening.scores.items()},
                 }
                 self.state.set("screened", screened)
+
+    def _manifests_in(self, fetched: FetchedTask, j: int, opened: Any) -> bool:
+        """Whether the batch manifests of batches 0..j (layer one's scores and their baseline) are fetched and
+        checked; those that are not are fetched in a fetch worker, until batch j's window end (one not in then
+        leaves its rows unscored)."""
+        task, now, clock = fetched.task, self.ctx.now(), time.monotonic()
+        until = clock + max(0, int(opened.args["challengeWindowEnd"]) - now)
+        for i in range(j + 1):
+            if (task, i) in self._checked:
+                continue
+            future = self._manifests.get((task, i))
+            if future is None:
+                named = committed_manifest(self.ctx, task, i)
+                work = functools.partial(manifest_stats, self.ctx, fetched, i, named)
+                self._manifests[(task, i)] = self._fetches.submit(run_until, until, work)
+            elif future.done():
+                del self._manifests[(task, i)]
+                try:
+                    self._checked[(task, i)] = future.result()
+                except IpfsUnavailable:
+                    pass  # our own node: fetched again on the next pass
+                except Exception:  # not in by the window's end, or unreadable: its rows stay unscored
+                    self._checked[(task, i)] = {}
+        return all((task, i) in self._checked for i in range(j + 1))
 
     def _fetch(self, sources: TaskSources, wait: float) -> FetchedTask:
         """The task's files (the owner's), fetched once, in a judging worker; one fetch of a task at a time,
@@ -359,8 +386,9 @@ class WatcherNode(ReplayingNode):
                 continue
             evidence = fetch_evidence(self.ctx, fetched, opened, who="watch", fetch_by=fetch_by)
             if evidence.not_found and time.monotonic() < fetch_by:
-                shutil.rmtree(evidence.folder, ignore_errors=True)
-                time.sleep(FETCH_RETRY_SECONDS)  # not found yet: again, until the fetch deadline
+                # Not found yet: again, until the fetch deadline, keeping the files already in (the next
+                # attempt fetches only what is missing, rather than gigabytes again every few seconds).
+                time.sleep(FETCH_RETRY_SECONDS)
                 continue
             if not evidence.obtained and not looked:
                 shutil.rmtree(evidence.folder, ignore_errors=True)
@@ -403,7 +431,9 @@ class WatcherNode(ReplayingNode):
                 pending[key] = {"report": judgement.report_cid, "profile": profile, "end_digest": opened.end_digest}
                 self.state.set("attestations", pending)
             return False
-        reason = Reason.OUT_OF_BOUNDS if judgement.available else Reason.UNAVAILABLE
+        # Not obtained (a batch manifest withheld included) is unavailable: with that reason, a SOUND settlement
+        # pays the provider no share of the bond, so withholding as bait earns nothing (a ninth review).
+        reason = Reason.OUT_OF_BOUNDS if judgement.obtained else Reason.UNAVAILABLE
         self.ctx.say(f"task {task} interval {k}: FAULTY ({judgement.report.get('reason')}): challenging", style="red")
         challenges = self.state.get("challenges", {})
         # The salt is on disk before the commit leaves, so a restart can always reveal.

@@ -2185,8 +2185,9 @@ class Episode:
 
     def check_completeness(self, plan: TaskPlan, s: Snap) -> None:
         """The provider of an all-sound task is paid reward + bond + its share of every sound-settled bond (none of
-        one revealed as unavailable), to the wei, and every challenge of a sound interval cost its challenger at least the panel's share of
-        its bond, except one whose dispute ended with no decision (protocol 4.3's concession: the charges of
+        one revealed as unavailable), to the wei, and every challenge of a sound interval cost its challenger at
+        least the panel's share of its bond, except one whose dispute ended with no decision (protocol 4.3's
+        concession: the charges of
         runs that decided SOUND are shared among the joined bonds, and none is due when no run decided SOUND,
         which check_no_decisions checks)."""
         w = self.w

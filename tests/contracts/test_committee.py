@@ -28,7 +28,6 @@ from helpers import (
     SLASHED,
     TRIES_PER_CALL,
     TRIES_PER_SEAT,
-    UNAVAILABLE,
     V_NONE,
     VALID,
     VOTING,

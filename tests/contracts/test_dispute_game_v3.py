@@ -206,7 +206,7 @@ def test_an_availability_flip_drains_no_honest_auditor(
     assert emitted(committee.Penalized, 0, dispute=dispute) == []
     untouched(committee, honest_auditors)
     assert tasks.getOpenedInterval(task, 5).sound and tasks.getTask(task).status == COMMITTED
-    assert tasks.credits(provider) == CBOND * SHARES[3] // 10_000  # its half of its own sock's bond, no more
+    assert tasks.credits(provider) == 0  # none of its own sock's bond: revealed as unavailable, its half is burned
 
 
 def test_the_reverse_flip_and_selective_serving_drain_no_honest_auditor(

@@ -442,13 +442,16 @@ def test_sound_verdict_on_an_unavailable_challenge_settles_its_bond_alike(
     vote: Any,
 ) -> None:
     """v1 refunded an `unavailable` challenge found available and extended the window: the cheaper reason
-    was every junk challenge's choice, and a provider's own such challenge shielded its fault."""
+    was every junk challenge's choice, and a provider's own such challenge shielded its fault. The bond is lost
+    whole, as an out-of-bounds one; only the provider's half of it is burned (withholding as bait pays nothing)."""
     task, _ = all_sampled
     batch_end = tasks.challengeWindowEnd(task, 6)
     dispute = challenge(task, 6, watcher, UNAVAILABLE)
+    burned = tasks.burned()
     decide(dispute, VALID, draw_panel, vote, committee, keeper)
     assert tasks.credits(watcher) == 0
-    assert tasks.credits(provider) == CBOND * 5_000 // 10_000
+    assert tasks.credits(provider) == 0
+    assert tasks.burned() == burned + CBOND * 9_000 // 10_000
     assert tasks.getOpenedInterval(task, 6).sound
     assert tasks.challengeWindowEnd(task, 6) == batch_end  # no extension
     assert tasks.getTask(task).heldBonds == 0
