@@ -22,6 +22,8 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from ovig_node.cli import cli
+from ovig_node.nodes import fetching
+from ovig_node.nodes.fetching import TaskRefused
 from ovig_node.nodes.isolation import Isolation
 from ovig_node.storage.errors import ContentTooLarge, IpfsUnavailable
 from ovig_node.storage.ipfs import IpfsClient
@@ -295,6 +297,30 @@ def test_downloads_stop_at_their_cap(ipfs: IpfsClient, tmp_path: Path) -> None:
     with pytest.raises(ContentTooLarge):
         ipfs.cat_bytes(cid, max_bytes=599_999)
     assert len(ipfs.cat_bytes(cid, max_bytes=600_000)) == 600_000
+
+
+@pytest.mark.parametrize(
+    ("error", "refused"),
+    [
+        (RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GB"), False),
+        (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), False),
+        (RuntimeError("shape '[3, 4]' is invalid for input of size 7"), True),
+    ],
+)
+def test_running_out_of_memory_on_a_dataset_is_this_machines_limit_never_a_refusal(
+    vision_task: PreparedTask, monkeypatch: pytest.MonkeyPatch, error: RuntimeError, refused: bool
+) -> None:
+    """A ninth review: torch's out-of-memory error is a RuntimeError, and the dataset check refused the task on
+    any exception, so a small machine's ballot was `faulty` where a large one's was `sound`. FAKE, named as
+    such: the workload's check raises the error, since running a machine out of memory is no test."""
+
+    class Exhausted:
+        def check_dataset(self, *_: Any) -> None:
+            raise error
+
+    monkeypatch.setattr(fetching, "get_workload", lambda _name: Exhausted())
+    with pytest.raises(TaskRefused if refused else MemoryError):
+        fetching._check_dataset(7, vision_task)
 
 
 def test_a_unit_that_raises_is_logged_once_and_the_others_go_on() -> None:

@@ -144,7 +144,16 @@ def _check_dataset(task: int, prepared: PreparedTask) -> None:
     except MemoryError:  # this machine's limit, not the owner's file: no refusal may depend on it
         raise
     except Exception as exc:  # hostile input: see the docstring
+        _raise_if_out_of_memory(exc)
         raise TaskRefused(f"task {task}: its dataset cannot be read: {type(exc).__name__}: {exc}") from None
+
+
+def _raise_if_out_of_memory(exc: Exception) -> None:
+    """MemoryError for torch's out-of-memory errors (a RuntimeError, on the CPU too): this machine's limit,
+    never a refusal, which would make a small machine's ballot differ from a large one's (a ninth review)."""
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and ("out of memory" in text.lower() or "can't allocate memory" in text):
+        raise MemoryError(text) from exc
 
 
 def check_declared_replay(task: int, declared: int, boundary_slowest: float) -> None:
@@ -170,6 +179,7 @@ def _read_spec(task: int, spec_path: Path) -> tuple[TaskSpec, bytes, EvidenceLay
     except MemoryError:  # this machine's limit, not the owner's spec: no refusal may depend on it
         raise
     except Exception as exc:  # whatever the workload's constructor raises on a config it cannot take
+        _raise_if_out_of_memory(exc)
         raise TaskRefused(f"task {task}: the spec's workload cannot be built: {type(exc).__name__}: {exc}") from None
     if layout.max_bytes > MAX_EVIDENCE_BYTES:
         raise TaskRefused(
