@@ -882,8 +882,9 @@ contract TrainingTasks is IDisputedTasks, PullPayments {
                 _waitForEarlier(d.task, t, iv);
             }
         } else if (verdict == Verdict.Valid) {
-            // Every joined bond, whatever its reason: the reason is the challenger's word, which
-            // cannot be checked, so it settles nothing.
+            // Every joined bond is lost, whatever its reason: the reason is the challenger's word, which cannot
+            // be checked, so it settles nothing; it only keeps the provider's share of an Unavailable bond
+            // from the provider (_paySound: withholding as bait earns nothing).
             iv.sound = true;
             iv.soundAfterSeq = commitCount;
             t.heldBonds -= uint128(d.joined * t.terms.challengerBond);

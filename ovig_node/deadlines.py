@@ -41,6 +41,13 @@ def check(what: str) -> None:
         raise DeadlinePassed(f"{what}: its deadline passed")
 
 
+def remaining() -> float | None:
+    """Seconds left to this thread's deadline (None: it has none): a single request that may wait (an IPFS
+    block searched for among peers) asks for no more than that, so no request outlives the deadline."""
+    deadline = _STOP_AT.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
 def run_until(deadline: float, work: Callable[[], _T]) -> _T:
     """``work()`` stopped (DeadlinePassed) at the monotonic ``deadline``: what a worker thread runs, since a pool's
     threads do not inherit the submitting thread's deadline."""

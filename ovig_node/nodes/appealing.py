@@ -8,7 +8,8 @@ and the appeals that reach it are 2 + 4 + 8 + 16 challenger bonds (``bench/resul
 else appeals for a watcher: one that never appealed let a captured first round pay a faulty interval and took
 half its bond to the provider (review 7 of v3, F4). Hence the default budget: up to 30 challenger bonds in all on
 one dispute, whatever the task's challenger bond is. The budget bounds what a node whose own replay is wrong (or
-a node that did not obtain the files: it never appeals then) can lose on one dispute: all of it, at worst.
+a watcher that could not obtain the files, looked for them again in the appeal window, and still could not, while
+they were served to the panels) can lose on one dispute: all of it, at worst.
 """
 
 from __future__ import annotations

@@ -254,6 +254,7 @@ class AuditorNode(ReplayingNode):
             if (stale := self._replays.pop(key, None)) is not None:
                 stale.cancel()
                 self._dropped.add(key)
+                stale.add_done_callback(lambda _: self._dropped.discard(key))  # looked at no more once it ends
             return
         votes = self.state.get("votes", {})
         commit_end = int(d.drawnAt) + self._param("COMMIT_WINDOW")

@@ -78,8 +78,12 @@ COMMIT_MARGIN = 15
 MIN_LOOK = 30.0
 FETCH_RETRY_SECONDS = 5.0
 # Judgements fetching at once beside the replays (a watcher with no partners): files served slowly, or withheld,
-# hold a fetch worker until their fetch deadline, never the replay worker, and never the next interval's turn.
+# hold a fetch worker until their fetch deadline, never the replay worker. A provider would need this many withheld
+# intervals open at once (each then challenged as unavailable: its task slashed) to make another interval's
+# judgement wait for a worker; more at once would also mean as many evidence downloads on this node's disk.
 FETCH_WORKERS = 8
+# Layer one's batch manifests are fetched in workers of their own: never in a judgement's way (the eleventh review).
+SCREEN_WORKERS = 2
 
 
 @dataclass
@@ -102,6 +106,8 @@ class WatcherNode(ReplayingNode):
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
     _per_batch: dict[int, int] = field(default_factory=dict)  # task -> its on-chain intervalsPerBatch
+    # "dispute:round" -> its interval judged again for an appeal (its files were not obtained the first time)
+    _rechecks: dict[str, Future[Any]] = field(default_factory=dict)
     # (task, j) -> the fetch of batch j's manifest for layer one (checked into ``_checked`` once in)
     _manifests: dict[tuple[int, int], Future[dict[int, dict[str, list[float]]]]] = field(default_factory=dict)
     _checked: Checked = field(default_factory=dict)  # batch manifests' statistics, checked once (layer one)
@@ -117,6 +123,10 @@ class WatcherNode(ReplayingNode):
     @functools.cached_property
     def _fetches(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="watch-fetch")
+
+    @functools.cached_property
+    def _screen_fetches(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=SCREEN_WORKERS, thread_name_prefix="watch-screen")
 
     @property
     def _room(self) -> int:
@@ -206,7 +216,7 @@ class WatcherNode(ReplayingNode):
             if future is None:
                 named = committed_manifest(self.ctx, task, i)
                 work = functools.partial(manifest_stats, self.ctx, fetched, i, named)
-                self._manifests[(task, i)] = self._fetches.submit(run_until, until, work)
+                self._manifests[(task, i)] = self._screen_fetches.submit(run_until, until, work)
             elif future.done():
                 del self._manifests[(task, i)]
                 try:
@@ -339,7 +349,7 @@ class WatcherNode(ReplayingNode):
             if sources is None:
                 continue
             decide_by = clock + max(0, end - now - 2 * COMMIT_MARGIN)
-            work = functools.partial(self._judge_one, sources, opened, clock, decide_by)
+            work = functools.partial(self._judge_one, sources, opened, decide_by)
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
             if future.done() and future.exception() is None and isinstance(queued := future.result(), Future):
@@ -357,14 +367,15 @@ class WatcherNode(ReplayingNode):
                 yield (task, k, opened), outcome
 
     def _judge_one(
-        self, sources: TaskSources, opened: Opened, started: float, decide_by: float
+        self, sources: TaskSources, opened: Opened, decide_by: float
     ) -> Judgement | str | Future[Judgement | str]:
         """In a fetch worker: the task's files and the interval's evidence, looked for again until the fetch
         deadline (``decide_by`` less twice the declared replay time); then the replay, queued on the replay worker
         (the future it returns), capped at twice the declared time from its start. Files not in by then are not
         obtained (a challenge as unavailable) after a look of at least MIN_LOOK seconds; after a shorter one, no
-        verdict (the reason why, a string)."""
-        task, replay_seconds = sources.task, int(sources.record.terms.replaySeconds)
+        verdict (the reason why, a string). The look is counted from when this worker took the judgement up, not
+        from when it was queued (the eleventh review: one that waited for a worker was taken for a long look)."""
+        task, replay_seconds, started = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
         fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, started + MIN_LOOK))
         looked = fetch_by - started >= MIN_LOOK
 
@@ -516,28 +527,67 @@ class WatcherNode(ReplayingNode):
         """Appeal a round that found sound an interval its own replay (confirmed) found faulty, within its budget,
         whether or not its own challenge has joined the dispute yet: nobody else may, and a captured round left
         standing pays the fake and half the watcher's bond to the provider (review 7 of v3, F4; the eighth review:
-        a round decided before its replay finished). Never for files it did not obtain: no replay judged those, and
-        the panels fetch for longer. A round is looked at until it is appealed or its appeal window has passed."""
+        a round decided before its replay finished). For files it did not obtain, it looks again first, within
+        the appeal window (:meth:`_recheck`), and appeals if it still cannot obtain them or its replay of them is
+        faulty (the eleventh review: a provider serving its files to its sybils alone had a sybil majority's SOUND
+        stand, since nobody appealed). A round is looked at until it is appealed or its appeal window has passed."""
         judged = self.state.get("judged", {})
-        now = self.ctx.now()
+        now, clock = self.ctx.now(), time.monotonic()
         for event in self.ctx.scanner.events("RoundDecided"):
             dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
             key = f"{dispute}:{round_}"
             if key in self._appeal_done or Verdict(int(event.args["outcome"])) != Verdict.VALID:
                 continue
-            if int(event.args["appealUntil"]) <= now:  # the last round (0: it stands), or too late
+            appeal_until = int(event.args["appealUntil"])
+            if appeal_until <= now and key not in self._rechecks:  # the last round (0: it stands), or too late
                 self._appeal_done.add(key)
                 continue
             d = self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute)
-            verdict = judged.get(f"{int(d.task)}:{int(d.k)}")
+            task, k = int(d.task), int(d.k)
+            verdict = judged.get(f"{task}:{k}")
             if verdict is None:
                 continue  # not judged (yet): looked at again on the next pass
-            self._appeal_done.add(key)
-            if verdict["verdict"] != "faulty" or verdict.get("reason") in NOT_OBTAINED:
+            if verdict["verdict"] != "faulty":
+                self._appeal_done.add(key)
                 continue
             why = "found sound an interval its replay found faulty"
+            if verdict.get("reason") in NOT_OBTAINED:
+                rechecked = self._recheck(key, task, k, clock + max(0, appeal_until - now - COMMIT_MARGIN))
+                if rechecked is None:
+                    continue  # under way
+                self._appeal_done.add(key)
+                if isinstance(rechecked, str) or not rechecked.faulty:
+                    because = rechecked if isinstance(rechecked, str) else "its files, looked for again, are sound"
+                    self.ctx.say(f"dispute {dispute} round {round_}: not appealed: {because}")
+                    continue
+                why = f"found sound an interval whose files, looked for again, are {rechecked.report.get('reason')}"
+            else:
+                self._appeal_done.add(key)
             call = functools.partial(appeal_round, self.ctx, self.state, dispute, round_, self.appeal_budget, why)
             self.isolation.call(f"appeal {key}", call)
+
+    def _recheck(self, key: str, task: int, k: int, decide_by: float) -> Judgement | str | None:
+        """Interval k judged again for an appeal of round ``key`` (files it had not obtained), in a fetch worker
+        until ``decide_by``: its judgement, the reason there is none (a string), or None while it runs."""
+        future = self._rechecks.get(key)
+        if future is None:
+            sources = task_sources(self.ctx, task)
+            opened = opened_interval(self.ctx, task, k, self._intervals_per_batch(task))
+            if opened is None:
+                return "its opening is not indexed"
+            work = functools.partial(self._judge_one, sources, opened, decide_by)
+            self._rechecks[key] = self._fetches.submit(run_until, decide_by, work)
+            return None
+        if future.done() and future.exception() is None and isinstance(queued := future.result(), Future):
+            self._rechecks[key] = future = queued  # its files are in: its replay is queued
+        if not future.done():
+            return None
+        del self._rechecks[key]
+        try:
+            outcome: Judgement | str = future.result()
+        except Exception as exc:  # no judgement in time (a deadline, our own node down): no appeal on it
+            return f"no judgement in the appeal window: {type(exc).__name__}: {exc}"
+        return outcome
 
     def _commitment(self, task: int, k: int, c: dict[str, Any]) -> bytes:
         return keccak(

@@ -383,12 +383,20 @@ class IpfsClient:
         timeout = self._http.timeout
         if fetch:
             # Ask the node to give up first, so we get its "deadline exceeded" and not our timeout.
-            query["timeout"] = f"{self.fetch_timeout:g}s"
-            timeout = httpx.Timeout(self.fetch_timeout + self.timeout, connect=min(self.timeout, 5.0))
+            wait = self._fetch_wait()
+            query["timeout"] = f"{wait:g}s"
+            timeout = httpx.Timeout(wait + self.timeout, connect=min(self.timeout, 5.0))
         response = self._http.post(f"/{endpoint}", params=query, files=files, timeout=timeout)
         if response.status_code != 200:
             self._raise_for(endpoint, params.get("arg"), response)
         return response
+
+    def _fetch_wait(self) -> float:
+        """Seconds the node may search peers for this request: ``fetch_timeout``, or less when this thread's
+        deadline is nearer (a request started just before it must not hold the work a minute past it; at least a
+        second, and the deadline is checked again before the next request)."""
+        left = deadlines.remaining()
+        return self.fetch_timeout if left is None else max(1.0, min(self.fetch_timeout, left))
 
     def _read_body(self, endpoint: str, params: dict[str, Any]) -> bytes:
         """A fetching POST whose body we read ourselves.
@@ -398,8 +406,9 @@ class IpfsClient:
         Read this way, the cycle holds no body and memory stays at one block.
         """
         query = {k: _param(v) for k, v in params.items()}
-        query["timeout"] = f"{self.fetch_timeout:g}s"
-        timeout = httpx.Timeout(self.fetch_timeout + self.timeout, connect=min(self.timeout, 5.0))
+        wait = self._fetch_wait()
+        query["timeout"] = f"{wait:g}s"
+        timeout = httpx.Timeout(wait + self.timeout, connect=min(self.timeout, 5.0))
         with self._http.stream("POST", f"/{endpoint}", params=query, timeout=timeout) as response:
             if response.status_code != 200:
                 response.read()
