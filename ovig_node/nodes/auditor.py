@@ -57,7 +57,7 @@ from eth_utils import keccak
 from ovig_node.chain.contracts import DisputeStatus, Verdict, Vote
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.deadlines import DeadlinePassed, run_until, stop_at
+from ovig_node.deadlines import DeadlinePassed, run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import (
@@ -65,14 +65,12 @@ from ovig_node.nodes.fetching import (
     OwnerFileUnavailable,
     TaskRefused,
     TaskSources,
-    fetch_task,
     task_sources,
 )
 from ovig_node.nodes.judging import (
     Evidence,
     Judgement,
-    fetch_evidence,
-    judge_evidence,
+    look_for_files,
     opened_interval,
 )
 from ovig_node.nodes.keeper import Keeper
@@ -85,12 +83,10 @@ from ovig_node.storage.errors import ContentNotFound, IpfsError
 # minute, at most a sixth of the window (the devnet's is 30 s).
 COMMIT_MARGIN = 60
 TOP_UP_GAS_RESERVE = 10**16  # wei kept for the top-up's own gas (and the next ballots'): 0.01 ETH
-FETCH_RETRY_SECONDS = 5.0  # between two looks for a file not found, within the fetch window
-REPLAY_WORKERS = 1  # an execution profile's torch settings are process-wide: two replays at once would mix them
-# Seats whose files are fetched at once, apart from the replays (IPFS work): each seat looks for its files from its
-# draw, never queued behind another seat's replay (review 7 of v3, F1: a seat queued behind a junk seat's replay began
-# fetching after its fetch window had closed and voted `unavailable` on files that were being served).
-FETCH_WORKERS = 8
+# One replay worker, and ReplayingNode.FETCH_WORKERS seats whose files are fetched at once, apart from the replays:
+# each seat looks for its files from its draw, never queued behind another seat's replay (review 7 of v3, F1: a seat
+# queued behind a junk seat's replay began fetching after its fetch window had closed and voted `unavailable` on
+# files that were being served).
 # A fetch that began later than this share of the fetch window after the draw, and later than FETCH_START_GRACE
 # seconds (a pass's poll and the event index's lag), did not look for the files through the window (this node was
 # busy or down): what it did not obtain it answers with an abstention, not `unavailable`.
@@ -127,14 +123,6 @@ class AuditorNode(ReplayingNode):
     _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
     _queued: int = 0  # replays submitted to the replay worker and not started yet
     _queue_lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @functools.cached_property
-    def _pool(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=REPLAY_WORKERS, thread_name_prefix="audit-replay")
-
-    @functools.cached_property
-    def _seat_fetches(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="audit-fetch")
 
     @functools.cached_property
     def _fetcher(self) -> ThreadPoolExecutor:
@@ -394,7 +382,7 @@ class AuditorNode(ReplayingNode):
             seat = functools.partial(
                 self._seat_work, key, sources, opened, drawn, clock + max(0, fetch_until - now), due
             )
-            work = self._replays[key] = self._seat_fetches.submit(run_until, due, seat)
+            work = self._replays[key] = self._fetches.submit(run_until, due, seat)
         if work.done() and work.exception() is None and isinstance(queued := work.result(), Future):
             work = self._replays[key] = queued  # its files are in: its replay is queued
         if not work.done():
@@ -425,7 +413,6 @@ class AuditorNode(ReplayingNode):
         replay worker until the seat's deadline ``due`` (the future it returns). Files not obtained by then are
         ``unavailable``, but only when this fetch began early in the window (FETCH_START_SLACK, FETCH_START_GRACE):
         one that began later (this node busy or down) claims nothing and abstains."""
-        task = sources.task
         late_by = time.monotonic() - drawn
         looked = late_by <= max((fetch_until - drawn) * FETCH_START_SLACK, FETCH_START_GRACE)
 
@@ -435,46 +422,37 @@ class AuditorNode(ReplayingNode):
             why = f"{reason}; its fetch began {late_by:.0f} s after the draw (this node was busy or down)"
             return Ballot(Vote.ABSTAIN, why, "")
 
-        while True:
-            try:
-                # Still arriving when the fetch window closes (served a trickle, or behind a slow prefetch) is not
-                # obtained: withholding, whatever the pace, is answered `unavailable`, not with an abstention.
-                with stop_at(fetch_until):
-                    fetched = self._task_files(task, sources, wait=max(0.0, fetch_until - time.monotonic()))
-            except DeadlinePassed as exc:
-                return not_obtained(f"the task's files were not obtained in the fetch window ({exc})")
-            except OwnerFileUnavailable as exc:
-                return not_obtained(str(exc))
-            except TaskRefused as exc:  # the deterministic acceptability check every node and the trainer run
-                return Ballot(Vote.FAULTY, str(exc), "")
-            except ContentNotFound as exc:
-                if time.monotonic() >= fetch_until:
-                    return not_obtained(f"the task's files: {exc}")
-                time.sleep(FETCH_RETRY_SECONDS)
-                continue
-            except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
-                return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
-            evidence = fetch_evidence(self.ctx, fetched, opened, who="audit", fetch_by=fetch_until)
-            if evidence.not_found and time.monotonic() < fetch_until:
-                # Not found yet: again, within the fetch window, keeping the files already in (the next attempt
-                # fetches only what is missing).
-                time.sleep(FETCH_RETRY_SECONDS)
-                continue
-            if not evidence.obtained and not looked:
-                shutil.rmtree(evidence.folder, ignore_errors=True)
-                return not_obtained(f"the interval's evidence: {evidence.problem}")
-            judge = functools.partial(judge_evidence, self.ctx, fetched, opened, evidence, profile=self.profile_name)
-            if evidence.problem is not None:  # settled without a replay (not obtained, or its opening not sound)
-                return judge()
-            if key in self._dropped:  # its run ended while it fetched: no replay for nobody
-                shutil.rmtree(evidence.folder, ignore_errors=True)
-                return Ballot(Vote.ABSTAIN, "its run is over", "")
-            replay = functools.partial(self._replay, judge, evidence, due, int(sources.record.terms.replaySeconds))
-            with self._queue_lock:
-                self._queued += 1
-            queued = self._pool.submit(replay)
-            queued.add_done_callback(self._unqueue_if_cancelled)
-            return queued
+        task_files = functools.partial(self._task_files, sources)
+        try:
+            looking = look_for_files(
+                self.ctx,
+                task_files,
+                opened,
+                fetch_by=fetch_until,
+                looked=looked,
+                who="audit",
+                profile=self.profile_name,
+            )
+        except OwnerFileUnavailable as exc:
+            return not_obtained(str(exc))
+        except TaskRefused as exc:  # the deterministic acceptability check every node and the trainer run
+            return Ballot(Vote.FAULTY, str(exc), "")
+        except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
+            return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
+        if isinstance(looking, str):
+            return not_obtained(looking)
+        evidence, judge = looking
+        if evidence.problem is not None:  # settled without a replay (not obtained, or its opening not sound)
+            return judge()
+        if key in self._dropped:  # its run ended while it fetched: no replay for nobody
+            shutil.rmtree(evidence.folder, ignore_errors=True)
+            return Ballot(Vote.ABSTAIN, "its run is over", "")
+        replay = functools.partial(self._replay, judge, evidence, due, int(sources.record.terms.replaySeconds))
+        with self._queue_lock:
+            self._queued += 1
+        queued = self._pool.submit(replay)
+        queued.add_done_callback(self._unqueue_if_cancelled)
+        return queued
 
     def _replay(
         self, judge: Callable[[], Judgement], evidence: Evidence, due: float, replay_seconds: int
@@ -517,19 +495,6 @@ class AuditorNode(ReplayingNode):
         self.ctx.say(f"dispute over task {task} interval {k}: {reason}; its ballot: {vote.name.lower()}")
         return Ballot(vote, reason, judgement.report_cid if judgement is not None else "")
 
-    def _task_files(self, task: int, sources: TaskSources, *, wait: float = -1) -> FetchedTask:
-        """The task's files, fetched once (one fetch of a task at a time: the prefetch and a seat share them);
-        waiting at most ``wait`` seconds for another fetch of them (DeadlinePassed after; -1: as long as it takes)."""
-        lock = self._locks.setdefault(task, threading.Lock())
-        if not lock.acquire(timeout=wait):
-            raise DeadlinePassed(f"task {task}'s files: another fetch of them still holds them")
-        try:
-            if task not in self._fetched:
-                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files", sources)
-            return self._fetched[task]
-        finally:
-            lock.release()
-
     def _prefetch(self, task: int, dispute: int) -> None:
         """The task's files ahead of any draw, in the background (its own worker, for at most a commit window): a
         task no node can load is judged (and voted on) when drawn, and a slow one holds nothing up."""
@@ -545,7 +510,7 @@ class AuditorNode(ReplayingNode):
                 self.ctx.say(f"task {task}'s files: {exc} (judged when a panel is drawn)", style="yellow")
             return
         sources = task_sources(self.ctx, task)
-        work = functools.partial(self._task_files, task, sources)
+        work = functools.partial(self._task_files, sources)
         deadline = time.monotonic() + self._param("COMMIT_WINDOW")
         self._prefetching[dispute] = self._fetcher.submit(run_until, deadline, work)
 

@@ -20,8 +20,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,13 +33,14 @@ from ovig_node.deadlines import DeadlinePassed, stop_at
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
 from ovig_node.protocol.manifest import ManifestError, ManifestRow, encode_stats, manifest_limit, parse_batch_manifest
-from ovig_node.storage.errors import ContentTooLarge, IpfsError, IpfsUnavailable
+from ovig_node.storage.errors import ContentNotFound, ContentTooLarge, IpfsError, IpfsUnavailable
 from ovig_node.training.evidence import EvidenceError, read_statistics
 from ovig_node.training.execution import get_profile
 from ovig_node.training.loop import evidence_path
 from ovig_node.verify.layout import layout_of
 from ovig_node.verify.report import verify_interval
 
+FETCH_RETRY_SECONDS = 5.0  # between two looks for a file not found, before the fetch deadline
 MAX_MANIFEST_BYTES = 1 << 20  # an opening manifest lists a batch's CIDs, digests and proofs: kilobytes
 VALID, FAULTY = "valid", "faulty"
 # The reasons that mean "not obtained": a file (the evidence, or the batch manifest) not found, not matching its
@@ -172,6 +176,45 @@ def fetch_evidence(
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+
+
+def look_for_files(
+    ctx: NodeContext,
+    task_files: Callable[[float], FetchedTask],
+    opened: Opened,
+    *,
+    fetch_by: float,
+    looked: bool,
+    who: str,
+    profile: str,
+) -> tuple[Evidence, Callable[[], Judgement]] | str:
+    """The task's files (``task_files(wait)``, waiting at most ``wait`` seconds for another fetch of them) and
+    interval ``opened.k``'s evidence, looked for again while not found until the monotonic ``fetch_by``, as a
+    watcher and a panelist both look: the evidence (obtained or not) and the judgement of it to run (its replay,
+    unless the evidence settles it), or why the files were not obtained. Still arriving at ``fetch_by`` (served a
+    trickle) is not obtained: withholding, whatever the pace, is. Evidence not obtained by a node that did not
+    look long (``looked`` False: it came late) is said so, its folder deleted, rather than judged. A retry keeps
+    the evidence files already in. What the task's files raise otherwise (TaskRefused, MemoryError, our own IPFS
+    node down) is the caller's."""
+    while True:
+        try:
+            with stop_at(fetch_by):
+                fetched = task_files(max(0.0, fetch_by - time.monotonic()))
+        except DeadlinePassed as exc:
+            return f"the task's files were not obtained by the fetch deadline ({exc})"
+        except ContentNotFound as exc:
+            if time.monotonic() >= fetch_by:
+                return f"the task's files: {exc}"
+            time.sleep(FETCH_RETRY_SECONDS)
+            continue
+        evidence = fetch_evidence(ctx, fetched, opened, who=who, fetch_by=fetch_by)
+        if evidence.not_found and time.monotonic() < fetch_by:
+            time.sleep(FETCH_RETRY_SECONDS)
+            continue
+        if not evidence.obtained and not looked:
+            shutil.rmtree(evidence.folder, ignore_errors=True)
+            return f"the interval's evidence: {evidence.problem}"
+        return evidence, functools.partial(judge_evidence, ctx, fetched, opened, evidence, profile=profile)
 
 
 def judge_evidence(

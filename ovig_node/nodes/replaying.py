@@ -4,9 +4,13 @@ keeps one bad task from stopping the rest, and a loop that warms the comparison 
 from __future__ import annotations
 
 import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
+from ovig_node.deadlines import DeadlinePassed
 from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.fetching import FetchedTask, TaskSources, fetch_task
 from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import keep_running
@@ -19,9 +23,12 @@ class ReplayingNode:
     ``missed`` said after an outage. Subclasses are dataclasses with ``ctx``, ``keeper`` and ``poll_seconds``."""
 
     JOURNAL: ClassVar[str]  # its state file's name in its home folder
+    FETCH_WORKERS: ClassVar[int] = 8  # files fetched at once, apart from the replays (IPFS waits, mostly)
     ctx: NodeContext
     keeper: Keeper | None
     poll_seconds: float
+    _fetched: dict[int, FetchedTask]  # task -> its files (the owner's), fetched once
+    _locks: dict[int, threading.Lock]  # task -> held while its files are fetched
 
     @functools.cached_property
     def state(self) -> NodeState:
@@ -30,6 +37,37 @@ class ReplayingNode:
     @functools.cached_property
     def isolation(self) -> Isolation:
         return Isolation(self.ctx.say)
+
+    @functools.cached_property
+    def _pool(self) -> ThreadPoolExecutor:
+        """The replay worker(s): one replay at a time each, since an execution profile's settings are
+        process-wide."""
+        return ThreadPoolExecutor(max_workers=self.replay_workers, thread_name_prefix=f"{self.JOURNAL}-replay")
+
+    @functools.cached_property
+    def _fetches(self) -> ThreadPoolExecutor:
+        """The fetch workers: a file served slowly (or withheld) holds one of them until its fetch deadline, never
+        the replay worker nor the node's loop."""
+        return ThreadPoolExecutor(max_workers=self.FETCH_WORKERS, thread_name_prefix=f"{self.JOURNAL}-fetch")
+
+    @property
+    def replay_workers(self) -> int:
+        return 1
+
+    def _task_files(self, sources: TaskSources, wait: float = -1) -> FetchedTask:
+        """The task's files (the owner's), fetched once, in a worker (every fetch of them shares one: a prefetch,
+        a seat, a judgement); one fetch of a task at a time, waiting at most ``wait`` seconds for another
+        (DeadlinePassed after; -1: as long as it takes)."""
+        task = sources.task
+        lock = self._locks.setdefault(task, threading.Lock())
+        if not lock.acquire(timeout=wait):
+            raise DeadlinePassed(f"task {task}'s files: another fetch of them still holds them")
+        try:
+            if task not in self._fetched:
+                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files", sources)
+            return self._fetched[task]
+        finally:
+            lock.release()
 
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""

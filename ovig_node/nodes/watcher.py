@@ -41,19 +41,18 @@ from web3.logs import DISCARD
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.deadlines import DeadlinePassed, run_until, stop_at
+from ovig_node.deadlines import run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.attesting import attestations, publish, sound_by
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
-from ovig_node.nodes.fetching import FetchedTask, TaskRefused, TaskSources, fetch_task, task_sources
+from ovig_node.nodes.fetching import FetchedTask, TaskRefused, TaskSources, task_sources
 from ovig_node.nodes.judging import (
     NOT_OBTAINED,
     Evidence,
     Judgement,
     Opened,
     committed_manifest,
-    fetch_evidence,
-    judge_evidence,
+    look_for_files,
     not_obtained,
     opened_interval,
 )
@@ -64,7 +63,7 @@ from ovig_node.nodes.replaying import ReplayingNode
 from ovig_node.nodes.screening import Checked, manifest_stats, screen_batch
 from ovig_node.protocol.attestation import profile_text
 from ovig_node.protocol.spec import training_hash
-from ovig_node.storage.errors import ContentNotFound, IpfsUnavailable
+from ovig_node.storage.errors import IpfsUnavailable
 from ovig_node.training.execution import host_cpu
 from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
@@ -76,12 +75,10 @@ COMMIT_MARGIN = 15
 # files still not in then are not obtained, and challenged as unavailable, but only after a look of at least
 # MIN_LOOK seconds: a watcher that came late (down, or busy) claims nothing about files it barely looked for.
 MIN_LOOK = 30.0
-FETCH_RETRY_SECONDS = 5.0
-# Judgements fetching at once beside the replays (a watcher with no partners): files served slowly, or withheld,
-# hold a fetch worker until their fetch deadline, never the replay worker. A provider would need this many withheld
-# intervals open at once (each then challenged as unavailable: its task slashed) to make another interval's
-# judgement wait for a worker; more at once would also mean as many evidence downloads on this node's disk.
-FETCH_WORKERS = 8
+# Judgements fetch in ReplayingNode.FETCH_WORKERS workers beside the replays (a watcher with no partners): files
+# served slowly, or withheld, hold a fetch worker until their fetch deadline, never the replay worker. A provider
+# would need that many withheld intervals open at once (each then challenged as unavailable: its task slashed) to
+# make another interval's judgement wait for a worker; more at once would also mean as many downloads on its disk.
 # Layer one's batch manifests are fetched in workers of their own: never in a judgement's way (the eleventh review).
 SCREEN_WORKERS = 2
 
@@ -116,13 +113,9 @@ class WatcherNode(ReplayingNode):
     # (task, k) -> its opening and its judgement under way, in the background (``workers`` at once)
     _judging: dict[tuple[int, int], tuple[Opened, Future[Any]]] = field(default_factory=dict)
 
-    @functools.cached_property
-    def _pool(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="replay")
-
-    @functools.cached_property
-    def _fetches(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=FETCH_WORKERS, thread_name_prefix="watch-fetch")
+    @property
+    def replay_workers(self) -> int:
+        return self.workers
 
     @functools.cached_property
     def _screen_fetches(self) -> ThreadPoolExecutor:
@@ -131,8 +124,8 @@ class WatcherNode(ReplayingNode):
     @property
     def _room(self) -> int:
         """Judgements it may start now: ``workers`` at a time with partners (what it takes on, they leave: it
-        takes no more than it replays), else ``workers`` plus a fetch worker each for FETCH_WORKERS more."""
-        return max(0, self.workers + (0 if self.trusted else FETCH_WORKERS) - len(self._judging))
+        takes no more than it replays), else ``workers`` plus one for each fetch worker."""
+        return max(0, self.workers + (0 if self.trusted else self.FETCH_WORKERS) - len(self._judging))
 
     @property
     def judging(self) -> int:
@@ -226,20 +219,6 @@ class WatcherNode(ReplayingNode):
                 except Exception:  # not in by the window's end, or unreadable: its rows stay unscored
                     self._checked[(task, i)] = {}
         return all((task, i) in self._checked for i in range(j + 1))
-
-    def _fetch(self, sources: TaskSources, wait: float) -> FetchedTask:
-        """The task's files (the owner's), fetched once, in a judging worker; one fetch of a task at a time,
-        waiting at most ``wait`` seconds for another (DeadlinePassed after)."""
-        task = sources.task
-        lock = self._locks.setdefault(task, threading.Lock())
-        if not lock.acquire(timeout=max(0.0, wait)):
-            raise DeadlinePassed(f"task {task}'s files: another fetch of them still holds them")
-        try:
-            if task not in self._fetched:
-                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files", sources)
-            return self._fetched[task]
-        finally:
-            lock.release()
 
     def _intervals_per_batch(self, task: int) -> int:
         """The task's m, from the chain (the owner's files are fetched in judging workers only)."""
@@ -384,30 +363,16 @@ class WatcherNode(ReplayingNode):
                 return f"{detail}, after a look of {fetch_by - started:.0f} s (too short to call them withheld)"
             return not_obtained(self.ctx, task, opened.k, detail)
 
-        while True:
-            try:
-                with stop_at(fetch_by):
-                    fetched = self._fetch(sources, wait=fetch_by - time.monotonic())
-            except DeadlinePassed as exc:
-                return unobtained(f"the task's files were not obtained by its fetch deadline ({exc})")
-            except ContentNotFound as exc:
-                if time.monotonic() >= fetch_by:
-                    return unobtained(f"the task's files: {exc}")
-                time.sleep(FETCH_RETRY_SECONDS)
-                continue
-            evidence = fetch_evidence(self.ctx, fetched, opened, who="watch", fetch_by=fetch_by)
-            if evidence.not_found and time.monotonic() < fetch_by:
-                # Not found yet: again, until the fetch deadline, keeping the files already in (the next
-                # attempt fetches only what is missing, rather than gigabytes again every few seconds).
-                time.sleep(FETCH_RETRY_SECONDS)
-                continue
-            if not evidence.obtained and not looked:
-                shutil.rmtree(evidence.folder, ignore_errors=True)
-                return unobtained(f"the interval's evidence: {evidence.problem}")
-            judge = functools.partial(judge_evidence, self.ctx, fetched, opened, evidence, profile=self.profile_name)
-            if evidence.problem is not None:  # settled without a replay
-                return judge()
-            return self._pool.submit(self._replay, judge, evidence, decide_by, replay_seconds)
+        task_files = functools.partial(self._task_files, sources)
+        looking = look_for_files(
+            self.ctx, task_files, opened, fetch_by=fetch_by, looked=looked, who="watch", profile=self.profile_name
+        )
+        if isinstance(looking, str):
+            return unobtained(looking)
+        evidence, judge = looking
+        if evidence.problem is not None:  # settled without a replay
+            return judge()
+        return self._pool.submit(self._replay, judge, evidence, decide_by, replay_seconds)
 
     @staticmethod
     def _replay(
