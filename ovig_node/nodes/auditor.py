@@ -76,7 +76,7 @@ from ovig_node.nodes.judging import (
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
-from ovig_node.nodes.replaying import ReplayingNode
+from ovig_node.nodes.replaying import FilesBusy, ReplayingNode
 from ovig_node.storage.errors import ContentNotFound, IpfsError
 
 # Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
@@ -439,6 +439,8 @@ class AuditorNode(ReplayingNode):
             return Ballot(Vote.FAULTY, str(exc), "")
         except MemoryError:  # no verdict on this machine: like a replay that did not finish, never a refusal
             return Ballot(Vote.ABSTAIN, "the task's files do not fit this machine's memory", "")
+        except FilesBusy as exc:  # its own prefetch was slow: this node was busy, nothing was withheld
+            return Ballot(Vote.ABSTAIN, str(exc), "")
         if isinstance(looking, str):
             return not_obtained(looking)
         evidence, judge = looking

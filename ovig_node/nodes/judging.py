@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ovig_node import deadlines
 from ovig_node.deadlines import DeadlinePassed, stop_at
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
@@ -180,7 +181,7 @@ def fetch_evidence(
 
 def look_for_files(
     ctx: NodeContext,
-    task_files: Callable[[float], FetchedTask],
+    task_files: Callable[[float, float], FetchedTask],
     opened: Opened,
     *,
     fetch_by: float,
@@ -188,7 +189,8 @@ def look_for_files(
     who: str,
     profile: str,
 ) -> tuple[Evidence, Callable[[], Judgement]] | str:
-    """The task's files (``task_files(wait)``, waiting at most ``wait`` seconds for another fetch of them) and
+    """The task's files (``task_files(wait, fetch_by)``: waiting at most ``wait`` seconds, the work's own deadline,
+    for another fetch of them, and downloading until ``fetch_by``) and
     interval ``opened.k``'s evidence, looked for again while not found until the monotonic ``fetch_by``, as a
     watcher and a panelist both look: the evidence (obtained or not) and the judgement of it to run (its replay,
     unless the evidence settles it), or why the files were not obtained. Still arriving at ``fetch_by`` (served a
@@ -197,9 +199,9 @@ def look_for_files(
     the evidence files already in. What the task's files raise otherwise (TaskRefused, MemoryError, our own IPFS
     node down) is the caller's."""
     while True:
+        left = deadlines.remaining()  # the work's own deadline: waiting on this node's other fetch is no download
         try:
-            with stop_at(fetch_by):
-                fetched = task_files(max(0.0, fetch_by - time.monotonic()))
+            fetched = task_files(-1.0 if left is None else max(0.0, left), fetch_by)
         except DeadlinePassed as exc:
             return f"the task's files were not obtained by the fetch deadline ({exc})"
         except ContentNotFound as exc:

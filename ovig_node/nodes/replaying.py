@@ -3,12 +3,14 @@ keeps one bad task from stopping the rest, and a loop that warms the comparison 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
-from ovig_node.deadlines import DeadlinePassed
+from ovig_node.deadlines import stop_at
+from ovig_node.errors import OvigError
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskSources, fetch_task
 from ovig_node.nodes.isolation import Isolation
@@ -54,17 +56,21 @@ class ReplayingNode:
     def replay_workers(self) -> int:
         return 1
 
-    def _task_files(self, sources: TaskSources, wait: float = -1) -> FetchedTask:
+    def _task_files(self, sources: TaskSources, wait: float = -1, fetch_by: float | None = None) -> FetchedTask:
         """The task's files (the owner's), fetched once, in a worker (every fetch of them shares one: a prefetch,
-        a seat, a judgement); one fetch of a task at a time, waiting at most ``wait`` seconds for another
-        (DeadlinePassed after; -1: as long as it takes)."""
+        a seat, a judgement); one fetch of a task at a time. Waiting for another fetch of them is this node's own
+        business, not the owner's: at most ``wait`` seconds (-1: as long as it takes), then FilesBusy, never "not
+        obtained" (the demo under CI's load: an auditor's seat waited for its own slow prefetch past the fetch
+        window and voted `unavailable` on files that were served). The download alone stops at ``fetch_by``
+        (DeadlinePassed: not obtained in time)."""
         task = sources.task
         lock = self._locks.setdefault(task, threading.Lock())
         if not lock.acquire(timeout=wait):
-            raise DeadlinePassed(f"task {task}'s files: another fetch of them still holds them")
+            raise FilesBusy(f"task {task}'s files: this node's other fetch of them still holds them")
         try:
             if task not in self._fetched:
-                self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files", sources)
+                with stop_at(fetch_by) if fetch_by is not None else contextlib.nullcontext():
+                    self._fetched[task] = fetch_task(self.ctx, task, self.ctx.home / f"task-{task}" / "files", sources)
             return self._fetched[task]
         finally:
             lock.release()
@@ -82,3 +88,8 @@ class ReplayingNode:
     def missed(self, since: int, now: int) -> list[str]:
         """Duties whose window closed in the chain times (since, now] undone (said after an outage)."""
         raise NotImplementedError
+
+
+class FilesBusy(OvigError, RuntimeError):
+    """This node's other fetch of a task's files held them past the time this work could wait: no verdict (the
+    node was busy), never a claim that the files were not served."""

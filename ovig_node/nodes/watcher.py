@@ -59,7 +59,7 @@ from ovig_node.nodes.judging import (
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
-from ovig_node.nodes.replaying import ReplayingNode
+from ovig_node.nodes.replaying import FilesBusy, ReplayingNode
 from ovig_node.nodes.screening import Checked, manifest_stats, screen_batch
 from ovig_node.protocol.attestation import profile_text
 from ovig_node.protocol.spec import training_hash
@@ -364,9 +364,12 @@ class WatcherNode(ReplayingNode):
             return not_obtained(self.ctx, task, opened.k, detail)
 
         task_files = functools.partial(self._task_files, sources)
-        looking = look_for_files(
-            self.ctx, task_files, opened, fetch_by=fetch_by, looked=looked, who="watch", profile=self.profile_name
-        )
+        try:
+            looking = look_for_files(
+                self.ctx, task_files, opened, fetch_by=fetch_by, looked=looked, who="watch", profile=self.profile_name
+            )
+        except FilesBusy as exc:  # another judgement's fetch of the task's files was slow: no claim on them
+            return str(exc)
         if isinstance(looking, str):
             return unobtained(looking)
         evidence, judge = looking
