@@ -76,7 +76,7 @@ from ovig_node.nodes.judging import (
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
-from ovig_node.nodes.replaying import FilesBusy, ReplayingNode
+from ovig_node.nodes.replaying import FilesBusy, ReplayingNode, replay_queued
 from ovig_node.storage.errors import ContentNotFound, IpfsError
 
 # Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
@@ -383,8 +383,7 @@ class AuditorNode(ReplayingNode):
                 self._seat_work, key, sources, opened, drawn, clock + max(0, fetch_until - now), due
             )
             work = self._replays[key] = self._fetches.submit(run_until, due, seat)
-        if work.done() and work.exception() is None and isinstance(queued := work.result(), Future):
-            work = self._replays[key] = queued  # its files are in: its replay is queued
+        work = self._replays[key] = replay_queued(work)
         if not work.done():
             if not late:
                 return None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import ClassVar
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, ClassVar
 
 from ovig_node.deadlines import stop_at
 from ovig_node.errors import OvigError
@@ -88,6 +88,14 @@ class ReplayingNode:
     def missed(self, since: int, now: int) -> list[str]:
         """Duties whose window closed in the chain times (since, now] undone (said after an outage)."""
         raise NotImplementedError
+
+
+def replay_queued(work: Future[Any]) -> Future[Any]:
+    """The future to wait on for a judgement begun as ``work`` in a fetch worker: the replay it queued (the future
+    it returned) once its files are in, else ``work`` itself."""
+    if work.done() and work.exception() is None and isinstance(queued := work.result(), Future):
+        return queued
+    return work
 
 
 class FilesBusy(OvigError, RuntimeError):

@@ -59,7 +59,7 @@ from ovig_node.nodes.judging import (
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
-from ovig_node.nodes.replaying import FilesBusy, ReplayingNode
+from ovig_node.nodes.replaying import FilesBusy, ReplayingNode, replay_queued
 from ovig_node.nodes.screening import Checked, manifest_stats, screen_batch
 from ovig_node.protocol.attestation import profile_text
 from ovig_node.protocol.spec import training_hash
@@ -331,8 +331,7 @@ class WatcherNode(ReplayingNode):
             work = functools.partial(self._judge_one, sources, opened, decide_by)
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
-            if future.done() and future.exception() is None and isinstance(queued := future.result(), Future):
-                self._judging[(task, k)] = (opened, future := queued)  # its files are in: its replay is queued
+            self._judging[(task, k)] = (opened, future := replay_queued(future))
             if not future.done():
                 continue
             del self._judging[(task, k)]
@@ -546,8 +545,7 @@ class WatcherNode(ReplayingNode):
             work = functools.partial(self._judge_one, sources, opened, decide_by)
             self._rechecks[key] = self._fetches.submit(run_until, decide_by, work)
             return None
-        if future.done() and future.exception() is None and isinstance(queued := future.result(), Future):
-            self._rechecks[key] = future = queued  # its files are in: its replay is queued
+        future = self._rechecks[key] = replay_queued(future)
         if not future.done():
             return None
         del self._rechecks[key]
