@@ -414,7 +414,7 @@ def panel_cost(bench: Bench) -> dict[str, Any]:
     receipt = bench.send(c.drawPanel(dispute), KEEPER)
     assert c.getDispute(dispute).call()[DISPUTE_STATUS] == VOTING, "a first-round panel of 3 takes one call"
     drawn = {"auditors": int(c.auditorCount().call()), "gas": int(receipt["gasUsed"])}
-    bond = CHALLENGER_BOND
+    bond = bench.tasks.functions.MIN_CHALLENGER_BOND().call()  # the unit of an appeal bond
     for round_ in range(4):
         bench.vote_round(dispute, FAULTY)
         if round_ < 3:

@@ -220,7 +220,7 @@ def committee() -> str:
         bonds = (
             "-"
             if row["appeal_bonds_in_challenger_bonds"] is None
-            else (f"{row['appeal_bonds_in_challenger_bonds']:,} x challengerBond")
+            else (f"{row['appeal_bonds_in_challenger_bonds']:,} x MIN_CHALLENGER_BOND")
         )
         reach = (
             "yes"

@@ -480,12 +480,17 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Voting);
         Ballot storage b = _requirePanelist(dispute, d);
         if (_now() >= _commitEnd(d)) revert CommitWindowClosed(dispute, _commitEnd(d));
+        // INVARIANT: nobody decides a task it has a stake in: a panelist that challenged it, or asked for an
+        // opening of it, since it was drawn commits no ballot (its silent seat is neither paid nor penalised).
+        // One that committed before it became interested reveals what it committed, which counts: interest
+        // taken after the reveals are public must not buy a sybil's losing ballot out of its penalty (review 12).
+        if (TASKS.isInterested(d.task, msg.sender, block.number)) revert InterestedPanelist(dispute, msg.sender);
         b.commitment = commitment;
         emit VoteCommitted(dispute, d.round, msg.sender);
     }
 
-    /// @notice Reveal a committed ballot, after the commit window and within REVEAL_WINDOW of its end. A
-    /// panelist who has become interested in the task since it was drawn cannot reveal.
+    /// @notice Reveal a committed ballot, after the commit window and within REVEAL_WINDOW of its end (a
+    /// panelist who has become interested in the task since it committed reveals too: its ballot counts).
     /// @param dispute The dispute id.
     /// @param vote 1 = sound, 2 = faulty, 3 = unavailable, 4 = abstain (no verdict in time).
     /// @param salt The commitment's salt.
@@ -500,9 +505,6 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         if (keccak256(abi.encode(dispute, d.run, vote, salt, msg.sender)) != b.commitment) {
             revert VoteMismatch(dispute, msg.sender);
         }
-        // INVARIANT: nobody decides a task it has a stake in: a panelist that challenged it, or asked for an
-        // opening of it, since it was drawn does not vote (its seat is neither paid nor penalised).
-        if (TASKS.isInterested(d.task, msg.sender, block.number)) revert InterestedPanelist(dispute, msg.sender);
         b.vote = vote;
         emit VoteRevealed(dispute, d.round, msg.sender, vote);
         // INVARIANT: an abstention counts for no outcome and toward no quorum, as silence does (a run mostly
@@ -575,17 +577,20 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     }
 
     /// @notice Appeal a decided round for the other outcome, within APPEAL_WINDOW of its decision, with
-    /// exactly `challengerBond x 2^(round + 1)`: the next, larger round is armed, and the appealed outcome
-    /// stands only if a later round confirms it. Anyone may appeal. The bond comes back if the final outcome
-    /// is the one asked for (a slash on availability counts as faulty); minus PANEL_BPS (burned) after a
-    /// no-decision; otherwise PANEL_BPS of it goes to the deciding round's majority and the rest is burned.
+    /// exactly `MIN_CHALLENGER_BOND x 2^(round + 1)` (the task contract's smallest challenger bond): the next,
+    /// larger round is armed, and the appealed outcome stands only if a later round confirms it. Anyone may
+    /// appeal. The bond comes back if the final outcome is the one asked for (a slash on availability counts as
+    /// faulty); minus PANEL_BPS (burned) after a no-decision or an appeal for sound that ended UNAVAILABLE;
+    /// otherwise PANEL_BPS of it goes to the deciding round's majority and the rest is burned.
     /// @param dispute The dispute id.
     function appeal(uint256 dispute) external payable {
         Dispute storage d = _requireStatus(dispute, DisputeStatus.Appealable);
         uint64 until = d.decidedAt + APPEAL_WINDOW;
         if (!_before(until)) revert AppealWindowClosed(dispute, until);
         uint256 next = d.round + 1;
-        uint256 bond = TASKS.challengerBondOf(dispute) << next;
+        // INVARIANT: the price of an appeal is the deployment's, not the task's: an owner who sets a huge
+        // challenger bond must not price honest appeals out of reach and keep a captured round (review 12, F2).
+        uint256 bond = TASKS.MIN_CHALLENGER_BOND() << next;
         if (msg.value != bond) revert WrongBond(bond, msg.value);
         // INVARIANT: an appeal arms a round the registry can seat (the deployment keeps 2 x sum(P_r)).
         uint256 seats = panelSizeOf(next);
@@ -1021,8 +1026,8 @@ contract AuditCommittee is IAdjudicator, PullPayments {
     }
 
     /// @dev Appeal bonds, settled against the final outcome: refunded when it is the one asked for (or the
-    /// dispute is moot); minus PANEL_BPS (burned) after a no-decision; otherwise PANEL_BPS joins the deciding
-    /// run's majority's money (returned) and the rest is burned.
+    /// dispute is moot); minus PANEL_BPS (burned) after a no-decision or UNAVAILABLE; otherwise PANEL_BPS joins
+    /// the deciding run's majority's money (returned) and the rest is burned.
     function _settleAppeals(uint256 dispute, Verdict verdict) internal returns (uint256 toPanel) {
         Appeal[] storage appeals = _appeals[dispute];
         for (uint256 i = 0; i < appeals.length; ++i) {
@@ -1031,7 +1036,10 @@ contract AuditCommittee is IAdjudicator, PullPayments {
             uint256 refund = a.bond;
             if (verdict != Verdict.Moot && !_backs(verdict, uint8(a.wanted))) {
                 uint256 part = (a.bond * PANEL_BPS) / _BPS;
-                if (verdict == Verdict.NoDecision) {
+                // An outcome decided on availability, like a no-decision, judged no replay an appeal disputed:
+                // a provider that serves its files until an honest appeal and then withholds them must not
+                // take that appellant's bond (review 12).
+                if (verdict == Verdict.NoDecision || verdict == Verdict.Unavailable) {
                     refund = a.bond - part;
                     _burn(dispute, part);
                 } else {
@@ -1056,8 +1064,10 @@ contract AuditCommittee is IAdjudicator, PullPayments {
         Ballot storage b = _ballots[dispute][i];
         if (b.vote == 0) {
             // INVARIANT: silence loses unless the seat was excused (a flood's L + 1st overlapping seat) or
-            // its auditor became interested in the task (it cannot reveal).
-            bool interested = TASKS.isInterested(d.task, panelist, _runs[dispute][b.run].endBlock);
+            // its auditor became interested in the task before it committed a ballot (it could not commit one).
+            // A committed ballot can always be revealed: withholding it after seeing the others' loses.
+            bool interested = b.commitment == bytes32(0) &&
+                TASKS.isInterested(d.task, panelist, _runs[dispute][b.run].endBlock);
             if (!b.excused && !interested) _penalize(dispute, panelist, a);
             return;
         }

@@ -102,11 +102,13 @@ def _amount(value: str, option: str) -> int:
 
 
 def _appeal_budget(ctx: click.Context, param: click.Parameter, value: str) -> dict[str, int]:
-    """``--appeal-budget``: a multiple of the dispute's challenger bond ("30x") or ETH ("0.5"), as the
+    """``--appeal-budget``: a multiple of the smallest challenger bond ("30x") or ETH ("0.5"), as the
     keyword arguments of ``nodes.appealing.AppealBudget`` (built after the heavy imports)."""
     if value.endswith("x"):
         if not value[:-1].isdigit():
-            raise click.BadParameter(f"{value!r} is not a multiple of the challenger bond (such as 30x)", ctx, param)
+            raise click.BadParameter(
+                f"{value!r} is not a multiple of the smallest challenger bond (such as 30x)", ctx, param
+            )
         return {"multiple": int(value[:-1])}
     return {"wei": _amount(value, "--appeal-budget")}
 
@@ -116,8 +118,8 @@ appeal_budget_option = click.option(
     default="30x",
     callback=_appeal_budget,
     help="The most to put up in appeals on one dispute against rounds its own replay contradicts: a multiple "
-    "of the dispute's challenger bond (30x reaches the round a fifth of sybils capture with odds below one in "
-    "a million) or ETH; 0 never appeals.",
+    "of the smallest challenger bond, the unit of appeal bonds (30x reaches the round a fifth of sybils "
+    "capture with odds below one in a million) or ETH; 0 never appeals.",
 )
 
 

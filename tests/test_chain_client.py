@@ -18,7 +18,7 @@ from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.deploy import create_address
-from ovig_node.chain.errors import RpcUnavailable
+from ovig_node.chain.errors import NotMined, RpcUnavailable
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import connect, send
@@ -121,6 +121,30 @@ def test_a_transaction_signed_before_a_crash_is_rebroadcast_not_resigned(w3: Web
     assert tasks.functions.taskCount().call() == 1
     assert restarted.journal.get("post:crash").status == "mined"  # type: ignore[union-attr]
     assert restarted.resume() == []
+
+
+def test_submitted_transactions_are_mined_together_and_awaited_by_their_keys(
+    w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 12 of v3: a trainer that awaited each requested opening before sending the next could be outrun by a
+    burst of requests. Submitted ones take consecutive nonces and go into one block; a transact with the key
+    awaits it, without a second transaction. A wait that runs out is NotMined, which a node retries (a
+    TimeoutError: transient), never a refusal that gives a seat up."""
+    node = client(w3, tmp_path)
+    w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
+    try:
+        for i in (1, 2):
+            node.submit(f"post:{i}", post(tasks, now(w3) + 86_400), value=10**18)
+        node.receipt_timeout = 0.5
+        with pytest.raises(NotMined, match="not mined within 0 s") as caught:
+            node.transact("post:1", post(tasks, now(w3) + 86_400), value=10**18)
+        assert isinstance(caught.value, TimeoutError)
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+    finally:
+        w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
+    first, second = (node.transact(f"post:{i}", post(tasks, now(w3) + 86_400), value=10**18) for i in (1, 2))
+    assert first["blockNumber"] == second["blockNumber"] and tasks.functions.taskCount().call() == 2
+    assert receipt_nonce(w3, second) == receipt_nonce(w3, first) + 1
 
 
 def test_a_revert_at_estimation_is_the_decoded_custom_error(w3: Web3, tasks: Any, tmp_path: Path) -> None:

@@ -177,10 +177,10 @@ def _garbage(data: bytes) -> bytes:
 @pytest.mark.parametrize(
     ("which", "damage", "reason"),
     [
-        (K, _truncated, "corrupt"),
-        (K - 1, _truncated, "corrupt"),
-        (K, _huge_header, "corrupt"),
-        (K - 1, _garbage, "corrupt"),
+        (K, _truncated, "wrong_structure"),
+        (K - 1, _truncated, "wrong_structure"),
+        (K, _huge_header, "wrong_structure"),
+        (K - 1, _garbage, "wrong_structure"),
         (K - 1, _outside_sections, "wrong_structure"),
     ],
     ids=["truncated_end", "truncated_start", "header_length_past_the_file", "garbage_start", "tensor_outside"],
@@ -194,6 +194,10 @@ def test_unreadable_files_are_faulty(
     damage: Callable[[bytes], bytes],
     reason: str,
 ) -> None:
+    """Files as the node judges them: obtained, their bytes the committed ones (fetching checked the digests), but no
+    safetensors file the spec's layout holds: the provider's fault, faulty like any structural one. Review 12 of v3:
+    they were "corrupt", which counts as not obtained, so a provider that committed the digest of garbage had honest
+    panels answer unavailable."""
     folder = evidence_folder(vision_claims, tmp_path)
     path = evidence_path(folder, which)
     path.write_bytes(damage(path.read_bytes()))

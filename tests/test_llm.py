@@ -330,6 +330,9 @@ def test_a_bad_jsonl_line_stops_spec_new_in_one_line(tmp_path: Path) -> None:
         {"model_type": "clip"},  # not a causal LM
         {"model_type": "clip", "auto_map": {"AutoModelForCausalLM": "evil/repo--m.C"}},
         "not json",
+        # Review 12 of v3: 200,000 tiny layers fit the evidence cap and took every node half an hour to lay out
+        {"num_hidden_layers": 513},
+        {"num_hidden_layers": "2"},
     ],
 )
 def test_an_architecture_no_node_builds_is_refused(task: PreparedTask, change: Any) -> None:

@@ -12,6 +12,8 @@ import pytest
 
 from ovig_node.nodes.fetching import TaskRefused, check_declared_replay
 from ovig_node.nodes.owner import PostingError, Terms, declared_replay_seconds
+from ovig_node.nodes.trainer import check_deadline, second_profile
+from ovig_node.training.execution import get_profile
 
 TERMS = Terms(
     reward=1, provider_bond=1, challenger_bond=1, opening_window=1, challenge_window=1, reveal_window=1, deadline_in=1
@@ -54,3 +56,26 @@ def test_a_node_refuses_a_task_declaring_replays_faster_than_its_boundary_measur
 
 def test_a_node_accepts_a_declaration_that_covers_its_boundary() -> None:
     check_declared_replay(7, 15, 15.0)  # no exception: equal is enough
+
+
+def test_a_trainer_refuses_a_deadline_its_run_cannot_meet() -> None:
+    """Review 12 of v3: a deadline shorter than the run let the owner abandon an honest provider's task and take
+    its bond. Ten intervals at 4 s need 60 s with the safety factor."""
+    check_deadline(7, 60, 10, 4.0)  # no exception: just enough
+    with pytest.raises(TaskRefused, match=r"task 7: its commit deadline is 59s away; 10 intervals .* need 60s"):
+        check_deadline(7, 59, 10, 4.0)
+
+
+@pytest.mark.parametrize(
+    ("own", "named", "second"),
+    [
+        ("micro4", ["reference", "micro3"], "reference"),  # the boundary's first honest profile
+        ("reference", ["reference", "ddp2", "micro3"], "micro3"),  # never its own, never a data-parallel one
+        ("micro4", ["someone-elses"], "reference"),  # none it knows: a fixed one
+        ("reference", [], "threads2"),
+    ],
+)
+def test_a_boundary_preflight_replays_under_a_second_profile(own: str, named: list[str], second: str) -> None:
+    """Review 12 of v3: the trainer's own profile reproduces its claim whatever the bounds, so a boundary too narrow
+    for any other machine (every bound 0) passed its preflight and the auditors' replays slashed it."""
+    assert second_profile(get_profile(own), named).name == second

@@ -31,14 +31,20 @@ interface IDisputedTasks {
 
     /// @notice Whether `account` has a stake in how the task's disputes end: its owner, its provider, or a
     /// challenger (or requester) whose first commit on it came at or before `blockNumber`. Never on a panel
-    /// armed then; a panelist interested by the time it reveals cannot reveal.
+    /// armed then; a panelist interested before it commits a ballot cannot commit one.
     /// @param task The task id.
     /// @param account The account.
     /// @param blockNumber A round's arm block.
     /// @return True to keep `account` off the round's panel.
     function isInterested(uint256 task, address account, uint256 blockNumber) external view returns (bool);
 
-    /// @notice The challenger bond of the dispute's task: an appeal to round r costs it times 2^r.
+    /// @notice The smallest challenger bond a task may ask for: an appeal to round r costs it times 2^r.
+    /// @return The bond, in wei.
+    // solhint-disable-next-line func-name-mixedcase
+    function MIN_CHALLENGER_BOND() external view returns (uint256);
+
+    /// @notice The challenger bond of the dispute's task: a round's charge after a no-decision is PANEL_BPS of
+    /// it times 2^round.
     /// @param dispute The dispute id.
     /// @return The bond, in wei.
     function challengerBondOf(uint256 dispute) external view returns (uint256);

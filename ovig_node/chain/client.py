@@ -28,7 +28,7 @@ from web3.exceptions import (
 )
 from web3.types import BlockIdentifier, TxParams, TxReceipt
 
-from ovig_node.chain.errors import ChainError, RpcUnavailable
+from ovig_node.chain.errors import ChainError, NotMined, RpcUnavailable
 from ovig_node.chain.journal import JournalEntry, TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import GAS_HEADROOM, fees
@@ -76,6 +76,21 @@ class ChainClient:
         if entry is None:
             entry = self._sign_and_record(key, fn, value)
         return self._complete(entry, fn.fn_name)
+
+    def submit(self, key: str, fn: ContractFunction, *, value: int = 0) -> None:
+        """Sign and broadcast ``fn`` under ``key`` without waiting for it to be mined; a later ``transact`` with the
+        same key waits for it (and raises its revert). Several submitted in a row take consecutive nonces and are
+        mined together: a node with many transactions due before one deadline waits for one block, not one each."""
+        if self.account is None:
+            raise ChainError(f"{fn.fn_name}: this command only reads the chain; it has no account to sign with")
+        entry = self.journal.get(key)
+        if entry is not None and entry.status == "reverted":
+            self.journal.forget(key)
+            entry = None
+        if entry is None:
+            entry = self._sign_and_record(key, fn, value)
+        if entry.status == "sent" and self._receipt(entry.tx_hash) is None:
+            self._broadcast(entry)
 
     def resume(self) -> list[TxReceipt]:
         """Complete every journaled transaction still marked sent (call once at start-up); returns their
@@ -154,7 +169,7 @@ class ChainClient:
                 lambda: self.w3.eth.wait_for_transaction_receipt(HexBytes(tx_hash), timeout=self.receipt_timeout)
             )
         except TimeExhausted:
-            raise ChainError(f"transaction {tx_hash} not mined within {self.receipt_timeout:.0f} s") from None
+            raise NotMined(f"transaction {tx_hash} not mined within {self.receipt_timeout:.0f} s") from None
 
     def _revert_reason(self, entry: JournalEntry, receipt: TxReceipt, what: str) -> ContractReverted:
         """Replays the reverted transaction to read its revert data: on the state after its block (what

@@ -24,6 +24,12 @@ class RpcUnavailable(ChainError, ConnectionError):
         super().__init__(f"RPC endpoint {url} is unavailable: {reason}")
 
 
+class NotMined(ChainError, TimeoutError):
+    """A transaction sent was not mined within the client's wait: a busy chain, not a refusal. Worth another try
+    (its key re-broadcasts the same transaction); a node must never give a seat or a challenge up for it (review 12
+    of v3)."""
+
+
 class IndexBehind(ChainError, RuntimeError):
     """The event index has not reached an event the chain's state implies: try again after a poll."""
 

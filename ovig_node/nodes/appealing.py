@@ -1,15 +1,18 @@
 """Appeals a node puts up against a decided round (protocol 4.2), and the budget that bounds them.
 
-An appeal of round r costs ``challengerBond x 2^(r + 1)`` and arms the next, larger round; the bond comes back
-whole when the final outcome is the one asked for. So an honest party that appeals a round its own replay
-contradicts risks its bond only to a round captured again, and the odds of capture fall with each round: with a
-fifth of the registry sybils, the deploy's fifth round (63 seats) is captured with odds below one in a million,
-and the appeals that reach it are 2 + 4 + 8 + 16 challenger bonds (``bench/results/committee_odds.json``). Nobody
-else appeals for a watcher: one that never appealed let a captured first round pay a faulty interval and took
-half its bond to the provider (review 7 of v3, F4). Hence the default budget: up to 30 challenger bonds in all on
-one dispute, whatever the task's challenger bond is. The budget bounds what a node whose own replay is wrong (or
-a watcher that could not obtain the files, looked for them again in the appeal window, and still could not, while
-they were served to the panels) can lose on one dispute: all of it, at worst.
+An appeal of round r costs ``MIN_CHALLENGER_BOND x 2^(r + 1)`` (the deployment's smallest challenger bond, never the
+task's: an owner that set a huge challenger bond priced honest appeals out of reach and kept a captured round,
+review 12 of v3, F2) and arms the next, larger round; the bond comes back whole when the final outcome is the one
+asked for. So an honest party that appeals a round its own replay contradicts risks its bond only to a round
+captured again, and the odds of capture fall with each round: with a fifth of the registry sybils, the deploy's
+fifth round (63 seats) is captured with odds below one in a million, and the appeals that reach it are
+2 + 4 + 8 + 16 smallest challenger bonds (``bench/results/committee_odds.json``). Nobody else appeals for a
+watcher: one that never appealed let a captured first round pay a faulty interval and took half its bond to the
+provider (review 7 of v3, F4). Hence the default budget: up to 30 smallest challenger bonds in all on one
+dispute. The budget bounds what a node whose own replay is wrong (or a watcher that could not obtain the files,
+looked for them again in the appeal window, and still could not, while they were served to the panels) can lose
+on one dispute: all of it, at worst. An appeal never spends the gas money its seats need (``GAS_RESERVE``): a node
+that appealed itself dry would go silent on its other seats and lose their penalties.
 """
 
 from __future__ import annotations
@@ -24,24 +27,26 @@ from ovig_node.nodes.node_state import NodeState
 
 @dataclass(frozen=True)
 class AppealBudget:
-    """The most a node puts up in appeals on one dispute, in all: ``multiple`` times its challenger bond, or
-    ``wei``."""
+    """The most a node puts up in appeals on one dispute, in all: ``multiple`` times the deployment's smallest
+    challenger bond (the unit of an appeal bond), or ``wei``."""
 
     multiple: int | None = None
     wei: int | None = None
 
-    def allows(self, bond: int, challenger_bond: int, spent: int = 0) -> bool:
-        """Whether one more appeal bond ``bond`` fits, with ``spent`` put up on the dispute already."""
-        limit = self.wei if self.wei is not None else (self.multiple or 0) * challenger_bond
+    def allows(self, bond: int, unit: int, spent: int = 0) -> bool:
+        """Whether one more appeal bond ``bond`` fits, with ``spent`` put up on the dispute already (``unit``: the
+        smallest challenger bond)."""
+        limit = self.wei if self.wei is not None else (self.multiple or 0) * unit
         return bond > 0 and spent + bond <= limit
 
     def __str__(self) -> str:
         if self.multiple is not None:
-            return f"{self.multiple}x the challenger bond"
+            return f"{self.multiple}x the smallest challenger bond"
         return f"{(self.wei or 0) / 1e18:g} ETH"
 
 
 DEFAULT_APPEAL_BUDGET = AppealBudget(multiple=30)
+GAS_RESERVE = 10**16  # wei an appeal leaves in the account for the node's own transactions: 0.01 ETH
 
 
 def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, budget: AppealBudget, why: str) -> None:
@@ -54,14 +59,22 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
     d = ctx.protocol.dispute(dispute)
     if d.status != DisputeStatus.APPEALABLE or d.round != round_:
         return
-    challenger_bond = int(ctx.protocol.tasks.functions.challengerBondOf(dispute).call())
-    bond = challenger_bond << (round_ + 1)
-    spent = sum(challenger_bond << (int(r) + 1) for d_, r in (a.split(":") for a in appealed) if int(d_) == dispute)
-    if not budget.allows(bond, challenger_bond, spent):
+    unit = int(ctx.protocol.tasks.functions.MIN_CHALLENGER_BOND().call())
+    bond = unit << (round_ + 1)
+    spent = sum(unit << (int(r) + 1) for d_, r in (a.split(":") for a in appealed) if int(d_) == dispute)
+    if not budget.allows(bond, unit, spent):
         ctx.say(
             f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH, with "
             f"{spent / 1e18:g} ETH put up on it already, is over its budget ({budget} a dispute)",
             style="yellow",
+        )
+        return
+    balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
+    if balance < bond + GAS_RESERVE:
+        ctx.say(
+            f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH would leave less than "
+            f"{GAS_RESERVE / 1e18:g} ETH for its own transactions (it holds {balance / 1e18:g} ETH): not appealed",
+            style="bold red",
         )
         return
     state.set("appeals", [*appealed, key])

@@ -30,12 +30,13 @@ interrupted); a seat with less than its declared replay time left abstains witho
 replay waits for the worker (the declared time is the slowest honest replay: a seat alone still tries).
 
 Every evidence file it fetched it pins on its own IPFS node, so the other panelists can fetch it from there
-too. A panelist that has become interested in the task (it challenged it since it was drawn) does not reveal:
-the contract would refuse it, and its silent seat costs it nothing. When a sound or faulty round it sat in is
+too. A panelist that has become interested in the task (it challenged it since it was drawn) commits nothing more:
+the contract would refuse it; an abstention it committed before is revealed (a committed ballot always is, and
+counts), and a seat with none costs it nothing. When a sound or faulty round it sat in is
 decided against its own replay, it appeals for the other outcome if the appeal bond is within its
-``appeal_budget`` (:mod:`ovig_node.nodes.appealing`; by default up to 30 challenger bonds a dispute). It withdraws what
-its seats and appeals earn. Each seat is served on its own (:mod:`ovig_node.nodes.isolation`): a dispute whose
-files make anything raise is logged once and retried or left alone, and later seats are still served.
+``appeal_budget`` (:mod:`ovig_node.nodes.appealing`; by default up to 30 smallest challenger bonds a dispute). It
+withdraws what its seats and appeals earn. Each seat is served on its own (:mod:`ovig_node.nodes.isolation`): a
+dispute whose files make anything raise is logged once and retried or left alone, and later seats are still served.
 """
 
 from __future__ import annotations
@@ -250,6 +251,11 @@ class AuditorNode(ReplayingNode):
         now = self.ctx.now()
         committee = self.ctx.protocol.committee
         if now < commit_end:
+            if self._interested(int(d.task)):
+                # The contract refuses a commit from a panelist with a stake in the task: an abstention it committed
+                # before stands, and is revealed (a committed ballot always is: withholding one loses).
+                self._recuse(dispute, key, committed=key in votes)
+                return
             if key not in votes:
                 # A provisional abstention, committed at once and replaced by its verdict when it has one: a
                 # verdict that comes in the window's last seconds, when an attacker may fill the blocks, never
@@ -274,15 +280,6 @@ class AuditorNode(ReplayingNode):
         mine = votes.get(key)
         if mine is None or seat.commitment == b"\x00" * 32 or seat.vote != 0 or now >= reveal_end:
             return
-        if self._interested(int(d.task)):
-            if key not in self.state.get("recused", []):
-                self.state.set("recused", [*self.state.get("recused", []), key])
-                self.ctx.say(
-                    f"dispute {dispute}: it challenged the task since it was drawn: it does not "
-                    "reveal (its seat costs it nothing)",
-                    style="yellow",
-                )
-            return
         # The ballot the chain holds: its verdict, or the abstention a replacement did not get in before the window
         # closed.
         held = next(
@@ -304,6 +301,16 @@ class AuditorNode(ReplayingNode):
             self.ctx.say(f"dispute {dispute}: revealed its ballot: {Vote(held['vote']).name.lower()} ({reason})")
         except ContractReverted as exc:
             self.ctx.say(f"dispute {dispute}: ballot refused: {exc}", style="yellow")
+
+    def _recuse(self, dispute: int, key: str, *, committed: bool) -> None:
+        """Says once that it commits no ballot on a task it has taken a stake in (its watcher challenged it)."""
+        if key in self.state.get("recused", []):
+            return
+        self.state.set("recused", [*self.state.get("recused", []), key])
+        then = "it reveals the abstention it committed" if committed else "its silent seat costs it nothing"
+        self.ctx.say(
+            f"dispute {dispute}: it challenged the task since it was drawn: no ballot now; {then}", style="yellow"
+        )
 
     def _verdict(self, key: str, dispute: int, d: Any) -> Ballot | None:
         """Its ballot (None while its replay runs); at its deadline an abstention, whatever failed."""

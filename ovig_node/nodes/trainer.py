@@ -42,12 +42,17 @@ from ovig_node.storage.unixfs import cid_of_bytes
 from ovig_node.training import distributed
 from ovig_node.training.evidence import read_evidence, read_statistics
 from ovig_node.training.exact import LogError, LogTooLong, decode_log
-from ovig_node.training.execution import get_profile, one_process
+from ovig_node.training.execution import PROFILES, ExecutionProfile, get_profile, one_process
 from ovig_node.training.loop import StepInfo, TrainRun, evidence_path, train
 from ovig_node.verify.exact import numerics_problem
 from ovig_node.verify.report import verify_interval
 
 ENDED = (TaskStatus.FINALIZED, TaskStatus.SLASHED, TaskStatus.ABANDONED, TaskStatus.CANCELLED)
+# The commit deadline must leave this many times the run's training time (interval 0's, timed in the preflight,
+# times the intervals): the commits, seed draws and openings between batches take time of their own.
+DEADLINE_SAFETY = 1.5
+# The second profile of a boundary-mode preflight when the boundary names no other known one.
+FALLBACK_PROFILES = ("reference", "threads2")
 
 
 class TrainerStopped(OvigError, RuntimeError):
@@ -180,6 +185,12 @@ class TrainerNode:
         # a watcher replays in one process, whatever the provider's world size; in exact mode under a second
         # profile too (its own reproduces its claim whatever the thresholds: another one tests them)
         replayers = [one_process(get_profile(self.profile_name))]
+        if numerics is None and fetched.boundary is not None:
+            # and under another profile, one the boundary says honest replays ran under where it names one: its
+            # own profile reproduces its claim whatever the bounds, so an owner's boundary too narrow for any other
+            # machine's drift (every bound 0) would pass, and the auditors' replays slash the honest provider
+            # (review 12 of v3)
+            replayers.append(second_profile(replayers[0], fetched.boundary.profiles))
         if numerics is not None:
             replayers.append(get_profile("micro2" if replayers[0].name == "micro3" else "micro3"))
             try:
@@ -223,6 +234,8 @@ class TrainerNode:
                 f"task {self.task}: windows too short for this machine (replay {replay:.1f}s, "
                 f"interval {train_seconds:.1f}s, windows {windows})"
             )
+        left = int(fetched.terms.deadline) - int(self.ctx.now())
+        check_deadline(self.task, left, fetched.prepared.spec.layout.intervals, train_seconds)
         if fetched.terms.replaySeconds < slowest:
             declared = fetched.terms.replaySeconds
             raise TaskRefused(
@@ -344,26 +357,40 @@ class TrainerNode:
 
     def _open_requested(self) -> None:
         """Open every interval a watcher requested (an unopened request slashes the task as an unopened batch
-        would), each with an opening manifest of its own."""
+        would), each with an opening manifest of its own: earliest deadline first, every opening sent before any is
+        awaited, so a burst of requests costs one block's wait, not one each (review 12 of v3: sybils requesting in
+        one block could outrun an opening window one confirmation at a time)."""
         tasks = self.ctx.protocol.tasks
         self.ctx.scanner.poll()
         requested = self.ctx.scanner.events("OpeningRequested", task=self.task)
         now = self.ctx.now() if requested else 0  # no chain read on the common pass, with nothing requested
+        due = []
         for event in requested:
             k = int(event.args["k"])
             r = self.ctx.protocol.view(tasks, "getRequest", self.task, k)
             if r.status != RequestStatus.PENDING or now >= int(r.openBy):
                 continue  # opened, or too late: the request slashes the task, and nothing here changes that
+            due.append((int(r.openBy), k, event.args["requester"]))
+        sent = []
+        for _, k, requester in sorted(due):
             files = self._pin_files([k])
             manifest = {"version": 1, "task": self.task, "requested": k, "files": files}
             cid = self.ctx.ipfs.add_bytes(json.dumps(manifest, sort_keys=True).encode(), name="opening.json").cid
             fn = tasks.functions.openRequested(self.task, cid, self._opening(k))
+            key = f"openRequested:{self.task}:{k}"
             try:
-                self.ctx.client.transact(f"openRequested:{self.task}:{k}", fn)
+                self.ctx.client.submit(key, fn)
             except ContractReverted as exc:  # one refused opening must not keep the others (and keeping) back
                 self.ctx.say(f"task {self.task}: opening requested interval {k} was refused: {exc}", style="red")
                 continue
-            self.ctx.say(f"opened interval {k} of task {self.task}, as {event.args['requester'][:10]} requested")
+            sent.append((k, requester, key, fn))
+        for k, requester, key, fn in sent:
+            try:
+                self.ctx.client.transact(key, fn)
+            except ContractReverted as exc:
+                self.ctx.say(f"task {self.task}: opening requested interval {k} was refused: {exc}", style="red")
+                continue
+            self.ctx.say(f"opened interval {k} of task {self.task}, as {requester[:10]} requested")
 
     def _pin_files(self, sampled: list[int]) -> dict[str, str]:
         """Pins E_k and E_{k-1} of every sampled k (and the deliverable once trained): digest -> CID."""
@@ -493,3 +520,25 @@ def _check_log_room(task: int, work: Path, cap: int) -> None:
             f"task {task}: its rounding log may hold {cap} entries an interval, and interval 0 "
             f"alone logged {entries}: later intervals could exceed it"
         )
+
+
+def check_deadline(task: int, left: int, intervals: int, train_seconds: float) -> None:
+    """Refuse a task whose commit deadline, ``left`` seconds away, cannot be met at ``train_seconds`` an interval: the
+    owner would abandon it and take the provider bond (review 12 of v3)."""
+    needed = intervals * train_seconds * DEADLINE_SAFETY
+    if left < needed:
+        raise TaskRefused(
+            f"task {task}: its commit deadline is {left}s away; {intervals} intervals at this machine's "
+            f"{train_seconds:.1f}s each need {needed:.0f}s (x{DEADLINE_SAFETY:g} for the commits and openings "
+            "between them)"
+        )
+
+
+def second_profile(own: ExecutionProfile, named: list[str]) -> ExecutionProfile:
+    """A one-process profile on ``own``'s device other than ``own`` for the preflight's second replay: the first of
+    the boundary's ``named`` ones this node knows, else a fixed one."""
+    for name in [*named, *FALLBACK_PROFILES, "cuda", "cuda-tf32"]:
+        profile = PROFILES.get(name)
+        if profile is not None and name != own.name and profile.world_size == 1 and profile.device == own.device:
+            return profile
+    raise TaskRefused(f"no second {own.device} profile to replay the preflight under")

@@ -12,10 +12,16 @@ exists is complete.
 
 Errors say which verdict reason they are (protocol section 5):
 
-    EvidenceError (ValueError)          reason "corrupt": unreadable, not safetensors, wrong digest
+    EvidenceError (ValueError)          reason "corrupt": unreadable (I/O), wrong digest
     ├── EvidenceMissing                 reason "missing": no such file
     ├── EvidenceOversized               reason "oversized": larger than the spec's evidence can be
-    └── EvidenceMisnamed                reason "wrong_structure": a tensor outside model/ optim/ probe/ stats/ rounding/
+    ├── EvidenceMisnamed                reason "wrong_structure": a tensor outside model/ optim/ probe/ stats/ rounding/
+    └── EvidenceUnreadable              reason "wrong_structure": bytes that are not a safetensors file
+
+A file whose bytes are the committed ones but are no safetensors file is the provider's fault, judged like any
+other structural fault (faulty), never "corrupt" (not obtained): a provider that committed the digest of garbage
+and served it would otherwise have honest panels answer `unavailable` (review 12 of v3). Running out of memory
+while loading one is the judge's own problem: MemoryError, never a verdict.
 """
 
 from __future__ import annotations
@@ -62,6 +68,10 @@ class EvidenceMisnamed(EvidenceError):
     reason = "wrong_structure"
 
 
+class EvidenceUnreadable(EvidenceError):
+    reason = "wrong_structure"
+
+
 @dataclass(frozen=True)
 class Evidence:
     model: dict[str, torch.Tensor]  # parameter or buffer name -> tensor
@@ -84,8 +94,16 @@ class Evidence:
         try:
             tensors = load_safetensors(data)
             metadata = _metadata(data)
+        except MemoryError:
+            raise
         except Exception as exc:  # safetensors raises its own error types for any malformed header
-            raise EvidenceError(f"{label} is not a readable safetensors file: {exc}") from None
+            raise EvidenceUnreadable(f"{label} is not a readable safetensors file: {exc}") from None
+        except BaseException as exc:
+            # safetensors' Rust side panics (pyo3's PanicException, a BaseException) when an allocation fails:
+            # this machine's memory, not the file's fault, and it must not take the node down
+            if type(exc).__name__ == "PanicException":
+                raise MemoryError(f"{label}: loading it failed in safetensors: {exc}") from None
+            raise
         sections: dict[str, dict[str, torch.Tensor]] = {s: {} for s in ALL_SECTIONS}
         for key, tensor in tensors.items():
             section, _, name = key.partition("/")

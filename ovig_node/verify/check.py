@@ -14,9 +14,10 @@ naming the exact check that failed:
     reason           cause
     within_bounds    -
     out_of_bounds    - (a bound exceeded, NaN included), non_finite (a start holding NaN or infinity)
-    wrong_structure  wrong_names, wrong_shape, wrong_dtype, wrong_metadata, wrong_counter
+    wrong_structure  wrong_names, wrong_shape, wrong_dtype, wrong_metadata, wrong_counter; its committed bytes are
+                     no safetensors file
     missing          the file is not there (cannot be fetched)
-    corrupt          not its digest, or not a readable safetensors file (truncated, garbage)
+    corrupt          not its digest (truncated, swapped), or unreadable from disk
     oversized        larger than the spec's evidence can be: not read further
 """
 

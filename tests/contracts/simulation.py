@@ -127,6 +127,7 @@ from helpers import (
     ELIGIBLE_STAKE,
     FAULTY,
     MAX_REQUESTS_PER_BATCH,
+    MIN_BONDS,
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
@@ -895,7 +896,7 @@ class World:
             if role:
                 self.late(self.plans[x.task], f"{role}'s appeal")
             return
-        bond = self.plans[x.task].challenger_bond << (x.round + 1)
+        bond = MIN_BONDS[1] << (x.round + 1)  # the deployment's smallest challenger bond (review 12, F2)
         if self.send(who, self.committee, "appeal", d, value=bond, honest=role).ok:
             self.stats["appeals by honest" if role else "appeals by adversaries"] += 1
 
@@ -1334,6 +1335,7 @@ class Auditors(Agent):
         self.sybils = set(cast.sybils)
         self.registered = set(cast.sybils[:MAX_SYBILS])  # as the base state has them
         self.leaving: set[str] = set()
+        self.recused: set[tuple[int, int, str]] = set()
         world.on("PanelDrawn", self.panel_drawn)
         world.on("RoundDecided", self.round_decided)
         for name in ("DisputeOpened", "Appealed", "PanelRearmed", "RoundFailed"):
@@ -1371,9 +1373,13 @@ class Auditors(Agent):
             if role:
                 self.w.late(self.w.plans[dispute.task], f"auditor's {fn}")
             return
-        if fn == "revealVote" and panelist == self.w.cast.watcher and self.interested(dispute.task, panelist):
+        if (d, run, panelist) in self.recused:
+            return  # it committed no ballot: nothing to reveal
+        if fn == "commitVote" and panelist == self.w.cast.watcher and self.interested(dispute.task, panelist):
             self.w.stats["a panelist recused: it took an interest in the task after its draw"] += 1
-            return  # it challenged the task since its draw: the shipped node recuses (InterestedPanelist)
+            self.recused.add((d, run, panelist))
+            return  # it challenged the task since its draw: the shipped node commits nothing (InterestedPanelist)
+        # One that committed and then took an interest reveals its ballot, which counts (review 12, F1).
         self.w.send(panelist, self.w.committee, fn, d, *args, honest=role)
 
     def interested(self, task: int, who: str) -> bool:

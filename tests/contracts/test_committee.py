@@ -20,6 +20,7 @@ from helpers import (
     DEFAULTS,
     ELIGIBLE_STAKE,
     FAULTY,
+    MIN_BONDS,
     MOOT,
     NO_DECISION,
     OUT_OF_BOUNDS,
@@ -51,6 +52,7 @@ COMMIT_WINDOW, REVEAL_WINDOW = COMMITTEE["commitWindow"], COMMITTEE["revealWindo
 MAX_DRAW_DELAY, STARVATION = COMMITTEE["maxDrawDelay"], COMMITTEE["starvationTimeout"]
 APPEAL_WINDOW = COMMITTEE["appealWindow"]
 REWARD, BOND, CBOND = DEFAULTS["reward"], DEFAULTS["providerBond"], DEFAULTS["challengerBond"]
+ABOND = MIN_BONDS[1]  # the unit of an appeal bond: the smallest challenger bond (review 12)
 SALT, OTHER_SALT = b"\x5e" * 32, b"\x01" * 32  # SALT: the `vote` fixture's
 # Disputes need one opened batch, not the default three: one batch of four intervals, all of them sampled.
 SMALL = {"totalSteps": 400, "intervalsPerBatch": 4, "sampleBps": 10_000}
@@ -474,7 +476,7 @@ def test_seats_held_elsewhere_do_not_matter(
     assert [committee.getAuditor(a).openSeats for a in auditors[:3]] == [2, 2, 2]
 
 
-def test_an_auditor_may_challenge_a_task_it_judges_and_then_cannot_reveal_on_it(
+def test_an_auditor_may_challenge_a_task_it_judges_and_then_cannot_commit_on_it(
     committee: Any,
     tasks: Any,
     chain: Any,
@@ -484,15 +486,14 @@ def test_an_auditor_may_challenge_a_task_it_judges_and_then_cannot_reveal_on_it(
     opened_task: Any,
     challenge: Any,
     watcher: Any,
-    vote: Any,
     draw_panel: Any,
-    signer: Any,
 ) -> None:
     """v3 (attack 3: a junk dispute kept an auditor-watcher from challenging a faked interval until its window
     closed): nothing bars an auditor from challenging. One eligible for the armed round that challenges the
-    task before the draw is still drawn (eligibility is as of the arm): it commits its ballot, but being
-    interested it cannot reveal, and its silent seat counts as seated with no vote, neither paid nor
-    penalised. A seated panelist that revealed and then challenges keeps its ballot."""
+    task before the draw is still drawn (eligibility is as of the arm), but being interested it cannot commit a
+    ballot, and its silent seat counts as seated with no vote, neither paid nor penalised. A seated panelist that
+    committed and then challenges reveals its ballot, which counts (review 12: interest taken after the commit
+    excuses nothing)."""
     register(auditors[:3])
     task, _ = opened_task(**SMALL, windows=(3600, 4 * 24 * 3600, 600))  # open through the vote
     k0, k1, k2 = sampled_intervals(tasks, task, 0)[:3]
@@ -504,16 +505,16 @@ def test_an_auditor_may_challenge_a_task_it_judges_and_then_cannot_reveal_on_it(
     panel = draw_panel(dispute)
     assert sorted(panel) == sorted(addresses(auditors[:3]))
     d = committee.getDispute(dispute)
-    for p in panel:
-        committee.commitVote(dispute, vote_commitment(dispute, 0, VALID, SALT, p), sender=signer(p))
-    chain.pending_timestamp = d.drawnAt + COMMIT_WINDOW
     before = snapshot(committee, dispute, *panel)
     with ape.reverts(committee.InterestedPanelist, dispute=dispute, panelist=late.address):
-        committee.revealVote(dispute, VALID, SALT, sender=late)
+        committee.commitVote(dispute, vote_commitment(dispute, 0, VALID, SALT, late.address), sender=late)
     assert snapshot(committee, dispute, *panel) == before
     for p in (voter, other):
-        committee.revealVote(dispute, VALID, SALT, sender=p)
-    commit_challenge(tasks, task, k2, other, salt=b"\x08" * 32)  # seated, its ballot revealed: allowed, kept
+        committee.commitVote(dispute, vote_commitment(dispute, 0, VALID, SALT, p.address), sender=p)
+    commit_challenge(tasks, task, k2, other, salt=b"\x08" * 32)  # seated, its ballot committed: allowed
+    chain.pending_timestamp = d.drawnAt + COMMIT_WINDOW
+    for p in (voter, other):
+        committee.revealVote(dispute, VALID, SALT, sender=p)  # the interested one's ballot is revealed and counts
     chain.pending_timestamp = d.drawnAt + COMMIT_WINDOW + REVEAL_WINDOW
     resolved = settle(committee, dispute, keeper).block_number
     assert emitted(committee.DisputeResolved, resolved, "verdict") == [(VALID,)]  # two of three seats
@@ -1074,7 +1075,7 @@ def test_a_decided_round_stands_once_its_appeal_window_passes_unappealed(
         committee.resolve(dispute, sender=keeper)
     chain.pending_timestamp = tx.timestamp + APPEAL_WINDOW
     with ape.reverts(committee.AppealWindowClosed, dispute=dispute, closedAt=tx.timestamp + APPEAL_WINDOW):
-        committee.appeal(dispute, sender=keeper, value=2 * CBOND)
+        committee.appeal(dispute, sender=keeper, value=2 * ABOND)
     last = committee.resolve(dispute, sender=keeper)
     assert events(last, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 0)]
     assert tasks.getTask(task).status == SLASHED
@@ -1092,29 +1093,29 @@ def test_an_appeal_that_wins_is_refunded_and_the_first_panel_pays_for_its_wrong_
     watcher: Any,
 ) -> None:
     """A lucky sybil majority finds a faulty interval sound; the watcher appeals for faulty with twice the
-    challenger bond; a round of seven, without the first panel, decides faulty; nobody appeals that. The
+    smallest challenger bond; a round of seven, without the first panel, decides faulty; nobody appeals that. The
     appeal bond comes back whole, the first round's sound voters lose PENALTY each (burned), and the
     deciding round's majority shares the panel's part of the provider bond."""
     task, _, dispute, first = drawn(12)
     vote(dispute, dict.fromkeys(first, VALID))
     decided = committee.resolve(dispute, sender=keeper)
-    with ape.reverts(committee.WrongBond, expected=2 * CBOND, sent=CBOND):
-        committee.appeal(dispute, sender=watcher, value=CBOND)
-    tx = committee.appeal(dispute, sender=watcher, value=2 * CBOND)
+    with ape.reverts(committee.WrongBond, expected=2 * ABOND, sent=ABOND):
+        committee.appeal(dispute, sender=watcher, value=ABOND)
+    tx = committee.appeal(dispute, sender=watcher, value=2 * ABOND)
     assert tx.timestamp < decided.timestamp + APPEAL_WINDOW
     assert events(tx, committee.Appealed, "dispute", "round", "appellant", "wanted", "bond") == [
-        (dispute, 1, watcher.address, FAULTY, 2 * CBOND)
+        (dispute, 1, watcher.address, FAULTY, 2 * ABOND)
     ]
     d = committee.getDispute(dispute)
     assert (d.status, d.round, d.run, d.armBlock, d.decided) == (AWAITING_PANEL, 1, 1, tx.block_number, V_NONE)
-    assert committee.heldAppealBonds() == 2 * CBOND
+    assert committee.heldAppealBonds() == 2 * ABOND
     second = draw_panel(dispute)
     assert len(second) == 7 and not set(second) & set(first)
     vote(dispute, dict.fromkeys(second, FAULTY))
     last = settle(committee, dispute, keeper)
     assert events(last, committee.DisputeResolved, "verdict", "round") == [(FAULTY, 1)]
-    assert events(last, committee.AppealSettled, "appellant", "refunded") == [(watcher.address, 2 * CBOND)]
-    assert committee.credits(watcher) == 2 * CBOND and committee.heldAppealBonds() == 0
+    assert events(last, committee.AppealSettled, "appellant", "refunded") == [(watcher.address, 2 * ABOND)]
+    assert committee.credits(watcher) == 2 * ABOND and committee.heldAppealBonds() == 0
     assert sorted(emitted(committee.Penalized, last.block_number, "panelist")) == sorted((p,) for p in first)
     assert [committee.credits(p) for p in second] == [BOND // 10 // 7] * 7
     assert committee.burned() == 3 * PENALTY + BOND // 10 - 7 * (BOND // 10 // 7)
@@ -1140,7 +1141,7 @@ def test_an_appealed_verdict_no_later_round_confirms_ends_with_no_decision(
     task, k, dispute, first = drawn(30)
     vote(dispute, dict.fromkeys(first, FAULTY))
     committee.resolve(dispute, sender=keeper)
-    committee.appeal(dispute, sender=provider, value=2 * CBOND)
+    committee.appeal(dispute, sender=provider, value=2 * ABOND)
     second = draw_panel(dispute)
     vote(dispute, {**dict.fromkeys(second[:3], VALID), **dict.fromkeys(second[3:6], FAULTY)})
     committee.resolve(dispute, sender=keeper)
@@ -1148,12 +1149,12 @@ def test_an_appealed_verdict_no_later_round_confirms_ends_with_no_decision(
     vote(dispute, {**dict.fromkeys(third[:7], VALID), **dict.fromkeys(third[7:14], FAULTY)})
     last = settle(committee, dispute, keeper)
     assert events(last, committee.DisputeResolved, "verdict", "round") == [(NO_DECISION, 2)]
-    to_panel = 2 * CBOND * COMMITTEE["panelBps"] // 10_000
-    assert events(last, committee.AppealSettled, "appellant", "refunded") == [(provider.address, 2 * CBOND - to_panel)]
+    to_panel = 2 * ABOND * COMMITTEE["panelBps"] // 10_000
+    assert events(last, committee.AppealSettled, "appellant", "refunded") == [(provider.address, 2 * ABOND - to_panel)]
     silent = {second[6], third[14]}
     assert sorted(emitted(committee.Penalized, last.block_number, "panelist")) == sorted((p,) for p in silent)
     assert [committee.credits(p) for p in first + second + third] == [0] * 25
-    assert committee.credits(provider) == 2 * CBOND - to_panel
+    assert committee.credits(provider) == 2 * ABOND - to_panel
     assert tasks.getTask(task).status == COMMITTED
     commitment = challenge_commitment(task, k, OUT_OF_BOUNDS, b"\x07" * 32, watcher.address)
     tasks.claimBond(task, watcher.address, commitment, sender=keeper)
@@ -1167,4 +1168,4 @@ def test_an_appeal_needs_the_next_round_s_panel_of_auditors(
     vote(dispute, dict.fromkeys(panel, VALID))
     committee.resolve(dispute, sender=keeper)
     with ape.reverts(committee.TooFewAuditors, needed=7, registered=6):
-        committee.appeal(dispute, sender=watcher, value=2 * CBOND)
+        committee.appeal(dispute, sender=watcher, value=2 * ABOND)

@@ -46,11 +46,13 @@ from helpers import (
     reveal,
     sampled_intervals,
     settle_seats,
+    vote_commitment,
 )
 
 pytestmark = pytest.mark.usefixtures("balance_invariant")
 
 CBOND, BOND = DEFAULTS["challengerBond"], DEFAULTS["providerBond"]
+ABOND = MIN_BONDS[1]  # the unit of an appeal bond: the smallest challenger bond (review 12)
 APPEAL_WINDOW, STARVATION = COMMITTEE["appealWindow"], COMMITTEE["starvationTimeout"]
 SMALL = {"totalSteps": 400, "intervalsPerBatch": 4, "sampleBps": 10_000}
 
@@ -232,7 +234,7 @@ def test_the_reverse_flip_and_selective_serving_drain_no_honest_auditor(
         play(dispute, lambda p: VALID)  # served: sound
         d = committee.getDispute(dispute)
         assert d.decided == VALID
-        committee.appeal(dispute, sender=owner, value=CBOND << (round_ + 1))  # "for faulty"
+        committee.appeal(dispute, sender=owner, value=ABOND << (round_ + 1))  # "for faulty"
     served: set[str] = set()
 
     def selective(panelist: str) -> int:  # the file reaches seven of the fifteen only
@@ -249,7 +251,7 @@ def test_the_reverse_flip_and_selective_serving_drain_no_honest_auditor(
     assert emitted(committee.Penalized, 0, dispute=dispute) == []
     untouched(committee, honest_auditors)
     # The appeals asked for the slash side and got it: refunded. Eight unavailable ballots share the panel's 10%.
-    assert committee.credits(owner) == 2 * CBOND + 4 * CBOND
+    assert committee.credits(owner) == 2 * ABOND + 4 * ABOND
     unavailable = [p for p in committee.panelOf(dispute) if p not in served]
     assert [committee.credits(p) for p in unavailable] == [BOND * SHARES[1] // 10_000 // 8] * 8
 
@@ -299,7 +301,7 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
     flood = [a for a in auditors[:10] if a.address not in seated][:4]
     for i, a in enumerate(flood):
         commit_challenge(tasks, task, other, a, salt=bytes([i + 9]) * 32)
-    committee.appeal(dispute, sender=watcher, value=2 * CBOND)
+    committee.appeal(dispute, sender=watcher, value=2 * ABOND)
     starve(committee, dispute, keeper, chain)
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict) == (RESOLVED, NO_DECISION)
@@ -307,7 +309,7 @@ def test_a_flood_that_starves_an_appeal_round_buys_no_verdict(
     assert not iv.sound and tasks.getTask(task).status == COMMITTED  # nobody judged it
     assert tasks.challengeWindowEnd(task, faked) > chain.pending_timestamp  # challengeable again
     # The appeal asked for faulty and no later round confirmed anything: back, less the panel's part (burned).
-    assert committee.credits(watcher) == 2 * CBOND - 2 * CBOND * COMMITTEE["panelBps"] // 10_000
+    assert committee.credits(watcher) == 2 * ABOND - 2 * ABOND * COMMITTEE["panelBps"] // 10_000
     commit_challenge(tasks, task, faked, watcher, salt=b"\x44" * 32)
     assert reveal(tasks, task, faked, watcher, salt=b"\x44" * 32) != 0
 
@@ -396,14 +398,14 @@ def test_a_faulty_round_appealed_into_a_voided_one_costs_the_watcher_nothing(
     _, _, dispute = challenged()
     panel = play(dispute, lambda p: FAULTY)
     assert committee.getDispute(dispute).decided == FAULTY
-    committee.appeal(dispute, sender=provider, value=2 * CBOND)
+    committee.appeal(dispute, sender=provider, value=2 * ABOND)
     for _ in range(committee.MAX_RERUNS() + 1):
         play(dispute, lambda p: ABSTAIN)
     d = committee.getDispute(dispute)
     assert (d.status, d.verdict, d.round) == (RESOLVED, NO_DECISION, 1)
     settle_seats(committee, dispute, keeper)
     assert tasks.getDispute(dispute).refundPerBond == CBOND
-    assert committee.credits(provider) == 2 * CBOND - 2 * CBOND * COMMITTEE["panelBps"] // 10_000
+    assert committee.credits(provider) == 2 * ABOND - 2 * ABOND * COMMITTEE["panelBps"] // 10_000
     assert [committee.credits(p) for p in panel] == [0, 0, 0]
     untouched(committee, auditors[:10])
 
@@ -510,7 +512,7 @@ def test_settlement_pages_through_many_seats_with_bounded_calls(
     dispute = reveal(tasks, task, 5, keeper)
     for round_ in range(2):
         play(dispute, lambda p: FAULTY)
-        committee.appeal(dispute, sender=owner, value=CBOND << (round_ + 1))
+        committee.appeal(dispute, sender=owner, value=ABOND << (round_ + 1))
     play(dispute, lambda p: None)  # voided: drawn again from the same fifteen
     play(dispute, lambda p: FAULTY)
     assert committee.getDispute(dispute).status == RESOLVED and committee.heldForSeats() > 0
@@ -548,7 +550,7 @@ def test_sybils_registered_once_a_dispute_is_under_way_never_sit_on_it(
     for a in late:
         committee.register(sender=a, value=AUDITOR_STAKE)
     chain.mine(COMMITTEE["warmupBlocks"])
-    committee.appeal(dispute, sender=provider, value=2 * CBOND)
+    committee.appeal(dispute, sender=provider, value=2 * ABOND)
     second = play(dispute, lambda p: FAULTY)
     assert len(second) == 7 and not set(second) & {a.address for a in late} and not set(second) & set(first)
 
@@ -578,3 +580,113 @@ def test_a_silent_panelist_cannot_dodge_its_penalty_by_challenging_after_its_run
     commit_challenge(tasks, task, k, lazy, salt=b"\x99" * 32)  # after its run: too late to excuse its silence
     settle_seats(committee, dispute, keeper)
     assert emitted(committee.Penalized, 0, "panelist", dispute=dispute) == [(lazy.address,)]
+
+
+# --- review 12 -------------------------------------------------------------------------------------
+
+
+def test_a_sybil_cannot_buy_its_losing_ballot_out_by_taking_an_interest_after_the_reveals(
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    watcher: Any,
+    opened_task: Any,
+    panel_of_three: list[Any],
+    draw_panel: Any,
+    chain: Any,
+    challenge: Any,
+) -> None:
+    """Review 12, F1 (confirmed on anvil): a sybil panelist commits `sound` on a faulty interval, sees the honest
+    reveals go `faulty`, and only then challenges the task itself (joining the same dispute, its bond refunded on
+    the slash) and keeps its ballot hidden: the settlement excused its silent seat as interested, so a failed
+    capture cost it nothing. Interest now excuses only a seat that never committed a ballot: its stake loses
+    PENALTY, and the honest panelists' stakes are whole."""
+    task, _ = opened_task(**SMALL)
+    k = sampled_intervals(tasks, task, 0)[0]
+    dispute = challenge(task, k, watcher)
+    panel = draw_panel(dispute)
+    by = {a.address: a for a in panel_of_three}
+    sybil, honest = by[panel[0]], [by[p] for p in panel[1:]]
+    d = committee.getDispute(dispute)
+    salt = b"\x5e" * 32
+    committee.commitVote(dispute, vote_commitment(dispute, d.run, VALID, salt, sybil.address), sender=sybil)
+    for h in honest:
+        committee.commitVote(dispute, vote_commitment(dispute, d.run, FAULTY, salt, h.address), sender=h)
+    chain.pending_timestamp = d.drawnAt + committee.COMMIT_WINDOW()
+    for h in honest:
+        committee.revealVote(dispute, FAULTY, salt, sender=h)
+    commit_challenge(tasks, task, k, sybil, salt=b"\x99" * 32)  # interested, after the reveals
+    assert reveal(tasks, task, k, sybil, salt=b"\x99" * 32) == dispute
+    chain.pending_timestamp = d.drawnAt + committee.COMMIT_WINDOW() + committee.REVEAL_WINDOW()
+    committee.resolve(dispute, sender=keeper)
+    chain.pending_timestamp = committee.getDispute(dispute).decidedAt + APPEAL_WINDOW
+    committee.resolve(dispute, sender=keeper)
+    assert committee.getDispute(dispute).verdict == FAULTY and tasks.getTask(task).status == SLASHED
+    settle_seats(committee, dispute, keeper)
+    assert emitted(committee.Penalized, 0, "panelist", dispute=dispute) == [(sybil.address,)]
+    assert committee.getAuditor(sybil).stake == AUDITOR_STAKE - COMMITTEE["penalty"]
+    assert [committee.getAuditor(h).stake for h in honest] == [AUDITOR_STAKE] * 2
+
+
+def test_an_owner_cannot_price_honest_appeals_out_of_reach_with_a_huge_challenger_bond(
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    opened_task: Any,
+    watcher2: Any,
+    honest_auditors: list[Any],
+    draw_panel: Any,
+    vote: Any,
+    chain: Any,
+) -> None:
+    """Review 12, F2 (confirmed on anvil): an attacker owner set its task's challenger bond to 10 ETH, so an appeal
+    of round 0 cost 20 ETH, far past an honest node's budget, and a captured round stood. The appeal is priced from
+    the deployment's smallest challenger bond, whatever the task asks: an honest auditor appeals the captured
+    FAULTY with 2 x MIN_CHALLENGER_BOND and the next round overturns it; the appellant is refunded whole."""
+    big = 10 * 10**18
+    task, _ = opened_task(**SMALL, challengerBond=big)
+    k = sampled_intervals(tasks, task, 0)[0]
+    salt = b"\x42" * 32
+    tasks.commitChallenge(task, challenge_commitment(task, k, 1, salt, watcher2.address), sender=watcher2, value=big)
+    dispute = reveal(tasks, task, k, watcher2, salt=salt)
+    first = draw_panel(dispute)
+    vote(dispute, dict.fromkeys(first, FAULTY))  # a captured round 0: the interval is sound
+    committee.resolve(dispute, sender=keeper)
+    appellant = next(a for a in honest_auditors if a.address not in first)
+    with ape.reverts(committee.WrongBond, expected=2 * ABOND, sent=2 * big):
+        committee.appeal(dispute, sender=appellant, value=2 * big)
+    committee.appeal(dispute, sender=appellant, value=2 * ABOND)
+    second = draw_panel(dispute)
+    vote(dispute, dict.fromkeys(second, VALID))
+    committee.resolve(dispute, sender=keeper)
+    chain.pending_timestamp = committee.getDispute(dispute).decidedAt + APPEAL_WINDOW
+    committee.resolve(dispute, sender=keeper)
+    assert committee.getDispute(dispute).verdict == VALID
+    assert committee.credits(appellant) == 2 * ABOND  # refunded whole (its seats are not settled yet)
+
+
+def test_an_appeal_for_sound_that_the_provider_then_starves_of_its_files_is_refunded_as_a_no_decision(
+    committee: Any,
+    tasks: Any,
+    keeper: Any,
+    all_sampled: Any,
+    provider: Any,
+    honest_auditors: list[Any],
+    play: Any,
+) -> None:
+    """Review 12 (by reading): a provider serves its files while a captured round finds its sound interval faulty,
+    lets an honest auditor appeal for sound, and withholds them from every later round: the final UNAVAILABLE
+    counted as faulty, and the honest appellant lost its bond to a verdict no replay reached. An outcome decided
+    on availability refunds an appeal for sound as a no-decision does, less PANEL_BPS (burned)."""
+    task, _ = all_sampled
+    commit_challenge(tasks, task, 5, provider)
+    dispute = reveal(tasks, task, 5, provider)
+    play(dispute, lambda p: FAULTY)  # captured
+    appellant = honest_auditors[-1]
+    committee.appeal(dispute, sender=appellant, value=2 * ABOND)
+    for _ in range(2):
+        play(dispute, lambda p: BALLOT_UNAVAILABLE)  # withheld: round 1 arms round 2 at no bond, round 2 ends it
+    d = committee.getDispute(dispute)
+    assert (d.status, d.verdict) == (RESOLVED, V_UNAVAILABLE)
+    part = 2 * ABOND * COMMITTEE["panelBps"] // 10_000
+    assert committee.credits(appellant) == 2 * ABOND - part

@@ -139,7 +139,10 @@ class LanguageWorkload(Workload):
         from transformers import BertConfig
 
         bert = BertConfig.from_pretrained(str(model_dir()))
-        bert.num_hidden_layers = int(config["layers"])
+        layers = int(config["layers"])
+        if not 0 < layers <= bert.num_hidden_layers:  # a count, not a clock, bounds the work of a layout (review 12)
+            raise ValueError(f"layers must be 1 .. {bert.num_hidden_layers}, the base's, not {layers}")
+        bert.num_hidden_layers = layers
         bert.hidden_dropout_prob = 0.0
         bert.attention_probs_dropout_prob = 0.0
         return bert

@@ -43,6 +43,10 @@ from ovig_node.training.workloads.base import Dataset, DatasetError, Workload, d
 
 DEFAULT_DATA = "chatterbot-corpus:english"
 TOKENIZER_METADATA = "tokenizer"  # the dataset file's metadata key holding the tokenizer's files
+# Most layers a base may have (the largest open models have about 130): a deterministic bound on the work of
+# building its layout. The keys transformers' configs name the count by.
+MAX_LAYERS = 512
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 # The tiny base: the default's architecture and tokenizer, two narrow layers (about 3.3M parameters, most
 # of them the tied 49,152-token embedding).
 TINY_SHRINK = {
@@ -252,6 +256,13 @@ def _checked_architecture(text: str) -> dict[str, Any]:
     if not isinstance(document, dict) or document.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         raise ModelSourceError("the llm architecture's model_type is not a causal LM transformers ships")
     document = {k: v for k, v in document.items() if k not in _REFUSED_KEYS}
+    for key in LAYER_KEYS:
+        layers = document.get(key, 0)
+        if not isinstance(layers, int) or isinstance(layers, bool) or not 0 <= layers <= MAX_LAYERS:
+            # Building even on the meta device takes time per layer and the layout is built before any deadline
+            # applies: a spec of 200,000 tiny layers (under the evidence cap) held every auditor's prefetch for
+            # half an hour (review 12 of v3). A count, not a clock, so every node refuses alike.
+            raise ModelSourceError(f"the llm architecture's {key} must be an integer 0 .. {MAX_LAYERS}, not {layers!r}")
     for key, value in list(document.items()):
         if isinstance(value, float) and key.endswith(("dropout", "pdrop", "dropout_prob", "dropout_rate")):
             document[key] = 0.0
