@@ -25,6 +25,7 @@ from support import IpfsNode  # noqa: E402
 # Files that take minutes, mostly waiting on real windows of real nodes: run first, so that under `make test`'s
 # two workers (pytest-xdist, one file per work unit) everything else runs beside them instead of after.
 START_FIRST = (
+    "test_nodes_judging.py",
     "test_nodes.py",
     "contracts/test_simulation.py",
     "test_attacks_workloads.py",
@@ -91,3 +92,12 @@ def vision_boundary(vision_task: Any, vision_claims: Path) -> Any:
     import verify_support
 
     return verify_support.spread_boundary(vision_task, vision_claims)
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The node tests' devnet with the contracts deployed and a calibrated task (``node_system.System``): one per
+    node-test module, so the two node-test files run on both workers at once. Imported here only when asked for."""
+    from node_system import build_system
+
+    yield from build_system(tmp_path_factory)

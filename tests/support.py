@@ -18,7 +18,7 @@ from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.storage.ipfs import IpfsClient
 
 # Exact numerics every one-process CPU profile replays the tiny CNN bit for bit under (tests/test_exact.py
-# shows it; tests/test_nodes.py posts a task with them): thresholds in float32 ulps, and a gradient below 2^-12
+# shows it; tests/test_nodes_judging.py posts a task with them): thresholds in float32 ulps, and a gradient below 2^-12
 # of the step's largest rounds on the grid of the float32 ulp there
 EXACT_THRESHOLD = {"forward": "1e-6", "backward": "1e-6", "gradient": "1e-5", "update": "1e-6"}
 EXACT_NUMERICS = {"mode": "exact", "threshold": EXACT_THRESHOLD, "max_log_entries": 200_000, "gradient_floor": 12}

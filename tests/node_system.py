@@ -1,0 +1,168 @@
+"""The node tests' system (tests/test_nodes.py, tests/test_nodes_judging.py): a real devnet (anvil + IPFS) with the
+contracts deployed and a boundary calibrated as the demo calibrates, nodes started as separate processes, and the
+helpers the tests read the chain and the nodes' state with. Two files, so that `make test`'s two workers each take
+one: each builds its own system once (about a minute), and together they take half the time one file did."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from ovig_node.chain.accounts import devnet_account
+from ovig_node.devnet.manager import Devnet
+from ovig_node.nodes.context import Connection, NodeContext, open_node
+from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES, node_command
+from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
+from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
+from ovig_node.nodes.owner import Terms
+from ovig_node.protocol.spec import parse_spec
+from ovig_node.training.execution import get_profile
+from ovig_node.training.taskfiles import attach_boundary, prepare_task
+from ovig_node.verify.boundary import calibrate, spread_positions
+from support import deployed_devnet
+
+ETHER = 10**18
+SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
+DELIVERABLE = 9  # K - 1
+# By devnet account: the demo's (trainers 1 and 2, watchers 3 and 7, auditors 4-6), and a second honest trainer
+# that trains data-parallel on two processes (ddp2), judged by the watcher's one-process replays.
+PROFILES = {**DEMO_PROFILES, 9: "ddp2"}
+WATCHER_PROFILES = PROFILES[3]
+
+
+@dataclass
+class System:
+    net: Devnet
+    spec: Path
+    boundary: Path
+    folder: Path
+
+    def node(self, role: str, index: int) -> NodeContext:
+        connection = Connection(devnet_dir=self.net.data_dir, use_devnet=True, account_index=index)
+        console = Console(file=(self.folder / f"{role}-{index}.out").open("a"), width=120)
+        return open_node(role, self.folder / "nodes" / f"{role}-{index}-inproc", connection, console=console)
+
+    def start(self, role: str, index: int, *extra: str) -> subprocess.Popen[bytes]:
+        log = (self.folder / f"{role}-{index}.log").open("ab")
+        argv = node_command(role, index, self.folder / "nodes" / f"{role}-{index}", PROFILES[index], *extra)
+        if role == "auditor":  # three of them, idle but for their votes: a pass every 2 s leaves CPU to the rest
+            argv += ["--poll", "2"]
+        # The tests folder on the path: a trainer may load a plugin attack from it (hostile_attack).
+        path = os.pathsep.join([str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env = {**os.environ, "OVIG_DEVNET_DIR": str(self.net.data_dir), "PYTHONPATH": path}
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+    def log(self, role: str, index: int) -> str:
+        return (self.folder / f"{role}-{index}.log").read_text()
+
+    def state(self, role: str, index: int) -> dict[str, Any]:
+        """The persisted state of the ``role`` process of account ``index``."""
+        return json.loads((self.folder / "nodes" / f"{role}-{index}" / f"{role}.json").read_text())
+
+
+def build_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    folder = tmp_path_factory.mktemp("nodes")
+    with deployed_devnet(folder) as net:
+        prepared = prepare_task("vision", folder / "task", tiny=True, **SPEC)
+        # As the demo calibrates: reference claims replayed under its calibration profiles, at intervals spread
+        # over the run (drift grows as training goes on: the first intervals alone under-cover the last).
+        positions = spread_positions(prepared.spec.layout.intervals, 4)
+        boundary = calibrate(
+            prepared,
+            claim_profile=get_profile("reference"),
+            replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES],
+            positions=positions,
+            alpha=ALPHA,
+            work_dir=folder / "calibration",
+        )
+        (folder / "task" / "boundary.json").write_text(boundary.model_dump_json())
+        attach_boundary(prepared.spec_path, folder / "task" / "boundary.json")
+        yield System(net, prepared.spec_path, folder / "task" / "boundary.json", folder)
+
+
+def wait_for(condition: Callable[[], Any], *, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def terms(**windows: int) -> Terms:
+    w = {"opening_window": 60, "challenge_window": 20, "reveal_window": 30, **windows}
+    # Replays declared at the devnet committee's maximum: a busy machine's replay must not refuse the task.
+    return Terms(
+        2 * ETHER,
+        3 * ETHER,
+        ETHER // 10,
+        w["opening_window"],
+        w["challenge_window"],
+        w["reveal_window"],
+        deadline_in=1200,
+        replay_seconds=15,
+    )
+
+
+def wait_for_auditors(owner: NodeContext) -> None:
+    """Until auditors 4, 5 and 6 have staked: a panel drawn before would seat no one."""
+    committee = owner.protocol.committee
+    wait_for(
+        lambda: all(owner.protocol.view(committee, "getAuditor", devnet_account(i).address).stake for i in (4, 5, 6)),
+        timeout=120,
+        what="auditors to register",
+    )
+
+
+def stop(*processes: subprocess.Popen[bytes]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.wait(timeout=30)
+
+
+def events(ctx: NodeContext, name: str, **match: Any) -> list[Any]:
+    ctx.scanner.poll()
+    return ctx.scanner.events(name, **match)
+
+
+def sampled(ctx: NodeContext, task: int) -> set[int]:
+    """The intervals sampled in every opened batch of ``task``."""
+    return {k for e in events(ctx, "BatchOpened", task=task) for k in ctx.protocol.sampled(task, int(e.args["j"]))}
+
+
+def owner_cids(ctx: NodeContext, task: int) -> list[str]:
+    """The CIDs of a task's spec, dataset, initial checkpoint and boundary, as its owner posted them."""
+    [posted] = events(ctx, "TaskPosted", task=task)
+    spec, _ = parse_spec(ctx.ipfs.cat_bytes(posted.args["specCID"], max_bytes=1 << 20))
+    assert spec.boundary is not None
+    return [posted.args["specCID"], spec.dataset.cid, spec.init.cid, spec.boundary.cid]
+
+
+def report(ctx: NodeContext, cid: str) -> dict[str, Any]:
+    """A replay report a node pinned."""
+    return json.loads(ctx.ipfs.cat_bytes(cid, max_bytes=1 << 20))
+
+
+def reverted_protocol_transactions(ctx: NodeContext, accounts: list[str]) -> list[str]:
+    """Transactions of ``accounts`` that reverted on-chain, except keeper duties (nodes race for those
+    by design: the loser's transaction reverts, which costs gas and nothing else)."""
+    bad = []
+    w3 = ctx.client.w3
+    for number in range(w3.eth.block_number + 1):
+        for tx in w3.eth.get_block(number, full_transactions=True)["transactions"]:
+            if tx["from"] in accounts and w3.eth.get_transaction_receipt(tx["hash"])["status"] != 1:
+                contract = ctx.protocol.tasks if tx["to"] == ctx.protocol.tasks.address else ctx.protocol.committee
+                name = contract.decode_function_input(tx["input"])[0].fn_name
+                if name not in KEEPER_DUTIES:  # the keeper's own list of calls anyone may make
+                    bad.append(f"{tx['from']} {name}")
+    return bad
