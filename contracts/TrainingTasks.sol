@@ -67,7 +67,7 @@ import {
 /// Parts, each readable on its own: TaskEscrow (state, escrow and commitments: post, cancel, accept, commit,
 /// finalize, abandon), TaskOpenings (samples, openings, targeted openings, attestations), and this contract
 /// (challenges, disputes, their payouts, and the views); every window is computed by TaskClock.
-contract TrainingTasks is IDisputedTasks, TaskOpenings {
+contract TrainingTasks is TaskOpenings {
     /// @notice A watcher committed a challenge against the task, escrowing the challenger bond.
     /// @param task The task id.
     /// @param commitment keccak256(abi.encode(task, k, reason, salt, challenger)).

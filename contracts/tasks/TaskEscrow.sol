@@ -2,6 +2,7 @@
 pragma solidity 0.8.28;
 
 import {IAdjudicator} from "../interfaces/IAdjudicator.sol";
+import {IDisputedTasks} from "../interfaces/IDisputedTasks.sol";
 import {IRandomness} from "../interfaces/IRandomness.sol";
 
 import {TaskClock} from "../libraries/TaskClock.sol";
@@ -60,7 +61,7 @@ import {
 /// @dev Abstract: TaskOpenings and TrainingTasks build on it. Every state variable of TrainingTasks is
 /// declared here (the parts add none), so its storage layout reads in one place, and is the one the
 /// contract had before it was split into parts.
-abstract contract TaskEscrow is PullPayments {
+abstract contract TaskEscrow is IDisputedTasks, PullPayments {
     /// @notice Basis points of a whole.
     uint256 public constant BPS = 10_000;
     /// @notice Largest batch: sampled positions fit one 256-bit bitmap.
