@@ -70,7 +70,10 @@ print("torch loaded:", "torch" in sys.modules)
         (["verify", "--spec", "{readme}", "--evidence", "{new}", "--interval", "0"], "does not exist"),
         (["eval", "--mode", "exact", "--calibration-seed", "2", "--out", "{new}"], "leave --calibration-seed out"),
         (["auditor", "--appeal-budget", "lots", "--account", "4"], "'lots' is not an amount of ETH"),
-        (["watcher", "--appeal-budget", "-2x", "--account", "3"], "'-2x' is not a multiple of the challenger bond"),
+        (
+            ["watcher", "--appeal-budget", "-2x", "--account", "3"],
+            "'-2x' is not a multiple of the smallest challenger bond",
+        ),
     ],
 )
 def test_a_usage_error_names_its_option_before_torch_loads(tmp_path: Path, argv: list[str], said: str) -> None:
