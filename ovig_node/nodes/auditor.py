@@ -31,9 +31,9 @@ replay waits for the worker (the declared time is the slowest honest replay: a s
 
 Every evidence file it fetched it pins on its own IPFS node, so the other panelists can fetch it from there
 too. A panelist that has become interested in the task (it challenged it since it was drawn) commits nothing more:
-the contract would refuse it; an abstention it committed before is revealed (a committed ballot always is, and
-counts), and a seat with none costs it nothing. When a sound or faulty round it sat in is
-decided against its own replay, it appeals for the other outcome if the appeal bond is within its
+the contract would refuse it; the ballot it committed before (its abstention, or its verdict) is revealed (a
+committed ballot always is, and counts), and a seat with none costs it nothing. When a sound or faulty round it sat
+in is decided against its own replay, it appeals for the other outcome if the appeal bond is within its
 ``appeal_budget`` (:mod:`ovig_node.nodes.appealing`; by default up to 30 smallest challenger bonds a dispute). It
 withdraws what its seats and appeals earn. Each seat is served on its own (:mod:`ovig_node.nodes.isolation`): a
 dispute whose files make anything raise is logged once and retried or left alone, and later seats are still served.
@@ -252,8 +252,9 @@ class AuditorNode(ReplayingNode):
         committee = self.ctx.protocol.committee
         if now < commit_end:
             if self._interested(int(d.task)):
-                # The contract refuses a commit from a panelist with a stake in the task: an abstention it committed
-                # before stands, and is revealed (a committed ballot always is: withholding one loses).
+                # The contract refuses a commit from a panelist with a stake in the task: what it committed before
+                # (its abstention, or its verdict) stands and is revealed (a committed ballot always is: withholding
+                # one loses).
                 self._recuse(dispute, key, committed=key in votes)
                 return
             if key not in votes:
@@ -307,7 +308,7 @@ class AuditorNode(ReplayingNode):
         if key in self.state.get("recused", []):
             return
         self.state.set("recused", [*self.state.get("recused", []), key])
-        then = "it reveals the abstention it committed" if committed else "its silent seat costs it nothing"
+        then = "it reveals the ballot it committed" if committed else "its silent seat costs it nothing"
         self.ctx.say(
             f"dispute {dispute}: it challenged the task since it was drawn: no ballot now; {then}", style="yellow"
         )
