@@ -67,28 +67,13 @@ class ChainClient:
         If ``key`` is journaled, nothing new is signed: a mined transaction returns its receipt, a sent
         one is re-broadcast and awaited. A reverted one is forgotten, so the call is tried afresh.
         """
-        if self.account is None:
-            raise ChainError(f"{fn.fn_name}: this command only reads the chain; it has no account to sign with")
-        entry = self.journal.get(key)
-        if entry is not None and entry.status == "reverted":
-            self.journal.forget(key)
-            entry = None
-        if entry is None:
-            entry = self._sign_and_record(key, fn, value)
-        return self._complete(entry, fn.fn_name)
+        return self._complete(self._entry(key, fn, value), fn.fn_name)
 
     def submit(self, key: str, fn: ContractFunction, *, value: int = 0) -> None:
         """Sign and broadcast ``fn`` under ``key`` without waiting for it to be mined; a later ``transact`` with the
         same key waits for it (and raises its revert). Several submitted in a row take consecutive nonces and are
         mined together: a node with many transactions due before one deadline waits for one block, not one each."""
-        if self.account is None:
-            raise ChainError(f"{fn.fn_name}: this command only reads the chain; it has no account to sign with")
-        entry = self.journal.get(key)
-        if entry is not None and entry.status == "reverted":
-            self.journal.forget(key)
-            entry = None
-        if entry is None:
-            entry = self._sign_and_record(key, fn, value)
+        entry = self._entry(key, fn, value)
         if entry.status == "sent" and self._receipt(entry.tx_hash) is None:
             self._broadcast(entry)
 
@@ -113,6 +98,17 @@ class ChainClient:
         raise AssertionError("unreachable")
 
     # --- internal ------------------------------------------------------------------------------
+
+    def _entry(self, key: str, fn: ContractFunction, value: int) -> JournalEntry:
+        """The journaled transaction of ``key``: the one signed before, or ``fn`` signed and recorded now (a
+        reverted one is forgotten, so the call is tried afresh)."""
+        if self.account is None:
+            raise ChainError(f"{fn.fn_name}: this command only reads the chain; it has no account to sign with")
+        entry = self.journal.get(key)
+        if entry is not None and entry.status == "reverted":
+            self.journal.forget(key)
+            entry = None
+        return entry if entry is not None else self._sign_and_record(key, fn, value)
 
     def _sign_and_record(self, key: str, fn: ContractFunction, value: int) -> JournalEntry:
         chain_nonce = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "pending"))
