@@ -20,14 +20,12 @@ from rich.console import Console
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.devnet.manager import Devnet
 from ovig_node.nodes.context import Connection, NodeContext, open_node
-from ovig_node.nodes.demo import ALPHA, CALIBRATION_PROFILES, node_command
+from ovig_node.nodes.demo import CALIBRATION_PROFILES, calibrate_boundary, node_command
 from ovig_node.nodes.demo import PROFILES as DEMO_PROFILES
 from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.owner import Terms
 from ovig_node.protocol.spec import parse_spec
-from ovig_node.training.execution import get_profile
 from ovig_node.training.taskfiles import attach_boundary, prepare_task
-from ovig_node.verify.boundary import calibrate, spread_positions
 from support import deployed_devnet
 
 ETHER = 10**18
@@ -73,17 +71,7 @@ def build_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
     folder = tmp_path_factory.mktemp("nodes")
     with deployed_devnet(folder) as net:
         prepared = prepare_task("vision", folder / "task", tiny=True, **SPEC)
-        # As the demo calibrates: reference claims replayed under its calibration profiles, at intervals spread
-        # over the run (drift grows as training goes on: the first intervals alone under-cover the last).
-        positions = spread_positions(prepared.spec.layout.intervals, 4)
-        boundary = calibrate(
-            prepared,
-            claim_profile=get_profile("reference"),
-            replay_profiles=[get_profile(p) for p in CALIBRATION_PROFILES],
-            positions=positions,
-            alpha=ALPHA,
-            work_dir=folder / "calibration",
-        )
+        boundary = calibrate_boundary(prepared, CALIBRATION_PROFILES, 4, folder / "calibration")  # as the demo does
         (folder / "task" / "boundary.json").write_text(boundary.model_dump_json())
         attach_boundary(prepared.spec_path, folder / "task" / "boundary.json")
         yield System(net, prepared.spec_path, folder / "task" / "boundary.json", folder)

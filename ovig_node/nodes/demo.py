@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, NotRequired, TypedDict
@@ -45,8 +45,8 @@ from ovig_node.nodes.owner import Terms, post_task
 from ovig_node.nodes.timeline import describe
 from ovig_node.protocol.sampling import batch_seed
 from ovig_node.training.execution import get_profile
-from ovig_node.training.taskfiles import attach_boundary, open_task, prepare_task
-from ovig_node.verify.boundary import BoundaryError, calibrate, load_boundary, spread_positions
+from ovig_node.training.taskfiles import PreparedTask, attach_boundary, open_task, prepare_task
+from ovig_node.verify.boundary import BoundaryError, BoundaryProfile, calibrate, load_boundary, spread_positions
 from ovig_node.verify.defaults import CALIBRATION
 from ovig_node.verify.report import closest_to_limit
 
@@ -324,6 +324,21 @@ def _devnet(net: Devnet, index: int) -> Connection:
     return Connection(devnet_dir=net.data_dir, use_devnet=True, account_index=index)
 
 
+def calibrate_boundary(
+    prepared: PreparedTask, profiles: Sequence[str], positions: int, work_dir: Path
+) -> BoundaryProfile:
+    """The demo's boundary for ``prepared``: reference claims replayed under ``profiles`` at ``positions`` intervals
+    spread over the run (drift grows as training goes on: the first intervals alone under-cover the last)."""
+    return calibrate(
+        prepared,
+        claim_profile=get_profile("reference"),
+        replay_profiles=[get_profile(p) for p in profiles],
+        positions=spread_positions(prepared.spec.layout.intervals, positions),
+        alpha=ALPHA,
+        work_dir=work_dir,
+    )
+
+
 def _prepare(folder: Path, cast: Cast, console: Console) -> tuple[Path, Path]:
     """The spec, its files and a calibrated boundary (reused from an earlier run that calibrated alike)."""
     spec_path, boundary_path = folder / "spec.json", folder / "boundary.json"
@@ -332,17 +347,9 @@ def _prepare(folder: Path, cast: Cast, console: Console) -> tuple[Path, Path]:
         return spec_path, boundary_path
     shutil.rmtree(folder, ignore_errors=True)  # an older demo's task: its boundary saw the first intervals only
     prepared = prepare_task(cast.workload, folder, tiny=cast.tiny, **cast.spec)
-    positions = spread_positions(prepared.spec.layout.intervals, cast.calibration_positions)
     profiles = cast.calibration_profiles
     with console.status(f"calibrating the boundary: honest replays under {', '.join(profiles)} ..."):
-        boundary = calibrate(
-            prepared,
-            claim_profile=get_profile("reference"),
-            replay_profiles=[get_profile(p) for p in profiles],
-            positions=positions,
-            alpha=ALPHA,
-            work_dir=folder / "calibration",
-        )
+        boundary = calibrate_boundary(prepared, profiles, cast.calibration_positions, folder / "calibration")
     boundary_path.write_text(boundary.model_dump_json(indent=2))
     prepared = attach_boundary(spec_path, boundary_path)
     spec = cast.spec
@@ -350,7 +357,7 @@ def _prepare(folder: Path, cast: Cast, console: Console) -> tuple[Path, Path]:
         f"spec 0x{prepared.spec_hash.hex()[:16]}…: {cast.workload} ({cast.size}), N={spec['total_steps']}, "
         f"s={spec['stride']}, m={spec['intervals_per_batch']}; boundary alpha {ALPHA:g} over "
         f"{boundary.replays} honest replays (reference claims; intervals "
-        f"{', '.join(map(str, positions))})"
+        f"{', '.join(map(str, boundary.positions))})"
     )
     return spec_path, boundary_path
 
