@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -942,6 +943,15 @@ def closest_fixed() -> str:
     return f"{row['label']} on {where} ({row['margin']:+.1f})"
 
 
+def band_reach() -> str:
+    """How far above the limit (log10 of value / limit) the near-tie band reaches at most, at the main
+    evaluation's alpha (protocol 5: one bound above a limit of alpha bounds, less where a floor sets the limit)."""
+    from ovig_node.verify.check import BAND
+
+    alphas = {evaluation(run)["settings"]["alpha"] for _, run, _ in TINY}
+    return ", ".join(f"{math.log10(1 + BAND / alpha):+.2f}" for alpha in sorted(alphas))
+
+
 def maxpool_share(*, per: bool) -> str:
     """The max-pooling CNN's false positives at s = 10: a share, or one in how many intervals."""
     failed, judged = len(false_positives("eval_vision_tiny_maxpool", 10)), len(honest("eval_vision_tiny_maxpool", 10))
@@ -1498,6 +1508,7 @@ VALUES: dict[str, Callable[[], str]] = {
     "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
     "attest_gas": lambda: f"{load('gas.json')['calls']['attest']:,} gas",
     "closest_fixed": closest_fixed,
+    "band_reach": band_reach,
     "steering_moved": steering_moved,
     "exact_llm_adaptive": exact_llm_adaptive,
     "main_calibration": main_calibration,

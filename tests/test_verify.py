@@ -26,7 +26,7 @@ from ovig_node.training.loop import TrainRun, evidence_path, train
 from ovig_node.training.taskfiles import PreparedTask, prepare_task
 from ovig_node.verify import stats
 from ovig_node.verify.boundary import REL_TAIL, BoundaryProfile, bounds_of, calibrate, spread_positions
-from ovig_node.verify.check import Verdict
+from ovig_node.verify.check import Verdict, in_band
 from ovig_node.verify.evaluate import (
     AttackCase,
     EvalSettings,
@@ -260,6 +260,47 @@ def test_a_rejection_stands_only_if_every_replay_rejects(
         task, 3, start, tampered, zero, profiles=[get_profile(HELD_OUT[0]), get_profile("reference")]
     )
     assert judged.verdict.reason == "out_of_bounds" and len(judged.replays) == 2
+
+
+def test_a_claim_tuned_to_the_limit_is_indeterminate_within_a_bound_of_it_and_faulty_beyond(
+    task: PreparedTask, claims: Path, boundary: BoundaryProfile
+) -> None:
+    # The claim is this replay's own end with one weight moved by ``gap``: its only difference, so the weights'
+    # abs p100 is exactly ``gap`` (every lower percentile 0; the probe, optimizer and statistics identical). One
+    # profile only: no confirmation replay to pick another side.
+    start = read_evidence(evidence_path(claims, 2))
+    profile = get_profile(HELD_OUT[0])
+    replayed = replay_interval(task, 3, start, profile=profile)
+    bound = boundary.signals["weights"].abs[-1]
+    limit = boundary.alpha * bound
+    # A weight about 2,000 bounds in magnitude: its float32 spacing is a ten-thousandth of a bound (the gap lands
+    # as asked, checked below), and the gap is a thousandth of it (the rel rows stay far within their limits).
+    name, at = min(
+        ((n, i) for n, t in replayed.model.items() for i in range(t.numel())),
+        key=lambda c: abs(math.log(abs(float(replayed.model[c[0]].view(-1)[c[1]])) + 1e-30) - math.log(2000 * bound)),
+    )
+
+    def judged(gap: float) -> Verdict:
+        moved = replayed.model[name].clone()
+        moved.view(-1)[at] += gap
+        assert abs(float(moved.view(-1)[at]) - float(replayed.model[name].view(-1)[at]) - gap) < 1e-3 * bound
+        claim = replace(replayed, model={**replayed.model, name: moved})
+        return replay_and_judge(task, 3, start, claim, boundary, profiles=[profile]).verdict
+
+    inside, beyond, within = judged(limit + 0.5 * bound), judged(limit + 1.5 * bound), judged(0.5 * limit)
+    assert within.valid and not within.indeterminate
+    assert (inside.reason, inside.failing, inside.indeterminate) == ("out_of_bounds", ["weights"], True)
+    assert (beyond.reason, beyond.failing, beyond.indeterminate) == ("out_of_bounds", ["weights"], False)
+    assert [row["ok"] for row in inside.signals["weights"]["abs"]] == [True] * 4 + [False]
+    assert all(row["ok"] for row in inside.signals["weights"]["rel"])
+    # The rows' test alone: a NaN, or any value over a bound of 0, is beyond the band; one row beyond decides.
+    row = {"p": 100.0, "value": 2.0, "bound": 1.0, "limit": 1.5, "ok": False}
+    assert in_band({"weights": {"abs": [row]}})
+    assert not in_band({"weights": {"abs": [{**row, "value": 2.6}]}})
+    assert not in_band({"weights": {"abs": [{**row, "value": math.nan}]}})
+    assert not in_band({"stats/loss": {"abs": [{**row, "bound": 0.0, "limit": 1.0}]}})
+    assert not in_band({"weights": {"abs": [row], "rel": [{**row, "value": 3.0}]}})
+    assert not in_band({"weights": {"abs": [{**row, "value": 1.0, "ok": True}]}})  # nothing failed
 
 
 def test_closest_to_limit_is_the_largest_value_over_its_limit_in_a_report() -> None:

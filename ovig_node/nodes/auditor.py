@@ -13,9 +13,11 @@ never a local limit or setting:
   the same (the node down, or more seats at once than fetch workers) did not look through the window, and
   abstains instead: a busy node must never answer `unavailable` for files that were served;
 - ``faulty``: the files were obtained and the replay (confirmed under a second profile, as a watcher confirms)
-  is out of bounds or the evidence malformed, or the owner's files fail the deterministic acceptability check
-  the trainer also runs before it accepts a task;
-- ``sound``: otherwise.
+  is out of bounds beyond the near-tie band or the evidence malformed, or the owner's files fail the
+  deterministic acceptability check the trainer also runs before it accepts a task;
+- ``sound``: otherwise;
+- ``abstain`` on a replay out of bounds but within the near-tie band (protocol 5: within a bound of its limit,
+  where another honest replay may pass it).
 
 A seat with no verdict by its commit deadline (the commit window's end less ``COMMIT_MARGIN``, to send the
 commit): a replay that has not finished, or one that failed, is ``abstain``, never silence. An abstention
@@ -409,6 +411,8 @@ class AuditorNode(ReplayingNode):
             shared[str(task)] = sorted({*shared.get(str(task), []), *outcome.shared})
             self.state.set("shared", shared)
         reason = str(outcome.report.get("reason"))
+        if outcome.indeterminate:  # another honest replay may pass it: no side to take (protocol 5, the near-tie band)
+            return self._ballot(task, k, Vote.ABSTAIN, f"{reason} within the near-tie band", outcome)
         vote = Vote.UNAVAILABLE if not outcome.obtained else Vote.FAULTY if outcome.faulty else Vote.SOUND
         return self._ballot(task, k, vote, f"{outcome.report['verdict']}: {reason}", outcome)
 

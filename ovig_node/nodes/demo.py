@@ -192,7 +192,7 @@ class Replay:
     task: int
     k: int
     honest: bool  # False only for the interval provider B cheated in
-    verdict: str  # valid or faulty
+    verdict: str  # valid, faulty, or indeterminate (faulty within the near-tie band)
     closest: tuple[float, str] | None  # the largest value / (alpha x bound), and which row; None: no replay
 
 
@@ -487,7 +487,8 @@ def _collect_replays(owner: NodeContext, watcher_home: Path, role: str, result: 
                 continue
             report = json.loads(owner.ipfs.cat_bytes(entry["report"], max_bytes=MAX_REPORT_BYTES))
             honest = task == result.honest or k != result.deliverable
-            result.replays.append(Replay(role, task, k, honest, report["verdict"], closest_to_limit(report)))
+            verdict = "indeterminate" if report.get("indeterminate") else report["verdict"]
+            result.replays.append(Replay(role, task, k, honest, verdict, closest_to_limit(report)))
 
 
 def _collect_attestations(owner: NodeContext, result: DemoResult) -> None:

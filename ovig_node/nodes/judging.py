@@ -61,6 +61,12 @@ class Judgement:
         return self.report["verdict"] == FAULTY
 
     @property
+    def indeterminate(self) -> bool:
+        """Out of bounds within the near-tie band (protocol 5): a watcher neither challenges nor attests it, an
+        auditor abstains on it."""
+        return self.faulty and bool(self.report.get("indeterminate"))
+
+    @property
     def obtained(self) -> bool:
         """Judged on files obtained (not found, corrupt or oversized files, or a batch manifest so, are not)."""
         return self.available and not (self.faulty and self.report.get("reason") in NOT_OBTAINED)

@@ -68,6 +68,7 @@ from ovig_node.training.execution import host_cpu
 from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 
+INDETERMINATE = "indeterminate"  # a judged interval's verdict within the near-tie band (its report says faulty)
 # Seconds a commit needs to land: one closer to its interval's window end is not sent (it could not be revealed).
 COMMIT_MARGIN = 15
 # A judgement's files (the owner's and the interval's) are looked for until its interval's window end, less two
@@ -392,11 +393,20 @@ class WatcherNode(ReplayingNode):
         key = f"{task}:{k}"
         judged = self.state.get("judged", {})
         judged[key] = {
-            "verdict": judgement.report["verdict"],
+            "verdict": INDETERMINATE if judgement.indeterminate else judgement.report["verdict"],
             "reason": judgement.report.get("reason"),
             "report": judgement.report_cid,
         }
         self.state.set("judged", judged)
+        if judgement.indeterminate:
+            # Within a bound of its limit: another honest replay may pass it, so a challenge could split honest panels
+            # (protocol 5, the near-tie band); an attestation would vouch for what this replay rejected.
+            self.ctx.say(
+                f"task {task} interval {k}: out of bounds within the near-tie band (report "
+                f"{judgement.report_cid[:12]}…): neither challenged nor attested",
+                style="yellow",
+            )
+            return False
         if not judgement.faulty:
             closest = closest_to_limit(judgement.report)
             margin = f"; nearest its limit: {closest[1]} at {closest[0]:.0%} of it" if closest else ""
@@ -523,8 +533,8 @@ class WatcherNode(ReplayingNode):
                 if rechecked is None:
                     continue  # under way
                 self._appeal_done.add(key)
-                if isinstance(rechecked, str) or not rechecked.faulty:
-                    because = rechecked if isinstance(rechecked, str) else "its files, looked for again, are sound"
+                if isinstance(rechecked, str) or not rechecked.faulty or rechecked.indeterminate:
+                    because = rechecked if isinstance(rechecked, str) else "its files, looked for again, are not faulty"
                     self.ctx.say(f"dispute {dispute} round {round_}: not appealed: {because}")
                     continue
                 why = f"found sound an interval whose files, looked for again, are {rechecked.report.get('reason')}"

@@ -8,6 +8,14 @@ with its reason. Then every signal, kind and percentile of the differences must 
 claimed values at that percentile of their magnitude (:mod:`ovig_node.verify.boundary`). The report
 lists each value against its bound, floor and limit.
 
+A rejection whose every failing value is within ``BAND`` bounds above its limit is **indeterminate**
+(protocol 5, the near-tie band): two honest replays of one interval differ by about a bound at most (the
+calibration's largest honest drift), so a claim tuned to sit at the limit could pass one honest replay
+and fail another by less than that; a watcher neither challenges nor attests it, and an auditor abstains
+on it, so no honest panel splits between ``sound`` and ``faulty`` on hardware (review 12 of v3). The
+verdict itself stays faulty (the evaluation measures the boundary, alpha x bound); the band is what the
+nodes act on.
+
 A verdict has a ``reason`` from a short list a challenger and a panel can act on, and a ``cause``
 naming the exact check that failed:
 
@@ -42,6 +50,9 @@ FAULTY = "faulty"
 WITHIN_BOUNDS = "within_bounds"
 OUT_OF_BOUNDS = "out_of_bounds"
 WRONG_STRUCTURE = "wrong_structure"
+# The near-tie band, in bounds above a row's limit (protocol 5): a fixed rule of the protocol, not a setting, since
+# every honest node must place a claim on the same side of it.
+BAND = 1.0
 
 
 @dataclass
@@ -56,6 +67,9 @@ class Verdict:
     # positive value, but has no finite ratio, so it shows in ``signals`` and not here.
     margin: float | None = None
     cause: str = ""  # the check that failed, finer than ``reason`` (wrong_shape, non_finite, ...)
+    # Out of bounds, but every failing value within BAND bounds above its limit: the nodes neither challenge nor
+    # vote on it (the module docstring)
+    indeterminate: bool = False
 
     @property
     def valid(self) -> bool:
@@ -136,8 +150,17 @@ def with_statistics(verdict: Verdict, rows: dict[str, dict[str, list[dict[str, A
             signals=signals,
             margin=worst,
             cause="statistics",
+            indeterminate=in_band(signals),
         )
-    return Verdict(FAULTY, OUT_OF_BOUNDS, verdict.detail, signals=signals, margin=worst, cause=verdict.cause)
+    return Verdict(
+        FAULTY,
+        OUT_OF_BOUNDS,
+        verdict.detail,
+        signals=signals,
+        margin=worst,
+        cause=verdict.cause,
+        indeterminate=in_band(signals),
+    )
 
 
 def within_bounds(
@@ -177,7 +200,14 @@ def within_bounds(
             rows[signal][kind] = checked
     if ok_all:
         return Verdict(VALID, WITHIN_BOUNDS, signals=rows, margin=worst)
-    return Verdict(FAULTY, OUT_OF_BOUNDS, signals=rows, margin=worst)
+    return Verdict(FAULTY, OUT_OF_BOUNDS, signals=rows, margin=worst, indeterminate=in_band(rows))
+
+
+def in_band(signals: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]) -> bool:
+    """Whether a report's rows failed only within the near-tie band: some row failed, and each that did is at
+    most ``BAND`` bounds above its limit (a NaN, or any value against a bound of 0, is beyond it)."""
+    failed = [row for kinds in signals.values() for rows in kinds.values() for row in rows if not row["ok"]]
+    return bool(failed) and all(row["value"] <= row["limit"] + BAND * row["bound"] for row in failed)
 
 
 def structural(cause: str, detail: str) -> Verdict:

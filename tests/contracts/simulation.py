@@ -15,7 +15,9 @@ Agents (each episode draws its mix from the seed):
   simulation knows which: that is the ground truth; digests are made up, as in the other contract tests),
   may leave a batch unopened, stop committing, challenge their own faked interval (reason 1 or 2, early, late
   or right after the watcher's commit, revealing at once, at the last second or never; a **decoy** challenges
-  one faked interval only, so its dispute may end before the watcher's), and run a **sock-puppet keeper**
+  one faked interval only, so its dispute may end before the watcher's), fake one more interval within the
+  **near-tie band** (protocol 5: a claim tuned to sit at the limit) and challenge it themselves once opened
+  (review 12 of v3: before the band, honest panels split on it by hardware), and run a **sock-puppet keeper**
   that tries ``slashUnopened`` and ``abandon`` ahead of every reveal and of the watcher's fresh commit once a
   no-decision reopened a window; a cheater opens an interval a watcher requested (at some moment or at the
   last second), or refuses, its sock-puppet then calling ``slashUnopenedRequest`` the moment it may;
@@ -49,7 +51,8 @@ Agents (each episode draws its mix from the seed):
   expireChallenge, claimBond, slashUnopened, abandon, withdraw) at the edges of windows, one second early
   or on the second, in random order with the other transactions due then;
 - **honest auditors** (32 to 50 of them active) vote as the shipped node does when seated (the ground truth
-  if they obtained the files, unavailable if a withholder kept them back) and always reveal; in some
+  if they obtained the files, unavailable if a withholder kept them back, an abstention on a near-tie claim,
+  whose rounds no honest party appeals either) and always reveal; in some
   episodes, kept busy by a flood, each lets its abstention stand with chance 0.3 (review 6 of v3); they
   appeal a wrong decision no other honest party appealed; an **honest keeper** calls every transition when
   it is due.
@@ -273,6 +276,9 @@ class TaskPlan:
     stop_at: int | None = None  # the batch from which the cheater stops committing
     self_challenge: SelfChallenge | None = None
     withhold: str | None = None  # a withholder's game with its evidence (WITHHOLDING): who gets the files, when
+    # Intervals a cheater faked within the near-tie band (protocol 5): no honest node takes a side on them (the
+    # watcher does not challenge, honest panelists abstain and never appeal); the cheater challenges them itself.
+    near_tie: frozenset[int] = frozenset()
     split_opening: bool = False
     late: set[str] = field(default_factory=set)  # honest actions the simulation's crowding made late
     last_second_opening: bool = False
@@ -388,6 +394,9 @@ WINDOWS = [(3600, 7200, 600), (1800, 3600, 300), (2400, 5400, 900)]
 #   its dispute opened, so none of them is ever drawn on it (attack 1).
 WITHHOLDING = ("flip", "reverse", "selective", "unloadable")
 WITHHOLDER_CHANCE = 0.4
+# A cheater's claim tuned to sit at the boundary (review 12 of v3), which split honest panels by hardware before the
+# near-tie band (protocol 5): now every honest panelist abstains on it, whatever its hardware.
+NEAR_TIE_CHANCE = 0.3
 
 
 def draw_task(rng: random.Random, label: str, kind: str, owner: str, provider: str) -> TaskPlan:
@@ -531,6 +540,7 @@ class World:
         # Requests decide with a generator of their own, so the rest of a seed's episode draws as it did.
         self.request_rng = random.Random(f"requests {seed}")
         self.withhold_rng = random.Random(f"withholding {seed}")  # likewise the withholder's
+        self.near_tie_rng = random.Random(f"near tie {seed}")  # and the near-tie claims'
 
     # --- clock and schedule ---------------------------------------------------------------------------
 
@@ -797,12 +807,21 @@ class World:
     def truth(self, dispute: int) -> int:
         """The vote an honest panelist casts: faulty iff the interval was faked."""
         task, k = self.disputes[dispute]
-        return FAULTY if k in self.plans[task].faked else VALID
+        return FAULTY if k in self.plans[task].faked or k in self.plans[task].near_tie else VALID
+
+    def near_tie(self, dispute: int) -> bool:
+        """Whether the dispute is over an interval faked within the near-tie band: no honest node takes a side."""
+        task, k = self.disputes[dispute]
+        return k in self.plans[task].near_tie
 
     def ballot(self, dispute: int, round_: int) -> int:
         """The ballot an honest panelist of ``round_`` reveals, as the shipped node decides it: the ground truth
-        if it obtained the files, unavailable if not (a withholder decides which)."""
+        if it obtained the files, unavailable if not (a withholder decides which); an abstention on a near-tie
+        claim (its replay lands within the band, whatever its hardware)."""
         task, _ = self.disputes[dispute]
+        if self.near_tie(dispute):
+            self.stats["near tie: honest ballots (abstentions)"] += 1
+            return ABSTAIN
         mode = self.plans[task].withhold
         if mode is None:
             served = True
@@ -877,8 +896,9 @@ class World:
     # --- appeals --------------------------------------------------------------------------------------
 
     def appeal_if_wrong(self, e: Event, who: str, role: str) -> None:
-        """An honest party appeals a decided round whose outcome is not the ground truth, in time."""
-        if self.stopped or e.args.outcome == self.truth(e.args.dispute):
+        """An honest party appeals a decided round whose outcome is not the ground truth, in time (never a near-tie
+        claim's: its replay contradicts neither outcome)."""
+        if self.stopped or e.args.outcome == self.truth(e.args.dispute) or self.near_tie(e.args.dispute):
             return
         moment = self.rng.randint(self.next_time, max(self.next_time, e.args.appealUntil - RESERVE))
         self.schedule(moment, f"{role} appeal", lambda: self.appeal(e, who, role), 0)
@@ -1167,6 +1187,10 @@ class Provider(Agent):
 
     def batch_opened(self, e: Event) -> None:
         p, sc = self.plan, self.plan.self_challenge
+        if e.args.task == p.id:
+            for k in self.w.opened(p.id):
+                if k // p.per_batch == e.args.j and k in p.near_tie:
+                    self.soon("near-tie challenge", lambda k=k: self.near_tie_challenge(k), spread=60)
         if e.args.task != p.id or sc is None or sc.when == "race":
             return
         for k in self.w.opened(p.id):
@@ -1205,6 +1229,15 @@ class Provider(Agent):
                 self.w.schedule(self.now, "sock slash", lambda j=j: self.sock_call("slashUnopened", p.id, j), -1)
         if self.w.snap.tasks[p.id].status == ACCEPTED:
             self.w.schedule(self.now, "sock abandon", lambda: self.sock_call("abandon", p.id), -1)
+
+    def near_tie_challenge(self, k: int) -> None:
+        """The cheater challenges its own near-tie claim, to have honest panels judge it (review 12 of v3: before
+        the band they split by hardware, and the losing honest side lost ``penalty``)."""
+        if not self.w.active(self.plan.id):
+            return
+        info = self.w.commit(self.plan.provider, self.plan.id, k, OUT_OF_BOUNDS)
+        if info is not None:
+            self.w.schedule(self.now, "near-tie reveal", lambda: self.w.reveal(info), -1)
 
     def self_challenge(self, k: int) -> None:
         p, sc = self.plan, self.plan.self_challenge
@@ -1389,7 +1422,7 @@ class Auditors(Agent):
         d = e.args.dispute
         if not e.args.appealUntil:
             return  # an unavailable round before the last: the next one is armed at once, nothing to appeal
-        if e.args.outcome != self.w.truth(d):
+        if e.args.outcome != self.w.truth(d) and not self.w.near_tie(d):
             self.w.appeal_if_wrong(e, self.w.rng.choice(sorted(self.honest)), "auditor")
         elif self.w.rng.random() < self.mix.sybil_appeal:
             moment = self.w.rng.randint(self.now, e.args.appealUntil - 1)
@@ -1765,6 +1798,10 @@ class Episode:
         if self.mix.flooder:
             flooder = self.cast.flooder
             self.plans.append(draw_task(rng, f"{seed}/flood", "flooder", flooder, flooder))
+        for plan in self.plans:
+            rest = sorted(set(range(plan.intervals)) - plan.faked)
+            if plan.kind == "cheater" and rest and self.w.near_tie_rng.random() < NEAR_TIE_CHANCE:
+                plan.near_tie = frozenset({self.w.near_tie_rng.choice(rest)})
         if self.w.withhold_rng.random() < WITHHOLDER_CHANCE:
             withholder = self.cast.withholder
             plan = draw_task(self.w.withhold_rng, f"{seed}/withheld", "withholder", withholder, withholder)
@@ -1924,6 +1961,7 @@ class Episode:
                 if plan.kind == "cheater":
                     self.check_soundness(plan, s)
                     self.count_moot_refunds(plan)
+                    self.count_near_ties(plan)
                 elif plan.kind == "withholder":
                     self.count_withholding(plan, s)
                 else:
@@ -1984,6 +2022,12 @@ class Episode:
         for who, a in stakes.run(w.rpc)["a"].items():
             if a.stake < ELIGIBLE_STAKE:
                 w.fail(f"honest stakes: {w.name_of(who)} holds {a.stake}, below eligibility, and nobody captured it")
+
+    def count_near_ties(self, plan: TaskPlan) -> None:
+        """What the disputes of a near-tie claim came to (the honest stakes check covers their panels)."""
+        for e in self.events("DisputeResolved", task=plan.id):
+            if self.w.near_tie(e.args.dispute):
+                self.w.stats[f"near tie: a dispute ended {VERDICT_NAMES[e.args.verdict]}"] += 1
 
     def count_withholding(self, plan: TaskPlan, s: Snap) -> None:
         """What a withholder's game came to (WITHHOLDING): the verdicts of its disputes, its task's end."""

@@ -173,6 +173,7 @@ FLOORS = {
     "completeness: finalized": 0.5,  # (1.2)
     **{f"withholder ({mode}): games played to the end": 0.02 for mode in WITHHOLDING},  # (0.09)
     "honest auditors abstained (kept busy past their commit deadline)": 0.1,  # (1/3 of episodes, 0.3 of seats)
+    "near tie: honest ballots (abstentions)": 0.1,  # (about 0.27 near-tie disputes an episode, several seats each)
 }
 CEILINGS = {"episodes cut off": 0.25}  # (0.12)
 
