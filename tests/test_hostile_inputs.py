@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -22,9 +23,12 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from ovig_node.cli import cli
+from ovig_node.deadlines import DeadlinePassed
 from ovig_node.nodes import fetching
 from ovig_node.nodes.fetching import TaskRefused
 from ovig_node.nodes.isolation import Isolation
+from ovig_node.nodes.judging import Evidence as JudgedFiles
+from ovig_node.nodes.watcher import WatcherNode
 from ovig_node.storage.errors import ContentTooLarge, IpfsUnavailable
 from ovig_node.storage.ipfs import IpfsClient
 from ovig_node.training.evidence import Evidence, read_evidence, safetensors_bytes, write_evidence
@@ -353,6 +357,40 @@ def test_a_unit_that_raises_is_logged_once_and_the_others_go_on() -> None:
     assert isolation.ready("task 2 interval 4")  # our outage: tried again after its backoff
     assert isolation.call("task 2 interval 4", lambda: "judged") == "judged"
     assert said[-1] == "task 2 interval 4: recovered"
+
+
+def test_a_trickled_interval_whose_replay_cannot_finish_is_not_obtained_and_a_slow_replay_is_no_claim(
+    vision_task: PreparedTask, vision_claims: Path, vision_boundary: BoundaryProfile, tmp_path: Path
+) -> None:
+    # The watcher's replay worker (WatcherNode._replay) on a real replay of interval K. ``late`` stands for the
+    # not-obtained judgement the watcher makes of files that came after their serving deadline (review 12 of v3:
+    # a decoy's files trickled ahead of the fake's held the one worker past the fake's commit cutoff).
+    def replay(decide_in: float, replay_seconds: int, late: Callable[[], Any] | None) -> Any:
+        folder = evidence_folder(vision_claims, tmp_path / f"evidence-{len(list(tmp_path.iterdir()))}")
+
+        def work() -> dict[str, Any]:
+            time.sleep(0.2)  # a replay slow to start (its model loading): its steps begin after a 0.05 s cutoff
+            return judged(vision_task, vision_boundary, folder)
+
+        evidence = JudgedFiles(folder, problem=None, available=True)
+        return WatcherNode._replay(work, evidence, time.monotonic() + decide_in, replay_seconds, late)
+
+    def late() -> str:
+        return "not obtained: came after its serving deadline"
+
+    # Its turn came at or after the commit cutoff: late files are not obtained; others, no claim (as before).
+    assert replay(0.0, 60, late) == late()
+    assert replay(0.0, 60, None) == "its turn on the replay worker came too late for a verdict to be committed"
+    # Stopped at the cutoff mid-replay: likewise.
+    assert replay(0.05, 60, late) == late()
+    with pytest.raises(DeadlinePassed):
+        replay(0.05, 60, None)
+    # Stopped at its cap (twice a declared replay time of 0 s) with the cutoff far away: the replay was too long
+    # for what the task declared, not the files too late, so no claim either way.
+    with pytest.raises(DeadlinePassed):
+        replay(60.0, 0, late)
+    # In time, the verdict is the replay's, late files or not.
+    assert replay(60.0, 60, late)["verdict"] == "valid"
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ from web3.logs import DISCARD
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.deadlines import run_until
+from ovig_node.deadlines import DeadlinePassed, run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.attesting import attestations, publish, sound_by
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
@@ -75,6 +75,8 @@ COMMIT_MARGIN = 15
 # commit margins (its verdict's commit must land) and twice the task's declared replay time (its replay's cap);
 # files still not in then are not obtained, and challenged as unavailable, but only after a look of at least
 # MIN_LOOK seconds: a watcher that came late (down, or busy) claims nothing about files it barely looked for.
+# They are due sooner, by the serving deadline (twice the declared replay time for each interval of the batch's
+# sample before the cutoff): files in after it whose replay then cannot finish are not obtained either (protocol 5).
 MIN_LOOK = 30.0
 # Judgements fetch in ReplayingNode.FETCH_WORKERS workers beside the replays (a watcher with no partners): files
 # served slowly, or withheld, hold a fetch worker until their fetch deadline, never the replay worker. A provider
@@ -285,10 +287,7 @@ class WatcherNode(ReplayingNode):
         sample in turn, in order of k (a requested interval by k itself). Every member computes the same split
         from the chain alone, so partners starting on a batch together start on different intervals."""
         team = sorted(self.trusted | {self.ctx.address})
-        j = k // self._intervals_per_batch(task)
-        if (task, j) not in self._samples:  # a batch's sample never changes once drawn: one read each
-            self._samples[(task, j)] = sorted(self.ctx.protocol.sampled(task, j))
-        sample = self._samples[(task, j)]
+        sample = self._sample_of(task, k)
         position = sample.index(k) if k in sample else k
         return position % len(team) == team.index(self.ctx.address)
 
@@ -352,11 +351,14 @@ class WatcherNode(ReplayingNode):
         deadline (``decide_by`` less twice the declared replay time); then the replay, queued on the replay worker
         (the future it returns), capped at twice the declared time from its start. Files not in by then are not
         obtained (a challenge as unavailable) after a look of at least MIN_LOOK seconds; after a shorter one, no
-        verdict (the reason why, a string). The look is counted from when this worker took the judgement up, not
+        verdict (the reason why, a string); so are files in after the serving deadline whose replay cannot finish
+        (:meth:`_replay`). The look is counted from when this worker took the judgement up, not
         from when it was queued (the eleventh review: one that waited for a worker was taken for a long look)."""
         task, replay_seconds, started = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
         fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, started + MIN_LOOK))
         looked = fetch_by - started >= MIN_LOOK
+        # Files in after the serving deadline whose judgement then cannot finish are not obtained (protocol 5).
+        serve_by = max(decide_by - 2 * replay_seconds * self._judged_with(task, opened.k), started + MIN_LOOK)
 
         def unobtained(detail: str) -> Judgement | str:
             if not looked:
@@ -375,18 +377,51 @@ class WatcherNode(ReplayingNode):
         evidence, judge = looking
         if evidence.problem is not None:  # settled without a replay
             return judge()
-        return self._pool.submit(self._replay, judge, evidence, decide_by, replay_seconds)
+        came = time.monotonic()
+        late = None
+        if looked and came > serve_by:
+            why = f"its files came {came - serve_by:.0f} s after its serving deadline and could not be judged in time"
+            late = functools.partial(unobtained, why)
+        return self._pool.submit(self._replay, judge, evidence, decide_by, replay_seconds, late)
 
     @staticmethod
     def _replay(
-        judge: Callable[[], Judgement], evidence: Evidence, decide_by: float, replay_seconds: int
+        judge: Callable[[], Judgement],
+        evidence: Evidence,
+        decide_by: float,
+        replay_seconds: int,
+        late: Callable[[], Judgement | str] | None = None,
     ) -> Judgement | str:
         """On the replay worker, when its turn comes: the replay, stopped at twice the declared replay time from its
-        start, or when its verdict could no longer be committed."""
+        start, or when its verdict could no longer be committed. One whose files came after their serving deadline
+        (``late``) and that cannot finish by then is not obtained: a provider that trickles a decoy's files and then
+        its fake's, to hold the one replay worker past the fake's cutoff, has the fake challenged as unavailable,
+        and its panel replays it (review 12 of v3)."""
         if time.monotonic() >= decide_by:
             shutil.rmtree(evidence.folder, ignore_errors=True)
+            if late is not None:
+                return late()
             return "its turn on the replay worker came too late for a verdict to be committed"
-        return run_until(min(decide_by, time.monotonic() + 2 * replay_seconds), judge)
+        stop = min(decide_by, time.monotonic() + 2 * replay_seconds)
+        try:
+            return run_until(stop, judge)
+        except DeadlinePassed:
+            if late is None or stop < decide_by:  # stopped at its cap: a replay too long, not files too late
+                raise
+            return late()
+
+    def _judged_with(self, task: int, k: int) -> int:
+        """How many intervals of k's batch share its window here: the batch's sample (a requested interval, one), so
+        a sample served by its serving deadline is replayed whole, each within twice the declared time."""
+        sample = self._sample_of(task, k)
+        return len(sample) if k in sample else 1
+
+    def _sample_of(self, task: int, k: int) -> list[int]:
+        """The sample of k's batch, ascending (a batch's sample never changes once drawn: one read each)."""
+        j = k // self._intervals_per_batch(task)
+        if (task, j) not in self._samples:
+            self._samples[(task, j)] = sorted(self.ctx.protocol.sampled(task, j))
+        return self._samples[(task, j)]
 
     def _record(self, task: int, k: int, opened: Opened, judgement: Judgement) -> bool:
         """Persist the verdict; for a faulty one, persist a challenge to make. True if faulty."""
