@@ -129,14 +129,16 @@ def test_submitted_transactions_are_mined_together_and_awaited_by_their_keys(
     """Review 12 of v3: a trainer that awaited each requested opening before sending the next could be outrun by a
     burst of requests. Submitted ones take consecutive nonces and go into one block; a transact with the key
     awaits it, without a second transaction. A wait that runs out is NotMined, which a node retries (a
-    TimeoutError: transient), never a refusal that gives a seat up."""
+    TimeoutError: transient), never a refusal that gives a seat up; and the transaction goes out again with higher
+    fees (a fee bump), so one stuck below the market does not stay stuck."""
     node = client(w3, tmp_path)
     w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
     try:
         for i in (1, 2):
             node.submit(f"post:{i}", post(tasks, now(w3) + 86_400), value=10**18)
         node.receipt_timeout = 0.5
-        with pytest.raises(NotMined, match="not mined within 0 s") as caught:
+        original = w3.eth.get_transaction(node.journal.hashes("post:1")[0])
+        with pytest.raises(NotMined, match="not mined within 0 s; sent again with fees raised") as caught:
             node.transact("post:1", post(tasks, now(w3) + 86_400), value=10**18)
         assert isinstance(caught.value, TimeoutError)
         w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
@@ -145,6 +147,14 @@ def test_submitted_transactions_are_mined_together_and_awaited_by_their_keys(
     first, second = (node.transact(f"post:{i}", post(tasks, now(w3) + 86_400), value=10**18) for i in (1, 2))
     assert first["blockNumber"] == second["blockNumber"] and tasks.functions.taskCount().call() == 2
     assert receipt_nonce(w3, second) == receipt_nonce(w3, first) + 1
+    # The fee bump: post:1 went out again under its nonce with both fees raised by an eighth at least, and that
+    # signing is the one mined; the first is kept in the journal (it could have been mined instead).
+    latest, earlier = node.journal.hashes("post:1")
+    assert earlier == original["hash"].to_0x_hex() and first["transactionHash"].to_0x_hex() == latest
+    bumped = w3.eth.get_transaction(latest)
+    assert bumped["nonce"] == original["nonce"] and bumped["input"] == original["input"]
+    for fee in ("maxFeePerGas", "maxPriorityFeePerGas"):
+        assert bumped[fee] >= -(-original[fee] * 9 // 8)
 
 
 def test_a_revert_at_estimation_is_the_decoded_custom_error(w3: Web3, tasks: Any, tmp_path: Path) -> None:

@@ -2,12 +2,17 @@
 
 ``transact(key, fn)`` sends each keyed transaction at most once, across crashes: the signed bytes are
 journaled before broadcast (see ``journal``), so a restarted node re-broadcasts them rather than
-signing a second transaction. A revert, at estimation or after inclusion, raises ContractReverted
-with the contract's custom error decoded.
+signing a second transaction. One not mined within ``receipt_timeout`` is signed again under its nonce
+with fees raised by at least ``FEE_BUMP`` (or to the market's, if higher) and NotMined is raised, which
+nodes retry: a fee spike cannot leave a challenge or a ballot stuck below the market until its window
+closes. A revert, at estimation or after inclusion, raises ContractReverted with the contract's custom
+error decoded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +20,7 @@ from typing import Any, TypeVar, cast
 
 import requests
 from eth_account.signers.local import LocalAccount
+from eth_account.typed_transactions import TypedTransaction
 from eth_typing import ChecksumAddress
 from hexbytes import HexBytes
 from web3 import Web3
@@ -36,6 +42,8 @@ from ovig_node.chain.rpc import GAS_HEADROOM, fees
 T = TypeVar("T")
 READER = Web3.to_checksum_address("0x0000000000000000000000000000000000000000")  # the `from` of a reader's view calls
 TRANSIENT = (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError)
+# A replacement must raise both EIP-1559 fees by at least 10% for nodes to take it (geth's rule); 12.5% clears it.
+FEE_BUMP = 1.125
 
 
 @dataclass
@@ -74,7 +82,7 @@ class ChainClient:
         same key waits for it (and raises its revert). Several submitted in a row take consecutive nonces and are
         mined together: a node with many transactions due before one deadline waits for one block, not one each."""
         entry = self._entry(key, fn, value)
-        if entry.status == "sent" and self._receipt(entry.tx_hash) is None:
+        if entry.status == "sent" and self._receipt_of(entry) is None:
             self._broadcast(entry)
 
     def resume(self) -> list[TxReceipt]:
@@ -133,10 +141,10 @@ class ChainClient:
         return self.journal.get(key)  # type: ignore[return-value]
 
     def _complete(self, entry: JournalEntry, what: str, *, raise_revert: bool = True) -> TxReceipt:
-        receipt = self._receipt(entry.tx_hash)
+        receipt = self._receipt_of(entry)
         if receipt is None:
             self._broadcast(entry)
-            receipt = self._await(entry.tx_hash)
+            receipt = self._await(entry)
         if receipt["status"] != 1:
             self.journal.settle(entry.key, status="reverted", block=receipt["blockNumber"])
             if raise_revert:
@@ -159,13 +167,41 @@ class ChainClient:
         except TransactionNotFound:
             return None
 
-    def _await(self, tx_hash: str) -> TxReceipt:
+    def _receipt_of(self, entry: JournalEntry) -> TxReceipt | None:
+        """The receipt of ``entry``'s transaction under any hash it was signed under (a fee bump's included)."""
+        for tx_hash in self.journal.hashes(entry.key) or [entry.tx_hash]:
+            if (receipt := self._receipt(tx_hash)) is not None:
+                return receipt
+        return None
+
+    def _await(self, entry: JournalEntry) -> TxReceipt:
         try:
             return self.retry(
-                lambda: self.w3.eth.wait_for_transaction_receipt(HexBytes(tx_hash), timeout=self.receipt_timeout)
+                lambda: self.w3.eth.wait_for_transaction_receipt(HexBytes(entry.tx_hash), timeout=self.receipt_timeout)
             )
         except TimeExhausted:
-            raise NotMined(f"transaction {tx_hash} not mined within {self.receipt_timeout:.0f} s") from None
+            pass
+        if (receipt := self._receipt_of(entry)) is not None:  # an earlier signing was mined meanwhile
+            return receipt
+        bumped = self._bump(entry)
+        raise NotMined(f"transaction {entry.tx_hash} not mined within {self.receipt_timeout:.0f} s{bumped}")
+
+    def _bump(self, entry: JournalEntry) -> str:
+        """Sign ``entry``'s transaction again under its nonce with both fees raised by FEE_BUMP, or to the market's
+        if higher, journal it and broadcast it; what was done, for the NotMined message. A legacy transaction
+        (chains without EIP-1559) is left as it is."""
+        if self.account is None or entry.raw[:1] != b"\x02":
+            return ""
+        signature = ("v", "r", "s")
+        tx = {k: v for k, v in TypedTransaction.from_bytes(HexBytes(entry.raw)).as_dict().items() if k not in signature}
+        market = self.retry(lambda: fees(self.w3))
+        tip = max(math.ceil(tx["maxPriorityFeePerGas"] * FEE_BUMP), int(market.get("maxPriorityFeePerGas", 0)))
+        cap = max(math.ceil(tx["maxFeePerGas"] * FEE_BUMP), int(market.get("maxFeePerGas", 0)), tip)
+        signed = self.account.sign_transaction({**tx, "maxPriorityFeePerGas": tip, "maxFeePerGas": cap})
+        self.journal.replace(entry.key, signed.hash.to_0x_hex(), bytes(signed.raw_transaction))
+        with contextlib.suppress(ChainError):  # refused (its nonce mined meanwhile, say): the next look sees which
+            self._broadcast(self.journal.get(entry.key))  # type: ignore[arg-type]
+        return f"; sent again with fees raised to {cap / 1e9:g} gwei (tip {tip / 1e9:g})"
 
     def _revert_reason(self, entry: JournalEntry, receipt: TxReceipt, what: str) -> ContractReverted:
         """Replays the reverted transaction to read its revert data: on the state after its block (what

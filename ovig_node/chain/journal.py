@@ -3,7 +3,9 @@
 Each transaction has an idempotency key that names what it does ("commitBatch:7:3"). It is signed
 and written to the journal *before* it is broadcast, so after a crash the node finds it by key and
 re-broadcasts the very same signed bytes (same nonce, same hash) instead of sending a second one.
-Nonces come from the journal and the chain, whichever is ahead.
+Nonces come from the journal and the chain, whichever is ahead. A transaction left unmined is signed
+again with higher fees under the same nonce (a fee bump); its earlier hashes are kept, since any one
+of them may be the one mined.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ CREATE TABLE IF NOT EXISTS transactions (
     block INTEGER
 );
 CREATE INDEX IF NOT EXISTS by_sender_nonce ON transactions (sender, nonce);
+-- Earlier signings of a key's transaction (its nonce, lower fees), replaced by a fee bump: one may still be mined.
+CREATE TABLE IF NOT EXISTS replaced (
+    key TEXT NOT NULL,
+    tx_hash TEXT NOT NULL
+);
 """
 
 
@@ -63,6 +70,19 @@ class TxJournal:
             (key, sender, nonce, tx_hash, raw),
         )
 
+    def replace(self, key: str, tx_hash: str, raw: bytes) -> None:
+        """``key``'s transaction signed again (same nonce, higher fees): the new one is sent from now on."""
+        old = self.get(key)
+        assert old is not None, key
+        self._db.execute("INSERT INTO replaced (key, tx_hash) VALUES (?, ?)", (key, old.tx_hash))
+        self._db.execute("UPDATE transactions SET tx_hash = ?, raw = ? WHERE key = ?", (tx_hash, raw, key))
+
+    def hashes(self, key: str) -> list[str]:
+        """Every hash ``key``'s transaction was signed under, the latest first."""
+        entry = self.get(key)
+        earlier = self._db.execute("SELECT tx_hash FROM replaced WHERE key = ? ORDER BY rowid DESC", (key,))
+        return ([entry.tx_hash] if entry else []) + [row[0] for row in earlier.fetchall()]
+
     def settle(self, key: str, *, status: str, block: int) -> None:
         self._db.execute("UPDATE transactions SET status = ?, block = ? WHERE key = ?", (status, block, key))
 
@@ -78,6 +98,7 @@ class TxJournal:
     def forget(self, key: str) -> None:
         """Drop a reverted transaction, so its key may be tried again."""
         self._db.execute("DELETE FROM transactions WHERE key = ?", (key,))
+        self._db.execute("DELETE FROM replaced WHERE key = ?", (key,))
 
     def close(self) -> None:
         self._db.close()
