@@ -944,8 +944,8 @@ def closest_fixed() -> str:
 
 
 def band_reach() -> str:
-    """How far above the limit (log10 of value / limit) the near-tie band reaches at most, at the main
-    evaluation's alpha (protocol 5: one bound above a limit of alpha bounds, less where a floor sets the limit)."""
+    """How far above the p100 limit (log10 of value / limit) the near-tie band reaches, at the main evaluation's
+    alpha (protocol 5: twice the p100 bound above a limit of alpha bounds, where no rounding floor is larger)."""
     from ovig_node.verify.check import BAND
 
     alphas = {evaluation(run)["settings"]["alpha"] for _, run, _ in TINY}

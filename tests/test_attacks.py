@@ -59,6 +59,7 @@ def test_attack_is_caught_at_s10_by_the_signals_it_touches(
     run = faked(vision_task, vision_claims, tmp_path, name, **params)
     judged = judge_run(vision_task, run, FAKED, vision_boundary, profiles=HELD_OUT_PROFILES, subsets=SUBSETS)
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", "out_of_bounds")
+    assert not judged.verdict.indeterminate  # beyond the near-tie band: the nodes act on it (protocol 5)
     assert sorted(judged.verdict.failing) == failing
     assert judged.replays == [p.name for p in HELD_OUT_PROFILES]  # the rejection was confirmed
     # A judge blind to the optimizer state misses the moment tampering and nothing else.

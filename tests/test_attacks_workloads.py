@@ -70,6 +70,7 @@ def test_every_attack_is_caught_at_s10(
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", reason)
     if reason == "out_of_bounds":  # drift could explain it: a second profile confirms; a wrong counter cannot
         assert judged.replays == [p.name for p in HELD_OUT_PROFILES] and (judged.verdict.margin or 0) > 0
+        assert not judged.verdict.indeterminate  # beyond the near-tie band: the nodes act on it (protocol 5)
 
 
 def test_the_boundary_aware_poisoner_keeps_within_its_budget_and_is_caught_far_beyond_it(

@@ -365,11 +365,11 @@ def test_a_trickled_interval_whose_replay_cannot_finish_is_not_obtained_and_a_sl
     # The watcher's replay worker (WatcherNode._replay) on a real replay of interval K. ``late`` stands for the
     # not-obtained judgement the watcher makes of files that came after their serving deadline (review 12 of v3:
     # a decoy's files trickled ahead of the fake's held the one worker past the fake's commit cutoff).
-    def replay(decide_in: float, replay_seconds: int, late: Callable[[], Any] | None) -> Any:
+    def replay(decide_in: float, replay_seconds: int, late: Callable[[], Any] | None, start: float = 0.2) -> Any:
         folder = evidence_folder(vision_claims, tmp_path / f"evidence-{len(list(tmp_path.iterdir()))}")
 
         def work() -> dict[str, Any]:
-            time.sleep(0.2)  # a replay slow to start (its model loading): its steps begin after a 0.05 s cutoff
+            time.sleep(start)  # a replay slow to start (its model loading): its steps begin only then
             return judged(vision_task, vision_boundary, folder)
 
         evidence = JudgedFiles(folder, problem=None, available=True)
@@ -378,19 +378,22 @@ def test_a_trickled_interval_whose_replay_cannot_finish_is_not_obtained_and_a_sl
     def late() -> str:
         return "not obtained: came after its serving deadline"
 
-    # Its turn came at or after the commit cutoff: late files are not obtained; others, no claim (as before).
+    # Its turn came at or after the commit cutoff: late files are not obtained; others, no claim (as before). Late
+    # files with less than the declared replay time left are decided at once, without a replay.
     assert replay(0.0, 60, late) == late()
     assert replay(0.0, 60, None) == "its turn on the replay worker came too late for a verdict to be committed"
-    # Stopped at the cutoff mid-replay: likewise.
-    assert replay(0.05, 60, late) == late()
+    assert replay(30.0, 60, late) == late()
+    # Stopped at the cutoff mid-replay (its steps begin 2 s in, the cutoff 1.5 s in, within twice a declared
+    # second): late files are not obtained; others, no claim.
+    assert replay(1.5, 1, late, start=2.0) == late()
     with pytest.raises(DeadlinePassed):
-        replay(0.05, 60, None)
+        replay(1.5, 1, None, start=2.0)
     # Stopped at its cap (twice a declared replay time of 0 s) with the cutoff far away: the replay was too long
     # for what the task declared, not the files too late, so no claim either way.
     with pytest.raises(DeadlinePassed):
         replay(60.0, 0, late)
     # In time, the verdict is the replay's, late files or not.
-    assert replay(60.0, 60, late)["verdict"] == "valid"
+    assert replay(120.0, 60, late)["verdict"] == "valid"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,10 @@ import subprocess
 import time
 import tracemalloc
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import httpx
 import pytest
@@ -15,6 +18,7 @@ from test_cid import HELLO, VECTORS
 
 from ovig_node import tools
 from ovig_node.deadlines import DeadlinePassed, stop_at
+from ovig_node.nodes.replaying import ReplayingNode
 from ovig_node.storage.cid import DAG_PB, Cid
 from ovig_node.storage.errors import ContentNotFound, DigestMismatch, InvalidCid, InvalidContent, IpfsUnavailable
 from ovig_node.storage.ipfs import AddOptions, IpfsClient, api_url_from_multiaddr
@@ -95,6 +99,37 @@ def test_pin_unpin_and_list(ipfs: IpfsClient) -> None:
     assert ipfs.unpin(cid) is True
     assert cid not in ipfs.pins()
     assert ipfs.unpin(cid) is False  # idempotent
+
+
+def test_a_sweep_deletes_the_blocks_no_pin_holds_when_due_and_idle(spawn_ipfs: Callable[..., IpfsNode]) -> None:
+    """A watcher's or auditor's store keeps every block it downloaded until a sweep (review 12 of v3: a full store
+    had the node's own errors taken for files not obtained). ``ReplayingNode.sweep`` on a real node, with a
+    stand-in for the rest of a node's context (its sweep interval, its IPFS client, its timeline)."""
+    node = spawn_ipfs("sweep")
+    said: list[str] = []
+
+    @dataclass
+    class Sweeping(ReplayingNode):
+        ctx: Any
+        keeper: None = None
+        poll_seconds: float = 1.0
+
+    with node.client(fetch_timeout=1) as client:
+        kept = client.add_bytes(pattern(300_000)).cid  # pinned, as a trainer's evidence and a re-shared file are
+        dropped = client.add_bytes(pattern(200_000) + b"judged", options=AddOptions(pin=False)).cid
+        sweeping = Sweeping(SimpleNamespace(sweep_every=3600.0, ipfs=client, say=lambda line, **_: said.append(line)))
+        sweeping.sweep(busy=False)  # not due: an interval after the node started
+        assert client.cat_bytes(dropped) == pattern(200_000) + b"judged" and said == []
+        sweeping._swept[0] -= 3600
+        sweeping.sweep(busy=True)  # due, but a fetch is under way: it must not wait on the store's lock
+        assert client.cat_bytes(dropped) == pattern(200_000) + b"judged" and said == []
+        sweeping.sweep(busy=False)
+        [line] = said
+        assert line.startswith("IPFS store swept: ") and line.endswith(" blocks no pin holds deleted")
+        with pytest.raises(ContentNotFound):
+            client.cat_bytes(dropped)
+        assert client.cat_bytes(kept) == pattern(300_000)
+        assert client.gc() == 0  # nothing left to delete
 
 
 def test_pins_and_content_survive_restart(spawn_ipfs: Callable[..., IpfsNode]) -> None:

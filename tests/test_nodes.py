@@ -63,6 +63,11 @@ def test_withholding_provider_is_slashed_by_a_keeper(system: System) -> None:
         return owner.protocol.task(task).status == TaskStatus.SLASHED
 
     wait_for(slashed, timeout=60, what="the slash")
+    # A task only posted has no keeper duty: a keeper of every task looks at accepted ones alone, so thousands
+    # posted for the price of gas cost it nothing per pass.
+    posted_only = post_task(owner, system.spec, system.boundary, terms(opening_window=4))
+    looked_at = list(Keeper(keeper_node)._tasks())
+    assert task in looked_at and posted_only not in looked_at
     keeper_share = 3 * ETHER * 1_000 // 10_000
     assert tasks.credits(keeper_node.address).call() == keeper_share
     assert tasks.credits(owner.address).call() == 2 * ETHER + 3 * ETHER - keeper_share

@@ -262,7 +262,7 @@ def test_a_rejection_stands_only_if_every_replay_rejects(
     assert judged.verdict.reason == "out_of_bounds" and len(judged.replays) == 2
 
 
-def test_a_claim_tuned_to_the_limit_is_indeterminate_within_a_bound_of_it_and_faulty_beyond(
+def test_a_claim_tuned_to_the_limit_is_indeterminate_within_its_band_and_faulty_beyond(
     task: PreparedTask, claims: Path, boundary: BoundaryProfile
 ) -> None:
     # The claim is this replay's own end with one weight moved by ``gap``: its only difference, so the weights'
@@ -287,19 +287,21 @@ def test_a_claim_tuned_to_the_limit_is_indeterminate_within_a_bound_of_it_and_fa
         claim = replace(replayed, model={**replayed.model, name: moved})
         return replay_and_judge(task, 3, start, claim, boundary, profiles=[profile]).verdict
 
-    inside, beyond, within = judged(limit + 0.5 * bound), judged(limit + 1.5 * bound), judged(0.5 * limit)
+    # The band above the p100 limit is twice the p100 bound (two honest replays differ by at most that)
+    inside, beyond, within = judged(limit + 1.5 * bound), judged(limit + 2.5 * bound), judged(0.5 * limit)
     assert within.valid and not within.indeterminate
     assert (inside.reason, inside.failing, inside.indeterminate) == ("out_of_bounds", ["weights"], True)
     assert (beyond.reason, beyond.failing, beyond.indeterminate) == ("out_of_bounds", ["weights"], False)
     assert [row["ok"] for row in inside.signals["weights"]["abs"]] == [True] * 4 + [False]
     assert all(row["ok"] for row in inside.signals["weights"]["rel"])
     # The rows' test alone: a NaN, or any value over a bound of 0, is beyond the band; one row beyond decides.
-    row = {"p": 100.0, "value": 2.0, "bound": 1.0, "limit": 1.5, "ok": False}
+    assert inside.signals["weights"]["abs"][-1]["band"] == limit + 2 * bound
+    row = {"p": 100.0, "value": 2.0, "bound": 1.0, "limit": 1.5, "band": 3.5, "ok": False}
     assert in_band({"weights": {"abs": [row]}})
-    assert not in_band({"weights": {"abs": [{**row, "value": 2.6}]}})
+    assert not in_band({"weights": {"abs": [{**row, "value": 3.6}]}})
     assert not in_band({"weights": {"abs": [{**row, "value": math.nan}]}})
-    assert not in_band({"stats/loss": {"abs": [{**row, "bound": 0.0, "limit": 1.0}]}})
-    assert not in_band({"weights": {"abs": [row], "rel": [{**row, "value": 3.0}]}})
+    assert not in_band({"stats/loss": {"abs": [{**row, "band": 1.5}]}})  # honest replays never differed there
+    assert not in_band({"weights": {"abs": [row], "rel": [{**row, "value": 4.0}]}})
     assert not in_band({"weights": {"abs": [{**row, "value": 1.0, "ok": True}]}})  # nothing failed
 
 

@@ -193,6 +193,8 @@ class AuditorNode(ReplayingNode):
             if int(event.args["appealUntil"]):  # an unavailable round before the last arms the next by itself
                 self._maybe_appeal(int(event.args["dispute"]), int(event.args["round"]), int(event.args["outcome"]))
         self._let_go()
+        busy = any(not f.done() for f in [*self._replays.values(), *self._prefetching.values()])
+        self.isolation.call("ipfs sweep", functools.partial(self.sweep, busy))
         if registered and self.isolation.ready("stake"):
             self.isolation.call("stake", self._register)
         withdraw_credits(self.ctx, self.state, ("TrainingTasks", "AuditCommittee"))

@@ -40,6 +40,10 @@ REPLAY_PROFILES = "reference,threads2"
 # take a while to find.
 DEVNET_FETCH_TIMEOUT = 5.0
 PUBLIC_FETCH_TIMEOUT = 60.0
+# A watcher's or auditor's IPFS store keeps every block it downloaded (a provider's junk included) until a sweep
+# deletes those no pin holds: at most this often, and only while the node fetches nothing (review 12 of v3: a full
+# store had the node's own errors taken for files not obtained).
+SWEEP_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class NodeContext:
     home: Path
     say: Timeline
     beacon: BeaconRelays = field(default_factory=lambda: BeaconRelays(()))  # where keepers fetch drand rounds
+    # Seconds between sweeps of the IPFS store of blocks no pin holds (None: never; a devnet's one store is shared
+    # by every role, whose fetch windows are seconds long, and a sweep holds the store's lock)
+    sweep_every: float | None = None
 
     @property
     def address(self) -> ChecksumAddress:
@@ -152,7 +159,8 @@ def open_node(
             "this deployment draws from block hashes, which block builders can grind: fit for test networks only",
             style="yellow",
         )
-    return NodeContext(role, client, protocol, ipfs, scanner, home, say, beacon)
+    sweep = None if connection.use_devnet else SWEEP_SECONDS
+    return NodeContext(role, client, protocol, ipfs, scanner, home, say, beacon, sweep_every=sweep)
 
 
 def _known_relays(protocol: Protocol) -> tuple[str, ...]:

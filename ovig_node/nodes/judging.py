@@ -253,10 +253,10 @@ def judge_evidence(
     return Judgement(report, cid, evidence.available, evidence.shared)
 
 
-def not_obtained(ctx: NodeContext, task: int, k: int, detail: str) -> Judgement:
-    """The judgement of an interval whose task's own files (the owner's) were not obtained in time: faulty,
+def not_obtained(ctx: NodeContext, task: int, k: int, detail: str, *, cause: str = "not_in_time") -> Judgement:
+    """The judgement of an interval whose files (the owner's, or its evidence) were not obtained in time: faulty,
     ``missing``, its report pinned (a watcher's challenge as unavailable names it)."""
-    report = _faulty(task, k, "missing", detail, "owner_files")
+    report = _faulty(task, k, "missing", detail, cause)
     cid = ctx.ipfs.add_bytes(json.dumps(report, indent=1).encode(), name="report.json").cid
     return Judgement(report, cid, available=False)
 

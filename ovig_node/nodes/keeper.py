@@ -67,7 +67,10 @@ class Keeper:
     # --- what to look at -----------------------------------------------------------------------
 
     def _tasks(self) -> Iterable[int]:
-        for event in self.ctx.scanner.events("TaskPosted"):
+        """Tasks a provider accepted: one only posted has no duty (nothing to draw, slash, finalize or abandon
+        before acceptance), and anyone may post thousands at the price of gas, which would otherwise cost every
+        keeper a read of each on every pass, and its timely draws and resolutions (review 12 of v3)."""
+        for event in self.ctx.scanner.events("TaskAccepted"):
             task = int(event.args["task"])
             if ("task", task) in self._done or (self.only_tasks is not None and task not in self.only_tasks):
                 continue

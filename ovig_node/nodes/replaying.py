@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -74,6 +75,22 @@ class ReplayingNode:
             return self._fetched[task]
         finally:
             lock.release()
+
+    @functools.cached_property
+    def _swept(self) -> list[float]:
+        return [time.monotonic()]  # when the store was last swept (the first sweep one interval after the start)
+
+    def sweep(self, busy: bool) -> None:
+        """Delete the blocks no pin holds from this node's IPFS store (what it downloaded, judged and deleted, and
+        what it re-shared and unpinned), every ``ctx.sweep_every`` seconds, and only while ``busy`` is False: a
+        sweep holds the store's lock, and a fetch waiting on it must never run out its fetch window."""
+        every = self.ctx.sweep_every
+        if every is None or busy or time.monotonic() < self._swept[0] + every:
+            return
+        self._swept[0] = time.monotonic()
+        deleted = self.ctx.ipfs.gc()
+        if deleted:
+            self.ctx.say(f"IPFS store swept: {deleted} blocks no pin holds deleted", style="dim")
 
     def run(self, *, until: float | None = None) -> None:
         """Work until interrupted (or until the monotonic time ``until``)."""

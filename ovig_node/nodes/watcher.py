@@ -75,8 +75,8 @@ COMMIT_MARGIN = 15
 # commit margins (its verdict's commit must land) and twice the task's declared replay time (its replay's cap);
 # files still not in then are not obtained, and challenged as unavailable, but only after a look of at least
 # MIN_LOOK seconds: a watcher that came late (down, or busy) claims nothing about files it barely looked for.
-# They are due sooner, by the serving deadline (twice the declared replay time for each interval of the batch's
-# sample before the cutoff): files in after it whose replay then cannot finish are not obtained either (protocol 5).
+# They are due sooner, by the serving deadline (twice the declared replay time for each interval of the task still to
+# judge, before the cutoff): files in after it whose replay then cannot finish are not obtained either (protocol 5).
 MIN_LOOK = 30.0
 # Judgements fetch in ReplayingNode.FETCH_WORKERS workers beside the replays (a watcher with no partners): files
 # served slowly, or withheld, hold a fetch worker until their fetch deadline, never the replay worker. A provider
@@ -167,6 +167,8 @@ class WatcherNode(ReplayingNode):
         self._drive_attestations()
         self._drive_appeals()
         withdraw_credits(self.ctx, self.state)
+        busy = bool(self._judging) or any(not f.done() for f in [*self._rechecks.values(), *self._manifests.values()])
+        self.isolation.call("ipfs sweep", functools.partial(self.sweep, busy))
 
     # --- layer one ---------------------------------------------------------------------------
 
@@ -328,7 +330,11 @@ class WatcherNode(ReplayingNode):
             if sources is None:
                 continue
             decide_by = clock + max(0, end - now - 2 * COMMIT_MARGIN)
-            work = functools.partial(self._judge_one, sources, opened, decide_by)
+            # Its task's intervals this watcher has yet to judge, itself included: their files all compete for the
+            # one replay worker before its cutoff, whatever batch (or request) opened them (review 13 of v3: a
+            # provider opened several batches at once, each sample alone within its serving deadline).
+            queue = sum(t == task for _, t, _, _ in due) + sum(t == task for t, _ in self._judging)
+            work = functools.partial(self._judge_one, sources, opened, decide_by, queue)
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
             self._judging[(task, k)] = (opened, future := replay_queued(future))
@@ -345,20 +351,26 @@ class WatcherNode(ReplayingNode):
                 yield (task, k, opened), outcome
 
     def _judge_one(
-        self, sources: TaskSources, opened: Opened, decide_by: float
+        self, sources: TaskSources, opened: Opened, decide_by: float, queue: int = 1
     ) -> Judgement | str | Future[Judgement | str]:
         """In a fetch worker: the task's files and the interval's evidence, looked for again until the fetch
         deadline (``decide_by`` less twice the declared replay time); then the replay, queued on the replay worker
         (the future it returns), capped at twice the declared time from its start. Files not in by then are not
         obtained (a challenge as unavailable) after a look of at least MIN_LOOK seconds; after a shorter one, no
-        verdict (the reason why, a string); so are files in after the serving deadline whose replay cannot finish
-        (:meth:`_replay`). The look is counted from when this worker took the judgement up, not
-        from when it was queued (the eleventh review: one that waited for a worker was taken for a long look)."""
+        verdict (the reason why, a string). The look is counted from when this worker took the judgement up, not
+        from when it was queued (the eleventh review: one that waited for a worker was taken for a long look).
+
+        Files are due sooner, by the serving deadline: twice the declared replay time for each of the ``queue``
+        intervals of the task still to judge, before the cutoff. Files in after it, when this watcher had been
+        looking for them at least MIN_LOOK seconds before it, whose replay cannot finish by the cutoff are not
+        obtained either (:meth:`_replay`); a watcher that began looking later (it was down, or busy with other
+        tasks) claims nothing about them."""
         task, replay_seconds, started = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
         fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, started + MIN_LOOK))
         looked = fetch_by - started >= MIN_LOOK
         # Files in after the serving deadline whose judgement then cannot finish are not obtained (protocol 5).
-        serve_by = max(decide_by - 2 * replay_seconds * self._judged_with(task, opened.k), started + MIN_LOOK)
+        serve_by = decide_by - 2 * replay_seconds * max(1, queue)
+        watched = serve_by - started >= MIN_LOOK
 
         def unobtained(detail: str) -> Judgement | str:
             if not looked:
@@ -379,9 +391,12 @@ class WatcherNode(ReplayingNode):
             return judge()
         came = time.monotonic()
         late = None
-        if looked and came > serve_by:
+        if watched and came > serve_by:
             why = f"its files came {came - serve_by:.0f} s after its serving deadline and could not be judged in time"
-            late = functools.partial(unobtained, why)
+            late = functools.partial(not_obtained, self.ctx, task, opened.k, why, cause="served_late")
+            if decide_by - came < replay_seconds:  # not even the declared replay time left: decided now, not later
+                shutil.rmtree(evidence.folder, ignore_errors=True)
+                return late()
         return self._pool.submit(self._replay, judge, evidence, decide_by, replay_seconds, late)
 
     @staticmethod
@@ -397,7 +412,8 @@ class WatcherNode(ReplayingNode):
         (``late``) and that cannot finish by then is not obtained: a provider that trickles a decoy's files and then
         its fake's, to hold the one replay worker past the fake's cutoff, has the fake challenged as unavailable,
         and its panel replays it (review 12 of v3)."""
-        if time.monotonic() >= decide_by:
+        left = decide_by - time.monotonic()
+        if left <= 0 or (late is not None and left < replay_seconds):  # late files: less than the declared time left
             shutil.rmtree(evidence.folder, ignore_errors=True)
             if late is not None:
                 return late()
@@ -409,12 +425,6 @@ class WatcherNode(ReplayingNode):
             if late is None or stop < decide_by:  # stopped at its cap: a replay too long, not files too late
                 raise
             return late()
-
-    def _judged_with(self, task: int, k: int) -> int:
-        """How many intervals of k's batch share its window here: the batch's sample (a requested interval, one), so
-        a sample served by its serving deadline is replayed whole, each within twice the declared time."""
-        sample = self._sample_of(task, k)
-        return len(sample) if k in sample else 1
 
     def _sample_of(self, task: int, k: int) -> list[int]:
         """The sample of k's batch, ascending (a batch's sample never changes once drawn: one read each)."""
@@ -459,8 +469,17 @@ class WatcherNode(ReplayingNode):
         reason = Reason.OUT_OF_BOUNDS if judgement.obtained else Reason.UNAVAILABLE
         self.ctx.say(f"task {task} interval {k}: FAULTY ({judgement.report.get('reason')}): challenging", style="red")
         challenges = self.state.get("challenges", {})
+        # A reopening already answered (by judging again) stays answered
+        earlier = {
+            name: challenges[key][name] for name in ("reopening", "reopened_at") if name in challenges.get(key, {})
+        }
         # The salt is on disk before the commit leaves, so a restart can always reveal.
-        challenges[key] = {"salt": os.urandom(32).hex(), "reason": int(reason), "report": judgement.report_cid}
+        challenges[key] = {
+            "salt": os.urandom(32).hex(),
+            "reason": int(reason),
+            "report": judgement.report_cid,
+            **earlier,
+        }
         self.state.set("challenges", challenges)
         return True
 
@@ -520,6 +539,20 @@ class WatcherNode(ReplayingNode):
                 continue  # its reveal comes first
             if self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k).sound:
                 continue  # found sound since: a challenge could only lose its bond
+            if c["reason"] == int(Reason.UNAVAILABLE):
+                # Files it did not obtain (or obtained too late to judge) may be served now: judged afresh, and
+                # challenged again only if still faulty (review 13 of v3: a late verdict re-challenged blind lost
+                # the watcher its bond on files served since).
+                challenges[key] = {**c, "reopened_at": block}
+                judged = self.state.get("judged", {})
+                judged.pop(key, None)
+                self.state.set("judged", judged)
+                changed = True
+                self.ctx.say(
+                    f"task {task} interval {k}: its window reopened after a dispute with no decision: judging it again",
+                    style="yellow",
+                )
+                continue
             challenges[key] = {
                 "salt": os.urandom(32).hex(),
                 "reason": c["reason"],

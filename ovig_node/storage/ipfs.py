@@ -57,6 +57,9 @@ def max_blocks(size: int) -> int:
 _T = TypeVar("_T")
 # Kubo's messages for "no provider gave us the block in time" (and "--offline and not local").
 _NOT_FOUND_MARKERS = ("deadline exceeded", "not found", "could not find", "no link named")
+# Our own node's disk is full: a file it could not store is not a file the provider withheld (review 12 of v3: a
+# full store had honest nodes call served files not obtained).
+_FULL_MARKERS = ("no space left", "enospc", "disk quota exceeded")
 
 
 @dataclass(frozen=True)
@@ -355,6 +358,12 @@ class IpfsClient:
         data = self._json("pin/ls", {"type": type})
         return {cid: entry["Type"] for cid, entry in (data.get("Keys") or {}).items()}
 
+    def gc(self) -> int:
+        """Delete every block no pin holds (``repo/gc``); how many were deleted. The node holds its store's lock
+        meanwhile, so its other requests wait."""
+        response = self._retrying(lambda: self._request("repo/gc", {}))
+        return sum(1 for line in response.text.splitlines() if line.strip())
+
     def is_pinned(self, cid: str) -> bool:
         try:
             self._json("pin/ls", {"arg": str(Cid.parse(cid)), "type": "all"})
@@ -421,6 +430,8 @@ class IpfsClient:
         except (ValueError, AttributeError):
             message = response.text.strip() or response.reason_phrase
         lowered = message.lower()
+        if any(marker in lowered for marker in _FULL_MARKERS):  # our node's disk: ours to free, never the content's
+            raise IpfsUnavailable(str(self._http.base_url), f"its storage is full ({message})")
         if arg and any(marker in lowered for marker in _NOT_FOUND_MARKERS) and "not pinned" not in lowered:
             raise ContentNotFound(str(arg), message)
         raise IpfsRequestError(endpoint, response.status_code, message)

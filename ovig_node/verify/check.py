@@ -8,13 +8,15 @@ with its reason. Then every signal, kind and percentile of the differences must 
 claimed values at that percentile of their magnitude (:mod:`ovig_node.verify.boundary`). The report
 lists each value against its bound, floor and limit.
 
-A rejection whose every failing value is within ``BAND`` bounds above its limit is **indeterminate**
-(protocol 5, the near-tie band): two honest replays of one interval differ by about a bound at most (the
-calibration's largest honest drift), so a claim tuned to sit at the limit could pass one honest replay
-and fail another by less than that; a watcher neither challenges nor attests it, and an auditor abstains
-on it, so no honest panel splits between ``sound`` and ``faulty`` on hardware (review 12 of v3). The
-verdict itself stays faulty (the evaluation measures the boundary, alpha x bound); the band is what the
-nodes act on.
+A rejection whose every failing value is within its row's ``band`` is **indeterminate** (protocol 5, the
+near-tie band): the limit plus ``BAND`` times the largest per-coordinate honest drift calibration saw for
+that signal and kind (its p100 bound), or the row's rounding floor if larger. Each honest replay is within
+that drift of the reference on every coordinate, so two of them are within twice it of each other, and a
+percentile of a claim's differences from them moves by no more than that: a claim tuned to sit at a limit
+can pass one honest replay and fail another only within the band. A watcher neither challenges nor attests
+an indeterminate interval, and an auditor abstains on it, so no honest panel splits between ``sound`` and
+``faulty`` on hardware (reviews 12 and 13 of v3). The verdict itself stays faulty (the evaluation measures
+the boundary, alpha x bound); the band is what the nodes act on.
 
 A verdict has a ``reason`` from a short list a challenger and a panel can act on, and a ``cause``
 naming the exact check that failed:
@@ -50,9 +52,10 @@ FAULTY = "faulty"
 WITHIN_BOUNDS = "within_bounds"
 OUT_OF_BOUNDS = "out_of_bounds"
 WRONG_STRUCTURE = "wrong_structure"
-# The near-tie band, in bounds above a row's limit (protocol 5): a fixed rule of the protocol, not a setting, since
-# every honest node must place a claim on the same side of it.
-BAND = 1.0
+# The near-tie band above a row's limit, in the signal and kind's p100 bound (or the row's floor, if larger): two
+# honest replays differ by at most twice it per coordinate (protocol 5). A fixed rule of the protocol, not a
+# setting, since every honest node must place a claim on the same side of it.
+BAND = 2.0
 
 
 @dataclass
@@ -67,8 +70,8 @@ class Verdict:
     # positive value, but has no finite ratio, so it shows in ``signals`` and not here.
     margin: float | None = None
     cause: str = ""  # the check that failed, finer than ``reason`` (wrong_shape, non_finite, ...)
-    # Out of bounds, but every failing value within BAND bounds above its limit: the nodes neither challenge nor
-    # vote on it (the module docstring)
+    # Out of bounds, but every failing value within its row's band: the nodes neither challenge nor vote on it (the
+    # module docstring)
     indeterminate: bool = False
 
     @property
@@ -125,7 +128,9 @@ def judge(
 
 def statistics_rows(boundary: BoundaryProfile, differences: dict[str, float]) -> dict[str, dict[str, list[Any]]]:
     """The statistics' rows of a report: each statistic's largest difference against its limit."""
-    return step_stats.rows(differences, boundary.statistics, alpha=boundary.alpha, floor_ulps=boundary.floor_ulps)
+    return step_stats.rows(
+        differences, boundary.statistics, alpha=boundary.alpha, floor_ulps=boundary.floor_ulps, band=BAND
+    )
 
 
 def with_statistics(verdict: Verdict, rows: dict[str, dict[str, list[dict[str, Any]]]]) -> Verdict:
@@ -186,6 +191,7 @@ def within_bounds(
             limits = boundary.limits(signal, steps)
         rows[signal] = {}
         for kind in ("abs", "rel"):
+            drift = max(getattr(boundary.signals[signal], kind))  # the largest honest drift of any coordinate
             checked = []
             for i, p in enumerate(boundary.percentiles):
                 value, limit = profiles[kind][i], limits[kind][i]
@@ -196,7 +202,9 @@ def within_bounds(
                     worst = ratio if worst is None else max(worst, ratio)
                 bound = getattr(boundary.signals[signal], kind)[i]
                 step = None if steps is None else steps[kind][i]
-                checked.append({"p": p, "value": value, "bound": bound, "floor": step, "limit": limit, "ok": ok})
+                band = limit + BAND * max(drift, 0.0 if step is None else step)
+                row = {"p": p, "value": value, "bound": bound, "floor": step, "limit": limit, "band": band, "ok": ok}
+                checked.append(row)
             rows[signal][kind] = checked
     if ok_all:
         return Verdict(VALID, WITHIN_BOUNDS, signals=rows, margin=worst)
@@ -205,9 +213,10 @@ def within_bounds(
 
 def in_band(signals: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]) -> bool:
     """Whether a report's rows failed only within the near-tie band: some row failed, and each that did is at
-    most ``BAND`` bounds above its limit (a NaN, or any value against a bound of 0, is beyond it)."""
+    most its ``band`` (a NaN is beyond it, and so is any value where honest replays never differed: a band of
+    its limit)."""
     failed = [row for kinds in signals.values() for rows in kinds.values() for row in rows if not row["ok"]]
-    return bool(failed) and all(row["value"] <= row["limit"] + BAND * row["bound"] for row in failed)
+    return bool(failed) and all(row["value"] <= row["band"] for row in failed)
 
 
 def structural(cause: str, detail: str) -> Verdict:

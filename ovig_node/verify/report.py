@@ -20,7 +20,7 @@ import json
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,11 @@ def replay_and_judge(
             if verdict.reason != OUT_OF_BOUNDS:  # valid, or a structural fault no replay can change
                 break
         judged.first[name] = candidates[0][1]
-        judged.deciding[name], judged.verdicts[name] = min(candidates, key=_leniency)
+        judged.deciding[name], verdict = min(candidates, key=_leniency)
+        if not verdict.valid and any(v.indeterminate for _, v in candidates):
+            # one of its own replays put the claim within the near-tie band: this node cannot take a side either
+            verdict = replace(verdict, indeterminate=True)
+        judged.verdicts[name] = verdict
     return judged
 
 

@@ -164,6 +164,22 @@ export function createCommands ({ helia, requestShutdown, log }) {
       sendJson(ctx, { Keys: keys })
     },
 
+    /**
+     * `repo/gc`: delete every block no pin holds (Helia's gc, under its
+     * blockstore's write lock), one `{"Key":{"/":cid}}` line per block
+     * deleted, as Kubo streams them.
+     */
+    async 'repo/gc' (ctx) {
+      const deleted = []
+      await helia.gc({
+        signal: ctx.signal,
+        onProgress: (event) => {
+          if (event.type === 'helia:gc:deleted') deleted.push({ Key: { '/': event.detail.toString() } })
+        }
+      })
+      await sendNdjson(ctx, deleted)
+    },
+
     /** `version`: identifies this daemon while keeping Kubo's keys. */
     async version (ctx) {
       sendJson(ctx, {
