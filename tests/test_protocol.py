@@ -12,6 +12,7 @@ from eth_abi import encode
 from eth_account import Account
 from eth_utils import keccak
 
+from ovig_node.nodes.attesting import judged_by
 from ovig_node.protocol import attestation, merkle, sampling
 from ovig_node.protocol.errors import SpecError
 from ovig_node.protocol.intervals import Layout
@@ -312,6 +313,29 @@ def test_an_attestation_changed_after_signing_recovers_someone_else(changed: dic
     assert not attestation.verified(SIGNED, attestation.Domain(31337, "0x" + "cd" * 20), signature, ATTESTER.address)
 
 
+def test_an_attestation_in_the_near_tie_band_covers_for_partners_and_is_not_sound() -> None:
+    """Review 13 of v3: an interval judged within the near-tie band is attested with verdict 2, which a partner
+    counts as judged (it need not replay it) and nobody counts as sound."""
+    within_band = dataclasses.replace(SIGNED, verdict=int(attestation.AttestedVerdict.INDETERMINATE))
+    signature = attestation.sign(within_band, DOMAIN, ATTESTER)
+    args = {
+        "task": 3,
+        "k": 17,
+        "watcher": ATTESTER.address,
+        "verdict": 2,
+        "profile": SIGNED.profile,
+        "reportCID": CID_A,
+        "attestationCID": "bafydoc",
+        "signature": "0x" + signature.hex(),
+    }
+    kept = attestation.announced(args, DOMAIN, END)
+    assert kept == attestation.Announced(within_band, ATTESTER.address, "bafydoc") and not kept.sound
+    assert attestation.announced({**args, "verdict": 1}, DOMAIN, END) is None  # signed as 2: not a sound one
+    found = {17: {ATTESTER.address: kept}}
+    assert judged_by(found, 17, frozenset({ATTESTER.address})) == {ATTESTER.address}
+    assert judged_by(found, 17, frozenset()) == set() and judged_by(found, 18, frozenset({ATTESTER.address})) == set()
+
+
 def test_announced_keeps_only_a_signature_of_its_sender_over_the_opening_seen() -> None:
     signature = attestation.sign(SIGNED, DOMAIN, ATTESTER)
     args = {
@@ -361,7 +385,8 @@ def test_announced_keeps_only_a_signature_of_its_sender_over_the_opening_seen() 
         {"profile": "a\x1b]8;;"},
         {"reportCID": "Qm/../x"},
         {"attestationCID": "bafy doc"},
-        {"verdict": 2},
+        {"verdict": 3},
+        {"verdict": 0},
     ):
         assert attestation.announced({**args, **bad}, DOMAIN, END) is None, bad
     assert attestation.announced({k: v for k, v in args.items() if k != "watcher"}, DOMAIN, END) is None

@@ -1,7 +1,8 @@
 """Collective coverage (protocol section 8.4): publish a watcher's attestations, and read everyone's.
 
-A watcher that judged an opened interval sound signs an attestation (:mod:`ovig_node.protocol.attestation`),
-pins the signed document to IPFS and announces it with ``attest``, an event-only call in its own name. Reading
+A watcher that judged an opened interval sound (or within the near-tie band, protocol 5) signs an attestation
+(:mod:`ovig_node.protocol.attestation`), pins the signed document to IPFS and announces it with ``attest``, an
+event-only call in its own name. Reading
 them back, a node keeps an Attested event only if it came after interval k's opening (nobody replays an
 interval before its evidence is proven) and its signature, over the end digest that opening proved, recovers
 its sender (one signed for another opening, or by another key, does not). Which of the
@@ -21,11 +22,19 @@ def domain_of(ctx: NodeContext) -> Domain:
     return Domain(int(ctx.client.w3.eth.chain_id), ctx.protocol.tasks.address)
 
 
-def publish(ctx: NodeContext, task: int, k: int, end_digest: bytes, report_cid: str, profile: str) -> str:
-    """Sign, pin and announce that ``ctx``'s watcher judged interval k (opened with ``end_digest``) sound; the
-    document's CID. Idempotent: the document is the same bytes (the same CID: ECDSA signatures here are
+def publish(
+    ctx: NodeContext,
+    task: int,
+    k: int,
+    end_digest: bytes,
+    report_cid: str,
+    profile: str,
+    verdict: AttestedVerdict = AttestedVerdict.SOUND,
+) -> str:
+    """Sign, pin and announce that ``ctx``'s watcher judged interval k (opened with ``end_digest``) ``verdict``;
+    the document's CID. Idempotent: the document is the same bytes (the same CID: ECDSA signatures here are
     deterministic, RFC 6979) every time, and the journal sends the call once."""
-    attestation = Attestation(task, k, end_digest, int(AttestedVerdict.SOUND), report_cid, profile)
+    attestation = Attestation(task, k, end_digest, int(verdict), report_cid, profile)
     domain = domain_of(ctx)
     assert ctx.client.account is not None  # a watcher node signs: only a reader has no account, and it never attests
     signature = sign(attestation, domain, ctx.client.account)
@@ -72,6 +81,7 @@ def attestations(
     return found
 
 
-def sound_by(found: dict[int, dict[str, Announced]], k: int, trusted: frozenset[str]) -> set[str]:
-    """The trusted watchers that attested interval k sound."""
-    return {w for w, a in found.get(k, {}).items() if w in trusted and a.sound}
+def judged_by(found: dict[int, dict[str, Announced]], k: int, trusted: frozenset[str]) -> set[str]:
+    """The trusted watchers that attested interval k: sound, or within the near-tie band (neither needs another
+    replay by a partner: a fault shows as neither)."""
+    return {w for w in found.get(k, {}) if w in trusted}

@@ -43,7 +43,7 @@ from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.deadlines import DeadlinePassed, run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
-from ovig_node.nodes.attesting import attestations, publish, sound_by
+from ovig_node.nodes.attesting import attestations, judged_by, publish
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, TaskSources, task_sources
 from ovig_node.nodes.judging import (
@@ -61,7 +61,7 @@ from ovig_node.nodes.looping import chain_clock
 from ovig_node.nodes.payouts import withdraw_credits
 from ovig_node.nodes.replaying import FilesBusy, ReplayingNode, replay_queued
 from ovig_node.nodes.screening import Checked, manifest_stats, screen_batch
-from ovig_node.protocol.attestation import profile_text
+from ovig_node.protocol.attestation import AttestedVerdict, profile_text
 from ovig_node.protocol.spec import training_hash
 from ovig_node.storage.errors import IpfsUnavailable
 from ovig_node.training.execution import host_cpu
@@ -272,7 +272,7 @@ class WatcherNode(ReplayingNode):
         for window_end, task, k, opening in due:
             if task not in found:
                 found[task] = attestations(self.ctx, task, signers=partners, checked=self._attested)
-            by = sound_by(found[task], k, partners)
+            by = judged_by(found[task], k, partners)
             if len(by) >= self.enough:
                 covered[f"{task}:{k}"] = {"by": sorted(by)}
                 self.state.set("covered", covered)
@@ -444,13 +444,14 @@ class WatcherNode(ReplayingNode):
         }
         self.state.set("judged", judged)
         if judgement.indeterminate:
-            # Within a bound of its limit: another honest replay may pass it, so a challenge could split honest panels
-            # (protocol 5, the near-tie band); an attestation would vouch for what this replay rejected.
+            # Within its band: another honest replay may pass it, so a challenge could split honest panels (protocol
+            # 5, the near-tie band). Attested as such: partners need not replay it, and nobody reads it as sound.
             self.ctx.say(
                 f"task {task} interval {k}: out of bounds within the near-tie band (report "
-                f"{judgement.report_cid[:12]}…): neither challenged nor attested",
+                f"{judgement.report_cid[:12]}…): not challenged",
                 style="yellow",
             )
+            self._attest_later(key, opened, judgement, AttestedVerdict.INDETERMINATE)
             return False
         if not judgement.faulty:
             closest = closest_to_limit(judgement.report)
@@ -458,11 +459,7 @@ class WatcherNode(ReplayingNode):
             self.ctx.say(
                 f"task {task} interval {k}: valid (report {judgement.report_cid[:12]}…{margin})", style="green"
             )
-            if self.attest:
-                pending = self.state.get("attestations", {})
-                profile = profile_text(f"{self.profile_name} on {host_cpu()}")
-                pending[key] = {"report": judgement.report_cid, "profile": profile, "end_digest": opened.end_digest}
-                self.state.set("attestations", pending)
+            self._attest_later(key, opened, judgement, AttestedVerdict.SOUND)
             return False
         # Not obtained (a batch manifest withheld included) is unavailable: with that reason, a SOUND settlement
         # pays the provider no share of the bond, so withholding as bait earns nothing (a ninth review).
@@ -485,6 +482,20 @@ class WatcherNode(ReplayingNode):
 
     # --- attesting -----------------------------------------------------------------------------
 
+    def _attest_later(self, key: str, opened: Opened, judgement: Judgement, verdict: AttestedVerdict) -> None:
+        """Record the attestation of a judgement (persisted: :meth:`_drive_attestations` sends it)."""
+        if not self.attest:
+            return
+        pending = self.state.get("attestations", {})
+        profile = profile_text(f"{self.profile_name} on {host_cpu()}")
+        pending[key] = {
+            "report": judgement.report_cid,
+            "profile": profile,
+            "end_digest": opened.end_digest,
+            "verdict": int(verdict),
+        }
+        self.state.set("attestations", pending)
+
     def _drive_attestations(self) -> None:
         """Publish every attestation recorded and not announced yet (persisted: a restart sends the rest)."""
         if not self.attest:
@@ -495,11 +506,13 @@ class WatcherNode(ReplayingNode):
                 continue
             task, k = (int(x) for x in key.split(":"))
             end_digest = bytes.fromhex(a["end_digest"])
-            call = functools.partial(publish, self.ctx, task, k, end_digest, a["report"], a["profile"])
+            verdict = AttestedVerdict(a.get("verdict", AttestedVerdict.SOUND))
+            call = functools.partial(publish, self.ctx, task, k, end_digest, a["report"], a["profile"], verdict)
             if (cid := self.isolation.call(f"attest {key}", call)) is not None:
                 pending[key] = {**a, "cid": cid}
                 self.state.set("attestations", pending)
-                self.ctx.say(f"task {task} interval {k}: attested sound (attestation {cid[:12]}…)")
+                said = "sound" if verdict == AttestedVerdict.SOUND else "within the near-tie band"
+                self.ctx.say(f"task {task} interval {k}: attested {said} (attestation {cid[:12]}…)")
 
     # --- challenging ---------------------------------------------------------------------------
 

@@ -47,7 +47,11 @@ PROFILE = re.compile(r"[A-Za-z0-9 ,.()@+/:_-]{1,128}")
 
 
 class AttestedVerdict(IntEnum):
-    SOUND = 1  # the replay was within the boundary (only sound intervals are attested today)
+    SOUND = 1  # the replay was within the boundary
+    # Out of bounds within the near-tie band (protocol 5): judged, neither challenged nor vouched for. Partners count
+    # it as covered, so a provider conceding small faults on every sampled interval cannot make them all replay
+    # everything (review 13 of v3); an owner's coverage counts sound ones only.
+    INDETERMINATE = 2
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,7 @@ def well_formed(attestation: Attestation) -> bool:
         0 <= attestation.task <= MAX_ID
         and 0 <= attestation.k <= MAX_ID
         and len(attestation.end_digest) == 32
-        and attestation.verdict == AttestedVerdict.SOUND
+        and attestation.verdict in set(AttestedVerdict)
         and CID.fullmatch(attestation.report_cid) is not None
         and PROFILE.fullmatch(attestation.profile) is not None
     )
@@ -169,7 +173,7 @@ def from_document(doc: Mapping[str, Any]) -> Attestation:
 
 @dataclass(frozen=True)
 class Announced:
-    """A verified attestation, as an Attested event announced it. Only sound ones are kept today."""
+    """A verified attestation, as an Attested event announced it (sound, or within the near-tie band)."""
 
     attestation: Attestation
     watcher: str  # checksummed signer
