@@ -207,7 +207,8 @@ class ChainClient:
         """Replays the reverted transaction to read its revert data: on the state after its block (what
         usually made it revert is an earlier transaction of the same block), then on the state before.
         """
-        tx = self.retry(lambda: self.w3.eth.get_transaction(HexBytes(entry.tx_hash)))
+        # The signing that was mined (an earlier one, before a fee bump, may have been)
+        tx = self.retry(lambda: self.w3.eth.get_transaction(receipt["transactionHash"]))
         call: TxParams = {"from": tx["from"], "to": tx["to"], "data": tx["input"], "value": tx["value"]}
         for block in (receipt["blockNumber"], receipt["blockNumber"] - 1):
             try:

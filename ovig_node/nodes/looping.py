@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from ovig_node.chain.errors import RpcUnavailable
+from ovig_node.chain.errors import ChainError, RpcUnavailable
 from ovig_node.errors import OvigError
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.keeper import Keeper
@@ -45,7 +45,13 @@ def keep_running(
         pause = poll_seconds
         try:
             if not resumed:  # the journal's transactions in flight when the node last stopped
-                ctx.client.resume()
+                try:
+                    ctx.client.resume()
+                except ChainError as exc:
+                    if isinstance(exc, TimeoutError | ConnectionError):
+                        raise  # not mined yet (its fees raised), or the RPC away: resumed again on the next pass
+                    # refused for good (its nonce taken meanwhile): said once, never a reason to stop working
+                    ctx.say(f"a transaction in flight at the last stop: {exc}", style="yellow")
                 resumed = True
             done = step()
             if not done and keeper is not None:

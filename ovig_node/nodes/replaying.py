@@ -20,6 +20,8 @@ from ovig_node.nodes.looping import keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.verify.stats import warm_up
 
+OVERDUE = 6  # sweep intervals after which a node sweeps even with fetches under way
+
 
 class ReplayingNode:
     """A node's loop: ``step`` every ``poll_seconds``, riding out outages, its keeper's duties between passes, and
@@ -82,10 +84,11 @@ class ReplayingNode:
 
     def sweep(self, busy: bool) -> None:
         """Delete the blocks no pin holds from this node's IPFS store (what it downloaded, judged and deleted, and
-        what it re-shared and unpinned), every ``ctx.sweep_every`` seconds, and only while ``busy`` is False: a
-        sweep holds the store's lock, and a fetch waiting on it must never run out its fetch window."""
+        what it re-shared and unpinned), every ``ctx.sweep_every`` seconds while nothing is ``busy`` (a sweep holds
+        the store's lock, and a fetch waits on it), and after OVERDUE intervals even so: a provider keeping one
+        judgement always under way must not fill the disk (review 14 of v3); a fetch it holds up looks again."""
         every = self.ctx.sweep_every
-        if every is None or busy or time.monotonic() < self._swept[0] + every:
+        if every is None or time.monotonic() < self._swept[0] + every * (OVERDUE if busy else 1):
             return
         self._swept[0] = time.monotonic()
         deleted = self.ctx.ipfs.gc()

@@ -75,8 +75,10 @@ COMMIT_MARGIN = 15
 # commit margins (its verdict's commit must land) and twice the task's declared replay time (its replay's cap);
 # files still not in then are not obtained, and challenged as unavailable, but only after a look of at least
 # MIN_LOOK seconds: a watcher that came late (down, or busy) claims nothing about files it barely looked for.
-# They are due sooner, by the serving deadline (twice the declared replay time for each interval of the task still to
-# judge, before the cutoff): files in after it whose replay then cannot finish are not obtained either (protocol 5).
+# They are due sooner, by the serving deadline (twice the declared replay time for each interval the watcher has still
+# to judge, before the cutoff): files in after it whose replay then cannot finish are not obtained either (protocol 5),
+# allowing their bytes the time they take at FETCH_RATE_FLOOR (a large file served at once still takes its download).
+FETCH_RATE_FLOOR = 5e6  # bytes a second
 MIN_LOOK = 30.0
 # Judgements fetch in ReplayingNode.FETCH_WORKERS workers beside the replays (a watcher with no partners): files
 # served slowly, or withheld, hold a fetch worker until their fetch deadline, never the replay worker. A provider
@@ -115,6 +117,7 @@ class WatcherNode(ReplayingNode):
     _samples: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (task, j) -> its sample, ascending
     # (task, k) -> its opening and its judgement under way, in the background (``workers`` at once)
     _judging: dict[tuple[int, int], tuple[Opened, Future[Any]]] = field(default_factory=dict)
+    _backlog: int = 0  # intervals it had still to judge at its last look (:meth:`_due`)
 
     @property
     def replay_workers(self) -> int:
@@ -248,6 +251,9 @@ class WatcherNode(ReplayingNode):
             if (self.only_tasks is not None and task not in self.only_tasks) or not self.isolation.ready(_key(task)):
                 continue
             due.extend(self.isolation.call(_key(task), functools.partial(self._due_in, event, judged, live)) or [])
+        # Everything it has still to judge, started or not (with partners too, before the split): the replay
+        # worker's backlog, which each judgement's serving deadline leaves room for (reviews 13 and 14 of v3)
+        self._backlog = len(due) + len(self._judging)
         if self.trusted:
             return self._by_coverage(due)
         return sorted(due, key=lambda item: item[:3])
@@ -330,11 +336,7 @@ class WatcherNode(ReplayingNode):
             if sources is None:
                 continue
             decide_by = clock + max(0, end - now - 2 * COMMIT_MARGIN)
-            # Its task's intervals this watcher has yet to judge, itself included: their files all compete for the
-            # one replay worker before its cutoff, whatever batch (or request) opened them (review 13 of v3: a
-            # provider opened several batches at once, each sample alone within its serving deadline).
-            queue = sum(t == task for _, t, _, _ in due) + sum(t == task for t, _ in self._judging)
-            work = functools.partial(self._judge_one, sources, opened, decide_by, queue)
+            work = functools.partial(self._judge_one, sources, opened, decide_by, self._backlog)
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
             self._judging[(task, k)] = (opened, future := replay_queued(future))
@@ -361,10 +363,11 @@ class WatcherNode(ReplayingNode):
         from when it was queued (the eleventh review: one that waited for a worker was taken for a long look).
 
         Files are due sooner, by the serving deadline: twice the declared replay time for each of the ``queue``
-        intervals of the task still to judge, before the cutoff. Files in after it, when this watcher had been
-        looking for them at least MIN_LOOK seconds before it, whose replay cannot finish by the cutoff are not
-        obtained either (:meth:`_replay`); a watcher that began looking later (it was down, or busy with other
-        tasks) claims nothing about them."""
+        intervals this watcher has still to judge (its whole backlog, every task's), before the cutoff. Files in
+        after it (and after the time their bytes take at FETCH_RATE_FLOOR), when this watcher had been looking for
+        them at least MIN_LOOK seconds before it, whose replay cannot finish by the cutoff are not obtained either
+        (:meth:`_replay`); a watcher that began looking later (down, or its backlog too long for the window)
+        claims nothing about them."""
         task, replay_seconds, started = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
         fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, started + MIN_LOOK))
         looked = fetch_by - started >= MIN_LOOK
@@ -391,7 +394,8 @@ class WatcherNode(ReplayingNode):
             return judge()
         came = time.monotonic()
         late = None
-        if watched and came > serve_by:
+        fetching = sum(f.stat().st_size for f in evidence.folder.rglob("*") if f.is_file()) / FETCH_RATE_FLOOR
+        if watched and came > serve_by + fetching:
             why = f"its files came {came - serve_by:.0f} s after its serving deadline and could not be judged in time"
             late = functools.partial(not_obtained, self.ctx, task, opened.k, why, cause="served_late")
             if decide_by - came < replay_seconds:  # not even the declared replay time left: decided now, not later

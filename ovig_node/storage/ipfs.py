@@ -60,6 +60,7 @@ _NOT_FOUND_MARKERS = ("deadline exceeded", "not found", "could not find", "no li
 # Our own node's disk is full: a file it could not store is not a file the provider withheld (review 12 of v3: a
 # full store had honest nodes call served files not obtained).
 _FULL_MARKERS = ("no space left", "enospc", "disk quota exceeded")
+GC_TIMEOUT = 600.0  # seconds a sweep of the store may take
 
 
 @dataclass(frozen=True)
@@ -361,7 +362,12 @@ class IpfsClient:
     def gc(self) -> int:
         """Delete every block no pin holds (``repo/gc``); how many were deleted. The node holds its store's lock
         meanwhile, so its other requests wait."""
-        response = self._retrying(lambda: self._request("repo/gc", {}))
+        # Never retried, and given time: an abandoned request leaves the sweep running, and a second would queue
+        # another full scan behind the lock (review 14 of v3)
+        try:
+            response = self._request("repo/gc", {}, seconds=GC_TIMEOUT)
+        except httpx.TransportError as exc:
+            raise IpfsUnavailable(self.api_url, f"{type(exc).__name__} during repo/gc") from None
         return sum(1 for line in response.text.splitlines() if line.strip())
 
     def is_pinned(self, cid: str) -> bool:
@@ -386,10 +392,12 @@ class IpfsClient:
         *,
         fetch: bool = False,
         files: dict[str, Any] | None = None,
+        seconds: float | None = None,
     ) -> httpx.Response:
-        """One POST; raise typed errors for error statuses. Transport errors propagate for retry."""
+        """One POST (given ``seconds`` to answer, else the client's timeout); raise typed errors for error
+        statuses. Transport errors propagate for retry."""
         query = {k: _param(v) for k, v in params.items()}
-        timeout = self._http.timeout
+        timeout = self._http.timeout if seconds is None else httpx.Timeout(seconds, connect=min(self.timeout, 5.0))
         if fetch:
             # Ask the node to give up first, so we get its "deadline exceeded" and not our timeout.
             wait = self._fetch_wait()

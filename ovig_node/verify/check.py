@@ -8,12 +8,16 @@ with its reason. Then every signal, kind and percentile of the differences must 
 claimed values at that percentile of their magnitude (:mod:`ovig_node.verify.boundary`). The report
 lists each value against its bound, floor and limit.
 
-A rejection whose every failing value is within its row's ``band`` is **indeterminate** (protocol 5, the
-near-tie band): the limit plus ``BAND`` times the largest per-coordinate honest drift calibration saw for
-that signal and kind (its p100 bound), or the row's rounding floor if larger. Each honest replay is within
-that drift of the reference on every coordinate, so two of them are within twice it of each other, and a
-percentile of a claim's differences from them moves by no more than that: a claim tuned to sit at a limit
-can pass one honest replay and fail another only within the band. A watcher neither challenges nor attests
+A rejection none of whose failing rows is **decisive** is **indeterminate** (protocol 5, the near-tie band).
+Each honest replay is within ``drift`` of the reference on every coordinate (the largest per-coordinate
+honest drift calibration saw: the signal's abs p100 bound, or the rounding floor if larger), so two of them
+are within ``BAND x drift`` of each other coordinate by coordinate. A row is decisive only if it fails even
+with every coordinate's difference shrunk by that much: an ``abs`` row whose value exceeds its limit plus
+``BAND x drift`` (a percentile moves by no more than one coordinate's change), a ``rel`` row whose percentile
+of ``max(0, |replay - claim| - BAND x drift) / (|claim| + eps)`` exceeds its limit (the claim's magnitude, which
+the attacker picks, divides every replay's difference alike; review 14), a statistic's row whose value exceeds
+its limit plus ``BAND`` times its bound or floor. Then any honest replay fails that row too: a claim tuned to
+sit at a limit can pass one honest replay and fail another only indecisively. A watcher neither challenges nor attests
 an indeterminate interval, and an auditor abstains on it, so no honest panel splits between ``sound`` and
 ``faulty`` on hardware (reviews 12 and 13 of v3). The verdict itself stays faulty (the evaluation measures
 the boundary, alpha x bound); the band is what the nodes act on.
@@ -52,9 +56,9 @@ FAULTY = "faulty"
 WITHIN_BOUNDS = "within_bounds"
 OUT_OF_BOUNDS = "out_of_bounds"
 WRONG_STRUCTURE = "wrong_structure"
-# The near-tie band above a row's limit, in the signal and kind's p100 bound (or the row's floor, if larger): two
-# honest replays differ by at most twice it per coordinate (protocol 5). A fixed rule of the protocol, not a
-# setting, since every honest node must place a claim on the same side of it.
+# The near-tie band, in the largest honest drift of one coordinate (the signal's abs p100 bound, or the rounding floor
+# if larger): two honest replays differ by at most twice it, coordinate by coordinate (protocol 5). A fixed rule of
+# the protocol, not a setting, since every honest node must place a claim on the same side of it.
 BAND = 2.0
 
 
@@ -118,7 +122,11 @@ def judge(
             seen[key] = rounding_floor(getattr(claimed_end, SECTION_OF[signal]), boundary.floor_ulps)
         return seen[key]
 
-    verdict = within_bounds(boundary, seen, floor, tensors)
+    def shrunk(signal: str, slack: float) -> list[float]:
+        section = SECTION_OF[signal]
+        return shrunk_rel_profile(getattr(replayed_end, section), getattr(claimed_end, section), slack)
+
+    verdict = within_bounds(boundary, seen, floor, tensors, shrunk)
     if STATS not in signals:
         return verdict
     return with_statistics(
@@ -173,12 +181,16 @@ def within_bounds(
     differences: Mapping[str, dict[str, list[float]]],
     floor: Callable[[str], dict[str, list[float]]],
     signals: Sequence[str] = SIGNALS,
+    shrunk: Callable[[str, float], list[float]] | None = None,
 ) -> Verdict:
     """The verdict on a replay's percentile profiles (``differences``: signal -> kind -> values); ``floor``
     gives the claim's rounding floor of a signal (:func:`stats.rounding_floor`), asked for only when a
     value exceeds ``alpha * bound``: the floor only ever raises a limit, and costs a pass over the claim.
     The verdict is the one every signal floored would get; a report's ``limit`` and the margin include
-    the floor only for the signals that needed it (elsewhere the limits are lower, the margin no smaller)."""
+    the floor only for the signals that needed it (elsewhere the limits are lower, the margin no smaller).
+    ``shrunk(signal, slack)`` gives the signal's ``rel`` profile with every coordinate's difference shrunk by
+    ``slack`` (asked for only when a ``rel`` row fails), which decides whether it is decisive; without it (an
+    ablation's judge) a failing ``rel`` row is decisive beyond its limit plus ``BAND`` times its p100 bound."""
     rows: dict[str, Any] = {}
     worst: float | None = None
     ok_all = True
@@ -190,8 +202,10 @@ def within_bounds(
         if steps is not None:
             limits = boundary.limits(signal, steps)
         rows[signal] = {}
+        # The largest honest drift of one coordinate, or of its rounding: two honest replays differ by at most
+        # BAND times it, coordinate by coordinate
+        drift = max(max(boundary.signals[signal].abs), max(steps["abs"]) if steps is not None else 0.0)
         for kind in ("abs", "rel"):
-            drift = max(getattr(boundary.signals[signal], kind))  # the largest honest drift of any coordinate
             checked = []
             for i, p in enumerate(boundary.percentiles):
                 value, limit = profiles[kind][i], limits[kind][i]
@@ -202,21 +216,41 @@ def within_bounds(
                     worst = ratio if worst is None else max(worst, ratio)
                 bound = getattr(boundary.signals[signal], kind)[i]
                 step = None if steps is None else steps[kind][i]
-                band = limit + BAND * max(drift, 0.0 if step is None else step)
-                row = {"p": p, "value": value, "bound": bound, "floor": step, "limit": limit, "band": band, "ok": ok}
+                row = {"p": p, "value": value, "bound": bound, "floor": step, "limit": limit, "ok": ok}
+                if not ok and kind == "abs":
+                    row["decisive"] = not value <= limit + BAND * drift
+                elif not ok:
+                    row["decisive"] = not value <= limit + BAND * max(getattr(boundary.signals[signal], kind))
                 checked.append(row)
             rows[signal][kind] = checked
+        failing_rel = [row for row in rows[signal]["rel"] if not row["ok"]]
+        if failing_rel and shrunk is not None:
+            values = shrunk(signal, BAND * drift)
+            for row in failing_rel:
+                i = boundary.percentiles.index(row["p"])
+                row["decisive"] = not values[i] <= row["limit"]
     if ok_all:
         return Verdict(VALID, WITHIN_BOUNDS, signals=rows, margin=worst)
     return Verdict(FAULTY, OUT_OF_BOUNDS, signals=rows, margin=worst, indeterminate=in_band(rows))
 
 
 def in_band(signals: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]) -> bool:
-    """Whether a report's rows failed only within the near-tie band: some row failed, and each that did is at
-    most its ``band`` (a NaN is beyond it, and so is any value where honest replays never differed: a band of
-    its limit)."""
+    """Whether a report's rows failed only within the near-tie band: some row failed, and none that did is
+    ``decisive`` (a NaN is, and so is any failure where honest replays never differed)."""
     failed = [row for kinds in signals.values() for rows in kinds.values() for row in rows if not row["ok"]]
-    return bool(failed) and all(row["value"] <= row["band"] for row in failed)
+    return bool(failed) and not any(row.get("decisive", True) for row in failed)
+
+
+def shrunk_rel_profile(replay: dict[str, Any], claim: dict[str, Any], slack: float) -> list[float]:
+    """The ``rel`` percentile profile of ``max(0, |replay - claim| - slack) / (|claim| + eps)``: what any honest
+    replay within ``slack`` of this one, coordinate by coordinate, must reach at least. Computed in float64, as
+    a replay moved toward the claim by ``slack`` on every coordinate."""
+    moved = {}
+    for name, c in claim.items():
+        c64, r64 = c.double(), replay[name].double()
+        gap = r64 - c64
+        moved[name] = c64 + gap.sign() * (gap.abs() - slack).clamp(min=0.0)
+    return difference_profiles(moved, {name: c.double() for name, c in claim.items()})["rel"]
 
 
 def structural(cause: str, detail: str) -> Verdict:

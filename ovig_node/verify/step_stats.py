@@ -39,8 +39,9 @@ def differences(replay: dict[str, torch.Tensor], claim: dict[str, torch.Tensor])
 def rows(
     differences: dict[str, float], bounds: dict[str, float], *, alpha: float, floor_ulps: float, band: float
 ) -> dict[str, dict[str, list[dict[str, object]]]]:
-    """The report's rows (``stats/<name>`` -> kind -> one row at p100) of each statistic against its limit, and
-    its near-tie band (``band`` times the bound or the floor, whichever is larger, above the limit)."""
+    """The report's rows (``stats/<name>`` -> kind -> one row at p100) of each statistic against its limit; a
+    failing one is ``decisive`` beyond its near-tie band (``band`` times the bound or the floor, whichever is
+    larger, above the limit)."""
     out: dict[str, dict[str, list[dict[str, object]]]] = {}
     for name, kind in KIND.items():
         value, bound, floor = differences[name], bounds[name], floor_ulps * ULP_AT_ONE
@@ -51,8 +52,9 @@ def rows(
             "bound": bound,
             "floor": floor,
             "limit": limit,
-            "band": limit + band * max(bound, floor),
             "ok": value <= limit,
         }
+        if not row["ok"]:
+            row["decisive"] = not value <= limit + band * max(bound, floor)
         out[f"stats/{name}"] = {kind: [row]}
     return out
