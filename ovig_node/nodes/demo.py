@@ -416,7 +416,8 @@ def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadlin
     names: dict[str, str] = {devnet_account(i).address: role for i, role in ROLES.items()}
     names |= {owner.protocol.tasks.address: "TrainingTasks", owner.protocol.committee.address: "AuditCommittee"}
     tasks = (result.honest, result.cheated)
-    while time.monotonic() < deadline:
+
+    def poll() -> None:
         for event in owner.scanner.poll():
             task = event.args.get("task")
             if task is not None and int(task) not in tasks:
@@ -424,6 +425,9 @@ def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadlin
             if (line := describe(event, names)) is not None:
                 result.lines.append(line)
                 console.print(f"[dim]{time.strftime('%H:%M:%S')} block {event.block_number:>5}[/]  {line}")
+
+    while time.monotonic() < deadline:
+        poll()
         states = {t: owner.protocol.task(t) for t in tasks}
         status = {t: TaskStatus(s.status) for t, s in states.items()}
         withdrawn = {e.args["account"] for e in owner.scanner.events("Withdrawn") if e.contract == "TrainingTasks"}
@@ -438,6 +442,9 @@ def _follow(owner: NodeContext, result: DemoResult, console: Console, *, deadlin
             for e in owner.scanner.events("DisputeOpened", task=t)
         )
         if ended and claimed and seated and providers <= withdrawn:
+            # The state just read is newer than the events polled before it: index up to it first, or the credits
+            # of its last blocks (a seat's pay, a bond claimed back) are missed (the llm demo failed so here once)
+            poll()
             result.status = status
             result.credited = _credited(owner, tasks)
             result.lead = names.get(leads.pop(), "someone else") if leads else "nobody"
