@@ -320,6 +320,25 @@ def test_a_claim_tuned_to_the_limit_is_indeterminate_within_its_band_and_faulty_
     tiny = replay_and_judge(task, 3, start, claim, boundary, profiles=[profile]).verdict
     assert (tiny.reason, tiny.failing, tiny.indeterminate) == ("out_of_bounds", ["optim"], True)
     assert [row["ok"] for row in tiny.signals["optim"]["rel"]] == [True] * 4 + [False]
+    # A statistic's relative difference divides by the claim's value too (review 15): the claimed loss of one step
+    # pulled just past the limit is within what two honest replays can differ by there; pulled much further, not.
+    loss = replayed.stats["loss"].double()
+    held = max(boundary.statistics["loss"], boundary.floor_ulps * 2.0**-23)
+    stat_limit = max(boundary.alpha * boundary.statistics["loss"], boundary.floor_ulps * 2.0**-23)
+
+    def stat_claim(rel: float) -> Verdict:
+        pulled = loss.clone()
+        pulled[0] = loss[0] / (1 + rel)  # |replay - claim| / |claim| = rel at step 0
+        claim = replace(replayed, stats={**replayed.stats, "loss": pulled.to(replayed.stats["loss"].dtype)})
+        return replay_and_judge(task, 3, start, claim, boundary, profiles=[profile]).verdict
+
+    near, far = stat_claim(stat_limit + held), stat_claim(2 * stat_limit + 8 * held)
+    assert (near.failing, near.indeterminate, far.failing, far.indeterminate) == (
+        ["stats/loss"],
+        True,
+        ["stats/loss"],
+        False,
+    )
     # The rows' rule alone: a failing row decides unless marked indecisive; one decisive row decides.
     row = {"p": 100.0, "value": 2.0, "bound": 1.0, "limit": 1.5, "ok": False, "decisive": False}
     assert in_band({"weights": {"abs": [row]}})

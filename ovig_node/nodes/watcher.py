@@ -24,6 +24,7 @@ files make anything raise is logged once and retried or left alone, and the othe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -32,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from eth_abi import encode
@@ -117,7 +119,8 @@ class WatcherNode(ReplayingNode):
     _samples: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (task, j) -> its sample, ascending
     # (task, k) -> its opening and its judgement under way, in the background (``workers`` at once)
     _judging: dict[tuple[int, int], tuple[Opened, Future[Any]]] = field(default_factory=dict)
-    _backlog: int = 0  # intervals it had still to judge at its last look (:meth:`_due`)
+    _backlog: float = 0.0  # seconds of replay (twice each declared time) it had still to do at its last look
+    _declared: dict[int, int] = field(default_factory=dict)  # task -> its declared replay seconds (never change)
 
     @property
     def replay_workers(self) -> int:
@@ -251,9 +254,11 @@ class WatcherNode(ReplayingNode):
             if (self.only_tasks is not None and task not in self.only_tasks) or not self.isolation.ready(_key(task)):
                 continue
             due.extend(self.isolation.call(_key(task), functools.partial(self._due_in, event, judged, live)) or [])
-        # Everything it has still to judge, started or not (with partners too, before the split): the replay
-        # worker's backlog, which each judgement's serving deadline leaves room for (reviews 13 and 14 of v3)
-        self._backlog = len(due) + len(self._judging)
+        # Everything it has still to judge, started or not (with partners too, before the split), at twice each
+        # task's own declared replay time: the replay worker's backlog, which a judgement's serving deadline leaves
+        # room for when its files come (reviews 13 to 15 of v3)
+        pending = [task for _, task, _, _ in due] + [task for task, _ in self._judging]
+        self._backlog = float(sum(2 * self._replay_seconds(task) for task in pending))
         if self.trusted:
             return self._by_coverage(due)
         return sorted(due, key=lambda item: item[:3])
@@ -336,7 +341,7 @@ class WatcherNode(ReplayingNode):
             if sources is None:
                 continue
             decide_by = clock + max(0, end - now - 2 * COMMIT_MARGIN)
-            work = functools.partial(self._judge_one, sources, opened, decide_by, self._backlog)
+            work = functools.partial(self._judge_one, sources, opened, decide_by)
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
             self._judging[(task, k)] = (opened, future := replay_queued(future))
@@ -353,7 +358,7 @@ class WatcherNode(ReplayingNode):
                 yield (task, k, opened), outcome
 
     def _judge_one(
-        self, sources: TaskSources, opened: Opened, decide_by: float, queue: int = 1
+        self, sources: TaskSources, opened: Opened, decide_by: float
     ) -> Judgement | str | Future[Judgement | str]:
         """In a fetch worker: the task's files and the interval's evidence, looked for again until the fetch
         deadline (``decide_by`` less twice the declared replay time); then the replay, queued on the replay worker
@@ -362,18 +367,15 @@ class WatcherNode(ReplayingNode):
         verdict (the reason why, a string). The look is counted from when this worker took the judgement up, not
         from when it was queued (the eleventh review: one that waited for a worker was taken for a long look).
 
-        Files are due sooner, by the serving deadline: twice the declared replay time for each of the ``queue``
-        intervals this watcher has still to judge (its whole backlog, every task's), before the cutoff. Files in
-        after it (and after the time their bytes take at FETCH_RATE_FLOOR), when this watcher had been looking for
-        them at least MIN_LOOK seconds before it, whose replay cannot finish by the cutoff are not obtained either
-        (:meth:`_replay`); a watcher that began looking later (down, or its backlog too long for the window)
-        claims nothing about them."""
+        Files are due sooner, by the serving deadline: the cutoff less the replay backlog when they come (twice the
+        declared replay time of every interval this watcher has still to judge, every task's). Files in after it,
+        and after the time their bytes and the task's own files take at FETCH_RATE_FLOOR, when this watcher had
+        been looking for them at least MIN_LOOK seconds before it, whose replay cannot finish by the cutoff are not
+        obtained either (:meth:`_replay`); a watcher that began looking later (down, or its backlog too long for
+        the window) claims nothing about them."""
         task, replay_seconds, started = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
         fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, started + MIN_LOOK))
         looked = fetch_by - started >= MIN_LOOK
-        # Files in after the serving deadline whose judgement then cannot finish are not obtained (protocol 5).
-        serve_by = decide_by - 2 * replay_seconds * max(1, queue)
-        watched = serve_by - started >= MIN_LOOK
 
         def unobtained(detail: str) -> Judgement | str:
             if not looked:
@@ -394,7 +396,10 @@ class WatcherNode(ReplayingNode):
             return judge()
         came = time.monotonic()
         late = None
-        fetching = sum(f.stat().st_size for f in evidence.folder.rglob("*") if f.is_file()) / FETCH_RATE_FLOOR
+        # Files in after the serving deadline whose judgement then cannot finish are not obtained (protocol 5)
+        serve_by = decide_by - max(self._backlog, 2 * replay_seconds)
+        watched = serve_by - started >= MIN_LOOK
+        fetching = (_bytes_in(evidence.folder) + _bytes_in(self.ctx.home / f"task-{task}")) / FETCH_RATE_FLOOR
         if watched and came > serve_by + fetching:
             why = f"its files came {came - serve_by:.0f} s after its serving deadline and could not be judged in time"
             late = functools.partial(not_obtained, self.ctx, task, opened.k, why, cause="served_late")
@@ -429,6 +434,11 @@ class WatcherNode(ReplayingNode):
             if late is None or stop < decide_by:  # stopped at its cap: a replay too long, not files too late
                 raise
             return late()
+
+    def _replay_seconds(self, task: int) -> int:
+        if task not in self._declared:
+            self._declared[task] = int(self.ctx.protocol.task(task).terms.replaySeconds)
+        return self._declared[task]
 
     def _sample_of(self, task: int, k: int) -> list[int]:
         """The sample of k's batch, ascending (a batch's sample never changes once drawn: one read each)."""
@@ -719,3 +729,12 @@ class WatcherNode(ReplayingNode):
 def _key(task: int, k: int | None = None) -> str:
     """How the log and the isolation name a task or one of its intervals."""
     return f"task {task}" if k is None else f"task {task} interval {k}"
+
+
+def _bytes_in(folder: Path) -> int:
+    """The bytes of the files under ``folder`` now (files another worker deletes meanwhile count as none)."""
+    total = 0
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            total += path.stat().st_size if path.is_file() else 0
+    return total

@@ -60,6 +60,9 @@ WRONG_STRUCTURE = "wrong_structure"
 # if larger): two honest replays differ by at most twice it, coordinate by coordinate (protocol 5). A fixed rule of
 # the protocol, not a setting, since every honest node must place a claim on the same side of it.
 BAND = 2.0
+# A row is decisive only past its threshold by this factor more: differences are rounded to float32 before they are
+# compared, so two honest replays a rounding apart must not land on either side of it (review 15)
+ROUNDING = 1.0 + 2.0**-20
 
 
 @dataclass
@@ -129,15 +132,26 @@ def judge(
     verdict = within_bounds(boundary, seen, floor, tensors, shrunk)
     if STATS not in signals:
         return verdict
-    return with_statistics(
-        verdict, statistics_rows(boundary, step_stats.differences(replayed_end.stats, claimed_end.stats))
-    )
+    replayed, claimed = replayed_end.stats, claimed_end.stats
+    held = step_stats.shrunk_differences(replayed, claimed, boundary.statistics, floor_ulps=boundary.floor_ulps)
+    return with_statistics(verdict, statistics_rows(boundary, step_stats.differences(replayed, claimed), held))
 
 
-def statistics_rows(boundary: BoundaryProfile, differences: dict[str, float]) -> dict[str, dict[str, list[Any]]]:
-    """The statistics' rows of a report: each statistic's largest difference against its limit."""
+def statistics_rows(
+    boundary: BoundaryProfile, differences: dict[str, float], shrunk: dict[str, float] | None = None
+) -> dict[str, dict[str, list[Any]]]:
+    """The statistics' rows of a report: each statistic's largest difference against its limit (``shrunk``: each
+    one's largest difference with every step's shrunk by what two honest replays can differ by, which decides
+    whether a failing row is decisive; without it, an ablation's judge, its value against its limit plus
+    ``BAND`` times its bound or floor)."""
     return step_stats.rows(
-        differences, boundary.statistics, alpha=boundary.alpha, floor_ulps=boundary.floor_ulps, band=BAND
+        differences,
+        boundary.statistics,
+        alpha=boundary.alpha,
+        floor_ulps=boundary.floor_ulps,
+        band=BAND,
+        rounding=ROUNDING,
+        shrunk=shrunk,
     )
 
 
@@ -218,9 +232,9 @@ def within_bounds(
                 step = None if steps is None else steps[kind][i]
                 row = {"p": p, "value": value, "bound": bound, "floor": step, "limit": limit, "ok": ok}
                 if not ok and kind == "abs":
-                    row["decisive"] = not value <= limit + BAND * drift
+                    row["decisive"] = not value <= (limit + BAND * drift) * ROUNDING
                 elif not ok:
-                    row["decisive"] = not value <= limit + BAND * max(getattr(boundary.signals[signal], kind))
+                    row["decisive"] = not value <= (limit + BAND * max(boundary.signals[signal].rel)) * ROUNDING
                 checked.append(row)
             rows[signal][kind] = checked
         failing_rel = [row for row in rows[signal]["rel"] if not row["ok"]]
@@ -228,7 +242,7 @@ def within_bounds(
             values = shrunk(signal, BAND * drift)
             for row in failing_rel:
                 i = boundary.percentiles.index(row["p"])
-                row["decisive"] = not values[i] <= row["limit"]
+                row["decisive"] = not values[i] <= row["limit"] * ROUNDING
     if ok_all:
         return Verdict(VALID, WITHIN_BOUNDS, signals=rows, margin=worst)
     return Verdict(FAULTY, OUT_OF_BOUNDS, signals=rows, margin=worst, indeterminate=in_band(rows))

@@ -36,12 +36,41 @@ def differences(replay: dict[str, torch.Tensor], claim: dict[str, torch.Tensor])
     return largest
 
 
+def shrunk_differences(
+    replay: dict[str, torch.Tensor], claim: dict[str, torch.Tensor], bounds: dict[str, float], *, floor_ulps: float
+) -> dict[str, float]:
+    """Per statistic, its largest difference with every step's shrunk by what two honest replays can differ by
+    there: twice its bound or floor (the cosine's absolutely; the others' relatively to the honest value,
+    ``2 s |replay| / (1 - s)``, divided as always by the claim's magnitude, which the attacker picks: review 15).
+    A claim any honest replay passes on a statistic is within its limit here."""
+    largest = {}
+    for name, kind in KIND.items():
+        mine, theirs = replay[name].double(), claim[name].double()
+        s = max(bounds[name], floor_ulps * ULP_AT_ONE)
+        if kind == "abs":
+            gap = ((theirs - mine).abs() - 2 * s).clamp(min=0.0)
+        elif s >= 1.0:  # honest replays may differ by their own size: nothing is decisive
+            gap = torch.zeros_like(theirs)
+        else:
+            gap = ((theirs - mine).abs() - 2 * s * mine.abs() / (1 - s)).clamp(min=0.0) / (theirs.abs() + REL_EPS)
+        largest[name] = float(gap.max()) if gap.numel() else 0.0  # torch's max keeps a NaN
+    return largest
+
+
 def rows(
-    differences: dict[str, float], bounds: dict[str, float], *, alpha: float, floor_ulps: float, band: float
+    differences: dict[str, float],
+    bounds: dict[str, float],
+    *,
+    alpha: float,
+    floor_ulps: float,
+    band: float,
+    rounding: float,
+    shrunk: dict[str, float] | None = None,
 ) -> dict[str, dict[str, list[dict[str, object]]]]:
     """The report's rows (``stats/<name>`` -> kind -> one row at p100) of each statistic against its limit; a
-    failing one is ``decisive`` beyond its near-tie band (``band`` times the bound or the floor, whichever is
-    larger, above the limit)."""
+    failing one is ``decisive`` if its ``shrunk`` difference (:func:`shrunk_differences`) exceeds its limit, or
+    without one, beyond ``band`` times the bound or the floor, whichever is larger, above the limit (each
+    threshold ``rounding`` times larger)."""
     out: dict[str, dict[str, list[dict[str, object]]]] = {}
     for name, kind in KIND.items():
         value, bound, floor = differences[name], bounds[name], floor_ulps * ULP_AT_ONE
@@ -54,7 +83,9 @@ def rows(
             "limit": limit,
             "ok": value <= limit,
         }
-        if not row["ok"]:
-            row["decisive"] = not value <= limit + band * max(bound, floor)
+        if not row["ok"] and shrunk is not None:
+            row["decisive"] = not shrunk[name] <= limit * rounding
+        elif not row["ok"]:
+            row["decisive"] = not value <= (limit + band * max(bound, floor)) * rounding
         out[f"stats/{name}"] = {kind: [row]}
     return out
