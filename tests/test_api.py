@@ -339,7 +339,7 @@ def attest_the_slashed_task(chain: Chain, task: int, sampled: list[int]) -> dict
     # What no reader may choke on: ids past SQLite's integers, markup in a profile, a verdict nobody defined.
     announce(COPIER, 2**255, at=2**200)
     announce(COPIER, k2, profile="[bold]x[/bold]; trusted")
-    announce(COPIER, k2, verdict=2)
+    announce(COPIER, k2, verdict=3)
     return {"k1": k1, "k2": k2, "unopened": unopened}
 
 
