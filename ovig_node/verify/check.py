@@ -15,11 +15,12 @@ are within ``BAND x drift`` of each other coordinate by coordinate. A row is dec
 with every coordinate's difference shrunk by that much: an ``abs`` row whose value exceeds its limit plus
 ``BAND x drift`` (a percentile moves by no more than one coordinate's change), a ``rel`` row whose percentile
 of ``max(0, |replay - claim| - BAND x drift) / (|claim| + eps)`` exceeds its limit (the claim's magnitude, which
-the attacker picks, divides every replay's difference alike; review 14), a statistic's row whose value exceeds
-its limit plus ``BAND`` times its bound or floor. Then any honest replay fails that row too: a claim tuned to
-sit at a limit can pass one honest replay and fail another only indecisively. A watcher neither challenges nor attests
-an indeterminate interval, and an auditor abstains on it, so no honest panel splits between ``sound`` and
-``faulty`` on hardware (reviews 12 and 13 of v3). The verdict itself stays faulty (the evaluation measures
+the attacker picks, divides every replay's difference alike; review 14), a statistic's row that fails with
+each step's difference shrunk likewise (:func:`step_stats.shrunk_differences`; review 15). Every threshold is
+taken ``ROUNDING`` times larger. Then any honest replay fails that row too: a claim tuned to sit at a limit can
+pass one honest replay and fail another only indecisively. A watcher does not challenge an indeterminate
+interval (it attests it as such), and an auditor abstains on it, so no honest panel splits between ``sound``
+and ``faulty`` on hardware (reviews 12 to 15 of v3). The verdict itself stays faulty (the evaluation measures
 the boundary, alpha x bound); the band is what the nodes act on.
 
 A verdict has a ``reason`` from a short list a challenger and a panel can act on, and a ``cause``
@@ -77,8 +78,7 @@ class Verdict:
     # positive value, but has no finite ratio, so it shows in ``signals`` and not here.
     margin: float | None = None
     cause: str = ""  # the check that failed, finer than ``reason`` (wrong_shape, non_finite, ...)
-    # Out of bounds, but every failing value within its row's band: the nodes neither challenge nor vote on it (the
-    # module docstring)
+    # Out of bounds, but no failing row decisive: the nodes neither challenge nor vote on it (the module docstring)
     indeterminate: bool = False
 
     @property
