@@ -313,21 +313,25 @@ def test_an_attestation_changed_after_signing_recovers_someone_else(changed: dic
     assert not attestation.verified(SIGNED, attestation.Domain(31337, "0x" + "cd" * 20), signature, ATTESTER.address)
 
 
+def attested_args(signed: attestation.Attestation, signature: bytes) -> dict[str, object]:
+    """The decoded args of the Attested event by which ATTESTER announces ``signed``."""
+    return {
+        "task": signed.task,
+        "k": signed.k,
+        "watcher": ATTESTER.address,
+        "verdict": signed.verdict,
+        "profile": signed.profile,
+        "reportCID": signed.report_cid,
+        "attestationCID": "bafydoc",
+        "signature": "0x" + signature.hex(),
+    }
+
+
 def test_an_attestation_in_the_near_tie_band_covers_for_partners_and_is_not_sound() -> None:
     """Review 13 of v3: an interval judged within the near-tie band is attested with verdict 2, which a partner
     counts as judged (it need not replay it) and nobody counts as sound."""
     within_band = dataclasses.replace(SIGNED, verdict=int(attestation.AttestedVerdict.INDETERMINATE))
-    signature = attestation.sign(within_band, DOMAIN, ATTESTER)
-    args = {
-        "task": 3,
-        "k": 17,
-        "watcher": ATTESTER.address,
-        "verdict": 2,
-        "profile": SIGNED.profile,
-        "reportCID": CID_A,
-        "attestationCID": "bafydoc",
-        "signature": "0x" + signature.hex(),
-    }
+    args = attested_args(within_band, attestation.sign(within_band, DOMAIN, ATTESTER))
     kept = attestation.announced(args, DOMAIN, END)
     assert kept == attestation.Announced(within_band, ATTESTER.address, "bafydoc") and not kept.sound
     assert attestation.announced({**args, "verdict": 1}, DOMAIN, END) is None  # signed as 2: not a sound one
@@ -338,16 +342,7 @@ def test_an_attestation_in_the_near_tie_band_covers_for_partners_and_is_not_soun
 
 def test_announced_keeps_only_a_signature_of_its_sender_over_the_opening_seen() -> None:
     signature = attestation.sign(SIGNED, DOMAIN, ATTESTER)
-    args = {
-        "task": 3,
-        "k": 17,
-        "watcher": ATTESTER.address,
-        "verdict": 1,
-        "profile": SIGNED.profile,
-        "reportCID": CID_A,
-        "attestationCID": "bafydoc",
-        "signature": "0x" + signature.hex(),
-    }
+    args = attested_args(SIGNED, signature)
     kept = attestation.announced(args, DOMAIN, END)
     assert kept == attestation.Announced(SIGNED, ATTESTER.address, "bafydoc") and kept.sound
     # Signed over another opening of k (a redeployed devnet, a fork, a task id reused after a reorg): not this one.

@@ -40,6 +40,7 @@ from ovig_node.errors import OvigError
 from ovig_node.nodes.attesting import attestations
 from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.deploying import DeployTarget, deploy
+from ovig_node.nodes.judging import verdict_of
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.owner import Terms, post_task
 from ovig_node.nodes.timeline import describe
@@ -494,8 +495,7 @@ def _collect_replays(owner: NodeContext, watcher_home: Path, role: str, result: 
                 continue
             report = json.loads(owner.ipfs.cat_bytes(entry["report"], max_bytes=MAX_REPORT_BYTES))
             honest = task == result.honest or k != result.deliverable
-            verdict = "indeterminate" if report.get("indeterminate") else report["verdict"]
-            result.replays.append(Replay(role, task, k, honest, verdict, closest_to_limit(report)))
+            result.replays.append(Replay(role, task, k, honest, verdict_of(report), closest_to_limit(report)))
 
 
 def _collect_attestations(owner: NodeContext, result: DemoResult) -> None:

@@ -44,6 +44,7 @@ from ovig_node.verify.report import verify_interval
 FETCH_RETRY_SECONDS = 5.0  # between two looks for a file not found, before the fetch deadline
 MAX_MANIFEST_BYTES = 1 << 20  # an opening manifest lists a batch's CIDs, digests and proofs: kilobytes
 VALID, FAULTY = "valid", "faulty"
+INDETERMINATE = "indeterminate"  # a verdict out of bounds within the near-tie band (its report says faulty)
 # The reasons that mean "not obtained": a file (the evidence, or the batch manifest) not found, not matching its
 # digest, or larger than the spec's evidence can be. Any other faulty reason was judged on files obtained.
 NOT_OBTAINED = frozenset({"missing", "corrupt", "oversized"})
@@ -62,14 +63,19 @@ class Judgement:
 
     @property
     def indeterminate(self) -> bool:
-        """Out of bounds within the near-tie band (protocol 5): a watcher neither challenges nor attests it, an
-        auditor abstains on it."""
-        return self.faulty and bool(self.report.get("indeterminate"))
+        """Out of bounds within the near-tie band (protocol 5): a watcher does not challenge it, an auditor
+        abstains on it."""
+        return verdict_of(self.report) == INDETERMINATE
 
     @property
     def obtained(self) -> bool:
         """Judged on files obtained (not found, corrupt or oversized files, or a batch manifest so, are not)."""
         return self.available and not (self.faulty and self.report.get("reason") in NOT_OBTAINED)
+
+
+def verdict_of(report: dict[str, Any]) -> str:
+    """A report's verdict as the nodes act on it: valid, faulty, or indeterminate (faulty within the band)."""
+    return INDETERMINATE if report["verdict"] == FAULTY and report.get("indeterminate") else str(report["verdict"])
 
 
 @dataclass(frozen=True)

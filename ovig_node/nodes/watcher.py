@@ -57,6 +57,7 @@ from ovig_node.nodes.judging import (
     look_for_files,
     not_obtained,
     opened_interval,
+    verdict_of,
 )
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock
@@ -70,7 +71,6 @@ from ovig_node.training.execution import host_cpu
 from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 
-INDETERMINATE = "indeterminate"  # a judged interval's verdict within the near-tie band (its report says faulty)
 # Seconds a commit needs to land: one closer to its interval's window end is not sent (it could not be revealed).
 COMMIT_MARGIN = 15
 # A judgement's files (the owner's and the interval's) are looked for until its interval's window end, less two
@@ -452,7 +452,7 @@ class WatcherNode(ReplayingNode):
         key = f"{task}:{k}"
         judged = self.state.get("judged", {})
         judged[key] = {
-            "verdict": INDETERMINATE if judgement.indeterminate else judgement.report["verdict"],
+            "verdict": verdict_of(judgement.report),
             "reason": judgement.report.get("reason"),
             "report": judgement.report_cid,
         }
