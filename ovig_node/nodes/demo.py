@@ -150,7 +150,9 @@ CASTS = {
     # Its steps and replays cost several times the CNN's (a 49,152-token output layer): more time to end, and
     # challenge windows twice the CNN's: on two shared cores, with a dispute's six auditor replays running, a
     # watcher's replays of a last batch's intervals outran 90 s (2 of 3 runs on one machine, before and after
-    # review 12 of v3, left a sampled interval unjudged; with 180 s the next run judged every one).
+    # review 12 of v3, left a sampled interval unjudged; with 180 s the next run judged every one). Its
+    # committee's clocks run twice the devnet's (a 60 s vote commit window): in CI an auditor's two replays of
+    # the cheated interval (the second confirms a rejection) did not fit the devnet's 30 s, and it abstained.
     "llm": Cast(
         "llm",
         {**SPEC, "batch_size": 4},
@@ -158,6 +160,7 @@ CASTS = {
         LLM_PROFILES,
         timeout=900,
         terms=replace(TERMS, challenge_window=180),
+        pace=2,
     ),
     # The real chat model (SmolLM2-135M-Instruct with LoRA, `ovig demo --workload llm --full`). A step takes
     # about 2.6 s on a core and every replay loads the 540 MB base first: 12 steps in 4 intervals of 3, and
