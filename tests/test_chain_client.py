@@ -21,7 +21,7 @@ from ovig_node.chain.deploy import create_address
 from ovig_node.chain.errors import NotMined, RpcUnavailable
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
-from ovig_node.chain.rpc import connect, send
+from ovig_node.chain.rpc import block_seconds, connect, send
 from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.processes import free_port
 
@@ -278,6 +278,15 @@ def test_scanner_drops_events_of_reorged_blocks(w3: Web3, tasks: Any, tmp_path: 
     fresh = events.poll()
     assert [(e.name, e.args["owner"]) for e in fresh] == [("TaskPosted", other.address)]
     assert [(e.name, e.args["terms"]["reward"]) for e in events.events()] == [("TaskPosted", 5)]
+
+
+def test_block_seconds_is_the_mean_time_between_the_latest_blocks_and_at_least_one(w3: Web3) -> None:
+    """What a node's room to act is counted in (review 16 of v3): 32 blocks of 12 s read 12; blocks mined in the
+    same second (a devnet mining each transaction at once) read 1."""
+    w3.provider.make_request("anvil_mine", [hex(32), hex(12)])  # type: ignore[arg-type]
+    assert block_seconds(w3) == 12.0
+    w3.provider.make_request("anvil_mine", [hex(32), hex(0)])  # type: ignore[arg-type]
+    assert block_seconds(w3) == 1.0
 
 
 def test_anvil_keeps_no_old_states_on_disk(w3: Web3) -> None:

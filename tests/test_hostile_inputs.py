@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from ovig_node.cli import cli
 from ovig_node.deadlines import DeadlinePassed
 from ovig_node.nodes import fetching
+from ovig_node.nodes.auditor import fetch_looked
 from ovig_node.nodes.fetching import TaskRefused
 from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import Evidence as JudgedFiles
@@ -394,6 +395,24 @@ def test_a_trickled_interval_whose_replay_cannot_finish_is_not_obtained_and_a_sl
         replay(60.0, 0, late)
     # In time, the verdict is the replay's, late files or not.
     assert replay(120.0, 60, late)["verdict"] == "valid"
+
+
+@pytest.mark.parametrize(
+    ("window", "late_by", "looked"),
+    [
+        (15, 7.5, True),  # the devnet's fetch window: half of it is the grace
+        (15, 8, False),
+        (15, 20, False),  # begun after the window had closed: never a look (review 16 of v3)
+        (200, 60, True),  # FETCH_START_GRACE
+        (200, 61, False),
+        (10_800, 2_700, True),  # the deploy's: a quarter of the window
+        (10_800, 2_701, False),
+    ],
+)
+def test_an_auditor_fetch_begun_late_in_its_window_claims_nothing(window: float, late_by: float, looked: bool) -> None:
+    """A seat's fetch that began late (its node busy or down) answers what it did not obtain with an abstention, not
+    `unavailable`: it did not look through the window."""
+    assert fetch_looked(late_by, window) is looked
 
 
 @pytest.mark.parametrize(

@@ -269,6 +269,27 @@ def test_a_block_request_under_a_deadline_waits_no_longer_than_the_time_left(ipf
         assert time.monotonic() - started < 30  # two seconds and a reply, not a minute
 
 
+def test_the_blocks_fetched_ahead_wait_no_longer_than_the_time_left(
+    ipfs_node: IpfsNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sixteenth review: the blocks a read fetches ahead (``prefetch`` at once) were requested from threads that
+    did not carry the deadline, each searching peers for the whole fetch timeout: a provider serving a file's root
+    block and none of its leaves held a judgement a minute past its deadline. FAKE, named as such: the root is
+    served by a stand-in for block_get (the devnet's IPFS node has no block/put to store a hand-made block); its
+    leaves are asked of the real node, which has none of them."""
+    leaves = [Cid.parse(UNKNOWN_CID), Cid.of_block(b"never served", version=1, codec=DAG_PB)]
+    declared = encode_unixfs(UnixFSData(type=TYPE_FILE, filesize=2, blocksizes=(1, 1)))
+    root_block = encode_pbnode(PBNode(links=tuple(PBLink(leaf) for leaf in leaves), data=declared))
+    root = Cid.of_block(root_block, version=1, codec=DAG_PB)
+    with ipfs_node.client(fetch_timeout=60) as client:
+        real = client.block_get
+        monkeypatch.setattr(client, "block_get", lambda cid: root_block if cid == root else real(cid))
+        started = time.monotonic()
+        with stop_at(started + 2), pytest.raises((ContentNotFound, DeadlinePassed)):
+            client.cat_bytes(str(root))
+        assert time.monotonic() - started < 30  # two seconds and a reply, not a minute
+
+
 def test_invalid_cid_raises_before_any_request(ipfs: IpfsClient) -> None:
     with pytest.raises(InvalidCid):
         ipfs.cat_bytes("not-a-cid")

@@ -8,11 +8,14 @@ contract knows no boundary): every node that fetches the task then refuses it.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from ovig_node.nodes.fetching import TaskRefused, check_declared_replay
 from ovig_node.nodes.owner import PostingError, Terms, declared_replay_seconds
-from ovig_node.nodes.trainer import check_deadline, second_profile
+from ovig_node.nodes.trainer import check_deadline, check_windows, second_profile
+from ovig_node.protocol.intervals import Layout
 from ovig_node.training.execution import get_profile
 
 TERMS = Terms(
@@ -59,11 +62,25 @@ def test_a_node_accepts_a_declaration_that_covers_its_boundary() -> None:
 
 
 def test_a_trainer_refuses_a_deadline_its_run_cannot_meet() -> None:
-    """Review 12 of v3: a deadline shorter than the run let the owner abandon an honest provider's task and take
-    its bond. Ten intervals at 4 s need 60 s with the safety factor."""
-    check_deadline(7, 60, 10, 4.0)  # no exception: just enough
-    with pytest.raises(TaskRefused, match=r"task 7: its commit deadline is 59s away; 10 intervals .* need 60s"):
-        check_deadline(7, 59, 10, 4.0)
+    """Reviews 12 and 16 of v3: a deadline shorter than the run let the owner abandon an honest provider's task and
+    take its bond. Ten intervals at 4 s need 60 s with the safety factor, and two batch commits at 12 s each 24 s
+    more (a commit is mined before the next batch's)."""
+    check_deadline(7, 84, 10, 4.0, 2, 12.0)  # no exception: just enough
+    with pytest.raises(TaskRefused, match=r"task 7: its commit deadline is 83s away; 10 intervals .* need 84s"):
+        check_deadline(7, 83, 10, 4.0, 2, 12.0)
+
+
+def test_a_trainer_refuses_an_opening_window_it_cannot_open_a_whole_batch_in() -> None:
+    """Review 16 of v3: an owner's opening window of seconds on a chain of slow blocks slashed the provider that
+    accepted it. An interval trains in 4 s and an opening takes 11 s to be mined: 15 s opens a batch of 64 (one
+    transaction), a batch of 65 takes two (26 s)."""
+    windows = SimpleNamespace(openingWindow=15, challengeWindow=60, challengeRevealWindow=30)
+    check_windows(7, windows, 10.0, 4.0, 11.0, Layout(640, 10, 64))  # no exception: just enough
+    with pytest.raises(TaskRefused, match=r"task 7: its opening window of 15s .* each of 2 opening transactions"):
+        check_windows(7, windows, 10.0, 4.0, 11.0, Layout(650, 10, 65))
+    short = SimpleNamespace(openingWindow=14, challengeWindow=60, challengeRevealWindow=30)
+    with pytest.raises(TaskRefused, match=r"task 7: its opening window of 14s leaves no time to open a sample"):
+        check_windows(7, short, 10.0, 4.0, 11.0, Layout(640, 10, 64))
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,17 @@ class _Provider(HTTPProvider):
             raise RpcUnavailable(str(self.endpoint_uri), type(exc).__name__) from None
 
 
+def block_seconds(w3: Web3, span: int = 32) -> float:
+    """The chain's mean seconds between its last ``span`` blocks, at least 1 (a devnet mining a block per
+    transaction between its timed ones makes several a second)."""
+    latest = w3.eth.get_block("latest")
+    n = min(span, int(latest["number"]))
+    if n == 0:
+        return 1.0
+    first = w3.eth.get_block(int(latest["number"]) - n)
+    return max(1.0, (int(latest["timestamp"]) - int(first["timestamp"])) / n)
+
+
 def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = None) -> Web3:
     """A Web3 on ``url`` that has answered once; refuses a chain with another id than expected."""
     # web3's validation asks the endpoint for its chain id before every eth_call: cached, that halves the

@@ -91,10 +91,18 @@ TOP_UP_GAS_RESERVE = 10**16  # wei kept for the top-up's own gas (and the next b
 # queued behind a junk seat's replay began fetching after its fetch window had closed and voted `unavailable` on
 # files that were being served).
 # A fetch that began later than this share of the fetch window after the draw, and later than FETCH_START_GRACE
-# seconds (a pass's poll and the event index's lag), did not look for the files through the window (this node was
-# busy or down): what it did not obtain it answers with an abstention, not `unavailable`.
+# seconds (a pass's poll and the event index's lag) but never later than half the window (review 16 of v3: on a
+# window shorter than the grace, a fetch begun after the window had closed counted as a look, and voted
+# `unavailable` on files served at once), did not look for the files through the window (this node was busy or
+# down): what it did not obtain it answers with an abstention, not `unavailable`.
 FETCH_START_SLACK = 0.25
 FETCH_START_GRACE = 60.0
+
+
+def fetch_looked(late_by: float, window: float) -> bool:
+    """Whether a seat's fetch that began ``late_by`` seconds after its draw looked for the files through a fetch
+    window of ``window`` seconds: what it did not obtain is then `unavailable`; otherwise it abstains."""
+    return late_by <= max(window * FETCH_START_SLACK, min(FETCH_START_GRACE, window / 2))
 
 
 @dataclass(frozen=True)
@@ -427,7 +435,7 @@ class AuditorNode(ReplayingNode):
         ``unavailable``, but only when this fetch began early in the window (FETCH_START_SLACK, FETCH_START_GRACE):
         one that began later (this node busy or down) claims nothing and abstains."""
         late_by = time.monotonic() - drawn
-        looked = late_by <= max((fetch_until - drawn) * FETCH_START_SLACK, FETCH_START_GRACE)
+        looked = fetch_looked(late_by, fetch_until - drawn)
 
         def not_obtained(reason: str) -> Ballot:
             if looked:
@@ -534,12 +542,9 @@ class AuditorNode(ReplayingNode):
         (a provider's junk must not fill the disk)."""
         shared: dict[str, list[str]] = self.state.get("shared", {})
         for task in {*self._fetched, *map(int, shared)}:
-            disputes = [int(e.args["dispute"]) for e in self.ctx.scanner.events("DisputeOpened", task=task)]
-            if not disputes or not all(self._resolved(dispute) for dispute in disputes):
+            if not self.ctx.scanner.events("DisputeOpened", task=task) or not self._disputes_over(task):
                 continue
-            with self._locks.setdefault(task, threading.Lock()):
-                self._fetched.pop(task, None)
-                shutil.rmtree(self.ctx.home / f"task-{task}", ignore_errors=True)
+            self._drop_task_files(task)
             for cid in shared.pop(str(task), []):
                 with contextlib.suppress(IpfsError):  # already unpinned, or another pin of it: nothing to keep
                     self.ctx.ipfs.unpin(cid)
@@ -548,9 +553,6 @@ class AuditorNode(ReplayingNode):
     def _interested(self, task: int) -> bool:
         tasks = self.ctx.protocol.tasks
         return bool(tasks.functions.isInterested(task, self.ctx.address, int(self.ctx.head()["number"])).call())
-
-    def _resolved(self, dispute: int) -> bool:
-        return DisputeStatus(self.ctx.protocol.dispute(dispute).status) == DisputeStatus.RESOLVED
 
     # --- appeals -------------------------------------------------------------------------------
 

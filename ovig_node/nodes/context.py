@@ -24,7 +24,7 @@ from ovig_node.chain.contracts import Protocol, deployed_addresses
 from ovig_node.chain.errors import ChainError, KeystoreError
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.randomness import BeaconRelays
-from ovig_node.chain.rpc import connect
+from ovig_node.chain.rpc import block_seconds, connect
 from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import DEVNET_CHAIN_ID, Devnet, DevnetConfig, default_data_dir
@@ -44,6 +44,11 @@ PUBLIC_FETCH_TIMEOUT = 60.0
 # deletes those no pin holds: at most this often, and only while the node fetches nothing (review 12 of v3: a full
 # store had the node's own errors taken for files not obtained).
 SWEEP_SECONDS = 600.0
+# Blocks a node allows itself between seeing a chain event and its answer mined (the event indexed, files pinned, a
+# transaction signed, broadcast and included): the floor on any window it must act in. 10 blocks: two minutes on
+# Ethereum, ten seconds on the devnet.
+ACT_BLOCKS = 10
+BLOCK_SECONDS_TTL = 600.0  # seconds a measure of the chain's block time is used before it is taken again
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class NodeContext:
     # Seconds between sweeps of the IPFS store of blocks no pin holds (None: never; a devnet's one store is shared
     # by every role, whose fetch windows are seconds long, and a sweep holds the store's lock)
     sweep_every: float | None = None
+    _block_seconds: tuple[float, float] | None = field(default=None, init=False, repr=False)  # (value, when measured)
 
     @property
     def address(self) -> ChecksumAddress:
@@ -99,6 +105,16 @@ class NodeContext:
 
     def now(self) -> int:
         return int(self.head()["timestamp"])
+
+    def room_to_act(self, poll_seconds: float) -> float:
+        """Seconds this node needs between a chain event and its answer mined: ACT_BLOCKS of this chain's blocks
+        plus one pass of its loop. A window shorter than that (an owner sets a task's; review 16 of v3: an opening
+        window of seconds on a 12 s chain, a reveal window of one) is one it cannot act in, and it says so before
+        it bonds anything, rather than after."""
+        cached = self._block_seconds
+        if cached is None or time.monotonic() - cached[1] > BLOCK_SECONDS_TTL:
+            cached = self._block_seconds = (self.client.retry(lambda: block_seconds(self.client.w3)), time.monotonic())
+        return ACT_BLOCKS * cached[0] + poll_seconds
 
     def close(self) -> None:
         self.scanner.close()

@@ -13,6 +13,7 @@ the error, and then:
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,10 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     ConnectionError,
     TimeoutError,
 )
+
+# A full disk (or quota) is this machine's to free, then the unit is tried again: never "left alone until a restart"
+# (review 16 of v3: a sybil's junk files filled a watcher's disk, and every interval after was never judged).
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 @dataclass
@@ -70,7 +75,9 @@ class Isolation:
 
     def _failed(self, key: str, exc: Exception) -> None:
         known = self._failures.get(key)
-        if isinstance(exc, TRANSIENT):
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:  # this machine's, never the unit's: said as such
+            exc = OSError(exc.errno, f"this machine's disk is full ({exc}); free space, and it goes on")
+        if isinstance(exc, TRANSIENT) or (isinstance(exc, OSError) and exc.errno in DISK_FULL):
             delay = self.first_delay if known is None else min(self.max_delay, known.delay * 2)
             self._failures[key] = _Failure(self.clock() + delay, delay)
             if known is None:

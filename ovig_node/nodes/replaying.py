@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import shutil
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar
 
+from ovig_node.chain.contracts import DisputeStatus
 from ovig_node.deadlines import stop_at
 from ovig_node.errors import OvigError
 from ovig_node.nodes.context import NodeContext
@@ -77,6 +79,20 @@ class ReplayingNode:
             return self._fetched[task]
         finally:
             lock.release()
+
+    def _disputes_over(self, task: int) -> bool:
+        """Whether every dispute of ``task`` has resolved (none: true)."""
+        disputes = [int(e.args["dispute"]) for e in self.ctx.scanner.events("DisputeOpened", task=task)]
+        return all(self._resolved(dispute) for dispute in disputes)
+
+    def _resolved(self, dispute: int) -> bool:
+        return DisputeStatus(self.ctx.protocol.dispute(dispute).status) == DisputeStatus.RESOLVED
+
+    def _drop_task_files(self, task: int) -> None:
+        """Delete everything this node keeps of ``task`` on disk (the owner's files, evidence left over)."""
+        with self._locks.setdefault(task, threading.Lock()):
+            self._fetched.pop(task, None)
+            shutil.rmtree(self.ctx.home / f"task-{task}", ignore_errors=True)
 
     @functools.cached_property
     def _swept(self) -> list[float]:

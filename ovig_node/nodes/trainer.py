@@ -35,6 +35,7 @@ from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.payouts import withdraw_credits
+from ovig_node.protocol.intervals import Layout
 from ovig_node.protocol.manifest import ManifestRow, batch_manifest, encode_stats
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 from ovig_node.protocol.retention import retained
@@ -51,6 +52,10 @@ ENDED = (TaskStatus.FINALIZED, TaskStatus.SLASHED, TaskStatus.ABANDONED, TaskSta
 # The commit deadline must leave this many times the run's training time (interval 0's, timed in the preflight,
 # times the intervals): the commits, seed draws and openings between batches take time of their own.
 DEADLINE_SAFETY = 1.5
+# Openings one openBatch carries: about 60 KB of calldata at the deepest batch (256 intervals), half of the 128 KiB
+# nodes relay (review 16 of v3: a whole sample of 157 or more in one transaction was never relayed, and the
+# provider slashed).
+OPENINGS_PER_TX = 64
 # The second profile of a boundary-mode preflight when the boundary names no other known one.
 FALLBACK_PROFILES = ("reference", "threads2")
 
@@ -226,16 +231,12 @@ class TrainerNode:
                     f"{judged_by} ({report.get('reason')}): its claims would be challenged"
                 )
             slowest = max(slowest, report["seconds"]["replay"])
-        windows = fetched.terms.windows
         calibrated = fetched.boundary.replay_seconds_max if fetched.boundary is not None else 0.0
-        replay = max(slowest, calibrated)
-        if windows.challengeWindow <= replay or windows.openingWindow <= train_seconds:
-            raise TaskRefused(
-                f"task {self.task}: windows too short for this machine (replay {replay:.1f}s, "
-                f"interval {train_seconds:.1f}s, windows {windows})"
-            )
+        layout = fetched.prepared.spec.layout
+        room = self.ctx.room_to_act(self.poll_seconds)
+        check_windows(self.task, fetched.terms.windows, max(slowest, calibrated), train_seconds, room, layout)
         left = int(fetched.terms.deadline) - int(self.ctx.now())
-        check_deadline(self.task, left, fetched.prepared.spec.layout.intervals, train_seconds)
+        check_deadline(self.task, left, layout.intervals, train_seconds, layout.batches, room)
         if fetched.terms.replaySeconds < slowest:
             declared = fetched.terms.replaySeconds
             raise TaskRefused(
@@ -343,16 +344,24 @@ class TrainerNode:
         return MerkleTree.build(leaves)
 
     def _open_drawn_batches(self, t: Any) -> None:
+        """Open every drawn batch's sample: in transactions of at most OPENINGS_PER_TX openings, each mined before
+        the next is signed (its gas estimate then sees the openings before it), skipping those already opened."""
         tasks = self.ctx.protocol.tasks
+        m = self._task_files().prepared.spec.layout.intervals_per_batch
         for j in range(t.committedBatches):
-            if self.ctx.protocol.batch(self.task, j).status != BatchStatus.DRAWN:
+            b = self.ctx.protocol.batch(self.task, j)
+            if b.status != BatchStatus.DRAWN:
                 continue
             sampled = self.ctx.protocol.sampled(self.task, j)
             files = self._pin_files(sampled)
             manifest = {"version": 1, "task": self.task, "batch": j, "files": files}
             cid = self.ctx.ipfs.add_bytes(json.dumps(manifest, sort_keys=True).encode(), name="opening.json").cid
-            openings = [self._opening(k) for k in sampled]
-            self.ctx.client.transact(f"open:{self.task}:{j}", tasks.functions.openBatch(self.task, j, cid, openings))
+            left = [k for k in sampled if not (int(b.openedBitmap) >> (k - j * m)) & 1]
+            for i in range(0, len(left), OPENINGS_PER_TX):
+                chunk = left[i : i + OPENINGS_PER_TX]
+                key = f"open:{self.task}:{j}" if len(sampled) <= OPENINGS_PER_TX else f"open:{self.task}:{j}:{chunk[0]}"
+                fn = tasks.functions.openBatch(self.task, j, cid, [self._opening(k) for k in chunk])
+                self.ctx.client.transact(key, fn)
             self.ctx.say(f"opened batch {j} of task {self.task}: intervals {list(sampled)}")
 
     def _open_requested(self) -> None:
@@ -522,15 +531,36 @@ def _check_log_room(task: int, work: Path, cap: int) -> None:
         )
 
 
-def check_deadline(task: int, left: int, intervals: int, train_seconds: float) -> None:
-    """Refuse a task whose commit deadline, ``left`` seconds away, cannot be met at ``train_seconds`` an interval: the
-    owner would abandon it and take the provider bond (review 12 of v3)."""
-    needed = intervals * train_seconds * DEADLINE_SAFETY
+def check_windows(task: int, windows: Any, replay: float, train_seconds: float, room: float, layout: Layout) -> None:
+    """Refuse a task whose windows this machine cannot act in: a challenge window no longer than its ``replay``; an
+    opening window shorter than an interval's training (one may be under way when a draw comes) plus ``room``
+    seconds (:meth:`NodeContext.room_to_act`) for each opening transaction of a whole batch (every interval is
+    sampled when a batch's randomness is gone; OPENINGS_PER_TX a transaction). Anyone may draw the moment it can,
+    and the provider that opens late is slashed (review 16 of v3: an owner's window of seconds on a chain of 12 s
+    blocks slashed the provider that accepted it)."""
+    if windows.challengeWindow <= replay or windows.openingWindow <= train_seconds:
+        raise TaskRefused(
+            f"task {task}: windows too short for this machine (replay {replay:.1f}s, "
+            f"interval {train_seconds:.1f}s, windows {windows})"
+        )
+    sends = -(-layout.intervals_per_batch // OPENINGS_PER_TX)
+    if windows.openingWindow < train_seconds + sends * room:
+        raise TaskRefused(
+            f"task {task}: its opening window of {windows.openingWindow}s leaves no time to open a sample: an "
+            f"interval trains in {train_seconds:.1f}s here, and each of {sends} opening transactions takes "
+            f"{room:.0f}s to be mined on this chain"
+        )
+
+
+def check_deadline(task: int, left: int, intervals: int, train_seconds: float, batches: int, room: float) -> None:
+    """Refuse a task whose commit deadline, ``left`` seconds away, cannot be met at ``train_seconds`` an interval
+    and ``room`` seconds to get each of its ``batches`` commits mined: the owner would abandon it and take the
+    provider bond (reviews 12 and 16 of v3)."""
+    needed = intervals * train_seconds * DEADLINE_SAFETY + batches * room
     if left < needed:
         raise TaskRefused(
             f"task {task}: its commit deadline is {left}s away; {intervals} intervals at this machine's "
-            f"{train_seconds:.1f}s each need {needed:.0f}s (x{DEADLINE_SAFETY:g} for the commits and openings "
-            "between them)"
+            f"{train_seconds:.1f}s each and {batches} commits at {room:.0f}s each need {needed:.0f}s"
         )
 
 

@@ -88,6 +88,7 @@ MIN_LOOK = 30.0
 # make another interval's judgement wait for a worker; more at once would also mean as many downloads on its disk.
 # Layer one's batch manifests are fetched in workers of their own: never in a judgement's way (the eleventh review).
 SCREEN_WORKERS = 2
+LET_GO_SECONDS = 60.0  # how often it looks for ended tasks whose files it can delete
 
 
 @dataclass
@@ -121,6 +122,7 @@ class WatcherNode(ReplayingNode):
     _judging: dict[tuple[int, int], tuple[Opened, Future[Any]]] = field(default_factory=dict)
     _backlog: float = 0.0  # seconds of replay (twice each declared time) it had still to do at its last look
     _declared: dict[int, int] = field(default_factory=dict)  # task -> its declared replay seconds (never change)
+    _let_go_at: float = 0.0  # when it next looks for ended tasks whose files can go (time.monotonic())
 
     @property
     def replay_workers(self) -> int:
@@ -174,7 +176,22 @@ class WatcherNode(ReplayingNode):
         self._drive_appeals()
         withdraw_credits(self.ctx, self.state)
         busy = bool(self._judging) or any(not f.done() for f in [*self._rechecks.values(), *self._manifests.values()])
+        self.isolation.call("let go of ended tasks", self._let_go)
         self.isolation.call("ipfs sweep", functools.partial(self.sweep, busy))
+
+    def _let_go(self) -> None:
+        """Delete the files of tasks that have ended (the owner's, and any evidence left), once nothing of theirs is
+        under way and their disputes have resolved; looked for every LET_GO_SECONDS (review 16 of v3: a sybil's
+        junk tasks, each with gigabytes of owner files, filled the disk, and a full disk silenced the watcher)."""
+        if time.monotonic() < self._let_go_at or self._rechecks:
+            return
+        self._let_go_at = time.monotonic() + LET_GO_SECONDS
+        busy = {task for task, _ in [*self._judging, *self._manifests]}
+        for folder in self.ctx.home.glob("task-*"):
+            task = int(folder.name.removeprefix("task-")) if folder.name.removeprefix("task-").isdigit() else None
+            if task is None or task in busy or self._live(task) or not self._disputes_over(task):
+                continue
+            self._drop_task_files(task)
 
     # --- layer one ---------------------------------------------------------------------------
 
@@ -320,7 +337,7 @@ class WatcherNode(ReplayingNode):
                 continue  # judged before (no need to read its on-chain state again), under way, or backing off
             iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
             end = max(int(event.args["challengeWindowEnd"]), int(iv.windowEnd))  # a no-decision reopens it
-            if iv.sound or end - 2 * COMMIT_MARGIN <= now:
+            if iv.sound or end - 2 * self._commit_margin() <= now:
                 continue  # final, or too late for a verdict to be committed (said after an outage: missed())
             opened = opened_interval(self.ctx, task, int(k), self._intervals_per_batch(task))
             if opened is None:  # BatchOpened is indexed, so each of its IntervalOpened events is too
@@ -340,7 +357,7 @@ class WatcherNode(ReplayingNode):
             sources = self.isolation.call(_key(task), functools.partial(task_sources, self.ctx, task))
             if sources is None:
                 continue
-            decide_by = clock + max(0, end - now - 2 * COMMIT_MARGIN)
+            decide_by = clock + max(0, end - now - 2 * self._commit_margin())
             work = functools.partial(self._judge_one, sources, opened, decide_by)
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
@@ -624,7 +641,7 @@ class WatcherNode(ReplayingNode):
                 continue
             why = "found sound an interval its replay found faulty"
             if verdict.get("reason") in NOT_OBTAINED:
-                rechecked = self._recheck(key, task, k, clock + max(0, appeal_until - now - COMMIT_MARGIN))
+                rechecked = self._recheck(key, task, k, clock + max(0, appeal_until - now - self._commit_margin()))
                 if rechecked is None:
                     continue  # under way
                 self._appeal_done.add(key)
@@ -711,15 +728,26 @@ class WatcherNode(ReplayingNode):
             )
 
     def _too_late(self, task: int, k: int) -> str:
-        """Why a commit of k now could only lose its bond ("" if it could not): k is found sound already, or its
-        own window closes within COMMIT_MARGIN (a commit made after it cannot be revealed)."""
+        """Why a commit of k now could only lose its bond ("" if it could not): k is found sound already, its own
+        window closes before a commit could land (a commit made after it cannot be revealed), or the task's reveal
+        window is shorter than a reveal takes to be mined (review 16 of v3: an owner's reveal window of seconds on a
+        12 s chain burned every bond committed, the reveal always late)."""
         tasks = self.ctx.protocol.tasks
         if self.ctx.protocol.view(tasks, "getOpenedInterval", task, k).sound:
             return "it was found sound meanwhile"
+        room = self.ctx.room_to_act(self.poll_seconds)
+        reveal = int(self.ctx.protocol.task(task).terms.windows.challengeRevealWindow)
+        if reveal < room:
+            return f"its reveal window of {reveal}s is shorter than the {room:.0f}s a reveal takes to be mined here"
         end = int(self.ctx.protocol.view(tasks, "challengeWindowEnd", task, k))
-        if self.ctx.now() + COMMIT_MARGIN >= end:
+        if self.ctx.now() + self._commit_margin() >= end:
             return f"its window closes at {chain_clock(end)}, too soon for a commit to land"
         return ""
+
+    def _commit_margin(self) -> float:
+        """Seconds before an interval's window end by which its challenge is committed: COMMIT_MARGIN, or the
+        chain's room to act where that is longer (a chain of slow blocks)."""
+        return max(COMMIT_MARGIN, self.ctx.room_to_act(self.poll_seconds))
 
     def _dispute_of(self, receipt: Any) -> int:
         events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)

@@ -12,6 +12,7 @@ Failures are typed (see ``ovig_node.storage.errors``): a node that does not answ
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import os
@@ -19,7 +20,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import islice
@@ -326,17 +327,25 @@ class IpfsClient:
             yield from map(self.block_get, cids)
             return
         pending = iter(cids)
-        with ThreadPoolExecutor(max_workers=self.prefetch, thread_name_prefix="ipfs-fetch") as pool:
-            window = deque(pool.submit(self.block_get, cid) for cid in islice(pending, self.prefetch))
-            try:
-                while window:
-                    block = window.popleft().result()
-                    if (cid := next(pending, None)) is not None:
-                        window.append(pool.submit(self.block_get, cid))
-                    yield block
-            finally:
-                for future in window:  # a consumer that stops early leaves nothing running
-                    future.cancel()
+        pool = ThreadPoolExecutor(max_workers=self.prefetch, thread_name_prefix="ipfs-fetch")
+
+        def fetch(cid: Cid) -> Future[bytes]:
+            # In this thread's context: a pool thread does not inherit its deadline, and each request would search
+            # peers for the whole fetch timeout past it (review 16 of v3: a provider serving a root block and no
+            # leaves held a judgement a minute past its deadline)
+            return pool.submit(contextvars.copy_context().run, self.block_get, cid)
+
+        window = deque(fetch(cid) for cid in islice(pending, self.prefetch))
+        try:
+            while window:
+                block = window.popleft().result()
+                if (cid := next(pending, None)) is not None:
+                    window.append(fetch(cid))
+                yield block
+        finally:
+            # a consumer that stops early (or a deadline passed) waits for nothing: requests in flight end at the
+            # deadline they carry
+            pool.shutdown(wait=False, cancel_futures=True)
 
     # --- pins ----------------------------------------------------------------------------------
 
