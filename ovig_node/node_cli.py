@@ -249,6 +249,13 @@ replay_profile_option = click.option(
     default=True,
     help="Announce an attestation (a transaction) of every interval judged sound.",
 )
+@click.option(
+    "--max-bond",
+    default="1",
+    callback=lambda ctx, param, value: _amount(value, "--max-bond"),
+    help="The largest challenger bond to put up, in ETH: a task asking more is judged and attested, never "
+    "challenged nor requested (what a watcher may lose to a bait or a junk dispute is the task's bond).",
+)
 @appeal_budget_option
 @connection_options
 def watcher(
@@ -262,6 +269,7 @@ def watcher(
     enough: int,
     attest: bool,
     appeal_budget: dict[str, int],
+    max_bond: int,
     **options: Any,
 ) -> None:
     """Replay opened intervals, challenge those outside the boundary, attest the sound ones; until interrupted."""
@@ -293,6 +301,7 @@ def watcher(
         trusted=trusted,
         enough=enough,
         appeal_budget=AppealBudget(**appeal_budget),
+        max_bond=max_bond,
     )
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 

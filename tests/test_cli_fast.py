@@ -74,6 +74,7 @@ print("torch loaded:", "torch" in sys.modules)
             ["watcher", "--appeal-budget", "-2x", "--account", "3"],
             "'-2x' is not a multiple of the smallest challenger bond",
         ),
+        (["watcher", "--max-bond", "0.1.2", "--account", "3"], "'0.1.2' is not an amount of ETH"),
     ],
 )
 def test_a_usage_error_names_its_option_before_torch_loads(tmp_path: Path, argv: list[str], said: str) -> None:

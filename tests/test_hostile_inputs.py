@@ -21,6 +21,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 from pydantic import ValidationError
+from test_ipfs import UNKNOWN_CID
 
 from ovig_node.cli import cli
 from ovig_node.deadlines import DeadlinePassed
@@ -29,6 +30,7 @@ from ovig_node.nodes.auditor import fetch_looked
 from ovig_node.nodes.fetching import TaskRefused
 from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import Evidence as JudgedFiles
+from ovig_node.nodes.judging import GaveWay, Opened, look_for_files
 from ovig_node.nodes.watcher import WatcherNode
 from ovig_node.storage.errors import ContentTooLarge, IpfsUnavailable
 from ovig_node.storage.ipfs import IpfsClient
@@ -38,7 +40,7 @@ from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.layout import layout_of
 from ovig_node.verify.report import verify_interval
-from support import pattern, run_ovig
+from support import IpfsNode, pattern, run_ovig
 from verify_support import HELD_OUT, HELD_OUT_PROFILES
 
 K = 3  # the judged interval: its start is E_2, its end E_3
@@ -395,6 +397,28 @@ def test_a_trickled_interval_whose_replay_cannot_finish_is_not_obtained_and_a_sl
         replay(60.0, 0, late)
     # In time, the verdict is the replay's, late files or not.
     assert replay(120.0, 60, late)["verdict"] == "valid"
+
+
+def test_a_look_for_files_not_found_gives_way_to_an_interval_closing_sooner(ipfs_node: IpfsNode) -> None:
+    """Review 16 of v3: looks for a junk task's withheld files, opened first, held every worker of a watcher until
+    a fake opened after them had closed its window unjudged. A look whose files are not found ends when told to
+    give way (its worker goes to the interval closing sooner), and is no verdict; past its fetch deadline it is
+    the files not obtained, as before. The task's files are asked of the real IPFS node, which has none of them."""
+    opened = Opened(k=3, start_digest="", end_digest="", opening_cid=None)
+    with ipfs_node.client(fetch_timeout=1) as client:
+
+        def task_files(wait: float, fetch_by: float) -> Any:
+            return client.cat_bytes(UNKNOWN_CID)  # ContentNotFound: withheld (or not announced yet)
+
+        def look(fetch_by: float, give_way: Callable[[], bool] | None) -> Any:
+            ctx: Any = None  # never reached: the look ends at the owner's files
+            return look_for_files(
+                ctx, task_files, opened, fetch_by=fetch_by, looked=True, who="watch", profile="x", give_way=give_way
+            )
+
+        gave_way = look(time.monotonic() + 600, lambda: True)
+        assert isinstance(gave_way, GaveWay) and gave_way.why.startswith(f"the task's files: content {UNKNOWN_CID}")
+        assert look(time.monotonic(), lambda: True).startswith(f"the task's files: content {UNKNOWN_CID}")  # deadline
 
 
 @pytest.mark.parametrize(

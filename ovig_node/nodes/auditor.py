@@ -72,6 +72,7 @@ from ovig_node.nodes.fetching import (
 )
 from ovig_node.nodes.judging import (
     Evidence,
+    GaveWay,
     Judgement,
     look_for_files,
     opened_interval,
@@ -464,6 +465,7 @@ class AuditorNode(ReplayingNode):
             return Ballot(Vote.ABSTAIN, str(exc), "")
         if isinstance(looking, str):
             return not_obtained(looking)
+        assert not isinstance(looking, GaveWay), "a seat's look never gives way (it has a fetch worker of its own)"
         evidence, judge = looking
         if evidence.problem is not None:  # settled without a replay (not obtained, or its opening not sound)
             return judge()

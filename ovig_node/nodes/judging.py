@@ -147,6 +147,15 @@ class Evidence:
         return self.problem is not None and self.problem[0] == "missing"
 
 
+@dataclass(frozen=True)
+class GaveWay:
+    """A look that ended while its files were still not found (``why``), to leave its worker to a judgement due
+    sooner (review 16 of v3: looks for a junk task's withheld files held every worker until a fake opened after them
+    had closed its window unjudged)."""
+
+    why: str
+
+
 def fetch_evidence(
     ctx: NodeContext, fetched: FetchedTask, opened: Opened, *, who: str, fetch_by: float | None = None
 ) -> Evidence:
@@ -197,19 +206,22 @@ def look_for_files(
     opened: Opened,
     *,
     fetch_by: float,
-    looked: bool,
+    looked: bool | Callable[[FetchedTask], bool],
     who: str,
     profile: str,
-) -> tuple[Evidence, Callable[[], Judgement]] | str:
+    give_way: Callable[[], bool] | None = None,
+) -> tuple[Evidence, Callable[[], Judgement]] | str | GaveWay:
     """The task's files (``task_files(wait, fetch_by)``: waiting at most ``wait`` seconds, the work's own deadline,
     for another fetch of them, and downloading until ``fetch_by``) and
     interval ``opened.k``'s evidence, looked for again while not found until the monotonic ``fetch_by``, as a
     watcher and a panelist both look: the evidence (obtained or not) and the judgement of it to run (its replay,
     unless the evidence settles it), or why the files were not obtained. Still arriving at ``fetch_by`` (served a
     trickle) is not obtained: withholding, whatever the pace, is. Evidence not obtained by a node that did not
-    look long (``looked`` False: it came late) is said so, its folder deleted, rather than judged. A retry keeps
+    look long (``looked`` False, or False for the task's files: it came late) is said so, its folder deleted, rather
+    than judged. A retry keeps
     the evidence files already in. What the task's files raise otherwise (TaskRefused, MemoryError, our own IPFS
-    node down) is the caller's."""
+    node down) is the caller's. While files are still not found, ``give_way()`` True ends the look (GaveWay): its
+    worker goes to a judgement due sooner, and this one is taken up again later, as a fresh look."""
     while True:
         left = deadlines.remaining()  # the work's own deadline: waiting on this node's other fetch is no download
         try:
@@ -219,13 +231,17 @@ def look_for_files(
         except ContentNotFound as exc:
             if time.monotonic() >= fetch_by:
                 return f"the task's files: {exc}"
+            if give_way is not None and give_way():
+                return GaveWay(f"the task's files: {exc}")
             time.sleep(FETCH_RETRY_SECONDS)
             continue
         evidence = fetch_evidence(ctx, fetched, opened, who=who, fetch_by=fetch_by)
         if evidence.not_found and time.monotonic() < fetch_by:
+            if give_way is not None and give_way():
+                return GaveWay(f"the interval's evidence: {evidence.problem}")
             time.sleep(FETCH_RETRY_SECONDS)
             continue
-        if not evidence.obtained and not looked:
+        if not evidence.obtained and not (looked(fetched) if callable(looked) else looked):
             shutil.rmtree(evidence.folder, ignore_errors=True)
             return f"the interval's evidence: {evidence.problem}"
         return evidence, functools.partial(judge_evidence, ctx, fetched, opened, evidence, profile=profile)

@@ -40,11 +40,19 @@ Checked = dict[tuple[int, int], dict[int, dict[str, list[float]]]]
 
 
 def screen_batch(
-    ctx: NodeContext, fetched: FetchedTask, j: int, reference: Reference, *, threshold: float, checked: Checked
+    ctx: NodeContext,
+    fetched: FetchedTask,
+    j: int,
+    reference: Reference,
+    *,
+    threshold: float,
+    checked: Checked,
+    max_bond: int | None = None,
 ) -> Screening:
     """Score batch j's intervals (and the earlier batches', their baseline) and request the anomalous unopened
-    ones this watcher still has room for in the batch. A request the contract refuses (another asked first,
-    the window closed meanwhile) is skipped. IpfsUnavailable (our own node down) propagates: try again later."""
+    ones this watcher still has room for in the batch, unless a request's bond is above ``max_bond`` (wei). A
+    request the contract refuses (another asked first, the window closed meanwhile) is skipped. IpfsUnavailable
+    (our own node down) propagates: try again later."""
     task, layout = fetched.task, fetched.prepared.spec.layout
     tasks = ctx.protocol.tasks
     batch = ctx.protocol.batch(task, j)
@@ -68,6 +76,13 @@ def screen_batch(
     )
     picked = to_request({k: scored[k] for k in layout.batch_intervals(j) if k in scored}, candidates, room, threshold)
     bond = fetched.terms.challengerBond
+    if max_bond is not None and bond > max_bond and picked:
+        ctx.say(
+            f"task {task} batch {j}: intervals {picked} score above the threshold, but a request's bond of "
+            f"{bond / 1e18:g} ETH is above --max-bond ({max_bond / 1e18:g} ETH): none requested",
+            style="yellow",
+        )
+        picked = []
     requested = []
     for k in picked:
         try:

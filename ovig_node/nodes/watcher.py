@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import shutil
 import threading
@@ -49,8 +50,10 @@ from ovig_node.nodes.attesting import attestations, judged_by, publish
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, TaskSources, task_sources
 from ovig_node.nodes.judging import (
+    FETCH_RETRY_SECONDS,
     NOT_OBTAINED,
     Evidence,
+    GaveWay,
     Judgement,
     Opened,
     committed_manifest,
@@ -68,6 +71,7 @@ from ovig_node.protocol.attestation import AttestedVerdict, profile_text
 from ovig_node.protocol.spec import training_hash
 from ovig_node.storage.errors import IpfsUnavailable
 from ovig_node.training.execution import host_cpu
+from ovig_node.verify.layout import layout_of
 from ovig_node.verify.report import closest_to_limit
 from ovig_node.verify.statistics_judge import THRESHOLD, Reference
 
@@ -107,6 +111,10 @@ class WatcherNode(ReplayingNode):
     trusted: frozenset[str] = frozenset()  # partners whose attestations of an interval cover it (checksummed)
     enough: int = 1  # how many trusted partners' attestations cover an interval
     appeal_budget: AppealBudget = DEFAULT_APPEAL_BUDGET  # the largest appeal bond it puts up
+    # The largest challenger bond it puts up (wei; None: any): a task asking more is judged and attested, never
+    # challenged nor requested (review 16 of v3: every loss a watcher concedes, a bait, a junk dispute, is the size
+    # of the bond the owner chose)
+    max_bond: int | None = None
     _appeal_done: set[str] = field(default_factory=set)  # decided rounds looked at ("dispute:round")
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
@@ -123,6 +131,9 @@ class WatcherNode(ReplayingNode):
     _backlog: float = 0.0  # seconds of replay (twice each declared time) it had still to do at its last look
     _declared: dict[int, int] = field(default_factory=dict)  # task -> its declared replay seconds (never change)
     _let_go_at: float = 0.0  # when it next looks for ended tasks whose files can go (time.monotonic())
+    _waiting_end: float = math.inf  # the earliest window end of an interval due that found no free worker (chain time)
+    # (task, k) -> when a look that gave way may be taken up again (time.monotonic())
+    _look_again_at: dict[tuple[int, int], float] = field(default_factory=dict)
 
     @property
     def replay_workers(self) -> int:
@@ -214,7 +225,14 @@ class WatcherNode(ReplayingNode):
             if fetched is None or reference is None or not self._manifests_in(fetched, j, event):
                 continue
             call = functools.partial(
-                screen_batch, self.ctx, fetched, j, reference, threshold=self.threshold, checked=self._checked
+                screen_batch,
+                self.ctx,
+                fetched,
+                j,
+                reference,
+                threshold=self.threshold,
+                checked=self._checked,
+                max_bond=self.max_bond,
             )
             if (screening := self.isolation.call(key, call)) is not None:
                 screened[f"{task}:{j}"] = {
@@ -333,7 +351,12 @@ class WatcherNode(ReplayingNode):
         requested = event.name == "RequestOpened"
         now = self.ctx.now()
         for k in [int(event.args["k"])] if requested else self.ctx.protocol.sampled(task, int(event.args["j"])):
-            if f"{task}:{k}" in judged or (task, int(k)) in self._judging or not self.isolation.ready(_key(task, k)):
+            if (
+                f"{task}:{k}" in judged
+                or (task, int(k)) in self._judging
+                or not self.isolation.ready(_key(task, k))
+                or self._look_again_at.get((task, int(k)), 0.0) > time.monotonic()
+            ):
                 continue  # judged before (no need to read its on-chain state again), under way, or backing off
             iv = self.ctx.protocol.view(self.ctx.protocol.tasks, "getOpenedInterval", task, k)
             end = max(int(event.args["challengeWindowEnd"]), int(iv.windowEnd))  # a no-decision reopens it
@@ -353,12 +376,17 @@ class WatcherNode(ReplayingNode):
         so a provider that serves files a byte at a time (or makes its replay endless) cannot hold the watcher's
         other challenges back, nor one worker past the time a verdict is of use."""
         now, clock = self.ctx.now(), time.monotonic()
-        for end, task, k, opened in due[: self._room]:
+        room = self._room
+        # A look whose files are still not found gives way to an interval closing sooner that found no free worker
+        # (its window end, chain time; infinity: none waits)
+        self._waiting_end = min((end for end, *_ in due[room:]), default=math.inf)
+        for end, task, k, opened in due[:room]:
             sources = self.isolation.call(_key(task), functools.partial(task_sources, self.ctx, task))
             if sources is None:
                 continue
             decide_by = clock + max(0, end - now - 2 * self._commit_margin())
-            work = functools.partial(self._judge_one, sources, opened, decide_by)
+            give_way = functools.partial(self._give_way, end)
+            work = functools.partial(self._judge_one, sources, opened, decide_by, give_way)
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
             self._judging[(task, k)] = (opened, future := replay_queued(future))
@@ -369,14 +397,22 @@ class WatcherNode(ReplayingNode):
                 self.isolation.call(_key(task), future.result)
                 continue
             outcome = self.isolation.call(_key(task, k), future.result)
-            if isinstance(outcome, str):
+            if isinstance(outcome, GaveWay):  # taken up again once a worker is free, as a fresh look
+                self._look_again_at[(task, k)] = time.monotonic() + FETCH_RETRY_SECONDS
+                self.ctx.say(f"task {task} interval {k}: gave way to an interval closing sooner ({outcome.why})")
+            elif isinstance(outcome, str):
                 self.ctx.say(f"task {task} interval {k}: not judged: {outcome}", style="yellow")
             elif outcome is not None:
                 yield (task, k, opened), outcome
 
+    def _give_way(self, end: int) -> bool:
+        """Whether a look for files of an interval whose window ends at ``end`` (chain time), not found yet, ends to
+        leave its worker to an interval closing sooner that found none free."""
+        return self._waiting_end < end
+
     def _judge_one(
-        self, sources: TaskSources, opened: Opened, decide_by: float
-    ) -> Judgement | str | Future[Judgement | str]:
+        self, sources: TaskSources, opened: Opened, decide_by: float, give_way: Callable[[], bool] | None = None
+    ) -> Judgement | str | GaveWay | Future[Judgement | str]:
         """In a fetch worker: the task's files and the interval's evidence, looked for again until the fetch
         deadline (``decide_by`` less twice the declared replay time); then the replay, queued on the replay worker
         (the future it returns), capped at twice the declared time from its start. Files not in by then are not
@@ -389,23 +425,49 @@ class WatcherNode(ReplayingNode):
         and after the time their bytes and the task's own files take at FETCH_RATE_FLOOR, when this watcher had
         been looking for them at least MIN_LOOK seconds before it, whose replay cannot finish by the cutoff are not
         obtained either (:meth:`_replay`); a watcher that began looking later (down, or its backlog too long for
-        the window) claims nothing about them."""
+        the window) claims nothing about them.
+
+        While its files are not found, a look gives way (``give_way``) to an interval closing sooner that found no free
+        worker, and is taken up again later as a fresh look (review 16 of v3: looks for a junk task's withheld files,
+        opened first, held every worker until a fake opened after them had closed its window unjudged)."""
         task, replay_seconds, started = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
         fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, started + MIN_LOOK))
-        looked = fetch_by - started >= MIN_LOOK
+        looks = [fetch_by - started >= MIN_LOOK]  # whether the look was long enough to call files withheld
+        owner_files_in: list[float] = []  # when the task's own files were first in
+
+        def task_files(wait: float, by: float) -> FetchedTask:
+            fetched = self._task_files(sources, wait, by)
+            owner_files_in[:] = owner_files_in or [time.monotonic()]
+            return fetched
+
+        def evidence_looked(fetched: FetchedTask) -> bool:
+            # Long enough to have downloaded the interval's two evidence files at FETCH_RATE_FLOOR, from when the
+            # task's own files were in (review 16 of v3: a look begun late, a restart say, took a download of honest
+            # gigabytes still under way at the deadline for files withheld, and the watcher lost its bond)
+            download = 2 * layout_of(fetched.prepared.spec).max_bytes / FETCH_RATE_FLOOR
+            looks.append(fetch_by - max(started, *owner_files_in) >= MIN_LOOK + download)
+            return looks[-1]
 
         def unobtained(detail: str) -> Judgement | str:
-            if not looked:
+            if not looks[-1]:
                 return f"{detail}, after a look of {fetch_by - started:.0f} s (too short to call them withheld)"
             return not_obtained(self.ctx, task, opened.k, detail)
 
-        task_files = functools.partial(self._task_files, sources)
         try:
             looking = look_for_files(
-                self.ctx, task_files, opened, fetch_by=fetch_by, looked=looked, who="watch", profile=self.profile_name
+                self.ctx,
+                task_files,
+                opened,
+                fetch_by=fetch_by,
+                looked=evidence_looked if looks[0] else False,
+                who="watch",
+                profile=self.profile_name,
+                give_way=give_way,
             )
         except FilesBusy as exc:  # another judgement's fetch of the task's files was slow: no claim on them
             return str(exc)
+        if isinstance(looking, GaveWay):
+            return looking
         if isinstance(looking, str):
             return unobtained(looking)
         evidence, judge = looking
@@ -731,12 +793,16 @@ class WatcherNode(ReplayingNode):
         """Why a commit of k now could only lose its bond ("" if it could not): k is found sound already, its own
         window closes before a commit could land (a commit made after it cannot be revealed), or the task's reveal
         window is shorter than a reveal takes to be mined (review 16 of v3: an owner's reveal window of seconds on a
-        12 s chain burned every bond committed, the reveal always late)."""
+        12 s chain burned every bond committed, the reveal always late), or its bond is above ``max_bond``."""
         tasks = self.ctx.protocol.tasks
         if self.ctx.protocol.view(tasks, "getOpenedInterval", task, k).sound:
             return "it was found sound meanwhile"
+        terms = self.ctx.protocol.task(task).terms
+        if self.max_bond is not None and int(terms.challengerBond) > self.max_bond:
+            bond, most = int(terms.challengerBond) / 1e18, self.max_bond / 1e18
+            return f"its challenger bond of {bond:g} ETH is above --max-bond ({most:g} ETH)"
         room = self.ctx.room_to_act(self.poll_seconds)
-        reveal = int(self.ctx.protocol.task(task).terms.windows.challengeRevealWindow)
+        reveal = int(terms.windows.challengeRevealWindow)
         if reveal < room:
             return f"its reveal window of {reveal}s is shorter than the {room:.0f}s a reveal takes to be mined here"
         end = int(self.ctx.protocol.view(tasks, "challengeWindowEnd", task, k))
