@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import statistics
 from typing import Any
 
 import requests
@@ -34,15 +36,14 @@ class _Provider(HTTPProvider):
             raise RpcUnavailable(str(self.endpoint_uri), type(exc).__name__) from None
 
 
-def block_seconds(w3: Web3, span: int = 32) -> float:
-    """The chain's mean seconds between its last ``span`` blocks, at least 1 (a devnet mining a block per
-    transaction between its timed ones makes several a second)."""
-    latest = w3.eth.get_block("latest")
-    n = min(span, int(latest["number"]))
-    if n == 0:
-        return 1.0
-    first = w3.eth.get_block(int(latest["number"]) - n)
-    return max(1.0, (int(latest["timestamp"]) - int(first["timestamp"])) / n)
+def block_seconds(w3: Web3, span: int = 16) -> float:
+    """The chain's median seconds between two of its last ``span + 1`` blocks, at least 1 (a devnet mining a block
+    per transaction between its timed ones makes several a second). A median, so one jump of its clock (a devnet
+    moved forward) does not read as slow blocks."""
+    latest = int(w3.eth.block_number)
+    stamps = [int(w3.eth.get_block(n)["timestamp"]) for n in range(max(0, latest - span), latest + 1)]
+    gaps = sorted(b - a for a, b in itertools.pairwise(stamps))
+    return max(1.0, float(statistics.median(gaps))) if gaps else 1.0
 
 
 def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = None) -> Web3:
