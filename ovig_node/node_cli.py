@@ -251,10 +251,10 @@ replay_profile_option = click.option(
 )
 @click.option(
     "--max-bond",
-    default="1",
-    callback=lambda ctx, param, value: _amount(value, "--max-bond"),
+    default=None,
+    callback=lambda ctx, param, value: None if value is None else _amount(value, "--max-bond"),
     help="The largest challenger bond to put up, in ETH: a task asking more is judged and attested, never "
-    "challenged nor requested (what a watcher may lose to a bait or a junk dispute is the task's bond).",
+    "challenged nor requested (what a watcher may lose to a bait or a junk dispute is the task's bond) [any].",
 )
 @appeal_budget_option
 @connection_options
@@ -269,7 +269,7 @@ def watcher(
     enough: int,
     attest: bool,
     appeal_budget: dict[str, int],
-    max_bond: int,
+    max_bond: int | None,
     **options: Any,
 ) -> None:
     """Replay opened intervals, challenge those outside the boundary, attest the sound ones; until interrupted."""

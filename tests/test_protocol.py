@@ -205,7 +205,7 @@ def test_spec_hash_is_keccak_of_canonical_bytes() -> None:
         # hyper-parameters honest training diverges with (review 16 of v3), as decimals and as floats
         (
             {"optimizer": {"name": "sgd_momentum", "lr": "0.1", "momentum": "1.9"}},
-            "spec.optimizer: momentum 1.9 is out of range: it must be in [0, 1)",
+            "spec.optimizer: momentum 1.9 is out of range: it must be in [0, 1), as a float too",
         ),
         (
             {
@@ -217,13 +217,18 @@ def test_spec_hash_is_keccak_of_canonical_bytes() -> None:
                     "eps": "1e-8",
                 }
             },
-            "spec.optimizer: beta2 0.99999999999999999 is out of range: it must be in [0, 1)",
+            "spec.optimizer: beta2 0.99999999999999999 is out of range: it must be in [0, 1), as a float too",
         ),
         (
             {"optimizer": {"name": "adamw", "lr": "0.1", "beta1": "0.9", "beta2": "0.999", "eps": "0"}},
-            "spec.optimizer: eps 0 is out of range: it must be > 0",
+            "spec.optimizer: eps 0 is out of range: it must be > 0, as a float too",
         ),
         ({"optimizer": {"name": "sgd", "lr": "-0.1"}}, "spec.optimizer: lr -0.1 is out of range: it must be >= 0"),
+        ({"optimizer": {"name": "sgd", "lr": "1e400"}}, "spec.optimizer: lr 1e400 is out of range: it must be >= 0"),
+        (
+            {"optimizer": {"name": "adamw", "lr": "0.1", "beta1": "0.9", "beta2": "0.999", "eps": "1e-320"}},
+            "spec.optimizer: eps 1e-320 is out of range: it must be > 0, as a float too",
+        ),
         ({"batch_size": 0.5}, "spec.batch_size is a JSON number with a fraction or exponent"),
         (
             {"workload": {"name": "vision", "config": {"noise": [1, 2.5]}}},

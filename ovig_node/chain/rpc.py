@@ -9,12 +9,13 @@ from typing import Any
 import requests
 from eth_account.signers.local import LocalAccount
 from web3 import HTTPProvider, Web3
-from web3.exceptions import Web3Exception
+from web3.exceptions import BlockNotFound, Web3Exception
 from web3.types import RPCEndpoint, TxParams, TxReceipt, Wei
 
 from ovig_node.chain.errors import ChainError, RpcUnavailable
 
 GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
+MAX_BLOCK_SECONDS = 60.0  # the most block_seconds reads: a chain that mines on demand is not one of slow blocks
 
 
 class _Provider(HTTPProvider):
@@ -37,13 +38,22 @@ class _Provider(HTTPProvider):
 
 
 def block_seconds(w3: Web3, span: int = 16) -> float:
-    """The chain's median seconds between two of its last ``span + 1`` blocks, at least 1 (a devnet mining a block
-    per transaction between its timed ones makes several a second). A median, so one jump of its clock (a devnet
-    moved forward) does not read as slow blocks."""
-    latest = int(w3.eth.block_number)
-    stamps = [int(w3.eth.get_block(n)["timestamp"]) for n in range(max(0, latest - span), latest + 1)]
-    gaps = sorted(b - a for a, b in itertools.pairwise(stamps))
-    return max(1.0, float(statistics.median(gaps))) if gaps else 1.0
+    """The chain's median seconds between two of its last ``span + 1`` blocks, within [1, MAX_BLOCK_SECONDS] (a devnet
+    mining a block per transaction between its timed ones makes several a second; one that mines only when sent a
+    transaction, minutes apart). A median, so one jump of its clock (a devnet moved forward) does not read as slow
+    blocks. Read back from the latest block: a block an endpoint does not have (a load-balanced one whose backends
+    disagree a moment) is an outage, waited out, never an error."""
+    try:
+        latest = w3.eth.get_block("latest")
+        number = int(latest["number"])
+        stamps = [int(latest["timestamp"])]
+        stamps += [int(w3.eth.get_block(n)["timestamp"]) for n in range(number - 1, max(-1, number - span - 1), -1)]
+    except BlockNotFound:
+        raise RpcUnavailable(
+            str(getattr(w3.provider, "endpoint_uri", "")), "a block it announced is not found"
+        ) from None
+    gaps = sorted(later - earlier for later, earlier in itertools.pairwise(stamps))
+    return min(MAX_BLOCK_SECONDS, max(1.0, float(statistics.median(gaps)))) if gaps else 1.0
 
 
 def connect(url: str, *, timeout: float = 30.0, expected_chain_id: int | None = None) -> Web3:

@@ -134,6 +134,7 @@ class Evidence:
     problem: tuple[str, str, str] | None
     available: bool
     shared: tuple[str, ...] = ()  # evidence CIDs this node pinned to serve them too
+    cut: bool = False  # not obtained because a download was still under way at the fetch deadline
 
     @property
     def obtained(self) -> bool:
@@ -174,6 +175,7 @@ def fetch_evidence(
         unavailable: tuple[str, str] | None = None
         wrong: tuple[str, str, str] | None = None
         files_in = False
+        began, cut = time.monotonic(), False
         try:
             with stop_at(fetch_by) if fetch_by is not None else contextlib.nullcontext():
                 unavailable = _fetch_evidence(
@@ -187,10 +189,12 @@ def fetch_evidence(
             if files_in:
                 wrong = ("missing", "batch_manifest", f"batch manifest {opened.manifest_cid}: {late}")
             else:
-                unavailable = ("missing", late)
+                # a download begun before the deadline still under way when it came (a file never found raises
+                # ContentNotFound instead; an attempt begun after the deadline saw nothing arrive)
+                unavailable, cut = ("missing", late), fetch_by is not None and began < fetch_by
         if unavailable is not None:
             reason, detail = unavailable
-            return Evidence(folder, (reason, detail, reason), False, tuple(shared))
+            return Evidence(folder, (reason, detail, reason), False, tuple(shared), cut=cut)
         if wrong is not None:
             reason, cause, detail = wrong
             return Evidence(folder, (reason, detail, cause), True, tuple(shared))
@@ -206,7 +210,7 @@ def look_for_files(
     opened: Opened,
     *,
     fetch_by: float,
-    looked: bool | Callable[[FetchedTask], bool],
+    looked: bool | Callable[[FetchedTask, Evidence], bool],
     who: str,
     profile: str,
     give_way: Callable[[], bool] | None = None,
@@ -241,7 +245,7 @@ def look_for_files(
                 return GaveWay(f"the interval's evidence: {evidence.problem}")
             time.sleep(FETCH_RETRY_SECONDS)
             continue
-        if not evidence.obtained and not (looked(fetched) if callable(looked) else looked):
+        if not evidence.obtained and not (looked(fetched, evidence) if callable(looked) else looked):
             shutil.rmtree(evidence.folder, ignore_errors=True)
             return f"the interval's evidence: {evidence.problem}"
         return evidence, functools.partial(judge_evidence, ctx, fetched, opened, evidence, profile=profile)

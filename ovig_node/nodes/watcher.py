@@ -131,9 +131,15 @@ class WatcherNode(ReplayingNode):
     _backlog: float = 0.0  # seconds of replay (twice each declared time) it had still to do at its last look
     _declared: dict[int, int] = field(default_factory=dict)  # task -> its declared replay seconds (never change)
     _let_go_at: float = 0.0  # when it next looks for ended tasks whose files can go (time.monotonic())
-    _waiting_end: float = math.inf  # the earliest window end of an interval due that found no free worker (chain time)
-    # (task, k) -> when a look that gave way may be taken up again (time.monotonic())
+    _waiting_end: float = math.inf  # the window end of the next interval due that found no free worker (chain time)
+    # (task, k) -> the window end of a judgement taken but not yet begun by a fetch worker (chain time)
+    _queued_looks: dict[tuple[int, int], float] = field(default_factory=dict)
+    # (task, k) -> when a look that gave way may be taken up again, when it gave way, and when its first look began
+    # (time.monotonic())
     _look_again_at: dict[tuple[int, int], float] = field(default_factory=dict)
+    _gave_way_at: dict[tuple[int, int], float] = field(default_factory=dict)
+    _first_look: dict[tuple[int, int], float] = field(default_factory=dict)
+    _owner_files_in: dict[tuple[int, int], float] = field(default_factory=dict)  # and when the task's files were in
 
     @property
     def replay_workers(self) -> int:
@@ -280,7 +286,7 @@ class WatcherNode(ReplayingNode):
     def _due(self) -> list[tuple[int, int, int, Opened]]:
         """(window end, task, k, opening) of opened intervals (sampled, or requested) neither judged nor being
         judged, whose window is open, the one closing first first; with partners, those fewest of them attested
-        first, as many as ``workers`` has free (:meth:`_by_coverage`)."""
+        first (:meth:`_by_coverage`). :meth:`_judge` takes as many as it has room for."""
         judged = {**self.state.get("judged", {}), **self._still_covered()}
         due: list[tuple[int, int, int, Opened]] = []
         live: dict[int, bool] = {}  # one status read per task per pass, not one per opened batch
@@ -307,7 +313,7 @@ class WatcherNode(ReplayingNode):
         }
 
     def _by_coverage(self, due: list[tuple[int, int, int, Opened]]) -> list[tuple[int, int, int, Opened]]:
-        """The ``workers`` intervals of ``due`` fewest trusted partners attested, ties by window end, then this
+        """The intervals of ``due``, those fewest trusted partners attested first, ties by window end, then this
         watcher's share first (:meth:`_mine`: partners that start together start apart), then a hash of its
         address; the next pass sees what they attested meanwhile. Those ``enough`` partners attested are
         covered: recorded, and never replayed."""
@@ -326,8 +332,9 @@ class WatcherNode(ReplayingNode):
                 continue
             tiebreak = keccak(encode(["address", "uint256", "uint256"], [self.ctx.address, task, k]))
             ranked.append((len(by), window_end, not self._mine(task, k), tiebreak, task, k, opening))
-        free = self._room
-        best = sorted(ranked, key=lambda r: r[:4])[:free]
+        # All of them, best first: :meth:`_judge` takes as many as ``workers`` has free, and the next one is what a
+        # look whose files are not found gives way to (review 17 of v3: cut to the free ones, nothing ever waited)
+        best = sorted(ranked, key=lambda r: r[:4])
         return [(window_end, task, k, opening) for _, window_end, _, _, task, k, opening in best]
 
     def _mine(self, task: int, k: int) -> bool:
@@ -377,9 +384,10 @@ class WatcherNode(ReplayingNode):
         other challenges back, nor one worker past the time a verdict is of use."""
         now, clock = self.ctx.now(), time.monotonic()
         room = self._room
-        # A look whose files are still not found gives way to an interval closing sooner that found no free worker
-        # (its window end, chain time; infinity: none waits)
-        self._waiting_end = min((end for end, *_ in due[room:]), default=math.inf)
+        # A look whose files are still not found gives way to the next interval due that found no free worker, if
+        # that one closes sooner (its window end, chain time; infinity: none waits); and to a judgement taken but
+        # still queued for a fetch worker (review 17 of v3: the ninth taken of eight workers waited unseen)
+        self._waiting_end = due[room][0] if len(due) > room else math.inf
         for end, task, k, opened in due[:room]:
             sources = self.isolation.call(_key(task), functools.partial(task_sources, self.ctx, task))
             if sources is None:
@@ -387,28 +395,34 @@ class WatcherNode(ReplayingNode):
             decide_by = clock + max(0, end - now - 2 * self._commit_margin())
             give_way = functools.partial(self._give_way, end)
             work = functools.partial(self._judge_one, sources, opened, decide_by, give_way)
+            self._queued_looks[(task, k)] = end
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
         for (task, k), (opened, future) in list(self._judging.items()):
             self._judging[(task, k)] = (opened, future := replay_queued(future))
             if not future.done():
                 continue
             del self._judging[(task, k)]
-            if isinstance(future.exception(), TaskRefused):  # the owner's files: the whole task is left alone
-                self.isolation.call(_key(task), future.result)
-                continue
-            outcome = self.isolation.call(_key(task, k), future.result)
-            if isinstance(outcome, GaveWay):  # taken up again once a worker is free, as a fresh look
+            self._queued_looks.pop((task, k), None)
+            refused = isinstance(future.exception(), TaskRefused)  # the owner's files: the whole task is left alone
+            outcome = self.isolation.call(_key(task) if refused else _key(task, k), future.result)
+            if isinstance(outcome, GaveWay):  # taken up again once a worker is free, its look counted from the first
                 self._look_again_at[(task, k)] = time.monotonic() + FETCH_RETRY_SECONDS
+                self._gave_way_at[(task, k)] = time.monotonic()
                 self.ctx.say(f"task {task} interval {k}: gave way to an interval closing sooner ({outcome.why})")
-            elif isinstance(outcome, str):
+                continue
+            for per_look in (self._first_look, self._gave_way_at, self._owner_files_in):
+                per_look.pop((task, k), None)  # ended (or failed: after our own outage, a look starts afresh)
+            if refused:
+                continue
+            if isinstance(outcome, str):
                 self.ctx.say(f"task {task} interval {k}: not judged: {outcome}", style="yellow")
             elif outcome is not None:
                 yield (task, k, opened), outcome
 
     def _give_way(self, end: int) -> bool:
         """Whether a look for files of an interval whose window ends at ``end`` (chain time), not found yet, ends to
-        leave its worker to an interval closing sooner that found none free."""
-        return self._waiting_end < end
+        leave its worker to an interval closing sooner that found none free, or is queued for one."""
+        return min([self._waiting_end, *list(self._queued_looks.values())]) < end
 
     def _judge_one(
         self, sources: TaskSources, opened: Opened, decide_by: float, give_way: Callable[[], bool] | None = None
@@ -430,22 +444,28 @@ class WatcherNode(ReplayingNode):
         While its files are not found, a look gives way (``give_way``) to an interval closing sooner that found no free
         worker, and is taken up again later as a fresh look (review 16 of v3: looks for a junk task's withheld files,
         opened first, held every worker until a fake opened after them had closed its window unjudged)."""
-        task, replay_seconds, started = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
-        fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, started + MIN_LOOK))
+        task, replay_seconds, taken = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
+        key = (task, opened.k)
+        self._queued_looks.pop(key, None)
+        # A look that gave way keeps the time it looked (review 17 of v3: one given way near its deadline and taken up
+        # again as a fresh look could call nothing withheld); each take-up looks for at least MIN_LOOK, if it can
+        started = self._first_look.setdefault(key, taken)
+        fetch_by = max(decide_by - 2 * replay_seconds, min(decide_by, taken + MIN_LOOK))
         looks = [fetch_by - started >= MIN_LOOK]  # whether the look was long enough to call files withheld
-        owner_files_in: list[float] = []  # when the task's own files were first in
 
         def task_files(wait: float, by: float) -> FetchedTask:
             fetched = self._task_files(sources, wait, by)
-            owner_files_in[:] = owner_files_in or [time.monotonic()]
+            self._owner_files_in.setdefault(key, time.monotonic())  # when first in, for this look (give-ways too)
             return fetched
 
-        def evidence_looked(fetched: FetchedTask) -> bool:
-            # Long enough to have downloaded the interval's two evidence files at FETCH_RATE_FLOOR, from when the
-            # task's own files were in (review 16 of v3: a look begun late, a restart say, took a download of honest
-            # gigabytes still under way at the deadline for files withheld, and the watcher lost its bond)
-            download = 2 * layout_of(fetched.prepared.spec).max_bytes / FETCH_RATE_FLOOR
-            looks.append(fetch_by - max(started, *owner_files_in) >= MIN_LOOK + download)
+        def evidence_looked(fetched: FetchedTask, evidence: Evidence) -> bool:
+            # A download cut at the deadline (bytes were arriving) is withheld only if the look was long enough to
+            # have downloaded the interval's two evidence files at FETCH_RATE_FLOOR, from when the task's own files
+            # were in (review 16 of v3: a look begun late, a restart say, took honest gigabytes still arriving for
+            # files withheld). Files not found at all are no download: MIN_LOOK is enough (review 17: the allowance
+            # for every look made withholding free on tasks whose windows could not fit it)
+            download = 2 * layout_of(fetched.prepared.spec).file_bytes() / FETCH_RATE_FLOOR if evidence.cut else 0.0
+            looks.append(fetch_by - max(started, self._owner_files_in.get(key, started)) >= MIN_LOOK + download)
             return looks[-1]
 
         def unobtained(detail: str) -> Judgement | str:
@@ -473,7 +493,9 @@ class WatcherNode(ReplayingNode):
         evidence, judge = looking
         if evidence.problem is not None:  # settled without a replay
             return judge()
-        came = time.monotonic()
+        # Files found after a give-way may have come any time after the last look missed them: the benefit of the
+        # doubt goes to the provider (the watcher's own gap is never its lateness)
+        came = min(time.monotonic(), self._gave_way_at.get(key, math.inf))
         late = None
         # Files in after the serving deadline whose judgement then cannot finish are not obtained (protocol 5)
         serve_by = decide_by - max(self._backlog, 2 * replay_seconds)

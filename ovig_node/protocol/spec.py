@@ -9,7 +9,9 @@ disagree on a value.
 from __future__ import annotations
 
 import json
+import math
 import re
+import struct
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
@@ -90,6 +92,14 @@ RANGES: dict[str, tuple[Decimal, Decimal | None, bool, str]] = {
 }
 
 
+def _float32(value: float) -> float:
+    """``value`` rounded to float32 (inf past its range, 0 below its smallest subnormal)."""
+    try:
+        return float(struct.unpack("<f", struct.pack("<f", value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 class OptimizerSpec(_Strict):
     name: Literal["sgd", "sgd_momentum", "adamw"]
     lr: DecimalStr
@@ -111,13 +121,15 @@ class OptimizerSpec(_Strict):
                 raise ValueError(f"{self.name} takes no {field}")
         # Ranges outside which honest training diverges by construction (a momentum of 1.9 blew up after the
         # preflight's interval 0, and every honest replay then found the provider's evidence non-finite: review 16
-        # of v3), checked as decimals and as the floats training uses ("0.99...9" is 1 once a float).
+        # of v3), checked as decimals and as the floats training may use, float64 and float32 ("0.99...9" is 1
+        # once a float; "1e400" is no number; "1e-320" is 0 in float32: review 17).
         values = {**self.model_dump(include={"lr", "weight_decay", *needs}), "min_lr": self.schedule.min_lr}
         for field, value in values.items():
             low, high, low_open, words = RANGES[field]
-            for v in (Decimal(value), Decimal(float(Decimal(value)))):
-                if v < low or (low_open and v == low) or (high is not None and v >= high):
-                    raise ValueError(f"{field} {value} is out of range: it must be {words}")
+            as_floats = [float(Decimal(value)), _float32(float(Decimal(value)))]
+            for v in (Decimal(value), *map(Decimal, as_floats)):
+                if not v.is_finite() or v < low or (low_open and v == low) or (high is not None and v >= high):
+                    raise ValueError(f"{field} {value} is out of range: it must be {words}, as a float too")
         return self
 
 
