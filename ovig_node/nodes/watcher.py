@@ -209,6 +209,9 @@ class WatcherNode(ReplayingNode):
             if task is None or task in busy or self._live(task) or not self._disputes_over(task):
                 continue
             self._drop_task_files(task)
+            for per_look in (self._look_again_at, self._first_look, self._gave_way_at, self._owner_files_in):
+                for key in [key for key in per_look if key[0] == task]:
+                    del per_look[key]
 
     # --- layer one ---------------------------------------------------------------------------
 
@@ -442,8 +445,9 @@ class WatcherNode(ReplayingNode):
         the window) claims nothing about them.
 
         While its files are not found, a look gives way (``give_way``) to an interval closing sooner that found no free
-        worker, and is taken up again later as a fresh look (review 16 of v3: looks for a junk task's withheld files,
-        opened first, held every worker until a fake opened after them had closed its window unjudged)."""
+        worker, and is taken up again later, its look still counted from its first start (review 16 of v3: looks for
+        a junk task's withheld files, opened first, held every worker until a fake opened after them had closed its
+        window unjudged)."""
         task, replay_seconds, taken = sources.task, int(sources.record.terms.replaySeconds), time.monotonic()
         key = (task, opened.k)
         self._queued_looks.pop(key, None)
