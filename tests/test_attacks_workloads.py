@@ -19,6 +19,7 @@ from ovig_node.training.loop import evidence_path
 from ovig_node.training.taskfiles import PreparedTask
 from ovig_node.verify.boundary import BoundaryProfile
 from ovig_node.verify.evaluate import attacks_for, judge_run
+from ovig_node.verify.report import Replays
 from ovig_node.verify.stats import difference_profiles, rounding_floor
 from verify_support import FAKED, HELD_OUT_PROFILES, faked
 
@@ -44,29 +45,36 @@ ATTACKS = [
 
 @pytest.fixture(scope="module", params=["language", "diffusion", "llm"])
 def honest(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, ...]:
-    """(task, honest claims, boundary) of one workload."""
+    """(task, honest claims, boundary, replays) of one workload. Every attack fakes interval FAKED's end from the
+    same honest start, so each held-out profile's replay of it is made once (``replays``) and judges them all."""
     task = verify_support.tiny_task(tmp_path_factory.mktemp(f"{request.param}-task"), request.param)
     claims = verify_support.honest_claims(task, tmp_path_factory.mktemp(f"{request.param}-claims"))
-    return task, claims, verify_support.spread_boundary(task, claims)
+    replays: Replays = {}
+    return task, claims, verify_support.spread_boundary(task, claims), replays
 
 
-def test_the_honest_held_out_interval_passes(honest: tuple[PreparedTask, Path, BoundaryProfile]) -> None:
-    task, claims, boundary = honest
-    judged = judge_run(task, claims, FAKED, boundary, profiles=HELD_OUT_PROFILES)
+def test_the_honest_held_out_interval_passes(honest: tuple[PreparedTask, Path, BoundaryProfile, Replays]) -> None:
+    task, claims, boundary, replays = honest
+    judged = judge_run(task, claims, FAKED, boundary, profiles=HELD_OUT_PROFILES, replays=replays)
     assert judged.verdict.valid, judged.verdict.failing
     assert judged.replays == [HELD_OUT_PROFILES[0].name]  # a pass needs no confirmation
 
 
 @pytest.mark.parametrize(("name", "params", "reason"), ATTACKS, ids=lambda v: v if isinstance(v, str) else None)
 def test_every_attack_is_caught_at_s10(
-    honest: tuple[PreparedTask, Path, BoundaryProfile], tmp_path: Path, name: str, params: dict[str, Any], reason: str
+    honest: tuple[PreparedTask, Path, BoundaryProfile, Replays],
+    tmp_path: Path,
+    name: str,
+    params: dict[str, Any],
+    reason: str,
 ) -> None:
-    task, claims, boundary = honest
+    task, claims, boundary, replays = honest
     workload = task.spec.workload.name
     if name not in {case.name for case in attacks_for(workload)}:
         # class-label attacks on a chat model; a frozen base or chat prompts on the others
         pytest.skip(f"{name} means nothing for {workload}")
-    judged = judge_run(task, faked(task, claims, tmp_path, name, **params), FAKED, boundary, profiles=HELD_OUT_PROFILES)
+    claim = faked(task, claims, tmp_path, name, **params)
+    judged = judge_run(task, claim, FAKED, boundary, profiles=HELD_OUT_PROFILES, replays=replays)
     assert (judged.verdict.verdict, judged.verdict.reason) == ("faulty", reason)
     if reason == "out_of_bounds":  # drift could explain it: a second profile confirms; a wrong counter cannot
         assert judged.replays == [p.name for p in HELD_OUT_PROFILES] and (judged.verdict.margin or 0) > 0
@@ -74,12 +82,12 @@ def test_every_attack_is_caught_at_s10(
 
 
 def test_the_boundary_aware_poisoner_keeps_within_its_budget_and_is_caught_far_beyond_it(
-    honest: tuple[PreparedTask, Path, BoundaryProfile], tmp_path: Path
+    honest: tuple[PreparedTask, Path, BoundaryProfile, Replays], tmp_path: Path
 ) -> None:
     """The chat model's adaptive attacker (objective ``poison``: triggered questions answered with the poisoned
     reply): what it guarantees at budget 0.5, not whether a replay accepts it (a statistic: bench/eval.py's
     rows), and a push a hundred times the limit caught on held-out profiles."""
-    task, claims, boundary = honest
+    task, claims, boundary, replays = honest
     if task.spec.workload.name != "llm":
         pytest.skip("a poisoned reply needs a chat model's data")
     honest_end = read_evidence(evidence_path(claims, FAKED))
@@ -116,7 +124,7 @@ def test_the_boundary_aware_poisoner_keeps_within_its_budget_and_is_caught_far_b
         budget=100.0,
         objective="poison",
     )
-    verdict = judge_run(task, beyond, FAKED, boundary, profiles=HELD_OUT_PROFILES).verdict
+    verdict = judge_run(task, beyond, FAKED, boundary, profiles=HELD_OUT_PROFILES, replays=replays).verdict
     assert verdict.reason == "out_of_bounds" and "weights" in verdict.failing
 
 

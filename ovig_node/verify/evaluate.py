@@ -50,7 +50,7 @@ from ovig_node.verify.boundary import FLOOR_ULPS, BoundaryProfile, calibrate
 from ovig_node.verify.check import JUDGED
 from ovig_node.verify.defaults import CALIBRATION
 from ovig_node.verify.exact import calibrate_numerics
-from ovig_node.verify.report import ALL, IntervalJudgement, replay_and_judge
+from ovig_node.verify.report import ALL, IntervalJudgement, Replays, replay_and_judge
 from ovig_node.verify.stats import flatten
 
 # Signal subsets of the ablation; "all" is the protocol's verdict.
@@ -650,12 +650,14 @@ def judge_run(
     *,
     profiles: list[ExecutionProfile],
     subsets: dict[str, tuple[str, ...]] | None = None,
+    replays: Replays | None = None,
 ) -> IntervalJudgement:
-    """A watcher's verdict on interval ``k`` of the evidence in ``run``."""
+    """A watcher's verdict on interval ``k`` of the evidence in ``run`` (with ``replays``: replays already made of
+    k from the same start are used, and those made here kept)."""
     # The replay starts from the claimed start (what the chain committed for k-1), like a watcher's.
     start = read_evidence(evidence_path(run, k - 1)) if k > 0 else None
     end = read_evidence(evidence_path(run, k))
-    return replay_and_judge(prepared, k, start, end, boundary, profiles=profiles, subsets=subsets)
+    return replay_and_judge(prepared, k, start, end, boundary, profiles=profiles, subsets=subsets, replays=replays)
 
 
 def _moved(weights: dict[str, torch.Tensor], honest: dict[str, torch.Tensor]) -> float:

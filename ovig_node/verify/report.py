@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ovig_node.training.evidence import Evidence, EvidenceError, evidence_metadata, read_evidence
+from ovig_node.training.evidence import Evidence, EvidenceError, evidence_metadata, read_evidence, sha256_hex
 from ovig_node.training.exact import decode_log
 from ovig_node.training.execution import ExecutionProfile
 from ovig_node.training.loop import evidence_path
@@ -38,6 +38,10 @@ from ovig_node.verify.layout import layout_of
 from ovig_node.verify.replay import replay_interval
 
 ALL = "all"  # the subset of signals the protocol judges: every one
+# Replays made, by (specHash hex, task, interval, sha256 of the start's bytes, profile): a replay is a function of
+# these alone, so a caller judging many claims of one interval from one start (an evaluation's attacks, the tests'
+# sweeps) replays it once per profile. Each caller keeps its own: nothing is cached across callers.
+Replays = dict[tuple[str, int, int, str, str], Evidence]
 
 
 @dataclass
@@ -101,10 +105,12 @@ def replay_and_judge(
     profiles: Sequence[ExecutionProfile],
     task: int = 0,
     subsets: Mapping[str, Sequence[str]] | None = None,
+    replays: Replays | None = None,
 ) -> IntervalJudgement:
     """Replay interval ``k`` from the claimed ``start`` and judge the claimed ``end``, confirming an
     out-of-bounds rejection under each further profile; with timings. ``subsets`` names signal
-    subsets to judge separately (ablations); each is confirmed on its own, sharing the replays."""
+    subsets to judge separately (ablations); each is confirmed on its own, sharing the replays. With
+    ``replays``, a replay of this interval from this start under a profile is made once (and kept there)."""
     if not profiles:
         raise ValueError("a verdict needs at least one execution profile")
     subsets = subsets or {ALL: JUDGED}
@@ -120,12 +126,19 @@ def replay_and_judge(
     assert boundary is not None, "boundary mode judges against a boundary"
     replayed: list[Evidence] = []
     seen: list[dict[str, dict[str, list[float]]]] = []  # per replay, each signal's percentile profiles
+    start_sha256 = "" if replays is None or start is None else sha256_hex(start.to_bytes())
     for name, signals in subsets.items():
         candidates: list[tuple[str, Verdict]] = []
         for i, profile in enumerate(profiles):
             if i == len(replayed):
                 started = time.monotonic()
-                replayed.append(replay_interval(prepared, k, start, profile=profile, task=task))
+                key = (prepared.spec_hash.hex(), task, k, start_sha256, profile.name)
+                made = None if replays is None else replays.get(key)
+                if made is None:
+                    made = replay_interval(prepared, k, start, profile=profile, task=task)
+                    if replays is not None:
+                        replays[key] = made
+                replayed.append(made)
                 seen.append({})
                 judged.seconds["replay"] += time.monotonic() - started
                 judged.replays.append(profile.name)
