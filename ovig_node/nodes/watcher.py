@@ -852,9 +852,11 @@ def _key(task: int, k: int | None = None) -> str:
 
 
 def _bytes_in(folder: Path) -> int:
-    """The bytes of the files under ``folder`` now (files another worker deletes meanwhile count as none)."""
+    """The bytes of the files under ``folder`` now (files and folders another worker deletes meanwhile count as none:
+    os.walk skips a folder it cannot list, where a glob raised, and the judgement was left alone until a restart)."""
     total = 0
-    for path in folder.rglob("*"):
-        with contextlib.suppress(OSError):
-            total += path.stat().st_size if path.is_file() else 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(root, name)).st_size
     return total
