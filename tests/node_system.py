@@ -1,13 +1,20 @@
 """The node tests' system (tests/test_nodes.py, tests/test_nodes_judging.py): a real devnet (anvil + IPFS) with the
 contracts deployed and a boundary calibrated as the demo calibrates, nodes started as separate processes, and the
 helpers the tests read the chain and the nodes' state with. Two files, so that `make test`'s two workers each take
-one: each builds its own system once (about a minute), and together they take half the time one file did."""
+one: each builds its own system once (about a minute), and together they take half the time one file did.
+
+The windows follow the work: a busy machine (other jobs on the cores) starts, trains and replays slowly, and fixed
+windows made nodes miss them. So the system measures, as it starts, how long a node process takes to start (what
+every node does first: import torch and the node), and stretches every window, wait and committee clock by that pace
+(``OVIG_TEST_PACE`` sets it)."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,6 +42,24 @@ DELIVERABLE = 9  # K - 1
 # that trains data-parallel on two processes (ddp2), judged by the watcher's one-process replays.
 PROFILES = {**DEMO_PROFILES, 9: "ddp2"}
 WATCHER_PROFILES = PROFILES[3]
+# A node process's start (interpreter, torch, the node modules) takes about 4.5 s on an idle core of the machine the
+# windows were set on; each further PACE_STEP_SECONDS of it stretches every window once more, up to MAX_PACE times.
+PACE_STEP_SECONDS = 7.5
+MAX_PACE = 4
+# The pace of the system this process built (each pytest worker builds its own): read by terms() and wait_for().
+PACE = 1
+
+
+def measured_pace() -> int:
+    """How many times the windows stretch on this machine now (``OVIG_TEST_PACE``, or measured: one node start)."""
+    if given := os.environ.get("OVIG_TEST_PACE"):
+        return max(1, int(given))
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", "import ovig_node.nodes.watcher, ovig_node.nodes.trainer"], check=True)
+    seconds = time.monotonic() - started
+    pace = max(1, min(MAX_PACE, math.ceil(seconds / PACE_STEP_SECONDS)))
+    print(f"node tests: a node starts in {seconds:.1f} s here now, so their windows run at pace {pace}")
+    return pace
 
 
 @dataclass
@@ -43,6 +68,7 @@ class System:
     spec: Path
     boundary: Path
     folder: Path
+    pace: int
 
     def node(self, role: str, index: int) -> NodeContext:
         connection = Connection(devnet_dir=self.net.data_dir, use_devnet=True, account_index=index)
@@ -68,26 +94,31 @@ class System:
 
 
 def build_system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[System]:
+    global PACE
     folder = tmp_path_factory.mktemp("nodes")
-    with deployed_devnet(folder) as net:
+    PACE = measured_pace()
+    with deployed_devnet(folder, pace=PACE) as net:
         prepared = prepare_task("vision", folder / "task", tiny=True, **SPEC)
         boundary = calibrate_boundary(prepared, CALIBRATION_PROFILES, 4, folder / "calibration")  # as the demo does
         (folder / "task" / "boundary.json").write_text(boundary.model_dump_json())
         attach_boundary(prepared.spec_path, folder / "task" / "boundary.json")
-        yield System(net, prepared.spec_path, folder / "task" / "boundary.json", folder)
+        yield System(net, prepared.spec_path, folder / "task" / "boundary.json", folder, PACE)
 
 
 def wait_for(condition: Callable[[], Any], *, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
+    """``condition``'s first true value, looked for every 0.5 s for ``timeout`` seconds times the pace."""
+    deadline = time.monotonic() + timeout * PACE
     while time.monotonic() < deadline:
         if value := condition():
             return value
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what} ({timeout * PACE:.0f} s at pace {PACE})")
 
 
 def terms(**windows: int) -> Terms:
+    """The tests' task terms, each window (given or default) stretched by the pace."""
     w = {"opening_window": 60, "challenge_window": 20, "reveal_window": 30, **windows}
+    w = {name: seconds * PACE for name, seconds in w.items()}
     # Replays declared at the devnet committee's maximum: a busy machine's replay must not refuse the task.
     return Terms(
         2 * ETHER,
@@ -96,7 +127,7 @@ def terms(**windows: int) -> Terms:
         w["opening_window"],
         w["challenge_window"],
         w["reveal_window"],
-        deadline_in=1200,
+        deadline_in=1200 * PACE,
         replay_seconds=15,
     )
 

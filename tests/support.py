@@ -84,8 +84,9 @@ def run_ovig(*args: str, env: dict[str, str] | None = None, timeout: float = 180
 
 
 @contextmanager
-def deployed_devnet(folder: Path) -> Iterator[Devnet]:
-    """A devnet (anvil and IPFS) on free ports in ``folder/devnet`` with the contracts deployed; stopped on exit."""
+def deployed_devnet(folder: Path, *, pace: int = 1) -> Iterator[Devnet]:
+    """A devnet (anvil and IPFS) on free ports in ``folder/devnet`` with the contracts deployed, the committee's
+    clocks ``pace`` times the devnet's; stopped on exit."""
     # Every port fixed: a devnet taken down and up again (an outage) serves its nodes at the same addresses.
     net = Devnet(
         DevnetConfig(
@@ -94,7 +95,7 @@ def deployed_devnet(folder: Path) -> Iterator[Devnet]:
     )
     net.up()
     try:
-        deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir))
+        deploy(DeployTarget(use_devnet=True, devnet_dir=net.data_dir, devnet_pace=pace))
         yield net
     finally:
         net.down()

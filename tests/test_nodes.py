@@ -132,7 +132,7 @@ def test_every_node_rides_out_an_ipfs_and_an_rpc_outage(system: System) -> None:
         assert all(process.poll() is None for process in nodes.values()), "a node exited during the outage"
         system.net.up()
         wait_for(lambda: owner.protocol.task(task).status == TaskStatus.FINALIZED, timeout=300, what="finalize")
-        assert nodes["trainer", 1].wait(timeout=60) == 0
+        assert nodes["trainer", 1].wait(timeout=60 * system.pace) == 0
         assert all(process.poll() is None for key, process in nodes.items() if key[0] != "trainer")
     finally:
         stop(*nodes.values())
@@ -312,7 +312,7 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
             node.step()
 
     try:
-        deadline = time.monotonic() + 600
+        deadline = time.monotonic() + 600 * system.pace
         while not done():
             assert time.monotonic() < deadline, "timed out waiting for the watchers to judge every sampled interval"
             forge_the_new_openings()

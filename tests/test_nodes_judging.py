@@ -78,7 +78,7 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
             timeout=600,
             what="the hostile task slashed and the honest one finalized",
         )
-        assert trainers[1].wait(timeout=120) == 0  # paid, and its evidence let go of as the task ended
+        assert trainers[1].wait(timeout=120 * system.pace) == 0  # paid, and its evidence let go of as the task ended
     finally:
         stop(*auditors.values(), watcher, *trainers)
     judged = system.state("watcher", 3)["judged"]
