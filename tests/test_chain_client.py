@@ -157,6 +157,31 @@ def test_submitted_transactions_are_mined_together_and_awaited_by_their_keys(
         assert bumped[fee] >= -(-original[fee] * 9 // 8)
 
 
+def test_a_nonce_another_process_of_the_account_used_first_is_signed_afresh(
+    w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 18 of v3: an auditor and a watcher of one operator run as two processes with one key and a journal
+    each. Both signed under the same pending nonce; the one mined second was refused ("nonce too low") and its
+    entry stayed "sent" for good, every later call of its key raising (a ballot or a challenge lost). Now the
+    refused entry is found never mined under a nonce the chain has passed, forgotten, and signed afresh."""
+    auditor, watcher = client(w3, tmp_path / "auditor"), client(w3, tmp_path / "watcher")
+    deadline = now(w3) + 86_400  # each process's call its own (the same call signed alike would be one transaction)
+    first = auditor._sign_and_record("post:auditor", post(tasks, deadline), 10**18)  # signed, not yet sent ...
+    raced = watcher._sign_and_record("post:watcher", post(tasks, deadline + 1), 10**18)  # ... as the other signs
+    assert raced.nonce == first.nonce
+    watcher.transact("post:watcher", post(tasks, deadline + 1), value=10**18)  # mined first, under that nonce
+    receipt = auditor.transact("post:auditor", post(tasks, deadline), value=10**18)
+    assert receipt["status"] == 1 and receipt_nonce(w3, receipt) == first.nonce + 1
+    assert auditor.journal.get("post:auditor").status == "mined"  # type: ignore[union-attr]
+    assert tasks.functions.taskCount().call() == 2  # each call once
+    # A restart that finds such an entry forgets it and leaves it to the node's next call of its key
+    stale = auditor._sign_and_record("post:stale", post(tasks, deadline), 10**18)
+    mined = watcher.transact("post:again", post(tasks, deadline + 1), value=10**18)
+    assert receipt_nonce(w3, mined) == stale.nonce
+    assert client(w3, tmp_path / "auditor").resume() == [] and auditor.journal.get("post:stale") is None
+    assert tasks.functions.taskCount().call() == 3
+
+
 def test_a_revert_at_estimation_is_the_decoded_custom_error(w3: Web3, tasks: Any, tmp_path: Path) -> None:
     node = client(w3, tmp_path)
     node.transact("post", post(tasks, now(w3) + 86_400), value=10**18)

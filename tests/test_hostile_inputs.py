@@ -8,6 +8,7 @@ a replay are found before one. The owner's hostile files (a boundary lacking a s
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import shutil
@@ -316,22 +317,28 @@ def test_downloads_stop_at_their_cap(ipfs: IpfsClient, tmp_path: Path) -> None:
         (RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 GB"), False),
         (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), False),
         (RuntimeError("shape '[3, 4]' is invalid for input of size 7"), True),
+        (RecursionError("maximum recursion depth exceeded"), False),  # review 18: this interpreter's stack
+        (OSError(errno.ENOMEM, "Cannot allocate memory"), False),  # an mmap the kernel refused
+        (OSError(errno.ENOSPC, "No space left on device"), None),  # the error itself: the isolation retries it
+        (OSError(errno.EINVAL, "Invalid argument"), True),
     ],
 )
 def test_running_out_of_memory_on_a_dataset_is_this_machines_limit_never_a_refusal(
-    vision_task: PreparedTask, monkeypatch: pytest.MonkeyPatch, error: RuntimeError, refused: bool
+    vision_task: PreparedTask, monkeypatch: pytest.MonkeyPatch, error: Exception, refused: bool | None
 ) -> None:
     """A ninth review: torch's out-of-memory error is a RuntimeError, and the dataset check refused the task on
-    any exception, so a small machine's ballot was `faulty` where a large one's was `sound`. FAKE, named as
-    such: the workload's check raises the error, since running a machine out of memory is no test."""
+    any exception, so a small machine's ballot was `faulty` where a large one's was `sound`; review 18 found a
+    recursion too deep and an allocation the kernel refused alike, and a full disk. FAKE, named as such: the
+    workload's check raises the error, since running a machine out of memory is no test."""
 
     class Exhausted:
         def check_dataset(self, *_: Any) -> None:
             raise error
 
     monkeypatch.setattr(fetching, "get_workload", lambda _name: Exhausted())
-    with pytest.raises(TaskRefused if refused else MemoryError):
+    with pytest.raises(TaskRefused if refused else MemoryError if refused is False else OSError) as raised:
         fetching._check_dataset(7, vision_task)
+    assert refused is not None or raised.value is error
 
 
 def test_a_unit_that_raises_is_logged_once_and_the_others_go_on() -> None:

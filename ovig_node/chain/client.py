@@ -2,7 +2,8 @@
 
 ``transact(key, fn)`` sends each keyed transaction at most once, across crashes: the signed bytes are
 journaled before broadcast (see ``journal``), so a restarted node re-broadcasts them rather than
-signing a second transaction. One not mined within ``receipt_timeout`` is signed again under its nonce
+signing a second transaction (one whose nonce another process of the account used first is forgotten and
+signed afresh: ``NonceTaken``). One not mined within ``receipt_timeout`` is signed again under its nonce
 with fees raised by at least ``FEE_BUMP`` (or to the market's, if higher) and NotMined is raised, which
 nodes retry: a fee spike cannot leave a challenge or a ballot stuck below the market until its window
 closes. A revert, at estimation or after inclusion, raises ContractReverted with the contract's custom
@@ -34,7 +35,7 @@ from web3.exceptions import (
 )
 from web3.types import BlockIdentifier, TxParams, TxReceipt
 
-from ovig_node.chain.errors import ChainError, NotMined, RpcUnavailable
+from ovig_node.chain.errors import ChainError, NonceTaken, NotMined, RpcUnavailable
 from ovig_node.chain.journal import JournalEntry, TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import GAS_HEADROOM, fees
@@ -75,7 +76,10 @@ class ChainClient:
         If ``key`` is journaled, nothing new is signed: a mined transaction returns its receipt, a sent
         one is re-broadcast and awaited. A reverted one is forgotten, so the call is tried afresh.
         """
-        return self._complete(self._entry(key, fn, value), fn.fn_name)
+        try:
+            return self._complete(self._entry(key, fn, value), fn.fn_name)
+        except NonceTaken:  # forgotten: signed afresh under the account's next nonce
+            return self._complete(self._entry(key, fn, value), fn.fn_name)
 
     def submit(self, key: str, fn: ContractFunction, *, value: int = 0) -> None:
         """Sign and broadcast ``fn`` under ``key`` without waiting for it to be mined; a later ``transact`` with the
@@ -83,12 +87,19 @@ class ChainClient:
         mined together: a node with many transactions due before one deadline waits for one block, not one each."""
         entry = self._entry(key, fn, value)
         if entry.status == "sent" and self._receipt_of(entry) is None:
-            self._broadcast(entry)
+            try:
+                self._broadcast(entry)
+            except NonceTaken:  # forgotten: signed afresh under the account's next nonce
+                self._broadcast(self._entry(key, fn, value))
 
     def resume(self) -> list[TxReceipt]:
         """Complete every journaled transaction still marked sent (call once at start-up); returns their
         receipts, reverted ones included (status 0, marked reverted in the journal)."""
-        return [self._complete(entry, entry.key, raise_revert=False) for entry in self.journal.unsettled(self.address)]
+        receipts = []
+        for entry in self.journal.unsettled(self.address):
+            with contextlib.suppress(NonceTaken):  # forgotten: the node's next call of its key signs it afresh
+                receipts.append(self._complete(entry, entry.key, raise_revert=False))
+        return receipts
 
     def retry(self, action: Callable[[], T]) -> T:
         """Run ``action``; on a transient RPC error wait and try again, up to ``attempts`` times."""
@@ -158,8 +169,21 @@ class ChainClient:
             self.retry(lambda: self.w3.eth.send_raw_transaction(entry.raw))
         except (ValueError, Web3RPCError) as exc:
             # Already known to the node (a re-broadcast after a crash) is fine; anything else is not.
-            if "already" not in str(exc).lower() and "known" not in str(exc).lower():
-                raise ChainError(f"{entry.key}: the node refused the transaction: {exc}") from None
+            if "already" in str(exc).lower() or "known" in str(exc).lower():
+                return
+            if self._nonce_taken(entry):
+                self.journal.forget(entry.key)
+                raise NonceTaken(
+                    f"{entry.key}: nonce {entry.nonce} was used by another transaction of {self.address} (another "
+                    "process signing with this key?): it is signed again"
+                ) from None
+            raise ChainError(f"{entry.key}: the node refused the transaction: {exc}") from None
+
+    def _nonce_taken(self, entry: JournalEntry) -> bool:
+        """Whether ``entry``'s nonce was mined in a transaction it never signed (its nonce read first: none of its
+        signings can be mined after that)."""
+        mined = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "latest"))
+        return mined > entry.nonce and self._receipt_of(entry) is None
 
     def _receipt(self, tx_hash: str) -> TxReceipt | None:
         try:

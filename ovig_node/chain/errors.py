@@ -3,6 +3,8 @@
 OvigError
 └── ChainError
     ├── RpcUnavailable (ConnectionError)    the RPC endpoint does not answer
+    ├── NotMined (TimeoutError)             a transaction not mined within the client's wait
+    │   └── NonceTaken                      its nonce used by another transaction of the account
     ├── IndexBehind (RuntimeError)          the event index lacks an event the chain's state implies
     ├── KeystoreError (ValueError)          a keystore that cannot be read or decrypted
     └── DeploymentError (RuntimeError)      a contract that cannot be compiled, found or deployed
@@ -28,6 +30,13 @@ class NotMined(ChainError, TimeoutError):
     """A transaction sent was not mined within the client's wait: a busy chain, not a refusal. Worth another try
     (its key re-broadcasts the same transaction); a node must never give a seat or a challenge up for it (review 12
     of v3)."""
+
+
+class NonceTaken(NotMined):
+    """A journaled transaction's nonce was used by another transaction of the same account (a second process
+    signing with the key: an auditor and a watcher of one operator), so it can never be mined: the client forgot
+    it, and the next try signs the call afresh (review 18 of v3: the entry stayed "sent" for good, and every later
+    call of its key raised, a ballot or a challenge lost)."""
 
 
 class IndexBehind(ChainError, RuntimeError):

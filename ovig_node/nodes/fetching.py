@@ -14,6 +14,7 @@ raises IpfsUnavailable, and the caller tries again later.
 
 from __future__ import annotations
 
+import errno
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,8 @@ MAX_DATASET_BYTES = 2 << 30  # the spec does not say how large its dataset is: a
 MAX_EVIDENCE_BYTES = 4 << 30  # the largest E_k (model, optimizer state, probe) a node replays
 # the largest batch manifest a node reads whole (protocol.manifest): at m = 256, about 12,000 steps an interval
 MAX_BATCH_MANIFEST_BYTES = 64 << 20
+# OS errors that are this machine's state (a full disk, too many open files), never the owner's files' fault
+MACHINE_LIMITS = (errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE)
 
 
 class TaskRefused(OvigError, ValueError):
@@ -149,11 +152,17 @@ def _check_dataset(task: int, prepared: PreparedTask) -> None:
 
 
 def _raise_if_out_of_memory(exc: Exception) -> None:
-    """MemoryError for torch's out-of-memory errors (a RuntimeError, on the CPU too): this machine's limit,
-    never a refusal, which would make a small machine's ballot differ from a large one's (a ninth review)."""
+    """This machine's limits, never a refusal, which would make a small machine's ballot differ from a large
+    one's: MemoryError for torch's out-of-memory errors (a RuntimeError, on the CPU too: a ninth review), a
+    recursion too deep for this interpreter's stack and an allocation the kernel refused (ENOMEM: review 18);
+    the error itself for a full disk or too many open files (the node's isolation retries those)."""
     text = str(exc)
     if isinstance(exc, RuntimeError) and ("out of memory" in text.lower() or "can't allocate memory" in text):
         raise MemoryError(text) from exc
+    if isinstance(exc, RecursionError) or (isinstance(exc, OSError) and exc.errno == errno.ENOMEM):
+        raise MemoryError(f"{type(exc).__name__}: {text}") from exc
+    if isinstance(exc, OSError) and exc.errno in MACHINE_LIMITS:
+        raise exc
 
 
 def check_declared_replay(task: int, declared: int, boundary_slowest: float) -> None:

@@ -42,7 +42,7 @@ from eth_utils import keccak
 from web3.logs import DISCARD
 
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
-from ovig_node.chain.errors import IndexBehind
+from ovig_node.chain.errors import ChainError, IndexBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.deadlines import DeadlinePassed, run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
@@ -586,9 +586,7 @@ class WatcherNode(ReplayingNode):
         self.ctx.say(f"task {task} interval {k}: FAULTY ({judgement.report.get('reason')}): challenging", style="red")
         challenges = self.state.get("challenges", {})
         # A reopening already answered (by judging again) stays answered
-        earlier = {
-            name: challenges[key][name] for name in ("reopening", "reopened_at") if name in challenges.get(key, {})
-        }
+        earlier = {"reopened_at": challenges[key]["reopened_at"]} if "reopened_at" in challenges.get(key, {}) else {}
         # The salt is on disk before the commit leaves, so a restart can always reveal.
         challenges[key] = {
             "salt": os.urandom(32).hex(),
@@ -689,7 +687,6 @@ class WatcherNode(ReplayingNode):
                 "salt": os.urandom(32).hex(),
                 "reason": c["reason"],
                 "report": c["report"],
-                "reopening": c.get("reopening", 0) + 1,
                 "reopened_at": block,
             }
             changed = True
@@ -782,10 +779,12 @@ class WatcherNode(ReplayingNode):
     def _challenge(self, key: str, c: dict[str, Any]) -> None:
         tasks = self.ctx.protocol.tasks
         task, k = (int(x) for x in key.split(":"))
-        # One journal key per commitment: the reopening's number tells a challenge again from the first
-        again = f":{c['reopening']}" if c.get("reopening") else ""
         salt = bytes.fromhex(c["salt"])
         commitment = self._commitment(task, k, c)
+        # One journal key per commitment (its salt is fresh each time): a challenge again after a reopening is a
+        # new transaction whichever way it came (review 18 of v3: one judged again, files withheld, reused the first
+        # challenge's keys, so the journal returned the first receipts, nothing was sent, and the fake was paid)
+        again = f":{commitment.hex()}" if "reopened_at" in c else ""
         bond = self.ctx.protocol.task(task).terms.challengerBond
         status = self._commit_status(task, k, c)
         if status == CommitStatus.NONE and (late := self._too_late(task, k)):
@@ -799,6 +798,8 @@ class WatcherNode(ReplayingNode):
         if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
             commit = tasks.functions.commitChallenge(task, commitment)
             receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
+            if not self._commits(receipt, commitment):  # a journal key reused would return another's receipt
+                raise ChainError(f"challenge-commit:{key}{again}: its receipt commits something else")
             self.ctx.say(f"committed a challenge of task {task} (bond {bond / 1e18:g} ETH)")
             challenges = self.state.get("challenges", {})
             challenges[key] = {**c, "committed_block": int(receipt["blockNumber"])}  # reopenings before it: answered
@@ -840,6 +841,11 @@ class WatcherNode(ReplayingNode):
         """Seconds before an interval's window end by which its challenge is committed: COMMIT_MARGIN, or the
         chain's room to act where that is longer (a chain of slow blocks)."""
         return max(COMMIT_MARGIN, self.ctx.room_to_act(self.poll_seconds))
+
+    def _commits(self, receipt: Any, commitment: bytes) -> bool:
+        """Whether ``receipt`` is of a transaction that committed ``commitment``."""
+        events = self.ctx.protocol.tasks.events.ChallengeCommitted().process_receipt(receipt, errors=DISCARD)
+        return any(bytes(e["args"]["commitment"]) == commitment for e in events)
 
     def _dispute_of(self, receipt: Any) -> int:
         events = self.ctx.protocol.tasks.events.ChallengeRevealed().process_receipt(receipt, errors=DISCARD)

@@ -1,0 +1,124 @@
+"""The watcher's challenges on a real anvil with the contracts as deploy/plan.py wires them, its own chain client,
+journal and event index, and no IPFS or training: what it sends when a dispute's no-decision reopens the window of
+an interval it challenged. A judgement is given to it as its replay would have made it."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from web3 import Web3
+
+from ovig_node import tools
+from ovig_node.chain.accounts import devnet_account
+from ovig_node.chain.client import ChainClient
+from ovig_node.chain.contracts import Protocol, TaskStatus, Verdict
+from ovig_node.chain.deploy import Deployer, RandomnessChoice, run_plan
+from ovig_node.chain.errors import RpcUnavailable
+from ovig_node.chain.journal import TxJournal
+from ovig_node.chain.reverts import ContractReverted
+from ovig_node.chain.rpc import connect, send
+from ovig_node.chain.scanner import EventScanner
+from ovig_node.devnet.processes import free_port
+from ovig_node.nodes.context import NodeContext, Timeline
+from ovig_node.nodes.judging import Judgement, opened_interval
+from ovig_node.nodes.watcher import WatcherNode
+from ovig_node.protocol.merkle import MerkleTree, leaf_hash
+
+ETHER = 10**18
+PLAN = Path(__file__).resolve().parents[1] / "deploy" / "plan.py"
+
+
+@pytest.fixture
+def w3(tmp_path: Path) -> Iterator[Web3]:
+    port = free_port()
+    anvil = subprocess.Popen([str(tools.anvil()), "--port", str(port), "--silent"])
+    try:
+        for _ in range(100):
+            try:
+                w3 = connect(f"http://127.0.0.1:{port}")
+                break
+            except RpcUnavailable:
+                time.sleep(0.1)
+        yield w3
+    finally:
+        anvil.terminate()
+        anvil.wait(10)
+
+
+def _tx(w3: Web3, index: int, fn: Any, value: int = 0) -> Any:
+    return send(w3, devnet_account(index), {"to": fn.address, "data": fn._encode_transaction_data(), "value": value})
+
+
+def _warp(w3: Web3, seconds: int) -> None:
+    w3.provider.make_request("evm_increaseTime", [seconds])  # type: ignore[arg-type]
+    w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("reason", ["missing", "out_of_bounds"])
+def test_a_no_decision_on_its_challenge_has_the_watcher_challenge_again_on_chain(
+    w3: Web3, tmp_path: Path, reason: str
+) -> None:
+    """Review 18 of v3: a challenge made as unavailable (files withheld) whose dispute ended with no decision was
+    judged again and "challenged" again under the first challenge's journal keys: the journal returned the first
+    receipts, nothing was sent, the reopened window closed and the fake was paid. Either way the files went, the
+    reopening gets a second commitment on chain and the task cannot finalize while it is pending."""
+    deployer = Deployer.open(w3, devnet_account(0), tmp_path / "deployments.json", RandomnessChoice("blockhash"))
+    protocol = Protocol.at(w3, run_plan(PLAN, deployer).addresses())
+    tasks, committee = protocol.tasks, protocol.committee
+    # A task of 4 one-step intervals, all sampled and opened; no auditor registered, so every draw of its dispute
+    # fails and the round starves: a no-decision (as a flood, a small registry or silent runs force one)
+    start = int(w3.eth.get_block("latest")["timestamp"])
+    post = tasks.functions.postTask(
+        b"\x11" * 32, "spec", b"\x22" * 32, 4, 1, 4, 10_000, (ETHER // 10, ETHER // 100), 10, (3600, 3600, 600),
+        start + 86_400,
+    )  # fmt: skip
+    _tx(w3, 0, post, ETHER)
+    task = int(tasks.functions.taskCount().call())
+    _tx(w3, 1, tasks.functions.acceptTask(task), ETHER // 10)
+    digests = [bytes([0x30 + k]) * 32 for k in range(4)]
+    tree = MerkleTree.build([leaf_hash(task, k, k + 1, digests[k]) for k in range(4)])
+    _tx(w3, 1, tasks.functions.commitBatch(task, 0, tree.root, "manifest"))
+    for _ in range(3):
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+    _tx(w3, 6, tasks.functions.drawSeed(task, 0))
+    openings = [(0, 1, digests[0], tree.proof(0), 0, b"\x00" * 32, [])] + [
+        (k, k + 1, digests[k], tree.proof(k), k, digests[k - 1], tree.proof(k - 1)) for k in range(1, 4)
+    ]
+    _tx(w3, 1, tasks.functions.openBatch(task, 0, "opening", openings))
+
+    client = ChainClient(w3, devnet_account(2), TxJournal(tmp_path / "watcher" / "journal.sqlite"))
+    scanner = EventScanner(client, protocol.contracts, tmp_path / "watcher" / "events.sqlite", confirmations=0)
+    ctx = NodeContext("watcher", client, protocol, None, scanner, tmp_path / "watcher", Timeline("watcher"))  # type: ignore[arg-type]
+    watcher = WatcherNode(ctx=ctx, attest=False)
+    scanner.poll()
+    k, obtained = 2, reason != "missing"
+    opened = opened_interval(ctx, task, k, 4)
+    assert watcher._record(task, k, opened, Judgement({"verdict": "faulty", "reason": reason}, "report1", obtained))
+    watcher._drive_challenges()
+    assert protocol.task(task).openDisputes == 1
+    dispute = int(tasks.functions.disputeCount().call())
+
+    _warp(w3, 200)  # past the devnet committee's draw delay and starvation timeout
+    _tx(w3, 6, committee.functions.rearm(dispute))
+    assert protocol.view(tasks, "getDispute", dispute).verdict == Verdict.NO_DECISION
+    scanner.poll()
+    watcher._drive_challenges()  # it answers the reopening: files not obtained are looked at again first
+    if not obtained:
+        assert f"{task}:{k}" not in watcher.state.get("judged", {})
+        again = Judgement({"verdict": "faulty", "reason": "missing"}, "report2", False)  # still withheld
+        assert watcher._record(task, k, opened, again)
+    watcher._drive_challenges()
+    scanner.poll()
+    commits = scanner.events("ChallengeCommitted", task=task)
+    assert len(commits) == 2 and len({e.args["commitment"] for e in commits}) == 2
+    assert protocol.task(task).openDisputes == 1  # revealed into a second dispute of k
+    _warp(w3, 3_700)  # the reopened window is over; the second dispute is not
+    keeper = ChainClient(w3, devnet_account(6), TxJournal(tmp_path / "keeper.sqlite"))
+    with pytest.raises(ContractReverted) as refused:
+        keeper.transact("finalize", tasks.functions.finalize(task))
+    assert refused.value.name == "DisputeOpen" and protocol.task(task).status == TaskStatus.COMMITTED
