@@ -45,6 +45,7 @@ from ovig_node.api.watchers import WatcherVerdicts
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.contracts import Protocol, TaskStatus
+from ovig_node.chain.errors import ChainError
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.randomness import BeaconRelays, for_contract
 from ovig_node.chain.rpc import connect
@@ -605,6 +606,26 @@ def test_attestations_are_kept_when_signed_by_who_they_name_and_trusted_ones_mar
     lines = [e["text"] for e in h.get(f"/api/tasks/{h.slashed}/timeline") if e["kind"] == "attested"]
     # The timeline tells only the trusted watchers' (a flood by throwaway keys would bury it).
     assert lines == [f"watcher 2 attests interval {k1} sound (replayed on profile of {WATCHER_2})"]
+
+
+def test_a_node_home_refuses_another_account_s_node_and_leaves_its_state(history: History) -> None:
+    """Review 19 of v3: a home holds one chain's, one deployment's and one account's node state (its journal answers
+    calls with its receipts; its judged intervals and ballots stand for that deployment's), and the default home off
+    the devnet is the same for every chain and deployment. A node opened on a home marked for another refuses, in one
+    line, before it touches anything there."""
+    devnet = history.settings.home.parent / "devnet"
+    home = own_node(devnet, WATCHER)
+    marked = json.loads((home / "identity.json").read_text())
+    assert marked == {"chain_id": 31337, "tasks": history.chain.protocol.tasks.address, "account": address(WATCHER)}
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in home.iterdir())
+    connection = Connection(devnet_dir=devnet, account_index=WATCHER_2)
+    with pytest.raises(ChainError) as refused:
+        open_node("watcher", home, connection, console=Console(quiet=True))
+    assert str(refused.value) == (
+        f"{home} holds another node's state (account {address(WATCHER)} there, {address(WATCHER_2)} here): "
+        "give this node its own --home"
+    )
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in home.iterdir()) == before
 
 
 def test_the_devnet_s_own_watcher_nodes_are_trusted_without_a_flag(history: History) -> None:

@@ -18,7 +18,7 @@ from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.deploy import create_address
-from ovig_node.chain.errors import NotMined, RpcUnavailable
+from ovig_node.chain.errors import BroadcastRefused, NotMined, RpcUnavailable
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import block_seconds, connect, send
@@ -180,6 +180,32 @@ def test_a_nonce_another_process_of_the_account_used_first_is_signed_afresh(
     assert receipt_nonce(w3, mined) == stale.nonce
     assert client(w3, tmp_path / "auditor").resume() == [] and auditor.journal.get("post:stale") is None
     assert tasks.functions.taskCount().call() == 3
+
+
+def test_a_broadcast_refused_for_now_is_tried_again_and_signed_afresh_once_its_nonce_is_taken(
+    w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 19 of v3: with the other process's transaction at the same nonce still in the mempool, the node refuses
+    the second ("replacement transaction underpriced"): that was final until a restart (an appeal so refused was never
+    sent). Now it is BroadcastRefused, a TimeoutError nodes try again; once the other is mined, the next try signs the
+    call afresh."""
+    auditor, watcher = client(w3, tmp_path / "auditor"), client(w3, tmp_path / "watcher")
+    deadline = now(w3) + 86_400
+    w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
+    try:
+        auditor._sign_and_record("post:auditor", post(tasks, deadline), 10**18)  # both sign at one pending nonce
+        watcher.submit("post:watcher", post(tasks, deadline + 1), value=10**18)  # in the mempool first, not mined
+        with pytest.raises(BroadcastRefused, match="refused the transaction for now") as refused:
+            auditor.transact("post:auditor", post(tasks, deadline), value=10**18)
+        assert isinstance(refused.value, TimeoutError)
+        assert auditor.journal.get("post:auditor").status == "sent"  # type: ignore[union-attr]
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+    finally:
+        w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
+    taken = auditor.journal.get("post:auditor").nonce  # type: ignore[union-attr]
+    receipt = auditor.transact("post:auditor", post(tasks, deadline), value=10**18)
+    assert receipt["status"] == 1 and receipt_nonce(w3, receipt) == taken + 1
+    assert tasks.functions.taskCount().call() == 2
 
 
 def test_a_revert_at_estimation_is_the_decoded_custom_error(w3: Web3, tasks: Any, tmp_path: Path) -> None:

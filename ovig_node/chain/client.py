@@ -35,7 +35,7 @@ from web3.exceptions import (
 )
 from web3.types import BlockIdentifier, TxParams, TxReceipt
 
-from ovig_node.chain.errors import ChainError, NonceTaken, NotMined, RpcUnavailable
+from ovig_node.chain.errors import BroadcastRefused, ChainError, NonceTaken, NotMined, RpcUnavailable
 from ovig_node.chain.journal import JournalEntry, TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import GAS_HEADROOM, fees
@@ -97,7 +97,8 @@ class ChainClient:
         receipts, reverted ones included (status 0, marked reverted in the journal)."""
         receipts = []
         for entry in self.journal.unsettled(self.address):
-            with contextlib.suppress(NonceTaken):  # forgotten: the node's next call of its key signs it afresh
+            # forgotten (its nonce taken) or refused for now: the node's next call of its key sends or signs it
+            with contextlib.suppress(NonceTaken, BroadcastRefused):
                 receipts.append(self._complete(entry, entry.key, raise_revert=False))
         return receipts
 
@@ -177,7 +178,7 @@ class ChainClient:
                     f"{entry.key}: nonce {entry.nonce} was used by another transaction of {self.address} (another "
                     "process signing with this key?): it is signed again"
                 ) from None
-            raise ChainError(f"{entry.key}: the node refused the transaction: {exc}") from None
+            raise BroadcastRefused(f"{entry.key}: the node refused the transaction for now: {exc}") from None
 
     def _nonce_taken(self, entry: JournalEntry) -> bool:
         """Whether ``entry``'s nonce was mined in a transaction it never signed (its nonce read first: none of its

@@ -4,7 +4,8 @@ OvigError
 └── ChainError
     ├── RpcUnavailable (ConnectionError)    the RPC endpoint does not answer
     ├── NotMined (TimeoutError)             a transaction not mined within the client's wait
-    │   └── NonceTaken                      its nonce used by another transaction of the account
+    │   ├── NonceTaken                      its nonce used by another transaction of the account
+    │   └── BroadcastRefused                the RPC node refused it for now
     ├── IndexBehind (RuntimeError)          the event index lacks an event the chain's state implies
     ├── KeystoreError (ValueError)          a keystore that cannot be read or decrypted
     └── DeploymentError (RuntimeError)      a contract that cannot be compiled, found or deployed
@@ -37,6 +38,13 @@ class NonceTaken(NotMined):
     signing with the key: an auditor and a watcher of one operator), so it can never be mined: the client forgot
     it, and the next try signs the call afresh (review 18 of v3: the entry stayed "sent" for good, and every later
     call of its key raised, a ballot or a challenge lost)."""
+
+
+class BroadcastRefused(NotMined):
+    """The RPC node refused to take a journaled transaction for now (another transaction of the account at its nonce
+    in the mempool pays more, the account is short of gas money): worth another try, which sends the same
+    transaction, or signs it afresh once its nonce is taken (review 19 of v3: a refusal was final until a restart,
+    and an appeal so refused was never sent)."""
 
 
 class IndexBehind(ChainError, RuntimeError):

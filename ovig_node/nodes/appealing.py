@@ -49,37 +49,41 @@ DEFAULT_APPEAL_BUDGET = AppealBudget(multiple=30)
 GAS_RESERVE = 10**16  # wei an appeal leaves in the account for the node's own transactions: 0.01 ETH
 
 
-def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, budget: AppealBudget, why: str) -> None:
-    """Appeal ``round_`` of ``dispute`` (decided against this node's replay: ``why``) once, if it is still
-    appealable and its bond is within ``budget``; persisted before it is sent, so a restart does not appeal twice."""
+def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, budget: AppealBudget, why: str) -> bool:
+    """Appeal ``round_`` of ``dispute`` (decided against this node's replay: ``why``) while it is still appealable
+    and its bond is within ``budget``: True once that is settled (appealed, refused by the contract, over budget, no
+    longer appealable); an error (an RPC outage, a transaction refused for now) propagates, and the caller calls it
+    again on its next pass, within the appeal window (review 19 of v3: an appeal had one try, and one refused
+    broadcast let a captured round stand). The appeal is persisted before it is sent and sent under one journal
+    key, so calling again never appeals twice."""
     key = f"{dispute}:{round_}"
     appealed = state.get("appeals", [])
-    if key in appealed:
-        return
     d = ctx.protocol.dispute(dispute)
     if d.status != DisputeStatus.APPEALABLE or d.round != round_:
-        return
-    unit = int(ctx.protocol.tasks.functions.MIN_CHALLENGER_BOND().call())
+        return True
+    unit = int(ctx.client.call(ctx.protocol.tasks.functions.MIN_CHALLENGER_BOND()))
     bond = unit << (round_ + 1)
-    spent = sum(unit << (int(r) + 1) for d_, r in (a.split(":") for a in appealed) if int(d_) == dispute)
-    if not budget.allows(bond, unit, spent):
-        ctx.say(
-            f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH, with "
-            f"{spent / 1e18:g} ETH put up on it already, is over its budget ({budget} a dispute)",
-            style="yellow",
-        )
-        return
-    balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
-    if balance < bond + GAS_RESERVE:
-        ctx.say(
-            f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH would leave less than "
-            f"{GAS_RESERVE / 1e18:g} ETH for its own transactions (it holds {balance / 1e18:g} ETH): not appealed",
-            style="bold red",
-        )
-        return
-    state.set("appeals", [*appealed, key])
+    if key not in appealed:
+        spent = sum(unit << (int(r) + 1) for d_, r in (a.split(":") for a in appealed) if int(d_) == dispute)
+        if not budget.allows(bond, unit, spent):
+            ctx.say(
+                f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH, with "
+                f"{spent / 1e18:g} ETH put up on it already, is over its budget ({budget} a dispute)",
+                style="yellow",
+            )
+            return True
+        balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
+        if balance < bond + GAS_RESERVE:
+            ctx.say(
+                f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH would leave less than "
+                f"{GAS_RESERVE / 1e18:g} ETH for its own transactions (it holds {balance / 1e18:g} ETH): not appealed",
+                style="bold red",
+            )
+            return True
+        state.set("appeals", [*appealed, key])
     try:
         ctx.client.transact(f"appeal:{key}", ctx.protocol.committee.functions.appeal(dispute), value=bond)
         ctx.say(f"dispute {dispute}: round {round_} {why}: appealed ({bond / 1e18:g} ETH)")
     except ContractReverted as exc:
         ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")
+    return True

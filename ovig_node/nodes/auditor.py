@@ -559,15 +559,21 @@ class AuditorNode(ReplayingNode):
     # --- appeals -------------------------------------------------------------------------------
 
     def _maybe_appeal(self, dispute: int, round_: int, outcome: int) -> None:
-        """Appeal a sound or faulty round its own replay contradicts, once, while the appeal window is open."""
+        """Appeal a sound or faulty round its own replay contradicts while the appeal window is open: tried on each
+        pass until settled (review 19 of v3: one refused send had let a captured round stand)."""
         key = f"{dispute}:{round_}"
         if key in self._appeal_done:
             return
-        self._appeal_done.add(key)  # read once: it is appealed now, or it never will be
         mine = [v["vote"] for k, v in self.state.get("votes", {}).items() if k.split(":")[0] == str(dispute)]
         contradicts = {Verdict.VALID: Vote.FAULTY, Verdict.FAULTY: Vote.SOUND}.get(Verdict(outcome))
-        if mine and mine[-1] == contradicts:  # not: no ballot of its own on it, agreed, or unavailable to it
-            appeal_round(self.ctx, self.state, dispute, round_, self.appeal_budget, "contradicts its replay")
+        if not mine or mine[-1] != contradicts:  # no ballot of its own on it, agreed, or unavailable to it
+            self._appeal_done.add(key)
+            return
+        call = functools.partial(
+            appeal_round, self.ctx, self.state, dispute, round_, self.appeal_budget, "contradicts its replay"
+        )
+        if self.isolation.call(f"appeal {key}", call):
+            self._appeal_done.add(key)
 
     def _param(self, name: str) -> int:
         if name not in self._params:

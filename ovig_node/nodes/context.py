@@ -28,6 +28,7 @@ from ovig_node.chain.rpc import block_seconds, connect
 from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import DEVNET_CHAIN_ID, Devnet, DevnetConfig, default_data_dir
+from ovig_node.files import write_atomic
 from ovig_node.protocol.drand import known_networks
 from ovig_node.storage.ipfs import IpfsClient
 
@@ -48,6 +49,8 @@ SWEEP_SECONDS = 600.0
 # transaction signed, broadcast and included): the floor on any window it must act in. 10 blocks: two minutes on
 # Ethereum, ten seconds on the devnet.
 ACT_BLOCKS = 10
+# The chain, deployment (TrainingTasks address) and account whose node state a home holds
+IDENTITY = "identity.json"
 BLOCK_SECONDS_TTL = 600.0  # seconds a measure of the chain's block time is used before it is taken again
 
 
@@ -153,7 +156,15 @@ def open_node(
             account = load_keystore(connection.keystore, password)
     w3 = connect(rpc_url)
     protocol = Protocol.at(w3, addresses)
+    identity = {
+        "chain_id": int(w3.eth.chain_id),
+        "tasks": protocol.tasks.address,
+        "account": account and account.address,
+    }
+    _check_home(home, identity)
     home.mkdir(parents=True, exist_ok=True)  # only once the connection is whole: a failed command leaves no folder
+    if not (home / IDENTITY).is_file():
+        write_atomic(home / IDENTITY, json.dumps(identity, indent=1).encode())
     client = ChainClient(w3, account, TxJournal(home / "journal.sqlite"))
     start = _deployment_block(deployments, "TrainingTasks")
     # anvil never reorganises; a public chain may, so events are read a few blocks deep there.
@@ -177,6 +188,23 @@ def open_node(
         )
     sweep = None if connection.use_devnet else SWEEP_SECONDS
     return NodeContext(role, client, protocol, ipfs, scanner, home, say, beacon, sweep_every=sweep)
+
+
+def _check_home(home: Path, identity: dict[str, Any]) -> None:
+    """Refuse a home that holds another chain's, deployment's or account's node state: its journal would answer this
+    deployment's calls with that one's receipts, its judged intervals and ballots would stand for this one's (review
+    19 of v3: the default home off the devnet is the same for every chain and deployment)."""
+    path = home / IDENTITY
+    if not path.is_file():
+        return  # a new home, or one from before homes were marked: marked now
+    held = json.loads(path.read_text())
+    if held != identity:
+        differs = ", ".join(
+            f"{name} {held.get(name)} there, {value} here"
+            for name, value in identity.items()
+            if held.get(name) != value
+        )
+        raise ChainError(f"{home} holds another node's state ({differs}): give this node its own --home")
 
 
 def _known_relays(protocol: Protocol) -> tuple[str, ...]:

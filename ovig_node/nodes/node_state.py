@@ -24,6 +24,10 @@ class NodeState:
         return self._data.get(key, default)
 
     def set(self, key: str, value: Any) -> None:
-        self._data[key] = value
+        self.update({key: value})
+
+    def update(self, values: dict[str, Any]) -> None:
+        """Set several keys in one write: a kill between two writes cannot leave one without the other."""
+        self._data.update(values)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.path, json.dumps(self._data, indent=1, sort_keys=True).encode())

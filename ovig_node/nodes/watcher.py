@@ -116,6 +116,7 @@ class WatcherNode(ReplayingNode):
     # of the bond the owner chose)
     max_bond: int | None = None
     _appeal_done: set[str] = field(default_factory=set)  # decided rounds looked at ("dispute:round")
+    _appeals_due: dict[str, str] = field(default_factory=dict)  # rounds to appeal, not settled yet: why
     _fetched: dict[int, FetchedTask] = field(default_factory=dict)
     _locks: dict[int, threading.Lock] = field(default_factory=dict)  # task -> held while its files are fetched
     _per_batch: dict[int, int] = field(default_factory=dict)  # task -> its on-chain intervalsPerBatch
@@ -561,7 +562,8 @@ class WatcherNode(ReplayingNode):
             "reason": judgement.report.get("reason"),
             "report": judgement.report_cid,
         }
-        self.state.set("judged", judged)
+        if not judgement.faulty or judgement.indeterminate:
+            self.state.set("judged", judged)
         if judgement.indeterminate:
             # Within its band: another honest replay may pass it, so a challenge could split honest panels (protocol
             # 5, the near-tie band). Attested as such: partners need not replay it, and nobody reads it as sound.
@@ -585,16 +587,21 @@ class WatcherNode(ReplayingNode):
         reason = Reason.OUT_OF_BOUNDS if judgement.obtained else Reason.UNAVAILABLE
         self.ctx.say(f"task {task} interval {k}: FAULTY ({judgement.report.get('reason')}): challenging", style="red")
         challenges = self.state.get("challenges", {})
+        if key in challenges and self._commit_status(task, k, challenges[key]) == CommitStatus.PENDING:
+            # Its commit still waits for its reveal: a new salt would lose it, and its bond (review 19 of v3)
+            self.state.set("judged", judged)
+            return True
         # A reopening already answered (by judging again) stays answered
         earlier = {"reopened_at": challenges[key]["reopened_at"]} if "reopened_at" in challenges.get(key, {}) else {}
-        # The salt is on disk before the commit leaves, so a restart can always reveal.
+        # The salt is on disk before the commit leaves, so a restart can always reveal; the verdict and its challenge
+        # in one write, so a kill between them cannot leave k judged faulty and never challenged (review 19 of v3).
         challenges[key] = {
             "salt": os.urandom(32).hex(),
             "reason": int(reason),
             "report": judgement.report_cid,
             **earlier,
         }
-        self.state.set("challenges", challenges)
+        self.state.update({"judged": judged, "challenges": challenges})
         return True
 
     # --- attesting -----------------------------------------------------------------------------
@@ -656,10 +663,18 @@ class WatcherNode(ReplayingNode):
         not found sound; persisted before it is sent."""
         challenges = self.state.get("challenges", {})
         latest: dict[str, int] = {}  # key -> the block of its latest reopening after its last commit
+        committed: dict[str, int | None] = {}
         for event in self.ctx.scanner.events("IntervalWindowReopened"):
             key = f"{int(event.args['task'])}:{int(event.args['k'])}"
-            c = challenges.get(key)
-            if c is not None and event.block_number > max(c.get("committed_block", 0), c.get("reopened_at", 0)):
+            if (c := challenges.get(key)) is None:
+                continue
+            if key not in committed:
+                committed[key] = self._committed_block(key, c)
+            # Only a reopening after its own commit: one that came before is answered by that commit, made in the
+            # reopened window (review 19 of v3: judging again meanwhile committed a second bond, or dropped the first
+            # commit's salt before its reveal)
+            since = committed[key]
+            if since is not None and event.block_number > max(since, c.get("reopened_at", 0)):
                 latest[key] = max(latest.get(key, 0), event.block_number)
         changed = False
         for key, block in latest.items():
@@ -676,8 +691,7 @@ class WatcherNode(ReplayingNode):
                 challenges[key] = {**c, "reopened_at": block}
                 judged = self.state.get("judged", {})
                 judged.pop(key, None)
-                self.state.set("judged", judged)
-                changed = True
+                self.state.update({"judged": judged, "challenges": challenges})  # one write: see _record
                 self.ctx.say(
                     f"task {task} interval {k}: its window reopened after a dispute with no decision: judging it again",
                     style="yellow",
@@ -715,6 +729,10 @@ class WatcherNode(ReplayingNode):
             appeal_until = int(event.args["appealUntil"])
             if appeal_until <= now and key not in self._rechecks:  # the last round (0: it stands), or too late
                 self._appeal_done.add(key)
+                self._appeals_due.pop(key, None)
+                continue
+            if key in self._appeals_due:  # decided on: sent again until settled (a refused send is not the end)
+                self._appeal(key, dispute, round_, self._appeals_due[key])
                 continue
             d = self.ctx.protocol.view(self.ctx.protocol.tasks, "getDispute", dispute)
             task, k = int(d.task), int(d.k)
@@ -729,16 +747,21 @@ class WatcherNode(ReplayingNode):
                 rechecked = self._recheck(key, task, k, clock + max(0, appeal_until - now - self._commit_margin()))
                 if rechecked is None:
                     continue  # under way
-                self._appeal_done.add(key)
                 if isinstance(rechecked, str) or not rechecked.faulty or rechecked.indeterminate:
+                    self._appeal_done.add(key)
                     because = rechecked if isinstance(rechecked, str) else "its files, looked for again, are not faulty"
                     self.ctx.say(f"dispute {dispute} round {round_}: not appealed: {because}")
                     continue
                 why = f"found sound an interval whose files, looked for again, are {rechecked.report.get('reason')}"
-            else:
-                self._appeal_done.add(key)
-            call = functools.partial(appeal_round, self.ctx, self.state, dispute, round_, self.appeal_budget, why)
-            self.isolation.call(f"appeal {key}", call)
+            self._appeals_due[key] = why
+            self._appeal(key, dispute, round_, why)
+
+    def _appeal(self, key: str, dispute: int, round_: int, why: str) -> None:
+        """Appeal round ``key`` (see :func:`appeal_round`); looked at again on the next pass until settled."""
+        call = functools.partial(appeal_round, self.ctx, self.state, dispute, round_, self.appeal_budget, why)
+        if self.isolation.call(f"appeal {key}", call):
+            self._appeal_done.add(key)
+            del self._appeals_due[key]
 
     def _recheck(self, key: str, task: int, k: int, decide_by: float) -> Judgement | str | None:
         """Interval k judged again for an appeal of round ``key`` (files it had not obtained), in a fetch worker
@@ -841,6 +864,20 @@ class WatcherNode(ReplayingNode):
         """Seconds before an interval's window end by which its challenge is committed: COMMIT_MARGIN, or the
         chain's room to act where that is longer (a chain of slow blocks)."""
         return max(COMMIT_MARGIN, self.ctx.room_to_act(self.poll_seconds))
+
+    def _committed_block(self, key: str, c: dict[str, Any]) -> int | None:
+        """The block ``c``'s commit was mined in (None: not committed), as recorded, or from the event index for a
+        commit mined before a kill could record it."""
+        if "committed_block" in c or "salt" not in c:
+            return c.get("committed_block")
+        task, k = (int(x) for x in key.split(":"))
+        mine = "0x" + self._commitment(task, k, c).hex()
+        found = [
+            e.block_number
+            for e in self.ctx.scanner.events("ChallengeCommitted", task=task)
+            if e.args["commitment"] == mine
+        ]
+        return found[0] if found else None
 
     def _commits(self, receipt: Any, commitment: bytes) -> bool:
         """Whether ``receipt`` is of a transaction that committed ``commitment``."""
