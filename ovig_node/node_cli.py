@@ -19,7 +19,7 @@ from rich.table import Table
 
 from ovig_node.chain.accounts import DEVNET_ACCOUNTS
 from ovig_node.devnet.manager import default_data_dir
-from ovig_node.nodes.context import REPLAY_PROFILES, Connection, NodeContext, open_node
+from ovig_node.nodes.context import DISK_BUDGET_GIB, REPLAY_PROFILES, Connection, NodeContext, open_node
 
 console = Console(highlight=False)
 # Paths the commands take: a file they read must be there (a usage error naming the option otherwise).
@@ -256,6 +256,13 @@ replay_profile_option = click.option(
     help="The largest challenger bond to put up, in ETH: a task asking more is judged and attested, never "
     "challenged nor requested (what a watcher may lose to a bait or a junk dispute is the task's bond) [any].",
 )
+@click.option(
+    "--disk-budget",
+    type=click.FloatRange(min=0),
+    default=DISK_BUDGET_GIB,
+    help="GiB of task files (owners' files, evidence) kept beyond the judgements under way: over it, the files of "
+    "live tasks used longest ago are deleted and fetched again when needed.",
+)
 @appeal_budget_option
 @connection_options
 def watcher(
@@ -270,6 +277,7 @@ def watcher(
     attest: bool,
     appeal_budget: dict[str, int],
     max_bond: int | None,
+    disk_budget: float,
     **options: Any,
 ) -> None:
     """Replay opened intervals, challenge those outside the boundary, attest the sound ones; until interrupted."""
@@ -302,6 +310,7 @@ def watcher(
         enough=enough,
         appeal_budget=AppealBudget(**appeal_budget),
         max_bond=max_bond,
+        disk_budget=int(disk_budget * 2**30),
     )
     node.run(until=None if seconds is None else time.monotonic() + seconds)
 

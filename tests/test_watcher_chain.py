@@ -1,6 +1,7 @@
 """The watcher's challenges on a real anvil with the contracts as deploy/plan.py wires them, its own chain client,
 journal and event index, and no IPFS or training: what it sends when a dispute's no-decision reopens the window of
-an interval it challenged. A judgement is given to it as its replay would have made it."""
+an interval it challenged, and which task files it keeps on disk. A judgement is given to it as its replay would have
+made it."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.processes import free_port
 from ovig_node.nodes.context import NodeContext, Timeline
 from ovig_node.nodes.judging import Judgement, opened_interval
-from ovig_node.nodes.watcher import WatcherNode
+from ovig_node.nodes.watcher import WatcherNode, over_budget
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 
 ETHER = 10**18
@@ -122,3 +123,35 @@ def test_a_no_decision_on_its_challenge_has_the_watcher_challenge_again_on_chain
     with pytest.raises(ContractReverted) as refused:
         keeper.transact("finalize", tasks.functions.finalize(task))
     assert refused.value.name == "DisputeOpen" and protocol.task(task).status == TaskStatus.COMMITTED
+
+
+def test_over_its_disk_budget_the_files_of_live_tasks_used_longest_ago_go(w3: Web3, tmp_path: Path) -> None:
+    """Review 17 of v3: the watcher deleted ended tasks' files only, so junk tasks kept live, each with gigabytes of
+    owner files, filled its disk and silenced it. Over ``disk_budget``, the files of live tasks with nothing under way
+    go, least recently used first (fetched again when one of their intervals is judged)."""
+    assert over_budget({1: (600, 5.0), 2: (300, 1.0), 3: (300, 9.0)}, 700) == [2, 1]  # the oldest first, until it fits
+    assert over_budget({1: (600, 5.0)}, 600) == []
+    deployer = Deployer.open(w3, devnet_account(0), tmp_path / "deployments.json", RandomnessChoice("blockhash"))
+    protocol = Protocol.at(w3, run_plan(PLAN, deployer).addresses())
+    tasks = protocol.tasks
+    start = int(w3.eth.get_block("latest")["timestamp"])
+    for _ in range(2):  # two live tasks, accepted and under way
+        post = tasks.functions.postTask(
+            b"\x11" * 32, "spec", b"\x22" * 32, 4, 1, 4, 10_000, (ETHER // 10, ETHER // 100), 10, (3600, 3600, 600),
+            start + 86_400,
+        )  # fmt: skip
+        _tx(w3, 0, post, ETHER)
+        _tx(w3, 1, tasks.functions.acceptTask(int(tasks.functions.taskCount().call())), ETHER // 10)
+    home = tmp_path / "watcher"
+    client = ChainClient(w3, devnet_account(2), TxJournal(home / "journal.sqlite"))
+    scanner = EventScanner(client, protocol.contracts, home / "events.sqlite", confirmations=0)
+    ctx = NodeContext("watcher", client, protocol, None, scanner, home, Timeline("watcher"))  # type: ignore[arg-type]
+    watcher = WatcherNode(ctx=ctx, attest=False, disk_budget=1_500)
+    for task, used in ((1, 20.0), (2, 10.0)):  # task 2 used longest ago
+        (home / f"task-{task}" / "files").mkdir(parents=True)
+        (home / f"task-{task}" / "files" / "dataset.safetensors").write_bytes(b"\0" * 1_000)
+        watcher._used_at[task] = used
+    scanner.poll()
+    watcher._let_go()
+    assert not (home / "task-2").exists() and (home / "task-1" / "files" / "dataset.safetensors").is_file()
+    assert 2 not in watcher._used_at

@@ -36,6 +36,8 @@ from ovig_node.storage.ipfs import IpfsClient
 # second rejects too, as in the evaluation that measured the false-positive rate (a replay that took
 # the other side of a rounding tie is not fraud).
 REPLAY_PROFILES = "reference,threads2"
+# GiB of task files (the owners' and evidence) a watcher keeps beyond those of judgements under way (`--disk-budget`)
+DISK_BUDGET_GIB = 20.0
 # Seconds a node's IPFS client searches peers for a block: on the devnet, whose one IPFS node has a block or
 # nobody has, a missing one must not eat into vote windows of half a minute; on a public network blocks may
 # take a while to find.

@@ -47,7 +47,7 @@ from ovig_node.chain.reverts import ContractReverted
 from ovig_node.deadlines import DeadlinePassed, run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
 from ovig_node.nodes.attesting import attestations, judged_by, publish
-from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
+from ovig_node.nodes.context import DISK_BUDGET_GIB, REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, TaskSources, task_sources
 from ovig_node.nodes.judging import (
     FETCH_RETRY_SECONDS,
@@ -95,6 +95,18 @@ SCREEN_WORKERS = 2
 LET_GO_SECONDS = 60.0  # how often it looks for ended tasks whose files it can delete
 
 
+def over_budget(used: dict[int, tuple[int, float]], budget: int) -> list[int]:
+    """The tasks whose files go, least recently used first, until the rest fit ``budget`` (``used``: each task's bytes
+    on disk and when it was last used, of the tasks whose files may go)."""
+    total, gone = sum(size for size, _ in used.values()), []
+    for task in sorted(used, key=lambda t: (used[t][1], t)):
+        if total <= budget:
+            break
+        total -= used[task][0]
+        gone.append(task)
+    return gone
+
+
 @dataclass
 class WatcherNode(ReplayingNode):
     JOURNAL = "watcher.json"
@@ -132,6 +144,8 @@ class WatcherNode(ReplayingNode):
     _backlog: float = 0.0  # seconds of replay (twice each declared time) it had still to do at its last look
     _declared: dict[int, int] = field(default_factory=dict)  # task -> its declared replay seconds (never change)
     _let_go_at: float = 0.0  # when it next looks for ended tasks whose files can go (time.monotonic())
+    disk_budget: int = int(DISK_BUDGET_GIB * 2**30)  # bytes of task files kept beyond those under way (over_budget)
+    _used_at: dict[int, float] = field(default_factory=dict)  # when each task's files were last used (monotonic)
     _waiting_end: float = math.inf  # the window end of the next interval due that found no free worker (chain time)
     # (task, k) -> the window end of a judgement taken but not yet begun by a fetch worker (chain time)
     _queued_looks: dict[tuple[int, int], float] = field(default_factory=dict)
@@ -200,19 +214,35 @@ class WatcherNode(ReplayingNode):
     def _let_go(self) -> None:
         """Delete the files of tasks that have ended (the owner's, and any evidence left), once nothing of theirs is
         under way and their disputes have resolved; looked for every LET_GO_SECONDS (review 16 of v3: a sybil's
-        junk tasks, each with gigabytes of owner files, filled the disk, and a full disk silenced the watcher)."""
+        junk tasks, each with gigabytes of owner files, filled the disk, and a full disk silenced the watcher). Then,
+        over ``disk_budget``, those of live tasks with nothing under way, least recently used first: junk tasks kept
+        live hold no disk (review 17 of v3), and a task whose files went fetches them again when it is judged."""
         if time.monotonic() < self._let_go_at or self._rechecks:
             return
         self._let_go_at = time.monotonic() + LET_GO_SECONDS
         busy = {task for task, _ in [*self._judging, *self._manifests]}
+        idle: dict[int, tuple[int, float]] = {}
         for folder in self.ctx.home.glob("task-*"):
             task = int(folder.name.removeprefix("task-")) if folder.name.removeprefix("task-").isdigit() else None
-            if task is None or task in busy or self._live(task) or not self._disputes_over(task):
+            if task is None or task in busy:
                 continue
-            self._drop_task_files(task)
-            for per_look in (self._look_again_at, self._first_look, self._gave_way_at, self._owner_files_in):
-                for key in [key for key in per_look if key[0] == task]:
-                    del per_look[key]
+            if self._live(task) or not self._disputes_over(task):
+                idle[task] = (_bytes_in(folder), self._used_at.get(task, 0.0))
+                continue
+            self._forget_files(task)
+        for task in over_budget(idle, self.disk_budget):
+            self._forget_files(task)
+            self.ctx.say(
+                f"task {task}: its files deleted to keep the disk budget ({self.disk_budget / 2**30:g} GiB); "
+                "fetched again when one of its intervals is judged"
+            )
+
+    def _forget_files(self, task: int) -> None:
+        self._drop_task_files(task)
+        self._used_at.pop(task, None)
+        for per_look in (self._look_again_at, self._first_look, self._gave_way_at, self._owner_files_in):
+            for key in [key for key in per_look if key[0] == task]:
+                del per_look[key]
 
     # --- layer one ---------------------------------------------------------------------------
 
@@ -401,6 +431,7 @@ class WatcherNode(ReplayingNode):
             work = functools.partial(self._judge_one, sources, opened, decide_by, give_way)
             self._queued_looks[(task, k)] = end
             self._judging[(task, k)] = (opened, self._fetches.submit(run_until, decide_by, work))
+            self._used_at[task] = time.monotonic()
         for (task, k), (opened, future) in list(self._judging.items()):
             self._judging[(task, k)] = (opened, future := replay_queued(future))
             if not future.done():
