@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from eth_utils import keccak
 from web3 import Web3
+from web3.exceptions import TransactionNotFound
 
 from ovig_node import tools
 from ovig_node.chain import artifacts
@@ -84,6 +85,11 @@ def post(tasks: Any, deadline: int, reward: int = 10**18) -> Any:
     return tasks.functions.postTask(
         b"\x01" * 32, "bafyspec", b"\x02" * 32, 100, 10, 4, 5000, (3 * 10**18, 10**17), 60, WINDOWS, deadline
     )
+
+
+def mine(w3: Web3, blocks: int) -> None:
+    for _ in range(blocks):
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
 
 
 def now(w3: Web3) -> int:
@@ -170,16 +176,64 @@ def test_a_nonce_another_process_of_the_account_used_first_is_signed_afresh(
     raced = watcher._sign_and_record("post:watcher", post(tasks, deadline + 1), 10**18)  # ... as the other signs
     assert raced.nonce == first.nonce
     watcher.transact("post:watcher", post(tasks, deadline + 1), value=10**18)  # mined first, under that nonce
+    # Passed by fewer blocks than the client's confirmations (3), the nonce is not yet taken as someone else's (a
+    # lagging backend could be showing this very transaction as not mined): refused for now, tried again
+    with pytest.raises(BroadcastRefused):
+        auditor.transact("post:auditor", post(tasks, deadline), value=10**18)
+    mine(w3, 3)
     receipt = auditor.transact("post:auditor", post(tasks, deadline), value=10**18)
     assert receipt["status"] == 1 and receipt_nonce(w3, receipt) == first.nonce + 1
     assert auditor.journal.get("post:auditor").status == "mined"  # type: ignore[union-attr]
     assert tasks.functions.taskCount().call() == 2  # each call once
-    # A restart that finds such an entry forgets it and leaves it to the node's next call of its key
+    # A restart that finds such an entry forgets it (once its nonce is 3 blocks deep) and leaves it to the node's
+    # next call of its key
     stale = auditor._sign_and_record("post:stale", post(tasks, deadline), 10**18)
     mined = watcher.transact("post:again", post(tasks, deadline + 1), value=10**18)
     assert receipt_nonce(w3, mined) == stale.nonce
+    assert client(w3, tmp_path / "auditor").resume() == [] and auditor.journal.get("post:stale") is not None
+    mine(w3, 3)
     assert client(w3, tmp_path / "auditor").resume() == [] and auditor.journal.get("post:stale") is None
     assert tasks.functions.taskCount().call() == 3
+
+
+def test_a_transaction_a_lagging_backend_shows_unmined_is_never_signed_again(
+    w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 20 of v3: behind a load-balanced endpoint the nonce count came from an up-to-date backend and the
+    receipt lookup from one a block behind: the node's own mined transaction was taken for one whose nonce another
+    process used, forgotten, and sent again (a task posted twice; a watcher's commit refused as existing, given up,
+    and its bond burned). FAKE, named as such: the client's lookups of a transaction (receipt, or known at all) miss
+    those of the latest block, as such a backend would; a real load balancer cannot be had here."""
+    node = client(w3, tmp_path)
+    deadline = now(w3) + 86_400
+    w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
+    try:
+        node.receipt_timeout = 0.5
+        with pytest.raises(NotMined):  # not mined in time: the node tries again on its next pass
+            node.transact("post:1", post(tasks, deadline), value=10**18)
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+    finally:
+        w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
+
+    def behind(lookup: Any) -> Any:
+        def missing_the_latest_block(tx_hash: str) -> Any:
+            found = lookup(tx_hash)
+            try:
+                mined_in = w3.eth.get_transaction_receipt(tx_hash)["blockNumber"]  # type: ignore[arg-type]
+            except TransactionNotFound:  # a signing of it that was not mined
+                return found
+            return None if mined_in == w3.eth.block_number else found
+
+        return missing_the_latest_block
+
+    node._receipt = behind(node._receipt)  # type: ignore[method-assign]
+    node._known = behind(node._known)  # type: ignore[method-assign]
+    with pytest.raises(BroadcastRefused):  # tried again later, never signed anew
+        node.transact("post:1", post(tasks, deadline), value=10**18)
+    assert tasks.functions.taskCount().call() == 1
+    mine(w3, 1)  # the backend catches up
+    assert node.transact("post:1", post(tasks, deadline), value=10**18)["status"] == 1
+    assert tasks.functions.taskCount().call() == 1 and node.journal.get("post:1").status == "mined"  # type: ignore[union-attr]
 
 
 def test_a_broadcast_refused_for_now_is_tried_again_and_signed_afresh_once_its_nonce_is_taken(
@@ -202,6 +256,7 @@ def test_a_broadcast_refused_for_now_is_tried_again_and_signed_afresh_once_its_n
         w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
     finally:
         w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
+    mine(w3, 3)  # the other's 3 blocks deep (the client's confirmations)
     taken = auditor.journal.get("post:auditor").nonce  # type: ignore[union-attr]
     receipt = auditor.transact("post:auditor", post(tasks, deadline), value=10**18)
     assert receipt["status"] == 1 and receipt_nonce(w3, receipt) == taken + 1

@@ -163,14 +163,16 @@ def open_node(
         "tasks": protocol.tasks.address,
         "account": account and account.address,
     }
-    _check_home(home, identity)
+    if account is not None:  # a reader's home (one for every deployment: an index of events) is not marked
+        _check_home(home, identity)
     home.mkdir(parents=True, exist_ok=True)  # only once the connection is whole: a failed command leaves no folder
-    if not (home / IDENTITY).is_file():
+    if account is not None and not (home / IDENTITY).is_file():
         write_atomic(home / IDENTITY, json.dumps(identity, indent=1).encode())
-    client = ChainClient(w3, account, TxJournal(home / "journal.sqlite"))
-    start = _deployment_block(deployments, "TrainingTasks")
-    # anvil never reorganises; a public chain may, so events are read a few blocks deep there.
+    # anvil never reorganises, nor lags behind itself; a public chain (and a load-balanced endpoint) may, so events
+    # are read, and a transaction's nonce taken as passed, a few blocks deep there.
     confirmations = 0 if connection.use_devnet else 3
+    client = ChainClient(w3, account, TxJournal(home / "journal.sqlite"), confirmations=confirmations)
+    start = _deployment_block(deployments, "TrainingTasks")
     scanner = EventScanner(
         client, protocol.contracts, home / "events.sqlite", start_block=start, confirmations=confirmations
     )

@@ -690,21 +690,18 @@ class WatcherNode(ReplayingNode):
     def _challenge_reopened(self) -> None:
         """Challenge again an interval it judged faulty whose window a dispute's no-decision reopened (protocol
         4.2: a no-decision buys delay, never a verdict, only if the watcher comes back): a fresh commitment for
-        a reopening that came after its last commit, once that commit is no longer pending and the interval is
-        not found sound; persisted before it is sent."""
+        a reopening its last commitment has not answered (:meth:`_answered_until`), once that commit is no longer
+        pending and the interval is not found sound; persisted before it is sent."""
         challenges = self.state.get("challenges", {})
-        latest: dict[str, int] = {}  # key -> the block of its latest reopening after its last commit
-        committed: dict[str, int | None] = {}
+        latest: dict[str, int] = {}  # key -> the block of its latest reopening its own challenge has not answered
+        answered: dict[str, int | None] = {}
         for event in self.ctx.scanner.events("IntervalWindowReopened"):
             key = f"{int(event.args['task'])}:{int(event.args['k'])}"
             if (c := challenges.get(key)) is None:
                 continue
-            if key not in committed:
-                committed[key] = self._committed_block(key, c)
-            # Only a reopening after its own commit: one that came before is answered by that commit, made in the
-            # reopened window (review 19 of v3: judging again meanwhile committed a second bond, or dropped the first
-            # commit's salt before its reveal)
-            since = committed[key]
+            if key not in answered:
+                answered[key] = self._answered_until(key, c)
+            since = answered[key]
             if since is not None and event.block_number > max(since, c.get("reopened_at", 0)):
                 latest[key] = max(latest.get(key, 0), event.block_number)
         changed = False
@@ -851,19 +848,30 @@ class WatcherNode(ReplayingNode):
             return
         if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
             commit = tasks.functions.commitChallenge(task, commitment)
-            receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
-            if not self._commits(receipt, commitment):  # a journal key reused would return another's receipt
+            try:
+                receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
+            except ContractReverted:
+                if self._commit_status(task, k, c) == CommitStatus.NONE:
+                    raise
+                # Its own commit was mined after all (a lagging endpoint had read it as not yet): on to the reveal,
+                # never given up (review 20 of v3: given up, the commit was never revealed and its bond burned)
+                receipt = None
+            if receipt is not None and not self._commits(receipt, commitment):  # a key reused: another's receipt
                 raise ChainError(f"challenge-commit:{key}{again}: its receipt commits something else")
             self.ctx.say(f"committed a challenge of task {task} (bond {bond / 1e18:g} ETH)")
-            challenges = self.state.get("challenges", {})
-            challenges[key] = {**c, "committed_block": int(receipt["blockNumber"])}  # reopenings before it: answered
-            self.state.set("challenges", challenges)
+            if receipt is not None:
+                challenges = self.state.get("challenges", {})
+                challenges[key] = {**challenges[key], "committed_block": int(receipt["blockNumber"])}
+                self.state.set("challenges", challenges)
             status = CommitStatus.PENDING
         if status == CommitStatus.PENDING:
             receipt = self.ctx.client.transact(
                 f"challenge-reveal:{key}{again}",
                 tasks.functions.revealChallenge(task, k, c["reason"], salt, c["report"]),
             )
+            challenges = self.state.get("challenges", {})
+            challenges[key] = {**challenges[key], "revealed_block": int(receipt["blockNumber"])}  # see _answered_until
+            self.state.set("challenges", challenges)
             dispute = self._dispute_of(receipt)
             self.ctx.say(
                 f"revealed: task {task} interval {k}, {Reason(c['reason']).name.lower()}"
@@ -896,19 +904,27 @@ class WatcherNode(ReplayingNode):
         chain's room to act where that is longer (a chain of slow blocks)."""
         return max(COMMIT_MARGIN, self.ctx.room_to_act(self.poll_seconds))
 
-    def _committed_block(self, key: str, c: dict[str, Any]) -> int | None:
-        """The block ``c``'s commit was mined in (None: not committed), as recorded, or from the event index for a
-        commit mined before a kill could record it."""
-        if "committed_block" in c or "salt" not in c:
-            return c.get("committed_block")
-        task, k = (int(x) for x in key.split(":"))
-        mine = "0x" + self._commitment(task, k, c).hex()
-        found = [
-            e.block_number
-            for e in self.ctx.scanner.events("ChallengeCommitted", task=task)
-            if e.args["commitment"] == mine
-        ]
-        return found[0] if found else None
+    def _answered_until(self, key: str, c: dict[str, Any]) -> int | None:
+        """The block of the reveal of ``c``'s commitment, or of its commit if it was never revealed (None: never
+        committed): a reopening after it is one its challenge has not answered. One before its commit is answered by
+        that commit, made in the reopened window, and one before its reveal by that reveal, which opened a dispute
+        of its own (reviews 19 and 20 of v3: answered again, a second bond went in). Each as recorded, or from the
+        event index where a kill came before it was recorded; only events of its own (a copier may commit the same
+        commitment)."""
+        for recorded, name in (("revealed_block", "ChallengeRevealed"), ("committed_block", "ChallengeCommitted")):
+            if recorded in c:
+                return int(c[recorded])
+            if "salt" in c:
+                task, k = (int(x) for x in key.split(":"))
+                mine, me = "0x" + self._commitment(task, k, c).hex(), self.ctx.address.lower()
+                blocks = [
+                    e.block_number
+                    for e in self.ctx.scanner.events(name, task=task)
+                    if e.args["commitment"] == mine and str(e.args["challenger"]).lower() == me
+                ]
+                if blocks:
+                    return max(blocks)
+        return None
 
     def _commits(self, receipt: Any, commitment: bytes) -> bool:
         """Whether ``receipt`` is of a transaction that committed ``commitment``."""
