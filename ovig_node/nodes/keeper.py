@@ -267,17 +267,18 @@ class Keeper:
         if d.status == DisputeStatus.APPEALABLE and now >= d.decidedAt + self._param("appealWindow"):
             return self._act(
                 "resolve",
-                f"resolve:{dispute}:{d.decidedRun}:decided",
+                f"resolve-run:{dispute}:{d.decidedRun}:decided",
                 committee.functions.resolve(dispute),
                 f"dispute {dispute}: round {d.round}'s verdict stands, unappealed",
             )
         reveal_end = d.drawnAt + self._param("commitWindow") + self._param("revealWindow")
         if d.status == DisputeStatus.VOTING and now >= reveal_end:
             # Keyed by run: a voided run is drawn again in the same round, and its resolve is a new transaction
-            # (keyed by round, the keeper found the first run's receipt and sent nothing: review 18 of v3)
+            # (keyed by round, the keeper found the first run's receipt and sent nothing: review 18 of v3); a key of
+            # its own, which no round-keyed one in a journal from before can shadow (review 20)
             return self._act(
                 "resolve",
-                f"resolve:{dispute}:{d.run}",
+                f"resolve-run:{dispute}:{d.run}",
                 committee.functions.resolve(dispute),
                 f"resolved round {d.round} of dispute {dispute}",
             )
