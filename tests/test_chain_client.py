@@ -19,7 +19,7 @@ from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.deploy import create_address
-from ovig_node.chain.errors import BroadcastRefused, NotMined, RpcUnavailable
+from ovig_node.chain.errors import BroadcastRefused, FundsShort, NotMined, RpcUnavailable
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import block_seconds, connect, send
@@ -261,6 +261,24 @@ def test_a_broadcast_refused_for_now_is_tried_again_and_signed_afresh_once_its_n
     receipt = auditor.transact("post:auditor", post(tasks, deadline), value=10**18)
     assert receipt["status"] == 1 and receipt_nonce(w3, receipt) == taken + 1
     assert tasks.functions.taskCount().call() == 2
+
+
+def test_a_transaction_the_account_cannot_pay_is_never_signed_and_holds_no_nonce(
+    w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 21 of v3: the estimate checks a call's value against the balance, not its gas too; a transaction signed
+    and then refused for want of funds kept its nonce in the journal, and every later one of the node was signed past
+    it and never mined (an owner chose a challenger bond just under a watcher's balance). Now such a call is
+    FundsShort (a TimeoutError: tried again) before anything is signed, and the next call takes the nonce."""
+    node = client(w3, tmp_path)
+    deadline = now(w3) + 86_400
+    balance = w3.eth.get_balance(node.address)
+    nonce = w3.eth.get_transaction_count(node.address)
+    with pytest.raises(FundsShort, match=r"add funds \(nothing was signed\)") as short:
+        node.transact("post:all", post(tasks, deadline), value=balance - 10**9)  # its value, not its gas, is there
+    assert isinstance(short.value, TimeoutError) and node.journal.get("post:all") is None
+    receipt = node.transact("post:some", post(tasks, deadline), value=10**18)
+    assert receipt_nonce(w3, receipt) == nonce and tasks.functions.taskCount().call() == 1
 
 
 def test_a_revert_at_estimation_is_the_decoded_custom_error(w3: Web3, tasks: Any, tmp_path: Path) -> None:

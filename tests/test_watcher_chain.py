@@ -22,7 +22,7 @@ from ovig_node.chain.deploy import Deployer, RandomnessChoice, run_plan
 from ovig_node.chain.errors import RpcUnavailable
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.chain.rpc import connect, send
+from ovig_node.chain.rpc import _Provider, connect, send
 from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.processes import free_port
 from ovig_node.nodes.context import NodeContext, Timeline
@@ -60,19 +60,14 @@ def _warp(w3: Web3, seconds: int) -> None:
     w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("reason", ["missing", "out_of_bounds"])
-def test_a_no_decision_on_its_challenge_has_the_watcher_challenge_again_on_chain(
-    w3: Web3, tmp_path: Path, reason: str
-) -> None:
-    """Review 18 of v3: a challenge made as unavailable (files withheld) whose dispute ended with no decision was
-    judged again and "challenged" again under the first challenge's journal keys: the journal returned the first
-    receipts, nothing was sent, the reopened window closed and the fake was paid. Either way the files went, the
-    reopening gets a second commitment on chain and the task cannot finalize while it is pending."""
-    deployer = Deployer.open(w3, devnet_account(0), tmp_path / "deployments.json", RandomnessChoice("blockhash"))
-    protocol = Protocol.at(w3, run_plan(PLAN, deployer).addresses())
-    tasks, committee = protocol.tasks, protocol.committee
-    # A task of 4 one-step intervals, all sampled and opened; no auditor registered, so every draw of its dispute
-    # fails and the round starves: a no-decision (as a flood, a small registry or silent runs force one)
+def _deploy(w3: Web3, folder: Path) -> Protocol:
+    deployer = Deployer.open(w3, devnet_account(0), folder / "deployments.json", RandomnessChoice("blockhash"))
+    return Protocol.at(w3, run_plan(PLAN, deployer).addresses())
+
+
+def _opened_task(w3: Web3, protocol: Protocol) -> int:
+    """A task of 4 one-step intervals, all sampled and opened (a provider's digests, never checked here)."""
+    tasks = protocol.tasks
     start = int(w3.eth.get_block("latest")["timestamp"])
     post = tasks.functions.postTask(
         b"\x11" * 32, "spec", b"\x22" * 32, 4, 1, 4, 10_000, (ETHER // 10, ETHER // 100), 10, (3600, 3600, 600),
@@ -91,12 +86,32 @@ def test_a_no_decision_on_its_challenge_has_the_watcher_challenge_again_on_chain
         (k, k + 1, digests[k], tree.proof(k), k, digests[k - 1], tree.proof(k - 1)) for k in range(1, 4)
     ]
     _tx(w3, 1, tasks.functions.openBatch(task, 0, "opening", openings))
+    return task
 
-    client = ChainClient(w3, devnet_account(2), TxJournal(tmp_path / "watcher" / "journal.sqlite"))
-    scanner = EventScanner(client, protocol.contracts, tmp_path / "watcher" / "events.sqlite", confirmations=0)
-    ctx = NodeContext("watcher", client, protocol, None, scanner, tmp_path / "watcher", Timeline("watcher"))  # type: ignore[arg-type]
-    watcher = WatcherNode(ctx=ctx, attest=False)
+
+def _watcher(w3: Web3, protocol: Protocol, home: Path, **options: Any) -> WatcherNode:
+    """The shipped watcher of account 2, with its real client, journal and event index (no IPFS: judgements given)."""
+    client = ChainClient(w3, devnet_account(2), TxJournal(home / "journal.sqlite"))
+    scanner = EventScanner(client, protocol.contracts, home / "events.sqlite", confirmations=0)
+    ctx = NodeContext("watcher", client, protocol, None, scanner, home, Timeline("watcher"))  # type: ignore[arg-type]
+    watcher = WatcherNode(ctx=ctx, attest=False, **options)
     scanner.poll()
+    return watcher
+
+
+@pytest.mark.parametrize("reason", ["missing", "out_of_bounds"])
+def test_a_no_decision_on_its_challenge_has_the_watcher_challenge_again_on_chain(
+    w3: Web3, tmp_path: Path, reason: str
+) -> None:
+    """Review 18 of v3: a challenge made as unavailable (files withheld) whose dispute ended with no decision was
+    judged again and "challenged" again under the first challenge's journal keys: the journal returned the first
+    receipts, nothing was sent, the reopened window closed and the fake was paid. Either way the files went, the
+    reopening gets a second commitment on chain and the task cannot finalize while it is pending."""
+    protocol = _deploy(w3, tmp_path)
+    tasks, committee = protocol.tasks, protocol.committee
+    task = _opened_task(w3, protocol)  # no auditor registered: every draw of its dispute fails, the round starves
+    watcher = _watcher(w3, protocol, tmp_path / "watcher")
+    ctx = watcher.ctx
     k, obtained = 2, reason != "missing"
     opened = opened_interval(ctx, task, k, 4)
     assert watcher._record(task, k, opened, Judgement({"verdict": "faulty", "reason": reason}, "report1", obtained))
@@ -107,15 +122,15 @@ def test_a_no_decision_on_its_challenge_has_the_watcher_challenge_again_on_chain
     _warp(w3, 200)  # past the devnet committee's draw delay and starvation timeout
     _tx(w3, 6, committee.functions.rearm(dispute))
     assert protocol.view(tasks, "getDispute", dispute).verdict == Verdict.NO_DECISION
-    scanner.poll()
+    ctx.scanner.poll()
     watcher._drive_challenges()  # it answers the reopening: files not obtained are looked at again first
     if not obtained:
         assert f"{task}:{k}" not in watcher.state.get("judged", {})
         again = Judgement({"verdict": "faulty", "reason": "missing"}, "report2", False)  # still withheld
         assert watcher._record(task, k, opened, again)
     watcher._drive_challenges()
-    scanner.poll()
-    commits = scanner.events("ChallengeCommitted", task=task)
+    ctx.scanner.poll()
+    commits = ctx.scanner.events("ChallengeCommitted", task=task)
     assert len(commits) == 2 and len({e.args["commitment"] for e in commits}) == 2
     assert protocol.task(task).openDisputes == 1  # revealed into a second dispute of k
     _warp(w3, 3_700)  # the reopened window is over; the second dispute is not
@@ -131,8 +146,7 @@ def test_over_its_disk_budget_the_files_of_live_tasks_used_longest_ago_go(w3: We
     go, least recently used first (fetched again when one of their intervals is judged)."""
     assert over_budget({1: (600, 5.0), 2: (300, 1.0), 3: (300, 9.0)}, 700) == [2, 1]  # the oldest first, until it fits
     assert over_budget({1: (600, 5.0)}, 600) == []
-    deployer = Deployer.open(w3, devnet_account(0), tmp_path / "deployments.json", RandomnessChoice("blockhash"))
-    protocol = Protocol.at(w3, run_plan(PLAN, deployer).addresses())
+    protocol = _deploy(w3, tmp_path)
     tasks = protocol.tasks
     start = int(w3.eth.get_block("latest")["timestamp"])
     for _ in range(2):  # two live tasks, accepted and under way
@@ -143,15 +157,44 @@ def test_over_its_disk_budget_the_files_of_live_tasks_used_longest_ago_go(w3: We
         _tx(w3, 0, post, ETHER)
         _tx(w3, 1, tasks.functions.acceptTask(int(tasks.functions.taskCount().call())), ETHER // 10)
     home = tmp_path / "watcher"
-    client = ChainClient(w3, devnet_account(2), TxJournal(home / "journal.sqlite"))
-    scanner = EventScanner(client, protocol.contracts, home / "events.sqlite", confirmations=0)
-    ctx = NodeContext("watcher", client, protocol, None, scanner, home, Timeline("watcher"))  # type: ignore[arg-type]
-    watcher = WatcherNode(ctx=ctx, attest=False, disk_budget=1_500)
+    watcher = _watcher(w3, protocol, home, disk_budget=1_500)
     for task, used in ((1, 20.0), (2, 10.0)):  # task 2 used longest ago
         (home / f"task-{task}" / "files").mkdir(parents=True)
         (home / f"task-{task}" / "files" / "dataset.safetensors").write_bytes(b"\0" * 1_000)
         watcher._used_at[task] = used
-    scanner.poll()
     watcher._let_go()
     assert not (home / "task-2").exists() and (home / "task-1" / "files" / "dataset.safetensors").is_file()
     assert 2 not in watcher._used_at
+
+
+def test_a_reveal_a_lagging_backend_refuses_is_tried_again_and_never_given_up(w3: Web3, tmp_path: Path) -> None:
+    """Review 21 of v3: behind a load-balanced endpoint, the reveal sent right after the commit's receipt was estimated
+    on a backend a block behind, without the commit (UnknownCommitment); the challenge was given up, never revealed,
+    its bond burned and the fake paid. A refusal while the reveal window is open is tried again (StateBehind). FAKE,
+    named as such: the watcher's endpoint answers estimates from the block before the latest, as such a backend
+    does; a real load balancer cannot be had here."""
+
+    class LaggingEstimates(_Provider):  # FAKE: estimates one block behind
+        def make_request(self, method: Any, params: Any) -> Any:
+            if method == "eth_estimateGas":
+                head = int(super().make_request("eth_blockNumber", [])["result"], 16)
+                params = [params[0], hex(head - 1)]
+            return super().make_request(method, params)
+
+    protocol = _deploy(w3, tmp_path)
+    task = _opened_task(w3, protocol)
+    lagging = Web3(LaggingEstimates(w3.provider.endpoint_uri))  # type: ignore[attr-defined]
+    addresses = {name: contract.address for name, contract in protocol.contracts.items()}
+    watcher = _watcher(lagging, Protocol.at(lagging, addresses), tmp_path / "watcher")
+    opened = opened_interval(watcher.ctx, task, 2, 4)
+    assert watcher._record(task, 2, opened, Judgement({"verdict": "faulty", "reason": "out_of_bounds"}, "report", True))
+    for _ in range(3):  # judged for a while: the opening is blocks old
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+    watcher._drive_challenges()  # committed; its reveal, estimated a block behind, refused
+    c = watcher.state.get("challenges")[f"{task}:2"]
+    assert "failed" not in c and "committed_block" in c and protocol.task(task).pendingCommits == 1
+    w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]  # a block later: the backend has the commit
+    watcher.isolation._failures.clear()  # its backoff passed
+    watcher._drive_challenges()
+    assert protocol.task(task).pendingCommits == 0 and protocol.task(task).openDisputes == 1
+    assert "failed" not in watcher.state.get("challenges")[f"{task}:2"]

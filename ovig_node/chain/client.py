@@ -35,7 +35,7 @@ from web3.exceptions import (
 )
 from web3.types import BlockIdentifier, TxParams, TxReceipt
 
-from ovig_node.chain.errors import BroadcastRefused, ChainError, NonceTaken, NotMined, RpcUnavailable
+from ovig_node.chain.errors import BroadcastRefused, ChainError, FundsShort, NonceTaken, NotMined, RpcUnavailable
 from ovig_node.chain.journal import JournalEntry, TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import GAS_HEADROOM, fees
@@ -151,6 +151,15 @@ class ChainClient:
         for name in ("maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"):
             tx.pop(name, None)  # type: ignore[misc]
         tx.update(self.retry(lambda: fees(self.w3)))
+        # Never a transaction the account cannot pay: refused at broadcast, it would keep its nonce, and every later
+        # one would wait behind it (review 21 of v3)
+        needed = _most_spent(dict(tx)) + sum(_most_spent(_decoded(e.raw)) for e in self.journal.unsettled(self.address))
+        balance = int(self.retry(lambda: self.w3.eth.get_balance(self.address)))
+        if balance < needed:
+            raise FundsShort(
+                f"{fn.fn_name}: {self.address} holds {balance / 1e18:g} ETH; this transaction and those not mined "
+                f"yet may need {needed / 1e18:g} ETH: add funds (nothing was signed)"
+            )
         assert self.account is not None  # transact refuses a reader before it gets here
         # eth_account annotates a plain dict; web3's TxParams TypedDict is the transaction it signs.
         signed = self.account.sign_transaction(tx)  # type: ignore[arg-type]
@@ -183,6 +192,9 @@ class ChainClient:
                     f"{entry.key}: nonce {entry.nonce} was used by another transaction of {self.address} (another "
                     "process signing with this key?): it is signed again"
                 ) from None
+            if self._never_taken(entry, str(exc)):
+                self.journal.forget(entry.key)
+                raise BroadcastRefused(f"{entry.key}: refused ({exc}) and never taken: it is signed again") from None
             raise BroadcastRefused(f"{entry.key}: the node refused the transaction for now: {exc}") from None
 
     def _nonce_taken(self, entry: JournalEntry) -> bool:
@@ -194,6 +206,16 @@ class ChainClient:
         mined = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, settled))
         signings = self.journal.hashes(entry.key) or [entry.tx_hash]
         return mined > entry.nonce and not any(self._known(tx_hash) for tx_hash in signings)
+
+    def _never_taken(self, entry: JournalEntry, refusal: str) -> bool:
+        """Whether ``entry`` was refused for something a fresh signing may not meet (funds, fees, its gas) and no node
+        has it: no signing of it known, mined or pending, and nothing of the account pending at or past its nonce.
+        Forgotten then, so its nonce does not hold every later transaction back (review 21 of v3)."""
+        if not any(word in refusal.lower() for word in ("insufficient funds", "fee", "intrinsic gas", "underpriced")):
+            return False
+        pending = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "pending"))
+        signings = self.journal.hashes(entry.key) or [entry.tx_hash]
+        return pending <= entry.nonce and not any(self._known(tx_hash) for tx_hash in signings)
 
     def _known(self, tx_hash: str) -> bool:
         """Whether the node knows the transaction ``tx_hash`` (mined or pending)."""
@@ -260,6 +282,21 @@ class ChainClient:
             except ContractLogicError as exc:
                 return ContractReverted("", {}, str(exc.data or ""), f"{what}: ")
         return ContractReverted("", {}, "", f"{what} (mined in block {receipt['blockNumber']}): ")
+
+
+def _decoded(raw: bytes) -> dict[str, Any]:
+    """A signed transaction's fields (value, gas, fees)."""
+    if raw[:1] == b"\x02":
+        return dict(TypedTransaction.from_bytes(HexBytes(raw)).as_dict())
+    from eth_account._utils.legacy_transactions import Transaction  # a legacy one: chains without EIP-1559
+
+    return Transaction.from_bytes(raw).as_dict()
+
+
+def _most_spent(tx: dict[str, Any]) -> int:
+    """The most a transaction may take from its sender: its value and its gas at its fee cap."""
+    price = tx.get("maxFeePerGas", tx.get("gasPrice", 0))
+    return int(tx.get("value", 0)) + int(tx["gas"]) * int(price)
 
 
 def _custom_error_data(exc: ContractCustomError) -> str:

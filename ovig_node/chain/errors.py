@@ -5,7 +5,9 @@ OvigError
     ├── RpcUnavailable (ConnectionError)    the RPC endpoint does not answer
     ├── NotMined (TimeoutError)             a transaction not mined within the client's wait
     │   ├── NonceTaken                      its nonce used by another transaction of the account
-    │   └── BroadcastRefused                the RPC node refused it for now
+    │   ├── BroadcastRefused                the RPC node refused it for now
+    │   ├── FundsShort                      the account cannot pay for it yet: nothing signed
+    │   └── StateBehind                     an endpoint answered from a state behind one already seen
     ├── IndexBehind (RuntimeError)          the event index lacks an event the chain's state implies
     ├── KeystoreError (ValueError)          a keystore that cannot be read or decrypted
     └── DeploymentError (RuntimeError)      a contract that cannot be compiled, found or deployed
@@ -45,6 +47,19 @@ class BroadcastRefused(NotMined):
     in the mempool pays more, the account is short of gas money): worth another try, which sends the same
     transaction, or signs it afresh once its nonce is taken (review 19 of v3: a refusal was final until a restart,
     and an appeal so refused was never sent)."""
+
+
+class FundsShort(NotMined):
+    """The account cannot pay a transaction's value and the most its gas may cost, beside its transactions not mined
+    yet: nothing is signed or journaled, and the call is tried again (its operator adds funds). Review 21 of v3: a
+    transaction signed and refused for want of funds kept its nonce, and every later one of the node waited behind it
+    for good (an owner chose a challenger bond just under a watcher's balance, and every fake after was paid)."""
+
+
+class StateBehind(NotMined):
+    """The RPC endpoint answered from a state behind one the node already saw (a load-balanced endpoint's backends lag
+    each other): a call the chain still allows was refused at estimation. Tried again (review 21 of v3: a reveal
+    estimated on a backend without the commit just mined was given up, its bond burned and the fake paid)."""
 
 
 class IndexBehind(ChainError, RuntimeError):

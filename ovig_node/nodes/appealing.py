@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ovig_node.chain.contracts import DisputeStatus
 from ovig_node.chain.reverts import ContractReverted
+from ovig_node.chain.rpc import fees
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.node_state import NodeState
 
@@ -46,7 +47,16 @@ class AppealBudget:
 
 
 DEFAULT_APPEAL_BUDGET = AppealBudget(multiple=30)
-GAS_RESERVE = 10**16  # wei an appeal leaves in the account for the node's own transactions: 0.01 ETH
+GAS_RESERVE = 10**16  # the least an appeal or a top-up leaves in the account for the node's own transactions: 0.01 ETH
+# ... and at least this much gas at the market's fee cap: about a dozen seats' commits and reveals (review 21 of v3:
+# at 100 gwei, 0.01 ETH did not pay one seat's ballot, and a seat left silent loses its penalty)
+RESERVED_GAS = 2_000_000
+
+
+def gas_reserve(ctx: NodeContext) -> int:
+    """Wei a node keeps for its own transactions when it puts money up (an appeal bond, a stake top-up)."""
+    cap = ctx.client.retry(lambda: fees(ctx.client.w3))
+    return max(GAS_RESERVE, RESERVED_GAS * int(cap.get("maxFeePerGas", cap.get("gasPrice", 0))))
 
 
 def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, budget: AppealBudget, why: str) -> bool:
@@ -73,10 +83,10 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
             )
             return True
         balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
-        if balance < bond + GAS_RESERVE:
+        if balance < bond + (reserve := gas_reserve(ctx)):
             ctx.say(
                 f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH would leave less than "
-                f"{GAS_RESERVE / 1e18:g} ETH for its own transactions (it holds {balance / 1e18:g} ETH): not appealed",
+                f"{reserve / 1e18:g} ETH for its own transactions (it holds {balance / 1e18:g} ETH): not appealed",
                 style="bold red",
             )
             return True

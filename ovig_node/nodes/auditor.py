@@ -61,7 +61,7 @@ from ovig_node.chain.contracts import DisputeStatus, Verdict, Vote
 from ovig_node.chain.errors import IndexBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.deadlines import DeadlinePassed, run_until
-from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
+from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round, gas_reserve
 from ovig_node.nodes.context import REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import (
     FetchedTask,
@@ -86,7 +86,6 @@ from ovig_node.storage.errors import ContentNotFound, IpfsError
 # Seconds before a commit window's end by which a ballot is decided, so its commit lands in time: at most a
 # minute, at most a sixth of the window (the devnet's is 30 s).
 COMMIT_MARGIN = 60
-TOP_UP_GAS_RESERVE = 10**16  # wei kept for the top-up's own gas (and the next ballots'): 0.01 ETH
 # One replay worker, and ReplayingNode.FETCH_WORKERS seats whose files are fetched at once, apart from the replays:
 # each seat looks for its files from its draw, never queued behind another seat's replay (review 7 of v3, F1: a seat
 # queued behind a junk seat's replay began fetching after its fetch window had closed and voted `unavailable` on
@@ -225,7 +224,7 @@ class AuditorNode(ReplayingNode):
         # A penalty took some of it: back to (L + 2) x penalty, so the next one leaves it eligible.
         missing = target - int(me.stake)
         balance = self.ctx.client.retry(lambda: self.ctx.client.w3.eth.get_balance(self.ctx.address))
-        if balance <= missing + TOP_UP_GAS_RESERVE:
+        if balance <= missing + gas_reserve(self.ctx):  # the top-up's own gas and the next ballots'
             if not self._warned_stake:
                 eligible = int(me.stake) >= self._param("ELIGIBLE_STAKE")
                 self.ctx.say(

@@ -42,7 +42,7 @@ from eth_utils import keccak
 from web3.logs import DISCARD
 
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
-from ovig_node.chain.errors import ChainError, IndexBehind
+from ovig_node.chain.errors import ChainError, IndexBehind, StateBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.deadlines import DeadlinePassed, run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
@@ -850,9 +850,14 @@ class WatcherNode(ReplayingNode):
             commit = tasks.functions.commitChallenge(task, commitment)
             try:
                 receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
-            except ContractReverted:
+            except ContractReverted as exc:
                 if self._commit_status(task, k, c) == CommitStatus.NONE:
-                    raise
+                    if late := self._too_late(task, k):
+                        raise ContractReverted(exc.name, exc.args_by_name, exc.data, f"{late}: ") from None
+                    # Its window is open as far as the chain says: a lagging backend's estimate (review 21 of v3)
+                    raise StateBehind(
+                        f"challenge-commit:{key}: refused ({exc}) with its window open: tried again"
+                    ) from None
                 # Its own commit was mined after all (a lagging endpoint had read it as not yet): on to the reveal,
                 # never given up (review 20 of v3: given up, the commit was never revealed and its bond burned)
                 receipt = None
@@ -865,10 +870,21 @@ class WatcherNode(ReplayingNode):
                 self.state.set("challenges", challenges)
             status = CommitStatus.PENDING
         if status == CommitStatus.PENDING:
-            receipt = self.ctx.client.transact(
-                f"challenge-reveal:{key}{again}",
-                tasks.functions.revealChallenge(task, k, c["reason"], salt, c["report"]),
-            )
+            try:
+                receipt = self.ctx.client.transact(
+                    f"challenge-reveal:{key}{again}",
+                    tasks.functions.revealChallenge(task, k, c["reason"], salt, c["report"]),
+                )
+            except ContractReverted as exc:
+                # Refused while its reveal window is open: a backend behind the commit just mined (UnknownCommitment),
+                # tried again until that window ends, never given up before (review 21 of v3: given up, its bond
+                # burned at the window's end and the fake was paid)
+                if (reveal_by := self._reveal_by(task, k, c)) is not None and self.ctx.now() < reveal_by:
+                    raise StateBehind(
+                        f"challenge-reveal:{key}: refused ({exc}) with its reveal window open until "
+                        f"{chain_clock(reveal_by)}: tried again"
+                    ) from None
+                raise
             challenges = self.state.get("challenges", {})
             challenges[key] = {**challenges[key], "revealed_block": int(receipt["blockNumber"])}  # see _answered_until
             self.state.set("challenges", challenges)
@@ -903,6 +919,19 @@ class WatcherNode(ReplayingNode):
         """Seconds before an interval's window end by which its challenge is committed: COMMIT_MARGIN, or the
         chain's room to act where that is longer (a chain of slow blocks)."""
         return max(COMMIT_MARGIN, self.ctx.room_to_act(self.poll_seconds))
+
+    def _reveal_by(self, task: int, k: int, c: dict[str, Any]) -> int | None:
+        """When the reveal window of ``c``'s commit ends (None: its commit is not known to be mined)."""
+        commitment = self._commitment(task, k, c)
+        committed_at = int(
+            self.ctx.protocol.view(self.ctx.protocol.tasks, "getCommit", self.ctx.address, commitment).committedAt
+        )
+        if not committed_at:  # read from a backend behind the commit: the block its receipt named says when
+            block = self.state.get("challenges", {}).get(f"{task}:{k}", c).get("committed_block")
+            if block is None:
+                return None
+            committed_at = int(self.ctx.client.retry(lambda: self.ctx.client.w3.eth.get_block(block))["timestamp"])
+        return committed_at + int(self.ctx.protocol.task(task).terms.windows.challengeRevealWindow)
 
     def _answered_until(self, key: str, c: dict[str, Any]) -> int | None:
         """The block of the reveal of ``c``'s commitment, or of its commit if it was never revealed (None: never
