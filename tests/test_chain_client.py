@@ -281,6 +281,27 @@ def test_a_transaction_the_account_cannot_pay_is_never_signed_and_holds_no_nonce
     assert receipt_nonce(w3, receipt) == nonce and tasks.functions.taskCount().call() == 1
 
 
+def test_a_transaction_mined_and_never_awaited_again_is_not_counted_as_still_to_pay(
+    w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 22 of v3: a node often never awaits a key again once the chain shows its call done (a commit seen
+    pending, an appeal's round moved on), so its entry stays "sent" after it was mined; the funds check counted its
+    value again, and the next reveal or ballot was FundsShort until its window closed. Only transactions not mined yet
+    (at or past the account's mined count) are counted."""
+    node = client(w3, tmp_path)
+    node.receipt_timeout = 0.5
+    w3.provider.make_request("anvil_setBalance", [node.address, hex(3 * 10**18 // 2)])  # type: ignore[arg-type]
+    w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
+    try:
+        with pytest.raises(NotMined):  # the bond put up; not mined within the wait
+            node.transact("post:bond", post(tasks, now(w3) + 86_400), value=10**18)
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]  # mined since: never awaited again
+    finally:
+        w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
+    assert node.journal.get("post:bond").status == "sent"  # type: ignore[union-attr]
+    assert node.transact("cancel", tasks.functions.cancel(1))["status"] == 1  # gas only: the half ETH left pays it
+
+
 def test_a_revert_at_estimation_is_the_decoded_custom_error(w3: Web3, tasks: Any, tmp_path: Path) -> None:
     node = client(w3, tmp_path)
     node.transact("post", post(tasks, now(w3) + 86_400), value=10**18)

@@ -151,9 +151,12 @@ class ChainClient:
         for name in ("maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"):
             tx.pop(name, None)  # type: ignore[misc]
         tx.update(self.retry(lambda: fees(self.w3)))
-        # Never a transaction the account cannot pay: refused at broadcast, it would keep its nonce, and every later
-        # one would wait behind it (review 21 of v3)
-        needed = _most_spent(dict(tx)) + sum(_most_spent(_decoded(e.raw)) for e in self.journal.unsettled(self.address))
+        # Never a transaction the account cannot pay, beside its transactions not mined yet: refused at broadcast, it
+        # would keep its nonce, and every later one would wait behind it (review 21 of v3). Not mined yet: at or past
+        # the account's mined count (one mined and never awaited again has spent already: review 22).
+        mined = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "latest"))
+        waiting = [e for e in self.journal.unsettled(self.address) if e.nonce >= mined]
+        needed = _most_spent(dict(tx)) + sum(_most_spent(_decoded(e.raw)) for e in waiting)
         balance = int(self.retry(lambda: self.w3.eth.get_balance(self.address)))
         if balance < needed:
             raise FundsShort(
@@ -192,9 +195,6 @@ class ChainClient:
                     f"{entry.key}: nonce {entry.nonce} was used by another transaction of {self.address} (another "
                     "process signing with this key?): it is signed again"
                 ) from None
-            if self._never_taken(entry, str(exc)):
-                self.journal.forget(entry.key)
-                raise BroadcastRefused(f"{entry.key}: refused ({exc}) and never taken: it is signed again") from None
             raise BroadcastRefused(f"{entry.key}: the node refused the transaction for now: {exc}") from None
 
     def _nonce_taken(self, entry: JournalEntry) -> bool:
@@ -206,16 +206,6 @@ class ChainClient:
         mined = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, settled))
         signings = self.journal.hashes(entry.key) or [entry.tx_hash]
         return mined > entry.nonce and not any(self._known(tx_hash) for tx_hash in signings)
-
-    def _never_taken(self, entry: JournalEntry, refusal: str) -> bool:
-        """Whether ``entry`` was refused for something a fresh signing may not meet (funds, fees, its gas) and no node
-        has it: no signing of it known, mined or pending, and nothing of the account pending at or past its nonce.
-        Forgotten then, so its nonce does not hold every later transaction back (review 21 of v3)."""
-        if not any(word in refusal.lower() for word in ("insufficient funds", "fee", "intrinsic gas", "underpriced")):
-            return False
-        pending = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "pending"))
-        signings = self.journal.hashes(entry.key) or [entry.tx_hash]
-        return pending <= entry.nonce and not any(self._known(tx_hash) for tx_hash in signings)
 
     def _known(self, tx_hash: str) -> bool:
         """Whether the node knows the transaction ``tx_hash`` (mined or pending)."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ovig_node.chain.contracts import DisputeStatus
+from ovig_node.chain.errors import FundsShort
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.chain.rpc import fees
 from ovig_node.nodes.context import NodeContext
@@ -84,12 +85,12 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
             return True
         balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
         if balance < bond + (reserve := gas_reserve(ctx)):
-            ctx.say(
+            # Tried again within the appeal window (funds come, fees fall): a fee spike at the decision must not give
+            # the appeal up (review 22 of v3)
+            raise FundsShort(
                 f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH would leave less than "
-                f"{reserve / 1e18:g} ETH for its own transactions (it holds {balance / 1e18:g} ETH): not appealed",
-                style="bold red",
+                f"{reserve / 1e18:g} ETH for its own transactions (it holds {balance / 1e18:g} ETH): add funds"
             )
-            return True
         state.set("appeals", [*appealed, key])
     try:
         ctx.client.transact(f"appeal:{key}", ctx.protocol.committee.functions.appeal(dispute), value=bond)

@@ -42,10 +42,10 @@ from eth_utils import keccak
 from web3.logs import DISCARD
 
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
-from ovig_node.chain.errors import ChainError, IndexBehind, StateBehind
+from ovig_node.chain.errors import ChainError, FundsShort, IndexBehind, StateBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.deadlines import DeadlinePassed, run_until
-from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round
+from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round, gas_reserve
 from ovig_node.nodes.attesting import attestations, judged_by, publish
 from ovig_node.nodes.context import DISK_BUDGET_GIB, REPLAY_PROFILES, NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, TaskSources, task_sources
@@ -847,6 +847,13 @@ class WatcherNode(ReplayingNode):
             self.ctx.say(f"task {task} interval {k}: not challenged: {late}", style="yellow")
             return
         if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
+            balance = int(self.ctx.client.retry(lambda: self.ctx.client.w3.eth.get_balance(self.ctx.address)))
+            if balance < bond + (reserve := gas_reserve(self.ctx)):
+                # Never a bond it could not reveal: an owner's bond just under its balance burned it (review 22)
+                raise FundsShort(
+                    f"task {task} interval {k}: its bond {bond / 1e18:g} ETH and {reserve / 1e18:g} ETH for the reveal "
+                    f"need more than the {balance / 1e18:g} ETH it holds: add funds"
+                )
             commit = tasks.functions.commitChallenge(task, commitment)
             try:
                 receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
@@ -879,11 +886,11 @@ class WatcherNode(ReplayingNode):
                 # Refused while its reveal window is open: a backend behind the commit just mined (UnknownCommitment),
                 # tried again until that window ends, never given up before (review 21 of v3: given up, its bond
                 # burned at the window's end and the fake was paid)
-                if (reveal_by := self._reveal_by(task, k, c)) is not None and self.ctx.now() < reveal_by:
-                    raise StateBehind(
-                        f"challenge-reveal:{key}: refused ({exc}) with its reveal window open until "
-                        f"{chain_clock(reveal_by)}: tried again"
-                    ) from None
+                # (a commit time not known yet is a backend behind too: review 22)
+                if (reveal_by := self._reveal_by(task, k, c)) is None or self.ctx.now() < reveal_by:
+                    until = "" if reveal_by is None else f" until {chain_clock(reveal_by)}"
+                    why = f"challenge-reveal:{key}: refused ({exc}) with its reveal window open{until}: tried again"
+                    raise StateBehind(why) from None
                 raise
             challenges = self.state.get("challenges", {})
             challenges[key] = {**challenges[key], "revealed_block": int(receipt["blockNumber"])}  # see _answered_until
