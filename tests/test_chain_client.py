@@ -277,6 +277,8 @@ def test_a_transaction_the_account_cannot_pay_is_never_signed_and_holds_no_nonce
     with pytest.raises(FundsShort, match=r"add funds \(nothing was signed\)") as short:
         node.transact("post:all", post(tasks, deadline), value=balance - 10**9)  # its value, not its gas, is there
     assert isinstance(short.value, TimeoutError) and node.journal.get("post:all") is None
+    with pytest.raises(FundsShort):  # a value beyond the balance, which the node refuses to estimate (review 23)
+        node.transact("post:more", post(tasks, deadline), value=balance + 1)
     receipt = node.transact("post:some", post(tasks, deadline), value=10**18)
     assert receipt_nonce(w3, receipt) == nonce and tasks.functions.taskCount().call() == 1
 

@@ -135,7 +135,21 @@ class ChainClient:
             entry = None
         return entry if entry is not None else self._sign_and_record(key, fn, value)
 
+    def unmined_spend(self) -> int:
+        """The most the account's signed transactions not mined yet (at or past its mined count) may still take: their
+        value and their gas at their fee caps. One mined and never awaited again has spent already (review 22 of v3)."""
+        mined = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "latest"))
+        waiting = [e for e in self.journal.unsettled(self.address) if e.nonce >= mined]
+        return sum(_most_spent(_decoded(e.raw)) for e in waiting)
+
     def _sign_and_record(self, key: str, fn: ContractFunction, value: int) -> JournalEntry:
+        # Never a transaction the account cannot pay, beside its transactions not mined yet: refused at broadcast, it
+        # would keep its nonce, and every later one would wait behind it (review 21 of v3). Its value first (an
+        # estimate of a value beyond the balance is refused as no revert: review 23), then its gas once estimated.
+        waiting = self.unmined_spend()
+        balance = int(self.retry(lambda: self.w3.eth.get_balance(self.address)))
+        if balance < value + waiting:
+            raise FundsShort(self._short(fn, balance, value + waiting))
         chain_nonce = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "pending"))
         nonce = max(chain_nonce, self.journal.next_nonce(self.address) or 0)
         params: TxParams = {"from": self.address, "value": value, "nonce": nonce}  # type: ignore[typeddict-item]
@@ -151,23 +165,19 @@ class ChainClient:
         for name in ("maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"):
             tx.pop(name, None)  # type: ignore[misc]
         tx.update(self.retry(lambda: fees(self.w3)))
-        # Never a transaction the account cannot pay, beside its transactions not mined yet: refused at broadcast, it
-        # would keep its nonce, and every later one would wait behind it (review 21 of v3). Not mined yet: at or past
-        # the account's mined count (one mined and never awaited again has spent already: review 22).
-        mined = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "latest"))
-        waiting = [e for e in self.journal.unsettled(self.address) if e.nonce >= mined]
-        needed = _most_spent(dict(tx)) + sum(_most_spent(_decoded(e.raw)) for e in waiting)
-        balance = int(self.retry(lambda: self.w3.eth.get_balance(self.address)))
-        if balance < needed:
-            raise FundsShort(
-                f"{fn.fn_name}: {self.address} holds {balance / 1e18:g} ETH; this transaction and those not mined "
-                f"yet may need {needed / 1e18:g} ETH: add funds (nothing was signed)"
-            )
+        if balance < (needed := _most_spent(dict(tx)) + waiting):
+            raise FundsShort(self._short(fn, balance, needed))
         assert self.account is not None  # transact refuses a reader before it gets here
         # eth_account annotates a plain dict; web3's TxParams TypedDict is the transaction it signs.
         signed = self.account.sign_transaction(tx)  # type: ignore[arg-type]
         self.journal.record(key, self.address, nonce, signed.hash.to_0x_hex(), bytes(signed.raw_transaction))
         return self.journal.get(key)  # type: ignore[return-value]
+
+    def _short(self, fn: ContractFunction, balance: int, needed: int) -> str:
+        return (
+            f"{fn.fn_name}: {self.address} holds {balance / 1e18:g} ETH; this transaction and those not mined yet may "
+            f"need {needed / 1e18:g} ETH: add funds (nothing was signed)"
+        )
 
     def _complete(self, entry: JournalEntry, what: str, *, raise_revert: bool = True) -> TxReceipt:
         receipt = self._receipt_of(entry)

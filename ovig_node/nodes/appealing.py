@@ -83,7 +83,7 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
                 style="yellow",
             )
             return True
-        balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address)))
+        balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address))) - ctx.client.unmined_spend()
         if balance < bond + (reserve := gas_reserve(ctx)):
             # Tried again within the appeal window (funds come, fees fall): a fee spike at the decision must not give
             # the appeal up (review 22 of v3)

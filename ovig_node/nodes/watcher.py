@@ -846,13 +846,16 @@ class WatcherNode(ReplayingNode):
             self.state.set("challenges", challenges)
             self.ctx.say(f"task {task} interval {k}: not challenged: {late}", style="yellow")
             return
-        if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
-            balance = int(self.ctx.client.retry(lambda: self.ctx.client.w3.eth.get_balance(self.ctx.address)))
-            if balance < bond + (reserve := gas_reserve(self.ctx)):
-                # Never a bond it could not reveal: an owner's bond just under its balance burned it (review 22)
+        signed = self.ctx.client.journal.get(f"challenge-commit:{key}{again}") is not None
+        if status == CommitStatus.NONE and not signed:  # a commit signed already is sent again (and bumped) below
+            client = self.ctx.client
+            spare = int(client.retry(lambda: client.w3.eth.get_balance(self.ctx.address))) - client.unmined_spend()
+            if spare < bond + (reserve := gas_reserve(self.ctx)):
+                # Never a bond it could not reveal: an owner's bond just under its balance burned it (reviews 22 and
+                # 23 of v3: its own commits not mined yet count as spent)
                 raise FundsShort(
                     f"task {task} interval {k}: its bond {bond / 1e18:g} ETH and {reserve / 1e18:g} ETH for the reveal "
-                    f"need more than the {balance / 1e18:g} ETH it holds: add funds"
+                    f"need more than the {spare / 1e18:g} ETH it has to spare: add funds"
                 )
             commit = tasks.functions.commitChallenge(task, commitment)
             try:
