@@ -766,7 +766,23 @@ class WatcherNode(ReplayingNode):
             task, k = int(d.task), int(d.k)
             verdict = judged.get(f"{task}:{k}")
             if verdict is None:
-                continue  # not judged (yet): looked at again on the next pass
+                # Not judged yet: looked at again on the next pass. But a look for files withheld from it (served to the
+                # sybils that decided the round) may outlast the appeal window, and a SOUND left standing pays the
+                # fake (review 24 of v3): near the window's end, a look that has run longer than a round's vote and
+                # found nothing is files not obtained, appealed as the re-check of files not obtained appeals.
+                started = self._first_look.get((task, k))
+                if (
+                    (task, k) in self._judging
+                    and started is not None
+                    and now >= appeal_until - 2 * self._commit_margin()
+                ):
+                    committee = self.ctx.protocol.committee.functions
+                    if clock - started < int(committee.COMMIT_WINDOW().call()) + int(committee.REVEAL_WINDOW().call()):
+                        continue
+                    why = "found sound an interval whose files it has been looking for, and has not obtained"
+                    self._appeals_due[key] = why
+                    self._appeal(key, dispute, round_, why)
+                continue
             if verdict["verdict"] != "faulty":
                 self._appeal_done.add(key)
                 continue
