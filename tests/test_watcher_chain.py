@@ -198,3 +198,28 @@ def test_a_reveal_a_lagging_backend_refuses_is_tried_again_and_never_given_up(w3
     watcher._drive_challenges()
     assert protocol.task(task).pendingCommits == 0 and protocol.task(task).openDisputes == 1
     assert "failed" not in watcher.state.get("challenges")[f"{task}:2"]
+
+
+def test_a_commit_not_mined_in_its_wait_is_sent_again_with_no_check_holding_it_back(w3: Web3, tmp_path: Path) -> None:
+    """Review 23 of v3: the watcher's funds check ran again for a commit signed already and in flight, and held back
+    its sending again (and fee bump). A commit the chain has not mined (here dropped from the pool meanwhile) is sent
+    again on the next pass, and revealed."""
+    protocol = _deploy(w3, tmp_path)
+    task = _opened_task(w3, protocol)
+    watcher = _watcher(w3, protocol, tmp_path / "watcher")
+    watcher.ctx.client.receipt_timeout = 0.5
+    opened = opened_interval(watcher.ctx, task, 2, 4)
+    assert watcher._record(task, 2, opened, Judgement({"verdict": "faulty", "reason": "out_of_bounds"}, "report", True))
+    w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
+    try:
+        watcher._drive_challenges()  # signed and sent, not mined within its wait: tried again
+        [signed] = watcher.ctx.client.journal.hashes(f"challenge-commit:{task}:2")[:1]
+        for tx_hash in watcher.ctx.client.journal.hashes(f"challenge-commit:{task}:2"):
+            w3.provider.make_request("anvil_dropTransaction", [tx_hash])  # type: ignore[arg-type]  # lost from the pool
+        assert protocol.task(task).pendingCommits == 0 and signed
+    finally:
+        w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
+    watcher.isolation._failures.clear()  # its backoff passed
+    watcher._drive_challenges()  # sent again under its journal key, mined, and revealed
+    assert protocol.task(task).openDisputes == 1 and protocol.task(task).pendingCommits == 0
+    assert "failed" not in watcher.state.get("challenges")[f"{task}:2"]

@@ -862,17 +862,10 @@ class WatcherNode(ReplayingNode):
             self.state.set("challenges", challenges)
             self.ctx.say(f"task {task} interval {k}: not challenged: {late}", style="yellow")
             return
-        signed = self.ctx.client.journal.get(f"challenge-commit:{key}{again}") is not None
-        if status == CommitStatus.NONE and not signed:  # a commit signed already is sent again (and bumped) below
-            client = self.ctx.client
-            spare = int(client.retry(lambda: client.w3.eth.get_balance(self.ctx.address))) - client.unmined_spend()
-            if spare < bond + (reserve := gas_reserve(self.ctx)):
-                # Never a bond it could not reveal: an owner's bond just under its balance burned it (reviews 22 and
-                # 23 of v3: its own commits not mined yet count as spent)
-                raise FundsShort(
-                    f"task {task} interval {k}: its bond {bond / 1e18:g} ETH and {reserve / 1e18:g} ETH for the reveal "
-                    f"need more than the {spare / 1e18:g} ETH it has to spare: add funds"
-                )
+        if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
+            signed = self.ctx.client.journal.get(f"challenge-commit:{key}{again}")
+            if signed is None or signed.status == "reverted":  # one signed and in flight is only sent again below
+                self._require_funds(task, k, int(bond))
             commit = tasks.functions.commitChallenge(task, commitment)
             try:
                 receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
@@ -945,6 +938,18 @@ class WatcherNode(ReplayingNode):
         """Seconds before an interval's window end by which its challenge is committed: COMMIT_MARGIN, or the
         chain's room to act where that is longer (a chain of slow blocks)."""
         return max(COMMIT_MARGIN, self.ctx.room_to_act(self.poll_seconds))
+
+    def _require_funds(self, task: int, k: int, bond: int) -> None:
+        """FundsShort unless the bond and the gas reserve for its reveal are there to spare beside what the node's own
+        transactions not mined yet may spend: never a bond it could not reveal (reviews 22 and 23 of v3: an owner's
+        bond just under its balance burned it)."""
+        client = self.ctx.client
+        spare = int(client.retry(lambda: client.w3.eth.get_balance(self.ctx.address))) - client.unmined_spend()
+        if spare < bond + (reserve := gas_reserve(self.ctx)):
+            raise FundsShort(
+                f"task {task} interval {k}: its bond {bond / 1e18:g} ETH and {reserve / 1e18:g} ETH for the reveal "
+                f"need more than the {spare / 1e18:g} ETH it has to spare: add funds"
+            )
 
     def _reveal_by(self, task: int, k: int, c: dict[str, Any]) -> int | None:
         """When the reveal window of ``c``'s commit ends (None: its commit is not known to be mined)."""
