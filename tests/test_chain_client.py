@@ -279,6 +279,9 @@ def test_a_transaction_the_account_cannot_pay_is_never_signed_and_holds_no_nonce
     assert isinstance(short.value, TimeoutError) and node.journal.get("post:all") is None
     with pytest.raises(FundsShort):  # a value beyond the balance, which the node refuses to estimate (review 23)
         node.transact("post:more", post(tasks, deadline), value=balance + 1)
+    with pytest.raises(FundsShort, match=r"kept for the node's next transactions"):  # its gas would eat what it keeps
+        node.transact("post:kept", post(tasks, deadline), value=10**18, keep=balance - 10**18)
+    assert node.journal.get("post:kept") is None
     receipt = node.transact("post:some", post(tasks, deadline), value=10**18)
     assert receipt_nonce(w3, receipt) == nonce and tasks.functions.taskCount().call() == 1
 

@@ -75,16 +75,19 @@ class ChainClient:
         except ContractCustomError as exc:
             raise decode_revert(_custom_error_data(exc), f"{fn.fn_name}: ") from None
 
-    def transact(self, key: str, fn: ContractFunction, *, value: int = 0) -> TxReceipt:
+    def transact(self, key: str, fn: ContractFunction, *, value: int = 0, keep: int = 0) -> TxReceipt:
         """Send ``fn`` once under idempotency ``key`` and wait for it to be mined.
 
         If ``key`` is journaled, nothing new is signed: a mined transaction returns its receipt, a sent
         one is re-broadcast and awaited. A reverted one is forgotten, so the call is tried afresh.
+        ``keep``: wei the account must still hold after this transaction and its others not mined yet, or it is
+        FundsShort and nothing is signed (a bond that leaves gas for its reveal). It is checked only when signing:
+        a transaction signed already is sent again (and bumped) whatever the balance (review 23 of v3).
         """
         try:
-            return self._complete(self._entry(key, fn, value), fn.fn_name)
+            return self._complete(self._entry(key, fn, value, keep), fn.fn_name)
         except NonceTaken:  # forgotten: signed afresh under the account's next nonce
-            return self._complete(self._entry(key, fn, value), fn.fn_name)
+            return self._complete(self._entry(key, fn, value, keep), fn.fn_name)
 
     def submit(self, key: str, fn: ContractFunction, *, value: int = 0) -> None:
         """Sign and broadcast ``fn`` under ``key`` without waiting for it to be mined; a later ``transact`` with the
@@ -124,7 +127,7 @@ class ChainClient:
 
     # --- internal ------------------------------------------------------------------------------
 
-    def _entry(self, key: str, fn: ContractFunction, value: int) -> JournalEntry:
+    def _entry(self, key: str, fn: ContractFunction, value: int, keep: int = 0) -> JournalEntry:
         """The journaled transaction of ``key``: the one signed before, or ``fn`` signed and recorded now (a
         reverted one is forgotten, so the call is tried afresh)."""
         if self.account is None:
@@ -133,7 +136,7 @@ class ChainClient:
         if entry is not None and entry.status == "reverted":
             self.journal.forget(key)
             entry = None
-        return entry if entry is not None else self._sign_and_record(key, fn, value)
+        return entry if entry is not None else self._sign_and_record(key, fn, value, keep)
 
     def unmined_spend(self) -> int:
         """The most the account's signed transactions not mined yet (at or past its mined count) may still take: their
@@ -142,14 +145,15 @@ class ChainClient:
         waiting = [e for e in self.journal.unsettled(self.address) if e.nonce >= mined]
         return sum(_most_spent(_decoded(e.raw)) for e in waiting)
 
-    def _sign_and_record(self, key: str, fn: ContractFunction, value: int) -> JournalEntry:
-        # Never a transaction the account cannot pay, beside its transactions not mined yet: refused at broadcast, it
-        # would keep its nonce, and every later one would wait behind it (review 21 of v3). Its value first (an
-        # estimate of a value beyond the balance is refused as no revert: review 23), then its gas once estimated.
-        waiting = self.unmined_spend()
+    def _sign_and_record(self, key: str, fn: ContractFunction, value: int, keep: int = 0) -> JournalEntry:
+        # Never a transaction the account cannot pay, beside its transactions not mined yet and what it must keep:
+        # refused at broadcast, it would keep its nonce, and every later one would wait behind it (review 21 of v3).
+        # Its value first (an estimate of a value beyond the balance is refused as no revert: review 23), then its gas
+        # once estimated.
+        waiting = self.unmined_spend() + keep
         balance = int(self.retry(lambda: self.w3.eth.get_balance(self.address)))
         if balance < value + waiting:
-            raise FundsShort(self._short(fn, balance, value + waiting))
+            raise FundsShort(self._short(fn, balance, value + waiting, keep))
         chain_nonce = self.retry(lambda: self.w3.eth.get_transaction_count(self.address, "pending"))
         nonce = max(chain_nonce, self.journal.next_nonce(self.address) or 0)
         params: TxParams = {"from": self.address, "value": value, "nonce": nonce}  # type: ignore[typeddict-item]
@@ -166,17 +170,18 @@ class ChainClient:
             tx.pop(name, None)  # type: ignore[misc]
         tx.update(self.retry(lambda: fees(self.w3)))
         if balance < (needed := _most_spent(dict(tx)) + waiting):
-            raise FundsShort(self._short(fn, balance, needed))
+            raise FundsShort(self._short(fn, balance, needed, keep))
         assert self.account is not None  # transact refuses a reader before it gets here
         # eth_account annotates a plain dict; web3's TxParams TypedDict is the transaction it signs.
         signed = self.account.sign_transaction(tx)  # type: ignore[arg-type]
         self.journal.record(key, self.address, nonce, signed.hash.to_0x_hex(), bytes(signed.raw_transaction))
         return self.journal.get(key)  # type: ignore[return-value]
 
-    def _short(self, fn: ContractFunction, balance: int, needed: int) -> str:
+    def _short(self, fn: ContractFunction, balance: int, needed: int, keep: int) -> str:
+        kept = f" (of which {keep / 1e18:g} ETH kept for the node's next transactions)" if keep else ""
         return (
             f"{fn.fn_name}: {self.address} holds {balance / 1e18:g} ETH; this transaction and those not mined yet may "
-            f"need {needed / 1e18:g} ETH: add funds (nothing was signed)"
+            f"need {needed / 1e18:g} ETH{kept}: add funds (nothing was signed)"
         )
 
     def _complete(self, entry: JournalEntry, what: str, *, raise_revert: bool = True) -> TxReceipt:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ovig_node.chain.contracts import DisputeStatus
-from ovig_node.chain.errors import FundsShort
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.chain.rpc import fees
 from ovig_node.nodes.context import NodeContext
@@ -83,17 +82,12 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
                 style="yellow",
             )
             return True
-        balance = int(ctx.client.retry(lambda: ctx.client.w3.eth.get_balance(ctx.address))) - ctx.client.unmined_spend()
-        if balance < bond + (reserve := gas_reserve(ctx)):
-            # Tried again within the appeal window (funds come, fees fall): a fee spike at the decision must not give
-            # the appeal up (review 22 of v3)
-            raise FundsShort(
-                f"dispute {dispute}: round {round_} {why}; its appeal bond {bond / 1e18:g} ETH would leave less than "
-                f"{reserve / 1e18:g} ETH for its own transactions (it holds {balance / 1e18:g} ETH): add funds"
-            )
         state.set("appeals", [*appealed, key])
     try:
-        ctx.client.transact(f"appeal:{key}", ctx.protocol.committee.functions.appeal(dispute), value=bond)
+        # Signed only with the gas reserve left beside its bond; FundsShort (funds short, fees spiked) propagates, and
+        # the appeal is tried again within its window, never given up (review 22 of v3)
+        appeal = ctx.protocol.committee.functions.appeal(dispute)
+        ctx.client.transact(f"appeal:{key}", appeal, value=bond, keep=gas_reserve(ctx))
         ctx.say(f"dispute {dispute}: round {round_} {why}: appealed ({bond / 1e18:g} ETH)")
     except ContractReverted as exc:
         ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")

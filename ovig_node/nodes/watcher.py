@@ -42,7 +42,7 @@ from eth_utils import keccak
 from web3.logs import DISCARD
 
 from ovig_node.chain.contracts import CommitStatus, Reason, TaskStatus, Verdict
-from ovig_node.chain.errors import ChainError, FundsShort, IndexBehind, StateBehind
+from ovig_node.chain.errors import ChainError, IndexBehind, StateBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.deadlines import DeadlinePassed, run_until
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_round, gas_reserve
@@ -863,12 +863,13 @@ class WatcherNode(ReplayingNode):
             self.ctx.say(f"task {task} interval {k}: not challenged: {late}", style="yellow")
             return
         if status == CommitStatus.NONE:  # the journal makes this idempotent across a crash
-            signed = self.ctx.client.journal.get(f"challenge-commit:{key}{again}")
-            if signed is None or signed.status == "reverted":  # one signed and in flight is only sent again below
-                self._require_funds(task, k, int(bond))
             commit = tasks.functions.commitChallenge(task, commitment)
             try:
-                receipt = self.ctx.client.transact(f"challenge-commit:{key}{again}", commit, value=bond)
+                # Never a bond it could not reveal (reviews 22 and 23 of v3: an owner's bond just under the balance
+                # burned it): signed only with the gas reserve for its reveal left beside it
+                receipt = self.ctx.client.transact(
+                    f"challenge-commit:{key}{again}", commit, value=bond, keep=gas_reserve(self.ctx)
+                )
             except ContractReverted as exc:
                 if self._commit_status(task, k, c) == CommitStatus.NONE:
                     if late := self._too_late(task, k):
@@ -938,18 +939,6 @@ class WatcherNode(ReplayingNode):
         """Seconds before an interval's window end by which its challenge is committed: COMMIT_MARGIN, or the
         chain's room to act where that is longer (a chain of slow blocks)."""
         return max(COMMIT_MARGIN, self.ctx.room_to_act(self.poll_seconds))
-
-    def _require_funds(self, task: int, k: int, bond: int) -> None:
-        """FundsShort unless the bond and the gas reserve for its reveal are there to spare beside what the node's own
-        transactions not mined yet may spend: never a bond it could not reveal (reviews 22 and 23 of v3: an owner's
-        bond just under its balance burned it)."""
-        client = self.ctx.client
-        spare = int(client.retry(lambda: client.w3.eth.get_balance(self.ctx.address))) - client.unmined_spend()
-        if spare < bond + (reserve := gas_reserve(self.ctx)):
-            raise FundsShort(
-                f"task {task} interval {k}: its bond {bond / 1e18:g} ETH and {reserve / 1e18:g} ETH for the reveal "
-                f"need more than the {spare / 1e18:g} ETH it has to spare: add funds"
-            )
 
     def _reveal_by(self, task: int, k: int, c: dict[str, Any]) -> int | None:
         """When the reveal window of ``c``'s commit ends (None: its commit is not known to be mined)."""
