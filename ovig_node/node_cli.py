@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ovig_node.chain.accounts import DEVNET_ACCOUNTS
+from ovig_node.chain.contracts import Protocol
 from ovig_node.devnet.manager import default_data_dir
 from ovig_node.nodes.context import DISK_BUDGET_GIB, REPLAY_PROFILES, Connection, NodeContext, open_node
 
@@ -73,9 +74,12 @@ def connection_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def _open(role: str, options: dict[str, Any], *, reader: bool = False) -> NodeContext:
+def _open(
+    role: str, options: dict[str, Any], *, reader: bool = False, admit: Callable[[Protocol, str], None] | None = None
+) -> NodeContext:
     """The node's context; a ``reader`` (a command that only reads) needs no account and, without one, keeps
-    its event index in one shared ``nodes/reader`` folder."""
+    its event index in one shared ``nodes/reader`` folder. ``admit`` may refuse the account before anything is
+    written (see ``open_node``)."""
     home: Path | None = options.pop("home")
     connection = Connection(use_devnet=options["rpc_url"] is None, **options)
     if home is None:
@@ -83,7 +87,7 @@ def _open(role: str, options: dict[str, Any], *, reader: bool = False) -> NodeCo
         signer = connection.account_index if connection.use_devnet else connection.keystore
         name = "reader" if reader and signer is None else f"{role}-{signer if connection.use_devnet else 'key'}"
         home = base / "nodes" / name
-    return open_node(role, home, connection, console=console, reader=reader)
+    return open_node(role, home, connection, console=console, reader=reader, admit=admit)
 
 
 def _amount(value: str, option: str) -> int:
@@ -295,7 +299,19 @@ def watcher(
         except NotAReference as exc:
             raise click.BadParameter(f"{path}: {exc}", param_hint="--reference") from None
         references[reference.training_hash] = reference
-    ctx = _open("watcher", options)
+
+    def not_an_auditor(protocol: Protocol, address: str) -> None:
+        # A challenge or a request makes its account interested in the whole task, and an interested auditor is never
+        # drawn for it: honest auditors who watched with their own keys left every panel of a fake they challenged to
+        # the rest, sybils among them (review 25 of v3)
+        if protocol.view(protocol.committee, "getAuditor", address).registeredBlock:
+            raise click.BadParameter(
+                f"{address} is a registered auditor: a challenge from it would take it off every panel of the task "
+                "it challenged; watch with another account",
+                param_hint="--account" if options.get("account_index") is not None else "--keystore",
+            )
+
+    ctx = _open("watcher", options, admit=not_an_auditor)
     only = frozenset(task_ids) or None
     node = WatcherNode(
         ctx,

@@ -19,10 +19,10 @@ from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.deploy import create_address
-from ovig_node.chain.errors import BroadcastRefused, FundsShort, NotMined, RpcUnavailable
+from ovig_node.chain.errors import BroadcastRefused, ChainError, FundsShort, NotMined, RpcUnavailable
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
-from ovig_node.chain.rpc import block_seconds, connect, send
+from ovig_node.chain.rpc import _Provider, block_seconds, connect, send
 from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.processes import free_port
 
@@ -355,6 +355,17 @@ def test_rpc_outage_is_a_clear_error_after_bounded_retries(tmp_path: Path) -> No
     assert time.monotonic() - started >= 0.05 + 0.1  # two waits: 0.05 s then 0.1 s
 
 
+def test_a_block_the_endpoint_has_not_got_is_an_outage_waited_out(w3: Web3, tmp_path: Path) -> None:
+    """Review 25 of v3: a load-balanced endpoint's backend a block behind answered "block not found" for a block
+    another had announced, and web3's BlockNotFound ended the node. It is retried, then an outage (RpcUnavailable)."""
+    node = ChainClient(w3, devnet_account(0), TxJournal(tmp_path / "j.sqlite"), attempts=2, backoff=0.01)
+    ahead = w3.eth.block_number + 5
+    with pytest.raises(RpcUnavailable, match="a block it announced is not found"):
+        node.retry(lambda: w3.eth.get_block(ahead))
+    w3.provider.make_request("anvil_mine", [5])  # type: ignore[arg-type]
+    assert node.retry(lambda: w3.eth.get_block(ahead))["number"] == ahead
+
+
 def test_unknown_revert_data_is_shown_raw() -> None:
     assert decode_revert("0xdeadbeef").name == ""
     assert "unknown revert data 0xdeadbeef" in str(decode_revert("0xdeadbeef"))
@@ -450,3 +461,41 @@ def test_anvil_keeps_no_old_states_on_disk(w3: Web3) -> None:
     w3.provider.make_request("anvil_mine", [hex(2048)])  # type: ignore[arg-type]
     after = set(cache.iterdir()) if cache.exists() else set()
     assert after - before == set()
+
+
+class _CappedLogs(_Provider):
+    """A FAKE endpoint cap (anvil has none): eth_getLogs answering more than ``cap`` logs is refused with the error
+    hosted endpoints give ("query returned more than 10000 results")."""
+
+    cap = 2
+
+    def make_request(self, method: Any, params: Any) -> Any:
+        response = super().make_request(method, params)
+        if method == "eth_getLogs" and len(response.get("result", [])) > self.cap:
+            return {"jsonrpc": "2.0", "id": response["id"], "error": {"code": -32005, "message": "too many results"}}
+        return response
+
+
+def test_scanner_halves_a_log_query_the_endpoint_refuses_down_to_one_block(
+    anvil: str, w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 25 of v3: anyone can emit thousands of events cheaply, an endpoint capping a log query's results refused
+    the scanner's fixed range for good, and every node on it stopped. The range is halved until the endpoint answers;
+    a single block it still refuses is an error of the pass (the node's loop says it and tries again), the cursor
+    left before it."""
+    capped = Web3(_CappedLogs(anvil))
+    start = w3.eth.block_number + 1
+    events = EventScanner(capped, {"TrainingTasks": tasks}, tmp_path / "e.sqlite", start_block=start, confirmations=0)
+    node = client(w3, tmp_path)
+    for n in range(3):  # three blocks of one log each: three logs together are refused
+        node.transact(f"post:{n}", post(tasks, now(w3) + 86_400), value=10**18)
+    assert [e.args["task"] for e in events.poll()] == [1, 2, 3] and events.cursor == w3.eth.block_number
+    node.transact("cancel:1", tasks.functions.cancel(1))  # one block of two logs (TaskCancelled, Credited) ...
+    _CappedLogs.cap = 1  # ... more than the endpoint now answers for one query
+    try:
+        with pytest.raises(ChainError, match=f"refuses the logs of block {w3.eth.block_number} alone"):
+            events.poll()
+        assert events.cursor == w3.eth.block_number - 1
+    finally:
+        _CappedLogs.cap = 2
+    assert [e.name for e in events.poll()] == ["TaskCancelled", "Credited"]

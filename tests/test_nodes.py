@@ -115,6 +115,12 @@ def test_every_node_rides_out_an_ipfs_and_an_rpc_outage(system: System) -> None:
     )
     try:
         wait_for_auditors(owner)
+        # Review 25 of v3: an auditor's account watching takes itself off the panels of what it challenges: refused
+        home = system.folder / "nodes" / "watcher-4"
+        argv = [sys.executable, "-m", "ovig_node", "watcher", "--account", "4", "--home", str(home)]
+        refused = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120 * system.pace)
+        assert refused.returncode == 2 and "is a registered auditor" in refused.stderr and "--account" in refused.stderr
+        assert not home.exists()  # nothing left behind
         # Windows long enough (in chain time, which runs on while anvil is down) that none closes meanwhile
         task = post_task(owner, system.spec, system.boundary, terms(opening_window=120, challenge_window=90))
         nodes["trainer", 1] = system.start("trainer", 1, "--task", str(task))

@@ -17,7 +17,7 @@ from web3 import Web3
 from ovig_node import tools
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
-from ovig_node.chain.contracts import Protocol, TaskStatus, Verdict
+from ovig_node.chain.contracts import BatchStatus, Protocol, TaskStatus, Verdict
 from ovig_node.chain.deploy import Deployer, RandomnessChoice, run_plan
 from ovig_node.chain.errors import RpcUnavailable
 from ovig_node.chain.journal import TxJournal
@@ -25,8 +25,10 @@ from ovig_node.chain.reverts import ContractReverted
 from ovig_node.chain.rpc import _Provider, connect, send
 from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.processes import free_port
+from ovig_node.nodes.appealing import gas_reserve
 from ovig_node.nodes.context import NodeContext, Timeline
 from ovig_node.nodes.judging import Judgement, opened_interval
+from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.watcher import WatcherNode, over_budget
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 
@@ -223,3 +225,34 @@ def test_a_commit_not_mined_in_its_wait_is_sent_again_with_no_check_holding_it_b
     watcher._drive_challenges()  # sent again under its journal key, mined, and revealed
     assert protocol.task(task).openDisputes == 1 and protocol.task(task).pendingCommits == 0
     assert "failed" not in watcher.state.get("challenges")[f"{task}:2"]
+
+
+def test_a_burst_of_keeper_duties_is_done_a_few_a_pass_and_never_with_the_reserve(w3: Web3, tmp_path: Path) -> None:
+    """Review 25 of v3: a junk task's batches committed in a burst made every keeper draw each batch's seed, a block
+    each, in one tick of the node's one loop: its ballots and challenges waited behind them, and the duties spent the
+    gas its reveals needed. A tick stops once it has spent its time (here none: one duty a tick) and goes on from the
+    next task the tick after; short of the gas reserve, nothing is signed and the duties wait."""
+    protocol = _deploy(w3, tmp_path)
+    tasks = protocol.tasks
+    start = int(w3.eth.get_block("latest")["timestamp"])
+    post = tasks.functions.postTask(
+        b"\x11" * 32, "spec", b"\x22" * 32, 4, 1, 1, 10_000, (ETHER // 10, ETHER // 100), 10, (3600, 3600, 600),
+        start + 86_400,
+    )  # fmt: skip
+    _tx(w3, 0, post, ETHER)
+    task = int(tasks.functions.taskCount().call())
+    _tx(w3, 1, tasks.functions.acceptTask(task), ETHER // 10)
+    for j in range(4):  # a batch of one interval each, committed in a burst
+        _tx(w3, 1, tasks.functions.commitBatch(task, j, leaf_hash(task, j, j + 1, bytes([j]) * 32), "manifest"))
+    for _ in range(3):
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]  # every seed target is there
+    watcher = _watcher(w3, protocol, tmp_path / "watcher")
+    keeper = Keeper(watcher.ctx, tick_seconds=0)
+    address = watcher.ctx.address
+    balance = w3.eth.get_balance(address)
+    w3.provider.make_request("anvil_setBalance", [address, hex(gas_reserve(watcher.ctx) - 1)])  # type: ignore[arg-type]
+    nonce = w3.eth.get_transaction_count(address)
+    assert keeper.tick() == [] and w3.eth.get_transaction_count(address) == nonce  # nothing signed
+    w3.provider.make_request("anvil_setBalance", [address, hex(balance)])  # type: ignore[arg-type]
+    assert [keeper.tick() for _ in range(4)] == [[f"drawSeed:{task}:{j}"] for j in range(4)]
+    assert [int(protocol.batch(task, j).status) for j in range(4)] == [int(BatchStatus.DRAWN)] * 4

@@ -27,6 +27,7 @@ from hexbytes import HexBytes
 from web3 import Web3
 from web3.contract.contract import ContractFunction
 from web3.exceptions import (
+    BlockNotFound,
     ContractCustomError,
     ContractLogicError,
     TimeExhausted,
@@ -42,7 +43,9 @@ from ovig_node.chain.rpc import GAS_HEADROOM, fees
 
 T = TypeVar("T")
 READER = Web3.to_checksum_address("0x0000000000000000000000000000000000000000")  # the `from` of a reader's view calls
-TRANSIENT = (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError)
+# A block the endpoint has not got is transient too: a load-balanced endpoint's backend a block behind the one that
+# announced it (review 25 of v3: one such answer to the event scanner ended the node)
+TRANSIENT = (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError, BlockNotFound)
 # A replacement must raise both EIP-1559 fees by at least 10% for nodes to take it (geth's rule); 12.5% clears it.
 FEE_BUMP = 1.125
 
@@ -120,7 +123,9 @@ class ChainClient:
                 if attempt == self.attempts - 1:
                     if isinstance(exc, RpcUnavailable):  # the provider's own, with the transport's reason
                         raise
-                    raise RpcUnavailable(str(self.w3.provider.endpoint_uri), type(exc).__name__) from None  # type: ignore[attr-defined]
+                    missing = isinstance(exc, BlockNotFound)
+                    reason = "a block it announced is not found" if missing else type(exc).__name__
+                    raise RpcUnavailable(str(self.w3.provider.endpoint_uri), reason) from None  # type: ignore[attr-defined]
                 time.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")

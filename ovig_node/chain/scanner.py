@@ -6,6 +6,9 @@
 - Events are keyed by (block hash, log index): reading a block twice stores its events once.
 - Before each poll the scanner checks that the blocks it stored are still on the chain; where one is
   not (a reorg deeper than the confirmations), events from that height on are dropped and re-read.
+- A log query the endpoint refuses (a cap on results or on the range: anyone can emit thousands of events
+  cheaply) is asked again for half the range, down to one block (review 25 of v3: a fixed range refused for
+  good stopped every node on it).
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from eth_utils import event_abi_to_log_topic
 from hexbytes import HexBytes
 from web3 import Web3
 from web3._utils.events import get_event_data
+from web3.exceptions import Web3RPCError
 from web3.types import LogReceipt
 
 from ovig_node.chain.client import ChainClient
+from ovig_node.chain.errors import ChainError, RpcUnavailable
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -110,8 +115,7 @@ class EventScanner:
         new: list[Event] = []
         while self.cursor < target:
             first = self.cursor + 1
-            last = min(target, first + self.chunk - 1)
-            logs = self._retry(functools.partial(self._logs, first, last))
+            last, logs = self._logs_from(first, min(target, first + self.chunk - 1))
             hashes = {n: self._block_hash(n) for n in {first, last, *(log["blockNumber"] for log in logs)}}
             events = [event for log in logs if (event := self._decode(log)) is not None]
             with self._db:  # one transaction: events, remembered blocks and cursor move together
@@ -146,6 +150,18 @@ class EventScanner:
         self._db.close()
 
     # --- internal ------------------------------------------------------------------------------
+
+    def _logs_from(self, first: int, last: int) -> tuple[int, list[LogReceipt]]:
+        """(last block read, the logs of ``first``..that block): the range halved while the endpoint refuses it."""
+        while True:
+            try:
+                return last, self._retry(functools.partial(self._logs, first, last))
+            except RpcUnavailable:
+                raise
+            except (Web3RPCError, ValueError, ChainError) as exc:  # a cap on the results or the range
+                if last == first:
+                    raise ChainError(f"the RPC endpoint refuses the logs of block {first} alone: {exc}") from None
+                last = first + (last - first) // 2
 
     def _logs(self, first: int, last: int) -> list[LogReceipt]:
         return self._w3.eth.get_logs({"fromBlock": first, "toBlock": last, "address": list(self._by_address)})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,10 +129,17 @@ class NodeContext:
 
 
 def open_node(
-    role: str, home: Path, connection: Connection, *, console: Console | None = None, reader: bool = False
+    role: str,
+    home: Path,
+    connection: Connection,
+    *,
+    console: Console | None = None,
+    reader: bool = False,
+    admit: Callable[[Protocol, str], None] | None = None,
 ) -> NodeContext:
     """Connect ``role``'s node, keeping its journal, event index and files under ``home``. A ``reader`` needs
-    no account (nor keystore): it signs nothing, and any transaction it tries is refused."""
+    no account (nor keystore): it signs nothing, and any transaction it tries is refused. ``admit(protocol,
+    address)`` may refuse the account (by raising) before anything is written."""
     if connection.use_devnet:
         net = Devnet(DevnetConfig(data_dir=connection.devnet_dir or default_data_dir()))
         if not net.info_path.is_file():
@@ -165,6 +173,8 @@ def open_node(
     }
     if account is not None:  # a reader's home (one for every deployment: an index of events) is not marked
         _check_home(home, identity)
+        if admit is not None:
+            admit(protocol, account.address)
     home.mkdir(parents=True, exist_ok=True)  # only once the connection is whole: a failed command leaves no folder
     if account is not None and not (home / IDENTITY).is_file():
         write_atomic(home / IDENTITY, json.dumps(identity, indent=1).encode())

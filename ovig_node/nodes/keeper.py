@@ -9,17 +9,27 @@ and ``settleSeats`` (a resolved dispute's seats, a page a call); and ``submitRou
 round is not on-chain yet waits for someone to submit its signature, fetched from the node's beacon relays
 and verified by the contract. What is due is read from the chain (views and the latest block), never from wall
 time. When another keeper acts first, the estimate reverts and nothing is sent.
+
+The duties share the node's one loop with its own work, and anyone can make many due at once (a junk task's
+batches committed in a burst: review 25 of v3 stalled a node's ballots and challenges behind them). So a tick
+stops once it has spent ``tick_seconds`` (after one duty at least) and the next tick goes on where the chain then
+stands: disputes first (their clocks decide stakes), then challenge commits and requests, then tasks, from a
+task further on each time. And it never spends what the node keeps for its own transactions (``gas_reserve``):
+short of that, the duties wait, said once.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ovig_node.chain.contracts import BatchStatus, CommitStatus, DisputeStatus, RequestStatus, TaskStatus, Verdict
+from ovig_node.chain.errors import FundsShort
 from ovig_node.chain.randomness import for_contract
 from ovig_node.chain.reverts import ContractReverted
+from ovig_node.nodes.appealing import gas_reserve
 from ovig_node.nodes.context import NodeContext
 from ovig_node.protocol.panel import TRIES_PER_SEAT, panel_size
 
@@ -40,6 +50,11 @@ DUTIES = (
     "settleSeats",
 )
 LIVE = (TaskStatus.POSTED, TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+TICK_SECONDS = 20.0  # a keeper tick's time at most, after its first duty, before the node's own work runs again
+
+
+class _TickOver(Exception):
+    """The tick has spent its time, or the node's funds are down to its reserve: the rest waits for the next."""
 
 
 @dataclass
@@ -48,21 +63,36 @@ class Keeper:
     duties: frozenset[str] = frozenset(DUTIES)
     only_tasks: frozenset[int] | None = None  # None: every task on the contract
     # ("task", id), ("dispute", id), ("batch", "task:j") or ("commit", commitment hex) that need no more duties.
+    tick_seconds: float = TICK_SECONDS
     _done: set[tuple[str, int | str]] = field(default_factory=set)
     _params: dict[str, int] = field(default_factory=dict)
+    _until: float = 0.0  # monotonic time the running tick ends at
+    _first_task: int = 0  # the task the next tick's task duties start from (the one after the last it reached)
+    _short: bool = False  # said that the duties wait for funds
+    _did: list[str] = field(default_factory=list)  # the running tick's duties done
+    _tried: bool = False  # the running tick has tried one (done, or reverted: another keeper was first)
 
     def tick(self) -> list[str]:
-        """Perform every due duty once; return what was done."""
+        """Perform the due duties, each once, for ``tick_seconds`` at most after the first; return what was done."""
         self.ctx.scanner.poll()
         head = self.ctx.head()
-        done: list[str] = []
-        for task in self._tasks():
-            done += self._task_duties(task, head)
-        done += self._commit_duties(head)
-        done += self._request_duties(head)
-        for dispute in self._disputes():
-            done += self._dispute_duties(dispute, head)
-        return done
+        self._until, self._did, self._tried = time.monotonic() + self.tick_seconds, [], False
+        try:
+            for dispute in self._disputes():
+                self._dispute_duties(dispute, head)
+            self._commit_duties(head)
+            self._request_duties(head)
+            tasks = list(self._tasks())
+            start = next((i for i, task in enumerate(tasks) if task >= self._first_task), 0)
+            for i, task in enumerate(tasks[start:] + tasks[:start]):
+                if i and time.monotonic() >= self._until:  # reads alone take time too: thousands of junk tasks
+                    raise _TickOver
+                self._first_task = task + 1
+                self._task_duties(task, head)
+            self._first_task = 0
+        except _TickOver:
+            pass
+        return self._did
 
     # --- what to look at -----------------------------------------------------------------------
 
@@ -310,11 +340,21 @@ class Keeper:
     def _act(self, duty: str, key: str, fn: Any, message: str) -> list[str]:
         if duty not in self.duties:
             return []
+        if self._tried and time.monotonic() >= self._until:  # the rest after the node's own work
+            raise _TickOver
+        self._tried = True
         try:
-            self.ctx.client.transact(f"keeper:{key}", fn)
+            self.ctx.client.transact(f"keeper:{key}", fn, keep=gas_reserve(self.ctx))
         except ContractReverted:
             return []  # another keeper was first, or the chain moved on since the check
+        except FundsShort as exc:
+            if not self._short:
+                self.ctx.say(f"keeper duties wait: {exc}", style="yellow")
+                self._short = True
+            raise _TickOver from None
+        self._short = False
         self.ctx.say(message, style="cyan")
+        self._did.append(key)
         return [key]
 
     def _param(self, name: str) -> int:

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import requests
+from web3.exceptions import Web3Exception
 
-from ovig_node.chain.errors import ChainError, RpcUnavailable
+from ovig_node.chain.errors import ChainError, NotMined, RpcUnavailable
 from ovig_node.errors import OvigError
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.keeper import Keeper
@@ -65,7 +66,9 @@ def keep_running(
                 return
         except fatal:
             raise
-        except (OvigError, requests.RequestException, ConnectionError, TimeoutError) as exc:
+        # web3's own errors too: an endpoint's refusal or a block a lagging backend has not got must not end the
+        # node (review 25 of v3: one BlockNotFound, or one log query refused, stopped it on every task)
+        except (OvigError, requests.RequestException, ConnectionError, TimeoutError, Web3Exception) as exc:
             what = outage_of(exc)
             if what is None:
                 ctx.say(f"{type(exc).__name__}: {exc}; retrying", style="yellow")
@@ -81,6 +84,8 @@ def chain_clock(t: int) -> str:
 
 def outage_of(exc: BaseException) -> str | None:
     """The endpoint an error says is away ("RPC endpoint URL", "IPFS node at URL"), or None for any other error."""
+    if isinstance(exc, NotMined):  # the chain's answer (not mined yet, funds short), not an endpoint away
+        return None
     if isinstance(exc, RpcUnavailable):
         return f"RPC endpoint {exc.url}"
     if isinstance(exc, IpfsUnavailable):

@@ -20,6 +20,9 @@ address is free, so a provider could attest its own fakes.
 
 Each task, interval and challenge is handled on its own (:mod:`ovig_node.nodes.isolation`): one whose
 files make anything raise is logged once and retried or left alone, and the others go on.
+
+`ovig watcher` refuses a registered auditor's account: a challenge makes its account interested in the whole task,
+and an interested auditor is never drawn for it (review 25 of v3).
 """
 
 from __future__ import annotations
