@@ -121,7 +121,8 @@ appeal_budget_option = click.option(
     "--appeal-budget",
     default="30x",
     callback=_appeal_budget,
-    help="The most to put up in appeals on one dispute against rounds its own replay contradicts: a multiple "
+    help="The most to put up in appeals on one dispute against rounds its own work contradicts (a watcher's or "
+    "auditor's replay, a trainer's training): a multiple "
     "of the smallest challenger bond, the unit of appeal bonds (30x reaches the round a fifth of sybils "
     "capture with odds below one in a million) or ETH; 0 never appeals.",
 )
@@ -156,6 +157,7 @@ class NodeCommand(click.Command):
     help="A parameter of the attack (repeatable), e.g. keep=0.5.",
 )
 @click.option("--no-keeper", is_flag=True, help="Do not perform keeper duties.")
+@appeal_budget_option
 @connection_options
 def trainer(
     task_id: int,
@@ -164,11 +166,13 @@ def trainer(
     attack_intervals: str,
     attack_params: tuple[str, ...],
     no_keeper: bool,
+    appeal_budget: dict[str, int],
     **options: Any,
 ) -> None:
     """The provider: accept the task, train it with evidence, commit, open, get paid; until it ends. Safe to kill
     and run again."""
     from ovig_node.attacks import load_attack
+    from ovig_node.nodes.appealing import AppealBudget
     from ovig_node.nodes.keeper import Keeper
     from ovig_node.nodes.trainer import TrainerNode
     from ovig_node.training import distributed
@@ -182,7 +186,8 @@ def trainer(
     distributed.refuse_sharded_attack(get_profile(profile), cheat)  # before anything touches the chain
     ctx = _open("trainer", options)
     keeper = None if no_keeper else Keeper(ctx, only_tasks=frozenset({task_id}))
-    status = TrainerNode(ctx, task_id, profile_name=profile, attack=cheat, keeper=keeper).run()
+    budget = AppealBudget(**appeal_budget)
+    status = TrainerNode(ctx, task_id, profile_name=profile, attack=cheat, keeper=keeper, appeal_budget=budget).run()
     console.print(f"task {task_id} ended: {status.name.lower()}")
 
 

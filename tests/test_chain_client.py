@@ -465,13 +465,17 @@ def test_anvil_keeps_no_old_states_on_disk(w3: Web3) -> None:
 
 class _CappedLogs(_Provider):
     """A FAKE endpoint cap (anvil has none): eth_getLogs answering more than ``cap`` logs is refused with the error
-    hosted endpoints give ("query returned more than 10000 results")."""
+    hosted endpoints give ("query returned more than 10000 results"), or (``timeout``) its proxy gives up on it, as a
+    gateway's 504 or a read timeout reaches the node: RpcUnavailable."""
 
     cap = 2
+    timeout = False
 
     def make_request(self, method: Any, params: Any) -> Any:
         response = super().make_request(method, params)
         if method == "eth_getLogs" and len(response.get("result", [])) > self.cap:
+            if self.timeout:
+                raise RpcUnavailable(str(self.endpoint_uri), "HTTP 504")
             return {"jsonrpc": "2.0", "id": response["id"], "error": {"code": -32005, "message": "too many results"}}
         return response
 
@@ -499,3 +503,38 @@ def test_scanner_halves_a_log_query_the_endpoint_refuses_down_to_one_block(
     finally:
         _CappedLogs.cap = 2
     assert [e.name for e in events.poll()] == ["TaskCancelled", "Credited"]
+
+
+def test_scanner_halves_a_query_its_endpoint_times_out_on_and_leaves_out_spam_of_a_block_it_still_refuses(
+    anvil: str, w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 26 of v3: a query a proxy times out on (a 504, a read timeout: RpcUnavailable) was an outage for good on
+    the same range; and a block holding more logs than the endpoint answers stopped the scanner there. A range timed
+    out on is halved too, while the endpoint answers at all; a block still refused is read without the events anyone
+    emits at the price of gas (``Attested``), left unread and said; a node that never reads them asks for none."""
+    capped = Web3(_CappedLogs(anvil))
+    start = w3.eth.block_number + 1
+    said: list[str] = []
+    contracts = {"TrainingTasks": tasks}
+    events = EventScanner(capped, contracts, tmp_path / "e.sqlite", start_block=start, confirmations=0, say=said.append)
+    node = client(w3, tmp_path)
+    _CappedLogs.timeout, _CappedLogs.cap = True, 1
+    try:
+        for n in range(2):  # a log a block: two together time out
+            node.transact(f"post:{n}", post(tasks, now(w3) + 86_400), value=10**18)
+        assert [e.args["task"] for e in events.poll()] == [1, 2]
+        w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
+        for n in range(2):  # two attestations in one block, and nothing else
+            attest = tasks.functions.attest(1, n, 1, "reference", "bafyreport", "bafydoc", b"")
+            node.submit(f"attest:{n}", attest)
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+        w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
+        spammed = w3.eth.block_number
+        node.transact("post:2", post(tasks, now(w3) + 86_400), value=10**18)
+        assert [e.args["task"] for e in events.poll()] == [3] and events.cursor == w3.eth.block_number
+        assert said == [f"block {spammed}: its Attested events left unread (the RPC endpoint refuses them)"]
+        skip = frozenset({"Attested"})
+        lean = EventScanner(capped, contracts, tmp_path / "l.sqlite", start_block=start, confirmations=0, skip=skip)
+        assert len(lean.poll()) == 3 and lean.events("Attested") == []  # never asked for: the spam is no query's
+    finally:
+        _CappedLogs.timeout, _CappedLogs.cap = False, 2

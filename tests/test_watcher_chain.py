@@ -5,6 +5,7 @@ made it."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eth_abi import encode
+from eth_utils import keccak
 from web3 import Web3
 
 from ovig_node import tools
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
-from ovig_node.chain.contracts import BatchStatus, Protocol, TaskStatus, Verdict
+from ovig_node.chain.contracts import BatchStatus, DisputeStatus, Protocol, TaskStatus, Verdict, Vote
 from ovig_node.chain.deploy import Deployer, RandomnessChoice, run_plan
 from ovig_node.chain.errors import RpcUnavailable
 from ovig_node.chain.journal import TxJournal
@@ -25,10 +28,11 @@ from ovig_node.chain.reverts import ContractReverted
 from ovig_node.chain.rpc import _Provider, connect, send
 from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.processes import free_port
-from ovig_node.nodes.appealing import gas_reserve
+from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, appeal_faulty_rounds, gas_reserve
 from ovig_node.nodes.context import NodeContext, Timeline
 from ovig_node.nodes.judging import Judgement, opened_interval
 from ovig_node.nodes.keeper import Keeper
+from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.watcher import WatcherNode, over_budget
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
 
@@ -228,22 +232,25 @@ def test_a_commit_not_mined_in_its_wait_is_sent_again_with_no_check_holding_it_b
 
 
 def test_a_burst_of_keeper_duties_is_done_a_few_a_pass_and_never_with_the_reserve(w3: Web3, tmp_path: Path) -> None:
-    """Review 25 of v3: a junk task's batches committed in a burst made every keeper draw each batch's seed, a block
-    each, in one tick of the node's one loop: its ballots and challenges waited behind them, and the duties spent the
-    gas its reveals needed. A tick stops once it has spent its time (here none: one duty a tick) and goes on from the
-    next task the tick after; short of the gas reserve, nothing is signed and the duties wait."""
+    """Reviews 25 and 26 of v3: a junk task's batches committed in a burst made every keeper draw each batch's seed, a
+    block each, in one tick of the node's one loop: its ballots and challenges waited behind them, and the duties spent
+    the gas its reveals needed; and a task accepted first was always looked at first. A tick stops once it has spent
+    its time (here none: one duty a tick, or one batch's reads) and goes on the tick after from the next task, by id,
+    and from the next batch of each; short of the gas reserve, nothing is signed and the duties wait."""
     protocol = _deploy(w3, tmp_path)
     tasks = protocol.tasks
     start = int(w3.eth.get_block("latest")["timestamp"])
     post = tasks.functions.postTask(
-        b"\x11" * 32, "spec", b"\x22" * 32, 4, 1, 1, 10_000, (ETHER // 10, ETHER // 100), 10, (3600, 3600, 600),
+        b"\x11" * 32, "spec", b"\x22" * 32, 2, 1, 1, 10_000, (ETHER // 10, ETHER // 100), 10, (3600, 3600, 600),
         start + 86_400,
     )  # fmt: skip
     _tx(w3, 0, post, ETHER)
-    task = int(tasks.functions.taskCount().call())
-    _tx(w3, 1, tasks.functions.acceptTask(task), ETHER // 10)
-    for j in range(4):  # a batch of one interval each, committed in a burst
-        _tx(w3, 1, tasks.functions.commitBatch(task, j, leaf_hash(task, j, j + 1, bytes([j]) * 32), "manifest"))
+    _tx(w3, 0, post, ETHER)
+    for task in (2, 1):  # accepted in this order
+        _tx(w3, 1, tasks.functions.acceptTask(task), ETHER // 10)
+    for task in (1, 2):
+        for j in range(2):  # a batch of one interval each, committed in a burst
+            _tx(w3, 1, tasks.functions.commitBatch(task, j, leaf_hash(task, j, j + 1, bytes([j]) * 32), "manifest"))
     for _ in range(3):
         w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]  # every seed target is there
     watcher = _watcher(w3, protocol, tmp_path / "watcher")
@@ -254,5 +261,62 @@ def test_a_burst_of_keeper_duties_is_done_a_few_a_pass_and_never_with_the_reserv
     nonce = w3.eth.get_transaction_count(address)
     assert keeper.tick() == [] and w3.eth.get_transaction_count(address) == nonce  # nothing signed
     w3.provider.make_request("anvil_setBalance", [address, hex(balance)])  # type: ignore[arg-type]
-    assert [keeper.tick() for _ in range(4)] == [[f"drawSeed:{task}:{j}"] for j in range(4)]
-    assert [int(protocol.batch(task, j).status) for j in range(4)] == [int(BatchStatus.DRAWN)] * 4
+    ticks = [keeper.tick() for _ in range(4)]
+    assert ticks == [["drawSeed:2:0"], ["drawSeed:1:0"], ["drawSeed:2:1"], ["drawSeed:1:1"]]  # the short tick: task 1
+    assert [int(protocol.batch(t, j).status) for t in (1, 2) for j in (0, 1)] == [int(BatchStatus.DRAWN)] * 4
+
+
+def test_the_provider_appeals_a_faulty_round_on_an_interval_it_trained_honestly(w3: Web3, tmp_path: Path) -> None:
+    """Review 26 of v3: the shipped nodes appealed a FAULTY round only from an honest panelist's own `sound` ballot,
+    so a round-0 panel of sybils that found an honest provider's interval faulty stood, and slashed it. The trainer
+    appeals such a round (never one on an interval its demonstration attack faked), within its budget, once."""
+    deployer = Deployer.open(w3, devnet_account(0), tmp_path / "d.json", RandomnessChoice("blockhash"), devnet_pace=20)
+    protocol = Protocol.at(w3, run_plan(PLAN, deployer).addresses())
+    committee = protocol.committee
+    stake = int(committee.functions.AUDITOR_STAKE().call())
+    registry = range(3, 10)  # seven auditors: enough to seat an appeal's round
+    for index in registry:
+        _tx(w3, index, committee.functions.register(), stake)
+    task = _opened_task(w3, protocol)
+    watcher = _watcher(w3, protocol, tmp_path / "watcher")  # a sock puppet challenging honest interval 2
+    faulty = Judgement({"verdict": "faulty", "reason": "out_of_bounds"}, "r", True)
+    assert watcher._record(task, 2, opened_interval(watcher.ctx, task, 2, 4), faulty)
+    watcher._drive_challenges()
+    dispute = int(protocol.tasks.functions.disputeCount().call())
+    while protocol.dispute(dispute).status != DisputeStatus.VOTING:
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+        with contextlib.suppress(ContractReverted):
+            ChainClient(w3, devnet_account(6), TxJournal(tmp_path / "k.sqlite")).transact(
+                f"draw:{w3.eth.block_number}", committee.functions.drawPanel(dispute)
+            )
+    run = int(protocol.dispute(dispute).run)
+    seated = set(committee.functions.panelOf(dispute).call())
+    sybils = [i for i in registry if devnet_account(i).address in seated]  # the round-0 panel, captured
+    salt = b"\x07" * 32
+    for index in sybils:  # each seat of the panel votes faulty
+        address = devnet_account(index).address
+        ballot = [dispute, run, Vote.FAULTY, salt, address]
+        commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"], ballot))
+        _tx(w3, index, committee.functions.commitVote(dispute, commitment))
+    _warp(w3, int(committee.functions.COMMIT_WINDOW().call()))
+    for index in sybils:
+        _tx(w3, index, committee.functions.revealVote(dispute, Vote.FAULTY, salt))
+    _warp(w3, int(committee.functions.REVEAL_WINDOW().call()))
+    _tx(w3, 6, committee.functions.resolve(dispute))
+    assert (protocol.dispute(dispute).status, protocol.dispute(dispute).round) == (DisputeStatus.APPEALABLE, 0)
+
+    home = tmp_path / "trainer"
+    client = ChainClient(w3, devnet_account(1), TxJournal(home / "journal.sqlite"))
+    scanner = EventScanner(client, protocol.contracts, home / "events.sqlite", confirmations=0)
+    ctx = NodeContext("trainer", client, protocol, None, scanner, home, Timeline("trainer"))  # type: ignore[arg-type]
+    scanner.poll()
+    state, settled = NodeState(home / "trainer.json"), set()
+    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled, faked=frozenset({2}))  # its own fake
+    assert settled == {f"{dispute}:0"} and protocol.dispute(dispute).status == DisputeStatus.APPEALABLE
+    balance, settled = w3.eth.get_balance(client.address), set()
+    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled)
+    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled)  # once
+    d = protocol.dispute(dispute)
+    assert (d.status, d.round, settled) == (DisputeStatus.AWAITING_PANEL, 1, {f"{dispute}:0"})
+    bond = 2 * int(protocol.tasks.functions.MIN_CHALLENGER_BOND().call())
+    assert balance - w3.eth.get_balance(client.address) >= bond and state.get("appeals") == [f"{dispute}:0"]

@@ -6,9 +6,12 @@
 - Events are keyed by (block hash, log index): reading a block twice stores its events once.
 - Before each poll the scanner checks that the blocks it stored are still on the chain; where one is
   not (a reorg deeper than the confirmations), events from that height on are dropped and re-read.
-- A log query the endpoint refuses (a cap on results or on the range: anyone can emit thousands of events
-  cheaply) is asked again for half the range, down to one block (review 25 of v3: a fixed range refused for
-  good stopped every node on it).
+- A log query the endpoint refuses or times out on (a cap on results or on the range, a proxy's 504: anyone
+  can emit thousands of events cheaply) is asked again for half the range, down to one block, and the range
+  that answered is kept for the next queries (reviews 25 and 26 of v3: a fixed range refused for good stopped
+  every node on it). Only the events the node reads are asked for (``skip``); ``Attested``, which anyone emits
+  at the price of gas and which only says who replayed what, is left out of one block the endpoint still
+  refuses, said once, so spam of it can never hold the scanner at a block.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,9 @@ CREATE INDEX IF NOT EXISTS events_by_name ON events (name, block_number, log_ind
 CREATE TABLE IF NOT EXISTS blocks (number INTEGER PRIMARY KEY, hash TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cursor (id INTEGER PRIMARY KEY CHECK (id = 1), block INTEGER NOT NULL);
 """
+# Events anyone may emit at the price of gas alone, and that only inform (who replayed what): left out of a block
+# the endpoint refuses to answer with them.
+CHEAP_EVENTS = frozenset({"Attested"})
 # Hashes of blocks scanned in this many recent blocks are kept to detect reorgs deeper than the
 # confirmation depth; a reorg deeper still is beyond what any L1 finalizes.
 REMEMBERED_BLOCKS = 256
@@ -77,19 +83,28 @@ class EventScanner:
         confirmations: int = 2,
         rescan: int = 12,
         chunk: int = 2_000,
+        skip: frozenset[str] = frozenset(),
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self._w3 = client.w3 if isinstance(client, ChainClient) else client
         self._retry = client.retry if isinstance(client, ChainClient) else (lambda action: action())
         self.confirmations = confirmations
         self.chunk = chunk
+        self._span = chunk  # blocks a query asks for now: halved while refused, doubled back once answered
+        self._say = say or (lambda line: None)
         self._by_address = {Web3.to_checksum_address(c.address): name for name, c in contracts.items()}
         # By (address, topic): two contracts may declare the same event signature (both emit Credited).
         self._abis: dict[tuple[str, bytes], tuple[str, dict[str, Any]]] = {}
+        topics: dict[str, set[str]] = {"all": set(), "lean": set()}
         for name, contract in contracts.items():
             for entry in contract.abi:
-                if entry.get("type") == "event":
+                if entry.get("type") == "event" and entry["name"] not in skip:
                     topic = bytes(event_abi_to_log_topic(entry))
                     self._abis[(Web3.to_checksum_address(contract.address), topic)] = (name, entry)
+                    topics["all"].add("0x" + topic.hex())
+                    if entry["name"] not in CHEAP_EVENTS:
+                        topics["lean"].add("0x" + topic.hex())
+        self._topics, self._lean_topics = sorted(topics["all"]), sorted(topics["lean"])
         db.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(db, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -152,19 +167,39 @@ class EventScanner:
     # --- internal ------------------------------------------------------------------------------
 
     def _logs_from(self, first: int, last: int) -> tuple[int, list[LogReceipt]]:
-        """(last block read, the logs of ``first``..that block): the range halved while the endpoint refuses it."""
+        """(last block read, the logs of ``first``..that block): the range halved while the endpoint refuses it or
+        times out on it (an endpoint that answers nothing at all is an outage, RpcUnavailable)."""
+        last = min(last, first + self._span - 1)
         while True:
             try:
-                return last, self._retry(functools.partial(self._logs, first, last))
-            except RpcUnavailable:
-                raise
-            except (Web3RPCError, ValueError, ChainError) as exc:  # a cap on the results or the range
+                logs = self._retry(functools.partial(self._logs, first, last, self._topics))
+                self._span = min(self.chunk, 2 * (last - first + 1))
+                return last, logs
+            except (RpcUnavailable, Web3RPCError, ValueError, ChainError) as exc:  # a cap, a timeout, a 504
                 if last == first:
-                    raise ChainError(f"the RPC endpoint refuses the logs of block {first} alone: {exc}") from None
-                last = first + (last - first) // 2
+                    return last, self._block_without_cheap_events(first, exc)
+                if isinstance(exc, RpcUnavailable):
+                    self._retry(lambda: self._w3.eth.block_number)  # the endpoint answers at all? else: an outage
+            last = first + (last - first) // 2
+            self._span = last - first + 1
 
-    def _logs(self, first: int, last: int) -> list[LogReceipt]:
-        return self._w3.eth.get_logs({"fromBlock": first, "toBlock": last, "address": list(self._by_address)})
+    def _block_without_cheap_events(self, block: int, refused: Exception) -> list[LogReceipt]:
+        """The logs of ``block`` but CHEAP_EVENTS, which the endpoint refused (or timed out on) with them."""
+        if self._lean_topics == self._topics:
+            raise refused
+        try:
+            logs = self._retry(functools.partial(self._logs, block, block, self._lean_topics))
+        except (RpcUnavailable, Web3RPCError, ValueError, ChainError):
+            if isinstance(refused, RpcUnavailable):
+                raise refused from None
+            raise ChainError(f"the RPC endpoint refuses the logs of block {block} alone: {refused}") from None
+        left = ", ".join(sorted(CHEAP_EVENTS))
+        self._say(f"block {block}: its {left} events left unread (the RPC endpoint refuses them)")
+        return logs
+
+    def _logs(self, first: int, last: int, topics: list[str]) -> list[LogReceipt]:
+        where = {"fromBlock": first, "toBlock": last, "address": list(self._by_address), "topics": [topics]}
+        return self._w3.eth.get_logs(where)  # type: ignore[arg-type]
 
     def _decode(self, log: Any) -> Event | None:
         if not log["topics"]:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ovig_node.chain.contracts import DisputeStatus
+from ovig_node.chain.contracts import DisputeStatus, Verdict
+from ovig_node.chain.errors import FundsShort
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.chain.rpc import fees
 from ovig_node.nodes.context import NodeContext
@@ -89,6 +90,43 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
         appeal = ctx.protocol.committee.functions.appeal(dispute)
         ctx.client.transact(f"appeal:{key}", appeal, value=bond, keep=gas_reserve(ctx))
         ctx.say(f"dispute {dispute}: round {round_} {why}: appealed ({bond / 1e18:g} ETH)")
+    except FundsShort:
+        state.set("appeals", [a for a in state.get("appeals", []) if a != key])  # nothing signed: nothing spent
+        raise
     except ContractReverted as exc:
+        # Nothing put up (another's appeal came first, the window closed): not counted against the budget (review 26
+        # of v3: a lost race kept a smaller budget from the node's later, real appeals)
+        state.set("appeals", [a for a in state.get("appeals", []) if a != key])
         ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")
     return True
+
+
+def appeal_faulty_rounds(
+    ctx: NodeContext,
+    state: NodeState,
+    task: int,
+    budget: AppealBudget,
+    done: set[str],
+    *,
+    faked: frozenset[int] = frozenset(),
+) -> None:
+    """The provider's appeals: every FAULTY round of a dispute of its own ``task`` while it is appealable, on an
+    interval it trained honestly (not in ``faked``: a demonstration's attack), within ``budget`` (review 26 of v3:
+    nobody appealed a captured FAULTY round on an honest provider's interval unless an honest panelist of it had
+    voted sound, so a round-0 panel of sybils slashed it). ``done`` holds the rounds settled; an error propagates
+    and the round is looked at again on the next pass."""
+    now = ctx.now()
+    for event in ctx.scanner.events("RoundDecided"):
+        dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
+        key = f"{dispute}:{round_}"
+        if key in done:
+            continue
+        if Verdict(int(event.args["outcome"])) != Verdict.FAULTY or int(event.args["appealUntil"]) <= now:
+            done.add(key)  # not against it, or its last round (its window ends at once), or too late
+            continue
+        d = ctx.protocol.view(ctx.protocol.tasks, "getDispute", dispute)
+        if int(d.task) != task or int(d.k) in faked:
+            done.add(key)
+            continue
+        if appeal_round(ctx, state, dispute, round_, budget, "found faulty an interval it trained honestly"):
+            done.add(key)

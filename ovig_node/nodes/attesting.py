@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 
+from ovig_node.nodes.appealing import gas_reserve
 from ovig_node.nodes.context import NodeContext
 from ovig_node.protocol.attestation import Announced, Attestation, AttestedVerdict, Domain, announced, document, sign
 
@@ -41,7 +42,7 @@ def publish(
     doc = document(attestation, domain, ctx.address, signature)
     cid = ctx.ipfs.add_bytes(json.dumps(doc, indent=1, sort_keys=True).encode(), name="attestation.json").cid
     fn = ctx.protocol.tasks.functions.attest(task, k, attestation.verdict, profile, report_cid, cid, signature)
-    ctx.client.transact(f"attest:{task}:{k}", fn)
+    ctx.client.transact(f"attest:{task}:{k}", fn, keep=gas_reserve(ctx))  # never the gas its reveals need
     return cid
 
 

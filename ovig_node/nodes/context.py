@@ -26,7 +26,7 @@ from ovig_node.chain.errors import ChainError, KeystoreError
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.randomness import BeaconRelays
 from ovig_node.chain.rpc import block_seconds, connect
-from ovig_node.chain.scanner import EventScanner
+from ovig_node.chain.scanner import CHEAP_EVENTS, EventScanner
 from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import DEVNET_CHAIN_ID, Devnet, DevnetConfig, default_data_dir
 from ovig_node.files import write_atomic
@@ -39,6 +39,8 @@ from ovig_node.storage.ipfs import IpfsClient
 REPLAY_PROFILES = "reference,threads2"
 # GiB of task files (the owners' and evidence) a watcher keeps beyond those of judgements under way (`--disk-budget`)
 DISK_BUDGET_GIB = 20.0
+# Roles whose work never reads attestations: their event index leaves them out (anyone can emit thousands cheaply)
+NO_ATTESTATIONS = frozenset({"auditor", "trainer", "keeper"})
 # Seconds a node's IPFS client searches peers for a block: on the devnet, whose one IPFS node has a block or
 # nobody has, a missing one must not eat into vote windows of half a minute; on a public network blocks may
 # take a while to find.
@@ -183,10 +185,17 @@ def open_node(
     confirmations = 0 if connection.use_devnet else 3
     client = ChainClient(w3, account, TxJournal(home / "journal.sqlite"), confirmations=confirmations)
     start = _deployment_block(deployments, "TrainingTasks")
-    scanner = EventScanner(
-        client, protocol.contracts, home / "events.sqlite", start_block=start, confirmations=confirmations
-    )
     say = Timeline(role, console or Console(highlight=False))
+    scanner = EventScanner(
+        client,
+        protocol.contracts,
+        home / "events.sqlite",
+        start_block=start,
+        confirmations=confirmations,
+        # attestations are the watchers' and the owner's to read; anyone emits them at the price of gas (review 26)
+        skip=CHEAP_EVENTS if role in NO_ATTESTATIONS else frozenset(),
+        say=lambda line: say(line, style="yellow"),
+    )
     fetch_timeout = DEVNET_FETCH_TIMEOUT if connection.use_devnet else PUBLIC_FETCH_TIMEOUT
     ipfs = IpfsClient(ipfs_url, fetch_timeout=fetch_timeout)
     beacon = BeaconRelays(beacon_urls or _known_relays(protocol))

@@ -68,6 +68,8 @@ class Keeper:
     _params: dict[str, int] = field(default_factory=dict)
     _until: float = 0.0  # monotonic time the running tick ends at
     _first_task: int = 0  # the task the next tick's task duties start from (the one after the last it reached)
+    _next_batch: dict[int, int] = field(default_factory=dict)  # task -> the batch its next look starts from
+    _drawn_until: dict[tuple[int, int], int] = field(default_factory=dict)  # (task, j) drawn -> its window's end
     _short: bool = False  # said that the duties wait for funds
     _did: list[str] = field(default_factory=list)  # the running tick's duties done
     _tried: bool = False  # the running tick has tried one (done, or reverted: another keeper was first)
@@ -82,7 +84,7 @@ class Keeper:
                 self._dispute_duties(dispute, head)
             self._commit_duties(head)
             self._request_duties(head)
-            tasks = list(self._tasks())
+            tasks = sorted(self._tasks())  # by id: a task accepted early is not always first (review 26 of v3)
             start = next((i for i, task in enumerate(tasks) if task >= self._first_task), 0)
             for i, task in enumerate(tasks[start:] + tasks[:start]):
                 if i and time.monotonic() >= self._until:  # reads alone take time too: thousands of junk tasks
@@ -140,28 +142,16 @@ class Keeper:
         # A window a no-decision reopened holds back slashUnopened and abandon too, so its watcher can challenge
         # again before the task ends (finalize waits for it anyway: challengeEnd is never earlier).
         reopened_over = now >= t.reopenedUntil
-        for j in range(t.committedBatches):
-            if ("batch", f"{task}:{j}") in self._done:
-                continue
-            b = p.batch(task, j)
-            if b.status == BatchStatus.OPENED:  # a batch never leaves Opened: no duty of it is left
-                self._done.add(("batch", f"{task}:{j}"))
-            elif b.status == BatchStatus.COMMITTED:
-                if not self._target_value(b.seedTarget, now)[0]:
-                    continue
-                done += self._act(
-                    "drawSeed",
-                    f"drawSeed:{task}:{j}",
-                    tasks.functions.drawSeed(task, j),
-                    f"drew the sample of task {task} batch {j} from {p.randomness.describe(b.seedTarget)}",
-                )
-            elif b.status == BatchStatus.DRAWN and now >= b.windowEnd and quiet and reopened_over:
-                done += self._act(
-                    "slashUnopened",
-                    f"slashUnopened:{task}:{j}",
-                    tasks.functions.slashUnopened(task, j),
-                    f"slashed task {task}: batch {j} was not opened in time",
-                )
+        # From the batch the last tick stopped at, the time checked at each: a task of thousands of batches must not
+        # hold a tick in its reads (review 26 of v3); a drawn batch is not read again before its window ends
+        count = int(t.committedBatches)
+        first = self._next_batch.get(task, 0) % max(1, count)
+        for n, j in enumerate([*range(first, count), *range(first)]):
+            if n and time.monotonic() >= self._until:
+                raise _TickOver
+            if ("batch", f"{task}:{j}") not in self._done and now >= self._drawn_until.get((task, j), 0):
+                done += self._batch_duties(task, j, now, ready=quiet and reopened_over)
+            self._next_batch[task] = j + 1  # done with it (a duty that stopped the tick is looked at again)
         opened = t.unopenedRequests == 0  # a request left unopened is slashed (below), never finalized
         if (
             t.status == TaskStatus.COMMITTED
@@ -176,6 +166,30 @@ class Keeper:
                 "abandon", f"abandon:{task}", tasks.functions.abandon(task), f"task {task} abandoned: deadline passed"
             )
         return done
+
+    def _batch_duties(self, task: int, j: int, now: int, *, ready: bool) -> list[str]:
+        """Batch j's seed to draw, or its task to slash for an opening missed (``ready``: nothing holds that back)."""
+        p, tasks = self.ctx.protocol, self.ctx.protocol.tasks
+        b = p.batch(task, j)
+        if b.status == BatchStatus.OPENED:  # a batch never leaves Opened: no duty of it is left
+            self._done.add(("batch", f"{task}:{j}"))
+        elif b.status == BatchStatus.COMMITTED and self._target_value(b.seedTarget, now)[0]:
+            return self._act(
+                "drawSeed",
+                f"drawSeed:{task}:{j}",
+                tasks.functions.drawSeed(task, j),
+                f"drew the sample of task {task} batch {j} from {p.randomness.describe(b.seedTarget)}",
+            )
+        elif b.status == BatchStatus.DRAWN and now < b.windowEnd:
+            self._drawn_until[(task, j)] = int(b.windowEnd)
+        elif b.status == BatchStatus.DRAWN and ready:
+            return self._act(
+                "slashUnopened",
+                f"slashUnopened:{task}:{j}",
+                tasks.functions.slashUnopened(task, j),
+                f"slashed task {task}: batch {j} was not opened in time",
+            )
+        return []
 
     def _commit_duties(self, head: Any) -> list[str]:
         tasks = self.ctx.protocol.tasks

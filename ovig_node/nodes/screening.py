@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ovig_node.chain.contracts import RequestStatus
 from ovig_node.chain.reverts import ContractReverted
+from ovig_node.nodes.appealing import gas_reserve
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
 from ovig_node.nodes.judging import committed_manifest, fetch_batch_manifest
@@ -86,7 +87,10 @@ def screen_batch(
     requested = []
     for k in picked:
         try:
-            ctx.client.transact(f"request:{task}:{k}", tasks.functions.requestOpening(task, k), value=bond)
+            # Never the funds its challenges need: the gas reserve and one challenger bond of this task stay (review
+            # 26 of v3: bait tasks' requests, their bonds locked until those tasks end, left a fake unchallenged)
+            keep = gas_reserve(ctx) + bond
+            ctx.client.transact(f"request:{task}:{k}", tasks.functions.requestOpening(task, k), value=bond, keep=keep)
         except ContractReverted as exc:
             ctx.say(f"task {task} interval {k}: the request was refused ({exc}); skipped", style="yellow")
             continue

@@ -10,6 +10,8 @@ transaction goes through the journal (never sent twice), pins are idempotent.
     Drawn      pin the sample's start and end evidence and an opening manifest -> openBatch
     Requested  a watcher asked for an unsampled interval (protocol 8.3): pin it likewise -> openRequested
     Closed     a batch's request window closed: delete evidence the retention rule lets go (protocol 2.4)
+    Disputed   a round found faulty an interval it trained honestly: appeal it, within --appeal-budget
+               (nobody else may: a round-0 panel of sybils would slash an honest provider)
     ended      delete the rest the retention rule lets go; withdraw credits
 """
 
@@ -29,6 +31,7 @@ from ovig_node.chain.contracts import BatchStatus, RequestStatus, TaskStatus
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.errors import OvigError
 from ovig_node.files import file_sha256
+from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_faulty_rounds
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
 from ovig_node.nodes.keeper import Keeper
@@ -72,7 +75,9 @@ class TrainerNode:
     attack: Attack | None = None
     keeper: Keeper | None = None
     poll_seconds: float = 1.0
+    appeal_budget: AppealBudget = DEFAULT_APPEAL_BUDGET
     _fetched: FetchedTask | None = None
+    _appeal_done: set[str] = field(default_factory=set)  # "dispute:round" FAULTY rounds settled (appealed or not)
     _thread: threading.Thread | None = None
     _failure: BaseException | None = None
     _digests: dict[int, str] = field(default_factory=dict)
@@ -166,6 +171,9 @@ class TrainerNode:
             self._open_requested()
             self._serve_owner_files()  # after the duties with a deadline: a failure here never holds them up
             self._let_go_of_evidence(t)
+            # last: an appeal short of funds is tried again on the next pass, never holding the duties above up
+            faked = self.attack.intervals if self.attack is not None else frozenset()
+            appeal_faulty_rounds(self.ctx, self.state, self.task, self.appeal_budget, self._appeal_done, faked=faked)
         elif t.status in ENDED:
             self._finish(TaskStatus(t.status))
         return TaskStatus(t.status)
