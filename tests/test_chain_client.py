@@ -485,8 +485,8 @@ def test_scanner_halves_a_log_query_the_endpoint_refuses_down_to_one_block(
 ) -> None:
     """Review 25 of v3: anyone can emit thousands of events cheaply, an endpoint capping a log query's results refused
     the scanner's fixed range for good, and every node on it stopped. The range is halved until the endpoint answers;
-    a single block it still refuses is an error of the pass (the node's loop says it and tries again), the cursor
-    left before it."""
+    a single block it still refuses is read event by event (review 27); one whose every query it refuses is an error
+    of the pass (the node's loop says it and tries again), the cursor left before it."""
     capped = Web3(_CappedLogs(anvil))
     start = w3.eth.block_number + 1
     events = EventScanner(capped, {"TrainingTasks": tasks}, tmp_path / "e.sqlite", start_block=start, confirmations=0)
@@ -495,23 +495,26 @@ def test_scanner_halves_a_log_query_the_endpoint_refuses_down_to_one_block(
         node.transact(f"post:{n}", post(tasks, now(w3) + 86_400), value=10**18)
     assert [e.args["task"] for e in events.poll()] == [1, 2, 3] and events.cursor == w3.eth.block_number
     node.transact("cancel:1", tasks.functions.cancel(1))  # one block of two logs (TaskCancelled, Credited) ...
-    _CappedLogs.cap = 1  # ... more than the endpoint now answers for one query
+    _CappedLogs.cap = 1  # ... more than the endpoint now answers for one query: read one kind at a time
     try:
-        with pytest.raises(ChainError, match=f"refuses the logs of block {w3.eth.block_number} alone"):
+        assert [e.name for e in events.poll()] == ["TaskCancelled", "Credited"]
+        _CappedLogs.cap = -1  # an endpoint that answers no log query at all
+        node.transact("post:3", post(tasks, now(w3) + 86_400), value=10**18)
+        with pytest.raises(ChainError, match=f"refuses the logs of block {w3.eth.block_number}: "):
             events.poll()
         assert events.cursor == w3.eth.block_number - 1
     finally:
         _CappedLogs.cap = 2
-    assert [e.name for e in events.poll()] == ["TaskCancelled", "Credited"]
+    assert [e.args["task"] for e in events.poll()] == [4]
 
 
 def test_scanner_halves_a_query_its_endpoint_times_out_on_and_leaves_out_spam_of_a_block_it_still_refuses(
     anvil: str, w3: Web3, tasks: Any, tmp_path: Path
 ) -> None:
-    """Review 26 of v3: a query a proxy times out on (a 504, a read timeout: RpcUnavailable) was an outage for good on
-    the same range; and a block holding more logs than the endpoint answers stopped the scanner there. A range timed
-    out on is halved too, while the endpoint answers at all; a block still refused is read without the events anyone
-    emits at the price of gas (``Attested``), left unread and said; a node that never reads them asks for none."""
+    """Reviews 26 and 27 of v3: a query a proxy times out on (a 504, a read timeout: RpcUnavailable) was an outage for
+    good on the same range; and a block holding more logs of one kind than the endpoint answers stopped the scanner
+    there. A range timed out on is halved too, while the endpoint answers at all; a block still refused is read event
+    by event, the kind refused alone left unread and said; a node that never reads attestations asks for none."""
     capped = Web3(_CappedLogs(anvil))
     start = w3.eth.block_number + 1
     said: list[str] = []
@@ -524,14 +527,14 @@ def test_scanner_halves_a_query_its_endpoint_times_out_on_and_leaves_out_spam_of
             node.transact(f"post:{n}", post(tasks, now(w3) + 86_400), value=10**18)
         assert [e.args["task"] for e in events.poll()] == [1, 2]
         w3.provider.make_request("evm_setAutomine", [False])  # type: ignore[arg-type]
-        for n in range(2):  # two attestations in one block, and nothing else
+        for n in range(2):  # two attestations in one block (spam: more of a kind than the endpoint answers) ...
             attest = tasks.functions.attest(1, n, 1, "reference", "bafyreport", "bafydoc", b"")
             node.submit(f"attest:{n}", attest)
+        node.submit("post:2", post(tasks, now(w3) + 86_400), value=10**18)  # ... and a task posted beside them
         w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
         w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
         spammed = w3.eth.block_number
-        node.transact("post:2", post(tasks, now(w3) + 86_400), value=10**18)
-        assert [e.args["task"] for e in events.poll()] == [3] and events.cursor == w3.eth.block_number
+        assert [e.args["task"] for e in events.poll()] == [3] and events.cursor == spammed
         assert said == [f"block {spammed}: its Attested events left unread (the RPC endpoint refuses them)"]
         skip = frozenset({"Attested"})
         lean = EventScanner(capped, contracts, tmp_path / "l.sqlite", start_block=start, confirmations=0, skip=skip)

@@ -9,9 +9,9 @@
 - A log query the endpoint refuses or times out on (a cap on results or on the range, a proxy's 504: anyone
   can emit thousands of events cheaply) is asked again for half the range, down to one block, and the range
   that answered is kept for the next queries (reviews 25 and 26 of v3: a fixed range refused for good stopped
-  every node on it). Only the events the node reads are asked for (``skip``); ``Attested``, which anyone emits
-  at the price of gas and which only says who replayed what, is left out of one block the endpoint still
-  refuses, said once, so spam of it can never hold the scanner at a block.
+  every node on it). Events a node never reads are not asked for (``skip``); a single block the endpoint
+  still refuses is read event by event, and an event it refuses alone there (spam) is left unread, said, so
+  spam can never hold the scanner at a block.
 """
 
 from __future__ import annotations
@@ -49,9 +49,6 @@ CREATE INDEX IF NOT EXISTS events_by_name ON events (name, block_number, log_ind
 CREATE TABLE IF NOT EXISTS blocks (number INTEGER PRIMARY KEY, hash TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS cursor (id INTEGER PRIMARY KEY CHECK (id = 1), block INTEGER NOT NULL);
 """
-# Events anyone may emit at the price of gas alone, and that only inform (who replayed what): left out of a block
-# the endpoint refuses to answer with them.
-CHEAP_EVENTS = frozenset({"Attested"})
 # Hashes of blocks scanned in this many recent blocks are kept to detect reorgs deeper than the
 # confirmation depth; a reorg deeper still is beyond what any L1 finalizes.
 REMEMBERED_BLOCKS = 256
@@ -95,16 +92,14 @@ class EventScanner:
         self._by_address = {Web3.to_checksum_address(c.address): name for name, c in contracts.items()}
         # By (address, topic): two contracts may declare the same event signature (both emit Credited).
         self._abis: dict[tuple[str, bytes], tuple[str, dict[str, Any]]] = {}
-        topics: dict[str, set[str]] = {"all": set(), "lean": set()}
+        self._topic_names: dict[str, str] = {}  # the events asked for, by topic
         for name, contract in contracts.items():
             for entry in contract.abi:
                 if entry.get("type") == "event" and entry["name"] not in skip:
                     topic = bytes(event_abi_to_log_topic(entry))
                     self._abis[(Web3.to_checksum_address(contract.address), topic)] = (name, entry)
-                    topics["all"].add("0x" + topic.hex())
-                    if entry["name"] not in CHEAP_EVENTS:
-                        topics["lean"].add("0x" + topic.hex())
-        self._topics, self._lean_topics = sorted(topics["all"]), sorted(topics["lean"])
+                    self._topic_names["0x" + topic.hex()] = entry["name"]
+        self._topics = sorted(self._topic_names)
         db.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(db, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -167,35 +162,45 @@ class EventScanner:
     # --- internal ------------------------------------------------------------------------------
 
     def _logs_from(self, first: int, last: int) -> tuple[int, list[LogReceipt]]:
-        """(last block read, the logs of ``first``..that block): the range halved while the endpoint refuses it or
-        times out on it (an endpoint that answers nothing at all is an outage, RpcUnavailable)."""
+        """(last block read, the logs of ``first``..that block): a range the endpoint refuses or times out on is
+        halved at once (asked once, not retried: a 30 s timeout retried at each of eleven halvings held a node for
+        20 minutes, review 27 of v3), while the endpoint answers at all (else an outage, RpcUnavailable)."""
         last = min(last, first + self._span - 1)
-        while True:
+        while last > first:
             try:
-                logs = self._retry(functools.partial(self._logs, first, last, self._topics))
+                logs = self._logs(first, last, self._topics)
                 self._span = min(self.chunk, 2 * (last - first + 1))
                 return last, logs
             except (RpcUnavailable, Web3RPCError, ValueError, ChainError) as exc:  # a cap, a timeout, a 504
-                if last == first:
-                    return last, self._block_without_cheap_events(first, exc)
                 if isinstance(exc, RpcUnavailable):
                     self._retry(lambda: self._w3.eth.block_number)  # the endpoint answers at all? else: an outage
             last = first + (last - first) // 2
             self._span = last - first + 1
+        return last, self._one_block(first)
 
-    def _block_without_cheap_events(self, block: int, refused: Exception) -> list[LogReceipt]:
-        """The logs of ``block`` but CHEAP_EVENTS, which the endpoint refused (or timed out on) with them."""
-        if self._lean_topics == self._topics:
-            raise refused
+    def _one_block(self, block: int) -> list[LogReceipt]:
+        """The logs of ``block``; if the endpoint refuses them together, event by event, and an event it refuses
+        alone (thousands of one kind in the block: spam, whatever its kind) is left unread, said (review 27 of v3:
+        one block of `StakeAdded` spam, which no node reads, held every node at it)."""
         try:
-            logs = self._retry(functools.partial(self._logs, block, block, self._lean_topics))
-        except (RpcUnavailable, Web3RPCError, ValueError, ChainError):
+            return self._retry(functools.partial(self._logs, block, block, self._topics))
+        except (RpcUnavailable, Web3RPCError, ValueError, ChainError) as exc:
+            refused = exc
+        logs: list[LogReceipt] = []
+        left = []
+        for topic in self._topics:
+            try:
+                logs += self._retry(functools.partial(self._logs, block, block, [topic]))
+            except (RpcUnavailable, Web3RPCError, ValueError, ChainError) as exc:
+                if isinstance(exc, RpcUnavailable):
+                    self._retry(lambda: self._w3.eth.block_number)  # an outage is never taken for a refusal
+                left.append(self._topic_names[topic])
+        if len(left) == len(self._topics):
             if isinstance(refused, RpcUnavailable):
-                raise refused from None
-            raise ChainError(f"the RPC endpoint refuses the logs of block {block} alone: {refused}") from None
-        left = ", ".join(sorted(CHEAP_EVENTS))
-        self._say(f"block {block}: its {left} events left unread (the RPC endpoint refuses them)")
-        return logs
+                raise refused
+            raise ChainError(f"the RPC endpoint refuses the logs of block {block}: {refused}") from None
+        self._say(f"block {block}: its {', '.join(sorted(left))} events left unread (the RPC endpoint refuses them)")
+        return sorted(logs, key=lambda log: int(log["logIndex"]))
 
     def _logs(self, first: int, last: int, topics: list[str]) -> list[LogReceipt]:
         where = {"fromBlock": first, "toBlock": last, "address": list(self._by_address), "topics": [topics]}

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ovig_node.chain.contracts import DisputeStatus, Verdict
-from ovig_node.chain.errors import FundsShort
+from ovig_node.chain.errors import FundsShort, StateBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.chain.rpc import fees
 from ovig_node.nodes.context import NodeContext
@@ -97,6 +97,12 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
         # Nothing put up (another's appeal came first, the window closed): not counted against the budget (review 26
         # of v3: a lost race kept a smaller budget from the node's later, real appeals)
         state.set("appeals", [a for a in state.get("appeals", []) if a != key])
+        d = ctx.protocol.dispute(dispute)
+        appeal_until = int(d.decidedAt) + int(ctx.protocol.committee.functions.APPEAL_WINDOW().call())
+        if d.status == DisputeStatus.APPEALABLE and d.round == round_ and ctx.now() < appeal_until:
+            # Still open to it as far as the chain says: a lagging backend's estimate, tried again (review 27 of v3:
+            # given up, a captured round stood)
+            raise StateBehind(f"dispute {dispute}: appeal of round {round_} refused ({exc}) while open") from None
         ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")
     return True
 
@@ -107,14 +113,14 @@ def appeal_faulty_rounds(
     task: int,
     budget: AppealBudget,
     done: set[str],
-    *,
-    faked: frozenset[int] = frozenset(),
+    short: set[str],
 ) -> None:
     """The provider's appeals: every FAULTY round of a dispute of its own ``task`` while it is appealable, on an
-    interval it trained honestly (not in ``faked``: a demonstration's attack), within ``budget`` (review 26 of v3:
+    interval it trained honestly, within ``budget`` (review 26 of v3:
     nobody appealed a captured FAULTY round on an honest provider's interval unless an honest panelist of it had
-    voted sound, so a round-0 panel of sybils slashed it). ``done`` holds the rounds settled; an error propagates
-    and the round is looked at again on the next pass."""
+    voted sound, so a round-0 panel of sybils slashed it). ``done`` holds the rounds settled; a round short of funds
+    is said once and looked at again on the next pass, the others still appealed (review 27 of v3: one appeal short
+    of funds held the cheaper ones behind it); any other error propagates, and the pass is tried again."""
     now = ctx.now()
     for event in ctx.scanner.events("RoundDecided"):
         dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
@@ -125,8 +131,15 @@ def appeal_faulty_rounds(
             done.add(key)  # not against it, or its last round (its window ends at once), or too late
             continue
         d = ctx.protocol.view(ctx.protocol.tasks, "getDispute", dispute)
-        if int(d.task) != task or int(d.k) in faked:
+        if int(d.task) != task:
             done.add(key)
             continue
-        if appeal_round(ctx, state, dispute, round_, budget, "found faulty an interval it trained honestly"):
+        try:
+            settled = appeal_round(ctx, state, dispute, round_, budget, "found faulty an interval it trained honestly")
+        except FundsShort as exc:
+            if key not in short:
+                ctx.say(f"dispute {dispute}: round {round_}'s appeal waits: {exc}", style="bold red")
+                short.add(key)
+            continue
+        if settled:
             done.add(key)

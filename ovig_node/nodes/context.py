@@ -26,7 +26,7 @@ from ovig_node.chain.errors import ChainError, KeystoreError
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.randomness import BeaconRelays
 from ovig_node.chain.rpc import block_seconds, connect
-from ovig_node.chain.scanner import CHEAP_EVENTS, EventScanner
+from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.errors import DevnetNotRunning, ToolMissing
 from ovig_node.devnet.manager import DEVNET_CHAIN_ID, Devnet, DevnetConfig, default_data_dir
 from ovig_node.files import write_atomic
@@ -193,7 +193,7 @@ def open_node(
         start_block=start,
         confirmations=confirmations,
         # attestations are the watchers' and the owner's to read; anyone emits them at the price of gas (review 26)
-        skip=CHEAP_EVENTS if role in NO_ATTESTATIONS else frozenset(),
+        skip=frozenset({"Attested"}) if role in NO_ATTESTATIONS else frozenset(),
         say=lambda line: say(line, style="yellow"),
     )
     fetch_timeout = DEVNET_FETCH_TIMEOUT if connection.use_devnet else PUBLIC_FETCH_TIMEOUT

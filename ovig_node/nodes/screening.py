@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 from ovig_node.chain.contracts import RequestStatus
 from ovig_node.chain.reverts import ContractReverted
-from ovig_node.nodes.appealing import gas_reserve
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask
 from ovig_node.nodes.judging import committed_manifest, fetch_batch_manifest
@@ -49,9 +48,11 @@ def screen_batch(
     threshold: float,
     checked: Checked,
     max_bond: int | None = None,
+    keep: int = 0,
 ) -> Screening:
     """Score batch j's intervals (and the earlier batches', their baseline) and request the anomalous unopened
-    ones this watcher still has room for in the batch, unless a request's bond is above ``max_bond`` (wei). A
+    ones this watcher still has room for in the batch, unless a request's bond is above ``max_bond`` (wei); a
+    request is signed only with ``keep`` wei left beside it (the funds its challenges need). A
     request the contract refuses (another asked first, the window closed meanwhile) is skipped. IpfsUnavailable
     (our own node down) propagates: try again later."""
     task, layout = fetched.task, fetched.prepared.spec.layout
@@ -87,9 +88,6 @@ def screen_batch(
     requested = []
     for k in picked:
         try:
-            # Never the funds its challenges need: the gas reserve and one challenger bond of this task stay (review
-            # 26 of v3: bait tasks' requests, their bonds locked until those tasks end, left a fake unchallenged)
-            keep = gas_reserve(ctx) + bond
             ctx.client.transact(f"request:{task}:{k}", tasks.functions.requestOpening(task, k), value=bond, keep=keep)
         except ContractReverted as exc:
             ctx.say(f"task {task} interval {k}: the request was refused ({exc}); skipped", style="yellow")

@@ -11,7 +11,8 @@ transaction goes through the journal (never sent twice), pins are idempotent.
     Requested  a watcher asked for an unsampled interval (protocol 8.3): pin it likewise -> openRequested
     Closed     a batch's request window closed: delete evidence the retention rule lets go (protocol 2.4)
     Disputed   a round found faulty an interval it trained honestly: appeal it, within --appeal-budget
-               (nobody else may: a round-0 panel of sybils would slash an honest provider)
+               (nobody else may: a round-0 panel of sybils would slash an honest provider); a trainer
+               running a demonstration's attack appeals nothing
     ended      delete the rest the retention rule lets go; withdraw credits
 """
 
@@ -78,6 +79,7 @@ class TrainerNode:
     appeal_budget: AppealBudget = DEFAULT_APPEAL_BUDGET
     _fetched: FetchedTask | None = None
     _appeal_done: set[str] = field(default_factory=set)  # "dispute:round" FAULTY rounds settled (appealed or not)
+    _appeal_short: set[str] = field(default_factory=set)  # rounds whose appeal was said to wait for funds
     _thread: threading.Thread | None = None
     _failure: BaseException | None = None
     _digests: dict[int, str] = field(default_factory=dict)
@@ -171,9 +173,9 @@ class TrainerNode:
             self._open_requested()
             self._serve_owner_files()  # after the duties with a deadline: a failure here never holds them up
             self._let_go_of_evidence(t)
-            # last: an appeal short of funds is tried again on the next pass, never holding the duties above up
-            faked = self.attack.intervals if self.attack is not None else frozenset()
-            appeal_faulty_rounds(self.ctx, self.state, self.task, self.appeal_budget, self._appeal_done, faked=faked)
+            if self.attack is None:  # a demonstration's cheat appeals nothing: its fakes spill past its intervals
+                state, budget = self.state, self.appeal_budget
+                appeal_faulty_rounds(self.ctx, state, self.task, budget, self._appeal_done, self._appeal_short)
         elif t.status in ENDED:
             self._finish(TaskStatus(t.status))
         return TaskStatus(t.status)

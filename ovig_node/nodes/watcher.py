@@ -276,6 +276,7 @@ class WatcherNode(ReplayingNode):
                 threshold=self.threshold,
                 checked=self._checked,
                 max_bond=self.max_bond,
+                keep=gas_reserve(self.ctx) + self._challenge_funds(),
             )
             if (screening := self.isolation.call(key, call)) is not None:
                 screened[f"{task}:{j}"] = {
@@ -317,6 +318,20 @@ class WatcherNode(ReplayingNode):
 
     def _live(self, task: int) -> bool:
         return self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+
+    def _challenge_funds(self) -> int:
+        """The largest challenger bond among the live tasks with an opened batch it watches (at most ``max_bond``):
+        what its opening requests leave in the account for a challenge (review 27 of v3: bait tasks' requests, their
+        bonds locked until those tasks end, left a fake of a task with a larger bond unchallenged)."""
+        tasks = {int(e.args["task"]) for e in self.ctx.scanner.events("BatchOpened")}
+        bonds = [
+            int(t.terms.challengerBond)
+            for task in tasks
+            if self.only_tasks is None or task in self.only_tasks
+            if (t := self.ctx.protocol.task(task)).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+        ]
+        most = max(bonds, default=0)
+        return most if self.max_bond is None else min(most, self.max_bond)
 
     # --- judging -------------------------------------------------------------------------------
 
