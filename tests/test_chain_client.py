@@ -470,9 +470,12 @@ class _CappedLogs(_Provider):
 
     cap = 2
     timeout = False
+    receipts = True  # eth_getBlockReceipts answered (no cap limits it)
 
     def make_request(self, method: Any, params: Any) -> Any:
         response = super().make_request(method, params)
+        if method == "eth_getBlockReceipts" and not self.receipts:
+            return {"jsonrpc": "2.0", "id": response["id"], "error": {"code": -32005, "message": "refused"}}
         if method == "eth_getLogs" and len(response.get("result", [])) > self.cap:
             if self.timeout:
                 raise RpcUnavailable(str(self.endpoint_uri), "HTTP 504")
@@ -485,8 +488,8 @@ def test_scanner_halves_a_log_query_the_endpoint_refuses_down_to_one_block(
 ) -> None:
     """Review 25 of v3: anyone can emit thousands of events cheaply, an endpoint capping a log query's results refused
     the scanner's fixed range for good, and every node on it stopped. The range is halved until the endpoint answers;
-    a single block it still refuses is read event by event (review 27); one whose every query it refuses is an error
-    of the pass (the node's loop says it and tries again), the cursor left before it."""
+    a single block it still refuses is read from its receipts (review 28), and one whose receipts it refuses too is an
+    error of the pass (the node's loop says it and tries again), the cursor left before it: nothing is left out."""
     capped = Web3(_CappedLogs(anvil))
     start = w3.eth.block_number + 1
     events = EventScanner(capped, {"TrainingTasks": tasks}, tmp_path / "e.sqlite", start_block=start, confirmations=0)
@@ -495,31 +498,30 @@ def test_scanner_halves_a_log_query_the_endpoint_refuses_down_to_one_block(
         node.transact(f"post:{n}", post(tasks, now(w3) + 86_400), value=10**18)
     assert [e.args["task"] for e in events.poll()] == [1, 2, 3] and events.cursor == w3.eth.block_number
     node.transact("cancel:1", tasks.functions.cancel(1))  # one block of two logs (TaskCancelled, Credited) ...
-    _CappedLogs.cap = 1  # ... more than the endpoint now answers for one query: read one kind at a time
+    _CappedLogs.cap = 1  # ... more than the endpoint now answers for one query: read from the block's receipts
     try:
         assert [e.name for e in events.poll()] == ["TaskCancelled", "Credited"]
-        _CappedLogs.cap = -1  # an endpoint that answers no log query at all
+        _CappedLogs.cap, _CappedLogs.receipts = -1, False  # an endpoint that answers neither
         node.transact("post:3", post(tasks, now(w3) + 86_400), value=10**18)
-        with pytest.raises(ChainError, match=f"refuses the logs of block {w3.eth.block_number}: "):
+        with pytest.raises(ChainError, match=f"refuses the logs of block {w3.eth.block_number} .* and its receipts"):
             events.poll()
         assert events.cursor == w3.eth.block_number - 1
     finally:
-        _CappedLogs.cap = 2
+        _CappedLogs.cap, _CappedLogs.receipts = 2, True
     assert [e.args["task"] for e in events.poll()] == [4]
 
 
-def test_scanner_halves_a_query_its_endpoint_times_out_on_and_leaves_out_spam_of_a_block_it_still_refuses(
+def test_scanner_halves_a_query_its_endpoint_times_out_on_and_reads_a_refused_block_from_its_receipts(
     anvil: str, w3: Web3, tasks: Any, tmp_path: Path
 ) -> None:
-    """Reviews 26 and 27 of v3: a query a proxy times out on (a 504, a read timeout: RpcUnavailable) was an outage for
-    good on the same range; and a block holding more logs of one kind than the endpoint answers stopped the scanner
-    there. A range timed out on is halved too, while the endpoint answers at all; a block still refused is read event
-    by event, the kind refused alone left unread and said; a node that never reads attestations asks for none."""
+    """Reviews 26 to 28 of v3: a query a proxy times out on (a 504, a read timeout: RpcUnavailable) was an outage for
+    good on the same range; and a block of spam, more logs than the endpoint answers, stopped the scanner there. A
+    range timed out on is halved too, while the endpoint answers at all; a block still refused is read from its
+    receipts, every event of it kept; a node that never reads attestations asks for none."""
     capped = Web3(_CappedLogs(anvil))
     start = w3.eth.block_number + 1
-    said: list[str] = []
     contracts = {"TrainingTasks": tasks}
-    events = EventScanner(capped, contracts, tmp_path / "e.sqlite", start_block=start, confirmations=0, say=said.append)
+    events = EventScanner(capped, contracts, tmp_path / "e.sqlite", start_block=start, confirmations=0)
     node = client(w3, tmp_path)
     _CappedLogs.timeout, _CappedLogs.cap = True, 1
     try:
@@ -534,8 +536,8 @@ def test_scanner_halves_a_query_its_endpoint_times_out_on_and_leaves_out_spam_of
         w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
         w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
         spammed = w3.eth.block_number
-        assert [e.args["task"] for e in events.poll()] == [3] and events.cursor == spammed
-        assert said == [f"block {spammed}: its Attested events left unread (the RPC endpoint refuses them)"]
+        assert [e.name for e in events.poll()] == ["Attested", "Attested", "TaskPosted"]
+        assert events.cursor == spammed and [e.args["k"] for e in events.events("Attested")] == [0, 1]
         skip = frozenset({"Attested"})
         lean = EventScanner(capped, contracts, tmp_path / "l.sqlite", start_block=start, confirmations=0, skip=skip)
         assert len(lean.poll()) == 3 and lean.events("Attested") == []  # never asked for: the spam is no query's

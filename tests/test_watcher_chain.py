@@ -30,6 +30,7 @@ from ovig_node.chain.scanner import EventScanner
 from ovig_node.devnet.processes import free_port
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, appeal_faulty_rounds, gas_reserve
 from ovig_node.nodes.context import NodeContext, Timeline
+from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.judging import Judgement, opened_interval
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.node_state import NodeState
@@ -310,15 +311,16 @@ def test_the_provider_appeals_a_faulty_round_on_an_interval_it_trained_honestly(
     scanner = EventScanner(client, protocol.contracts, home / "events.sqlite", confirmations=0)
     ctx = NodeContext("trainer", client, protocol, None, scanner, home, Timeline("trainer"))  # type: ignore[arg-type]
     scanner.poll()
-    state, settled, short = NodeState(home / "trainer.json"), set[str](), set[str]()
+    state, settled, isolation = NodeState(home / "trainer.json"), set[str](), Isolation(ctx.say)
     balance = w3.eth.get_balance(client.address)
     bond = 2 * int(protocol.tasks.functions.MIN_CHALLENGER_BOND().call())
     w3.provider.make_request("anvil_setBalance", [client.address, hex(bond + gas_reserve(ctx) - 1)])  # type: ignore[arg-type]
-    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled, short)  # short of funds: waits, counted not
-    assert (settled, short, state.get("appeals", [])) == (set(), {f"{dispute}:0"}, [])
+    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled, isolation)  # short of funds: it waits
+    assert (settled, state.get("appeals", [])) == (set(), []) and not isolation.ready(f"appeal {dispute}:0")
     w3.provider.make_request("anvil_setBalance", [client.address, hex(balance)])  # type: ignore[arg-type]
-    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled, short)
-    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled, short)  # once
+    isolation._failures.clear()  # its backoff passed
+    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled, isolation)
+    appeal_faulty_rounds(ctx, state, task, DEFAULT_APPEAL_BUDGET, settled, isolation)  # once
     d = protocol.dispute(dispute)
     assert (d.status, d.round, settled) == (DisputeStatus.AWAITING_PANEL, 1, {f"{dispute}:0"})
     assert balance - w3.eth.get_balance(client.address) >= bond and state.get("appeals") == [f"{dispute}:0"]

@@ -10,8 +10,8 @@
   can emit thousands of events cheaply) is asked again for half the range, down to one block, and the range
   that answered is kept for the next queries (reviews 25 and 26 of v3: a fixed range refused for good stopped
   every node on it). Events a node never reads are not asked for (``skip``); a single block the endpoint
-  still refuses is read event by event, and an event it refuses alone there (spam) is left unread, said, so
-  spam can never hold the scanner at a block.
+  still refuses is read from its receipts, so spam can never hold the scanner at a block, and no event is ever
+  left out.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,14 +81,12 @@ class EventScanner:
         rescan: int = 12,
         chunk: int = 2_000,
         skip: frozenset[str] = frozenset(),
-        say: Callable[[str], None] | None = None,
     ) -> None:
         self._w3 = client.w3 if isinstance(client, ChainClient) else client
         self._retry = client.retry if isinstance(client, ChainClient) else (lambda action: action())
         self.confirmations = confirmations
         self.chunk = chunk
         self._span = chunk  # blocks a query asks for now: halved while refused, doubled back once answered
-        self._say = say or (lambda line: None)
         self._by_address = {Web3.to_checksum_address(c.address): name for name, c in contracts.items()}
         # By (address, topic): two contracts may declare the same event signature (both emit Credited).
         self._abis: dict[tuple[str, bytes], tuple[str, dict[str, Any]]] = {}
@@ -179,28 +177,30 @@ class EventScanner:
         return last, self._one_block(first)
 
     def _one_block(self, block: int) -> list[LogReceipt]:
-        """The logs of ``block``; if the endpoint refuses them together, event by event, and an event it refuses
-        alone (thousands of one kind in the block: spam, whatever its kind) is left unread, said (review 27 of v3:
-        one block of `StakeAdded` spam, which no node reads, held every node at it)."""
+        """The logs of ``block``; if the endpoint refuses the query (thousands of logs in the block: spam), taken
+        from the block's receipts, which no result cap limits. Nothing is ever left out: a block whose receipts it
+        refuses too is an error of the pass, the cursor left before it (review 28 of v3: a kind of event left out on
+        a refusal, whatever its cause, moved the cursor past a node's own panel draw)."""
         try:
             return self._retry(functools.partial(self._logs, block, block, self._topics))
-        except (RpcUnavailable, Web3RPCError, ValueError, ChainError) as exc:
+        except (Web3RPCError, ValueError, ChainError) as exc:
+            if isinstance(exc, RpcUnavailable):
+                self._retry(lambda: self._w3.eth.block_number)  # the endpoint answers at all? else: an outage
             refused = exc
-        logs: list[LogReceipt] = []
-        left = []
-        for topic in self._topics:
-            try:
-                logs += self._retry(functools.partial(self._logs, block, block, [topic]))
-            except (RpcUnavailable, Web3RPCError, ValueError, ChainError) as exc:
-                if isinstance(exc, RpcUnavailable):
-                    self._retry(lambda: self._w3.eth.block_number)  # an outage is never taken for a refusal
-                left.append(self._topic_names[topic])
-        if len(left) == len(self._topics):
-            if isinstance(refused, RpcUnavailable):
-                raise refused
-            raise ChainError(f"the RPC endpoint refuses the logs of block {block}: {refused}") from None
-        self._say(f"block {block}: its {', '.join(sorted(left))} events left unread (the RPC endpoint refuses them)")
-        return sorted(logs, key=lambda log: int(log["logIndex"]))
+        try:
+            receipts = self._retry(lambda: self._w3.eth.get_block_receipts(block))
+        except (Web3RPCError, ValueError) as exc:
+            why = f"the RPC endpoint refuses the logs of block {block} ({refused}) and its receipts ({exc})"
+            raise ChainError(why) from None
+        wanted = set(self._topics)
+        return [
+            log
+            for receipt in receipts
+            for log in receipt["logs"]
+            if Web3.to_checksum_address(log["address"]) in self._by_address
+            and log["topics"]
+            and "0x" + bytes(log["topics"][0]).hex() in wanted
+        ]
 
     def _logs(self, first: int, last: int, topics: list[str]) -> list[LogReceipt]:
         where = {"fromBlock": first, "toBlock": last, "address": list(self._by_address), "topics": [topics]}

@@ -17,6 +17,7 @@ that appealed itself dry would go silent on its other seats and lose their penal
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ovig_node.chain.contracts import DisputeStatus, Verdict
@@ -24,6 +25,7 @@ from ovig_node.chain.errors import FundsShort, StateBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.chain.rpc import fees
 from ovig_node.nodes.context import NodeContext
+from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.node_state import NodeState
 
 
@@ -108,19 +110,13 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
 
 
 def appeal_faulty_rounds(
-    ctx: NodeContext,
-    state: NodeState,
-    task: int,
-    budget: AppealBudget,
-    done: set[str],
-    short: set[str],
+    ctx: NodeContext, state: NodeState, task: int, budget: AppealBudget, done: set[str], isolation: Isolation
 ) -> None:
     """The provider's appeals: every FAULTY round of a dispute of its own ``task`` while it is appealable, on an
-    interval it trained honestly, within ``budget`` (review 26 of v3:
-    nobody appealed a captured FAULTY round on an honest provider's interval unless an honest panelist of it had
-    voted sound, so a round-0 panel of sybils slashed it). ``done`` holds the rounds settled; a round short of funds
-    is said once and looked at again on the next pass, the others still appealed (review 27 of v3: one appeal short
-    of funds held the cheaper ones behind it); any other error propagates, and the pass is tried again."""
+    interval it trained honestly, within ``budget`` (review 26 of v3: nobody appealed a captured FAULTY round on an
+    honest provider's interval unless an honest panelist of it had voted sound, so a round-0 panel of sybils slashed
+    it). ``done`` holds the rounds settled. Each round is tried on its own (``isolation``): one refused, short of
+    funds or failing is said once and tried again with backoff, and never holds the others back (reviews 27 and 28)."""
     now = ctx.now()
     for event in ctx.scanner.events("RoundDecided"):
         dispute, round_ = int(event.args["dispute"]), int(event.args["round"])
@@ -130,16 +126,9 @@ def appeal_faulty_rounds(
         if Verdict(int(event.args["outcome"])) != Verdict.FAULTY or int(event.args["appealUntil"]) <= now:
             done.add(key)  # not against it, or its last round (its window ends at once), or too late
             continue
-        d = ctx.protocol.view(ctx.protocol.tasks, "getDispute", dispute)
-        if int(d.task) != task:
+        if int(ctx.protocol.view(ctx.protocol.tasks, "getDispute", dispute).task) != task:
             done.add(key)
             continue
-        try:
-            settled = appeal_round(ctx, state, dispute, round_, budget, "found faulty an interval it trained honestly")
-        except FundsShort as exc:
-            if key not in short:
-                ctx.say(f"dispute {dispute}: round {round_}'s appeal waits: {exc}", style="bold red")
-                short.add(key)
-            continue
-        if settled:
+        why = "found faulty an interval it trained honestly"
+        if isolation.call(f"appeal {key}", functools.partial(appeal_round, ctx, state, dispute, round_, budget, why)):
             done.add(key)

@@ -194,7 +194,6 @@ def open_node(
         confirmations=confirmations,
         # attestations are the watchers' and the owner's to read; anyone emits them at the price of gas (review 26)
         skip=frozenset({"Attested"}) if role in NO_ATTESTATIONS else frozenset(),
-        say=lambda line: say(line, style="yellow"),
     )
     fetch_timeout = DEVNET_FETCH_TIMEOUT if connection.use_devnet else PUBLIC_FETCH_TIMEOUT
     ipfs = IpfsClient(ipfs_url, fetch_timeout=fetch_timeout)

@@ -12,16 +12,17 @@ time. When another keeper acts first, the estimate reverts and nothing is sent.
 
 The duties share the node's one loop with its own work, and anyone can make many due at once (a junk task's
 batches committed in a burst: review 25 of v3 stalled a node's ballots and challenges behind them). So a tick
-stops once it has spent ``tick_seconds`` (after one duty at least) and the next tick goes on where the chain then
-stands: disputes first (their clocks decide stakes), then challenge commits and requests, then tasks, from a
-task further on each time. And it never spends what the node keeps for its own transactions (``gas_reserve``):
-short of that, the duties wait, said once.
+stops once it has spent ``tick_seconds``, each kind of duty (disputes, challenge commits, requests, tasks) having had
+one at least, and the next tick goes on where the chain then stands, from the dispute, the task and each task's batch
+after the last reached (reviews 26 and 28). And it never spends what the node keeps for its own transactions
+(``gas_reserve``): short of that, the duties wait, said once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,7 @@ class Keeper:
     _params: dict[str, int] = field(default_factory=dict)
     _until: float = 0.0  # monotonic time the running tick ends at
     _first_task: int = 0  # the task the next tick's task duties start from (the one after the last it reached)
+    _first_dispute: int = 0  # likewise for disputes
     _next_batch: dict[int, int] = field(default_factory=dict)  # task -> the batch its next look starts from
     _drawn_until: dict[tuple[int, int], int] = field(default_factory=dict)  # (task, j) drawn -> its window's end
     _short: bool = False  # said that the duties wait for funds
@@ -75,26 +77,36 @@ class Keeper:
     _tried: bool = False  # the running tick has tried one (done, or reverted: another keeper was first)
 
     def tick(self) -> list[str]:
-        """Perform the due duties, each once, for ``tick_seconds`` at most after the first; return what was done."""
+        """Perform the due duties, each once, for ``tick_seconds`` at most after the first of each kind (disputes,
+        challenge commits, requests, tasks); return what was done."""
         self.ctx.scanner.poll()
         head = self.ctx.head()
-        self._until, self._did, self._tried = time.monotonic() + self.tick_seconds, [], False
-        try:
-            for dispute in self._disputes():
-                self._dispute_duties(dispute, head)
-            self._commit_duties(head)
-            self._request_duties(head)
-            tasks = sorted(self._tasks())  # by id: a task accepted early is not always first (review 26 of v3)
-            start = next((i for i, task in enumerate(tasks) if task >= self._first_task), 0)
-            for i, task in enumerate(tasks[start:] + tasks[:start]):
-                if i and time.monotonic() >= self._until:  # reads alone take time too: thousands of junk tasks
-                    raise _TickOver
-                self._first_task = task + 1
-                self._task_duties(task, head)
-            self._first_task = 0
-        except _TickOver:
-            pass
+        self._until, self._did = time.monotonic() + self.tick_seconds, []
+        disputes = self._rotation(sorted(self._disputes()), "_first_dispute")
+        tasks = self._rotation(sorted(self._tasks()), "_first_task")  # by id, not acceptance (review 26 of v3)
+        sections: list[Callable[[], object]] = [
+            lambda: [self._dispute_duties(d, head) for d in disputes],
+            lambda: self._commit_duties(head),
+            lambda: self._request_duties(head),
+            lambda: [self._task_duties(t, head) for t in tasks],
+        ]
+        for section in sections:  # each kind gets a duty a tick, however many of another are due (review 28)
+            self._tried = False
+            with contextlib.suppress(_TickOver):
+                section()
         return self._did
+
+    def _rotation(self, items: list[int], cursor: str) -> Iterator[int]:
+        """``items`` from the one at or after ``cursor``'s value round to the one before it; ``cursor`` follows (the
+        next tick starts after the last one reached). Each past the first waits for time left: reads take time too
+        (thousands of junk tasks)."""
+        start = next((i for i, item in enumerate(items) if item >= getattr(self, cursor)), 0)
+        for i, item in enumerate(items[start:] + items[:start]):
+            if i and time.monotonic() >= self._until:
+                raise _TickOver
+            setattr(self, cursor, item + 1)
+            yield item
+        setattr(self, cursor, 0)
 
     # --- what to look at -----------------------------------------------------------------------
 

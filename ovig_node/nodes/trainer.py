@@ -35,6 +35,7 @@ from ovig_node.files import file_sha256
 from ovig_node.nodes.appealing import DEFAULT_APPEAL_BUDGET, AppealBudget, appeal_faulty_rounds
 from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused, fetch_task
+from ovig_node.nodes.isolation import Isolation
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock, keep_running
 from ovig_node.nodes.node_state import NodeState
@@ -79,7 +80,7 @@ class TrainerNode:
     appeal_budget: AppealBudget = DEFAULT_APPEAL_BUDGET
     _fetched: FetchedTask | None = None
     _appeal_done: set[str] = field(default_factory=set)  # "dispute:round" FAULTY rounds settled (appealed or not)
-    _appeal_short: set[str] = field(default_factory=set)  # rounds whose appeal was said to wait for funds
+    _isolation: Isolation = field(init=False)  # each appeal on its own
     _thread: threading.Thread | None = None
     _failure: BaseException | None = None
     _digests: dict[int, str] = field(default_factory=dict)
@@ -87,6 +88,7 @@ class TrainerNode:
     def __post_init__(self) -> None:
         # before any bond is posted: train() would refuse it only once the task is accepted
         distributed.refuse_sharded_attack(get_profile(self.profile_name), self.attack)
+        self._isolation = Isolation(self.ctx.say)
 
     @property
     def folder(self) -> Path:
@@ -171,11 +173,11 @@ class TrainerNode:
             self._commit_ready_batches(t)
             self._open_drawn_batches(t)
             self._open_requested()
+            if self.attack is None:  # a demonstration's cheat appeals nothing: its fakes spill past its intervals
+                state, budget, done = self.state, self.appeal_budget, self._appeal_done
+                appeal_faulty_rounds(self.ctx, state, self.task, budget, done, self._isolation)  # never raises
             self._serve_owner_files()  # after the duties with a deadline: a failure here never holds them up
             self._let_go_of_evidence(t)
-            if self.attack is None:  # a demonstration's cheat appeals nothing: its fakes spill past its intervals
-                state, budget = self.state, self.appeal_budget
-                appeal_faulty_rounds(self.ctx, state, self.task, budget, self._appeal_done, self._appeal_short)
         elif t.status in ENDED:
             self._finish(TaskStatus(t.status))
         return TaskStatus(t.status)

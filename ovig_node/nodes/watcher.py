@@ -110,6 +110,9 @@ def over_budget(used: dict[int, tuple[int, float]], budget: int) -> list[int]:
     return gone
 
 
+LIVE_TASK = (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)  # a task whose intervals can still be challenged
+
+
 @dataclass
 class WatcherNode(ReplayingNode):
     JOURNAL = "watcher.json"
@@ -276,7 +279,7 @@ class WatcherNode(ReplayingNode):
                 threshold=self.threshold,
                 checked=self._checked,
                 max_bond=self.max_bond,
-                keep=gas_reserve(self.ctx) + self._challenge_funds(),
+                keep=gas_reserve(self.ctx) + self._challenge_funds(task),
             )
             if (screening := self.isolation.call(key, call)) is not None:
                 screened[f"{task}:{j}"] = {
@@ -317,21 +320,24 @@ class WatcherNode(ReplayingNode):
         return self._per_batch[task]
 
     def _live(self, task: int) -> bool:
-        return self.ctx.protocol.task(task).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+        return self.ctx.protocol.task(task).status in LIVE_TASK
 
-    def _challenge_funds(self) -> int:
-        """The largest challenger bond among the live tasks with an opened batch it watches (at most ``max_bond``):
-        what its opening requests leave in the account for a challenge (review 27 of v3: bait tasks' requests, their
-        bonds locked until those tasks end, left a fake of a task with a larger bond unchallenged)."""
-        tasks = {int(e.args["task"]) for e in self.ctx.scanner.events("BatchOpened")}
-        bonds = [
-            int(t.terms.challengerBond)
-            for task in tasks
-            if self.only_tasks is None or task in self.only_tasks
-            if (t := self.ctx.protocol.task(task)).status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+    def _challenge_funds(self, task: int) -> int:
+        """What an opening request of ``task`` leaves in the account beside the gas reserve: its own challenger bond
+        (for the challenge the request may lead to) and the bonds of the challenges it has decided on and not yet
+        committed that it could pay (review 26 of v3). A bond of a task it has not judged faulty, or one beyond its
+        means, is not kept: an owner's junk task of a huge bond would hold every request back (review 28), and funds
+        locked in earlier requests are the operator's to budget (docs/operations.md)."""
+        client = self.ctx.client
+        spare = int(client.retry(lambda: client.w3.eth.get_balance(self.ctx.address))) - client.unmined_spend()
+        due = [
+            bond
+            for key, c in self.state.get("challenges", {}).items()
+            if not {"committed_block", "revealed_block", "failed"} & set(c)
+            if (t := self.ctx.protocol.task(int(key.split(":")[0]))).status in LIVE_TASK
+            if (bond := int(t.terms.challengerBond)) + gas_reserve(self.ctx) <= spare
         ]
-        most = max(bonds, default=0)
-        return most if self.max_bond is None else min(most, self.max_bond)
+        return int(self.ctx.protocol.task(task).terms.challengerBond) + sum(due)
 
     # --- judging -------------------------------------------------------------------------------
 
