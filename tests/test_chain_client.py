@@ -19,7 +19,7 @@ from ovig_node.chain import artifacts
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.client import ChainClient
 from ovig_node.chain.deploy import create_address
-from ovig_node.chain.errors import BroadcastRefused, ChainError, FundsShort, NotMined, RpcUnavailable
+from ovig_node.chain.errors import BroadcastRefused, ChainError, FundsShort, NotMined, RpcUnavailable, StateBehind
 from ovig_node.chain.journal import TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import _Provider, block_seconds, connect, send
@@ -305,6 +305,35 @@ def test_a_transaction_mined_and_never_awaited_again_is_not_counted_as_still_to_
         w3.provider.make_request("evm_setAutomine", [True])  # type: ignore[arg-type]
     assert node.journal.get("post:bond").status == "sent"  # type: ignore[union-attr]
     assert node.transact("cancel", tasks.functions.cancel(1))["status"] == 1  # gas only: the half ETH left pays it
+
+
+class _RefusesOneEstimate(_Provider):
+    """A FAKE endpoint answering one eth_estimateGas with a JSON-RPC error (a rate limit answered as JSON, or a
+    backend behind the funds just added): anvil has no such answer."""
+
+    refusals = 1
+
+    def make_request(self, method: Any, params: Any) -> Any:
+        response = super().make_request(method, params)
+        if method == "eth_estimateGas" and self.refusals:
+            type(self).refusals -= 1
+            return {"jsonrpc": "2.0", "id": response["id"], "error": {"code": -32005, "message": "rate limited"}}
+        return response
+
+
+def test_an_estimate_the_endpoint_refuses_without_a_revert_is_tried_again(
+    anvil: str, w3: Web3, tasks: Any, tmp_path: Path
+) -> None:
+    """Review 29 of v3: a JSON-RPC error answered to an estimate was a ChainError, which a node's isolation leaves alone
+    until a restart: one rate limit abandoned an appeal, a challenge or a seat for good. It is StateBehind (a
+    TimeoutError: tried again), and nothing is signed."""
+    refusing = Web3(_RefusesOneEstimate(anvil))
+    contract = refusing.eth.contract(address=tasks.address, abi=tasks.abi)
+    node = ChainClient(refusing, devnet_account(0), TxJournal(tmp_path / "j.sqlite"))
+    with pytest.raises(StateBehind, match="the RPC endpoint refused to estimate it") as refused:
+        node.transact("post", post(contract, now(w3) + 86_400), value=10**18)
+    assert isinstance(refused.value, TimeoutError) and node.journal.get("post") is None
+    assert node.transact("post", post(contract, now(w3) + 86_400), value=10**18)["status"] == 1
 
 
 def test_a_revert_at_estimation_is_the_decoded_custom_error(w3: Web3, tasks: Any, tmp_path: Path) -> None:

@@ -262,8 +262,8 @@ def test_a_burst_of_keeper_duties_is_done_a_few_a_pass_and_never_with_the_reserv
     nonce = w3.eth.get_transaction_count(address)
     assert keeper.tick() == [] and w3.eth.get_transaction_count(address) == nonce  # nothing signed
     w3.provider.make_request("anvil_setBalance", [address, hex(balance)])  # type: ignore[arg-type]
-    ticks = [keeper.tick() for _ in range(4)]
-    assert ticks == [["drawSeed:2:0"], ["drawSeed:1:0"], ["drawSeed:2:1"], ["drawSeed:1:1"]]  # the short tick: task 1
+    ticks = [keeper.tick() for _ in range(4)]  # the tick short of funds stopped in task 1: the next starts at task 2
+    assert ticks == [["drawSeed:2:0"], ["drawSeed:1:0"], ["drawSeed:2:1"], ["drawSeed:1:1"]]
     assert [int(protocol.batch(t, j).status) for t in (1, 2) for j in (0, 1)] == [int(BatchStatus.DRAWN)] * 4
 
 

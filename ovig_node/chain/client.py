@@ -36,7 +36,15 @@ from web3.exceptions import (
 )
 from web3.types import BlockIdentifier, TxParams, TxReceipt
 
-from ovig_node.chain.errors import BroadcastRefused, ChainError, FundsShort, NonceTaken, NotMined, RpcUnavailable
+from ovig_node.chain.errors import (
+    BroadcastRefused,
+    ChainError,
+    FundsShort,
+    NonceTaken,
+    NotMined,
+    RpcUnavailable,
+    StateBehind,
+)
 from ovig_node.chain.journal import JournalEntry, TxJournal
 from ovig_node.chain.reverts import ContractReverted, decode_revert
 from ovig_node.chain.rpc import GAS_HEADROOM, fees
@@ -169,7 +177,9 @@ class ChainClient:
         except ContractLogicError as exc:
             raise ContractReverted("", {}, str(exc.data or ""), f"{fn.fn_name}: ") from None
         except Web3RPCError as exc:
-            raise ChainError(f"{fn.fn_name}: the node refused to estimate it: {exc}") from None
+            # No revert: the endpoint's own answer (a rate limit, a backend behind the funds just added): tried again,
+            # never left alone (review 29 of v3: one such answer abandoned an appeal, a challenge or a seat for good)
+            raise StateBehind(f"{fn.fn_name}: the RPC endpoint refused to estimate it: {exc}") from None
         tx["gas"] = int(tx["gas"] * GAS_HEADROOM)
         for name in ("maxFeePerGas", "maxPriorityFeePerGas", "gasPrice"):
             tx.pop(name, None)  # type: ignore[misc]

@@ -70,6 +70,8 @@ class Keeper:
     _until: float = 0.0  # monotonic time the running tick ends at
     _first_task: int = 0  # the task the next tick's task duties start from (the one after the last it reached)
     _first_dispute: int = 0  # likewise for disputes
+    _first_commit: int = 0  # and for challenge commits and requests, by the position of their event in the chain
+    _first_request: int = 0
     _next_batch: dict[int, int] = field(default_factory=dict)  # task -> the batch its next look starts from
     _drawn_until: dict[tuple[int, int], int] = field(default_factory=dict)  # (task, j) drawn -> its window's end
     _short: bool = False  # said that the duties wait for funds
@@ -96,7 +98,7 @@ class Keeper:
                 section()
         return self._did
 
-    def _rotation(self, items: list[int], cursor: str) -> Iterator[int]:
+    def _rotation(self, items: list[Any], cursor: str) -> Iterator[Any]:
         """``items`` from the one at or after ``cursor``'s value round to the one before it; ``cursor`` follows (the
         next tick starts after the last one reached). Each past the first waits for time left: reads take time too
         (thousands of junk tasks)."""
@@ -104,11 +106,20 @@ class Keeper:
         for i, item in enumerate(items[start:] + items[:start]):
             if i and time.monotonic() >= self._until:
                 raise _TickOver
+            # The next tick starts after it even if its duties stop this one: one task's thousands of junk batches must
+            # not hold the others' duties (its own batches go on from where they stopped: ``_next_batch``)
             setattr(self, cursor, item + 1)
             yield item
         setattr(self, cursor, 0)
 
     # --- what to look at -----------------------------------------------------------------------
+
+    def _events_in_turn(self, name: str, cursor: str) -> Iterator[Any]:
+        """The events ``name`` in rotation from where the last tick stopped, the time bound checked at each (review 29
+        of v3: thousands of junk requests read on every tick held the node's own work back)."""
+        events = self.ctx.scanner.events(name)
+        for i in self._rotation(list(range(len(events))), cursor):
+            yield events[i]
 
     def _tasks(self) -> Iterable[int]:
         """Tasks a provider accepted: one only posted has no duty (nothing to draw, slash, finalize or abandon
@@ -206,7 +217,7 @@ class Keeper:
     def _commit_duties(self, head: Any) -> list[str]:
         tasks = self.ctx.protocol.tasks
         done = []
-        for event in self.ctx.scanner.events("ChallengeCommitted"):
+        for event in self._events_in_turn("ChallengeCommitted", "_first_commit"):
             task, commitment, challenger = int(event.args["task"]), event.args["commitment"], event.args["challenger"]
             key = f"{challenger}:{commitment}"
             if ("commit", key) in self._done or not self._watched(task):
@@ -245,7 +256,7 @@ class Keeper:
         its task has ended."""
         tasks = self.ctx.protocol.tasks
         done = []
-        for event in self.ctx.scanner.events("OpeningRequested"):
+        for event in self._events_in_turn("OpeningRequested", "_first_request"):
             task, k = int(event.args["task"]), int(event.args["k"])
             if ("request", f"{task}:{k}") in self._done or not self._watched(task):
                 continue
