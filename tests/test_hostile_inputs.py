@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from test_ipfs import UNKNOWN_CID
 from web3.exceptions import Web3RPCError
 
+from ovig_node.chain.errors import RpcRefused
 from ovig_node.cli import cli
 from ovig_node.deadlines import DeadlinePassed
 from ovig_node.nodes import fetching
@@ -356,10 +357,14 @@ def test_a_unit_that_raises_is_logged_once_and_the_others_go_on() -> None:
     def rate_limited() -> None:  # an endpoint's error answer (review 29 of v3: it left an appeal alone for good)
         raise Web3RPCError("rate limited")
 
+    def quota() -> None:  # an endpoint's HTTP refusal (review 30)
+        raise RpcRefused("RPC endpoint http://127.0.0.1:1 answered HTTP 403: quota")
+
     for _ in range(3):  # three passes: the failing units fail again or wait, the good one always runs
         assert isolation.call("task 1", hostile) is None
         assert isolation.call("task 2 interval 4", outage) is None
         assert isolation.call("appeal 5:0", rate_limited) is None
+        assert isolation.call("seat 6", quota) is None
         assert isolation.call("task 3", lambda: "judged") == "judged"
         now[0] += 0.5
     assert said == [
@@ -367,10 +372,11 @@ def test_a_unit_that_raises_is_logged_once_and_the_others_go_on() -> None:
         "task 2 interval 4: IpfsUnavailable: IPFS node at http://127.0.0.1:1 is unavailable: "
         "ConnectError; retrying with backoff",
         "appeal 5:0: Web3RPCError: rate limited; retrying with backoff",
+        "seat 6: RpcRefused: RPC endpoint http://127.0.0.1:1 answered HTTP 403: quota; retrying with backoff",
     ]
     assert not isolation.ready("task 1")  # the same files would fail the same way
     now[0] += isolation.max_delay
-    assert isolation.ready("appeal 5:0")  # the endpoint's, not the unit's: tried again after its backoff
+    assert isolation.ready("appeal 5:0") and isolation.ready("seat 6")  # the endpoint's, not the unit's: tried again
     assert isolation.ready("task 2 interval 4")  # our outage: tried again after its backoff
     assert isolation.call("task 2 interval 4", lambda: "judged") == "judged"
     assert said[-1] == "task 2 interval 4: recovered"

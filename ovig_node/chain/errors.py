@@ -29,6 +29,12 @@ class RpcUnavailable(ChainError, ConnectionError):
         super().__init__(f"RPC endpoint {url} is unavailable: {reason}")
 
 
+class RpcRefused(ChainError):
+    """The RPC endpoint answered an HTTP error that is not an outage (a quota answered 402 or 403, a key refreshed
+    answered 401, a wrong URL's 404): a command fails on it at once, and a node's unit (a seat, a challenge, an
+    appeal) tries it again with backoff, never left alone while its window runs (review 30 of v3)."""
+
+
 class NotMined(ChainError, TimeoutError):
     """A transaction sent was not mined within the client's wait: a busy chain, not a refusal. Worth another try
     (its key re-broadcasts the same transaction); a node must never give a seat or a challenge up for it (review 12

@@ -12,7 +12,7 @@ from web3 import HTTPProvider, Web3
 from web3.exceptions import BlockNotFound, Web3Exception
 from web3.types import RPCEndpoint, TxParams, TxReceipt, Wei
 
-from ovig_node.chain.errors import ChainError, RpcUnavailable
+from ovig_node.chain.errors import ChainError, RpcRefused, RpcUnavailable
 
 GAS_HEADROOM = 1.2  # estimates can fall short when state moves between estimate and inclusion
 MAX_BLOCK_SECONDS = 60.0  # the most block_seconds reads: a chain that mines on demand is not one of slow blocks
@@ -32,7 +32,7 @@ class _Provider(HTTPProvider):
                 raise RpcUnavailable(str(self.endpoint_uri), f"HTTP {status}") from None
             body = exc.response.text[:200] if exc.response is not None else ""
             # a wrong URL or key, or a request the endpoint refuses: an error, never an outage to wait out
-            raise ChainError(f"RPC endpoint {self.endpoint_uri} answered HTTP {status}: {body}") from None
+            raise RpcRefused(f"RPC endpoint {self.endpoint_uri} answered HTTP {status}: {body}") from None
         except requests.RequestException as exc:  # refused, reset, timed out
             raise RpcUnavailable(str(self.endpoint_uri), type(exc).__name__) from None
 

@@ -21,7 +21,7 @@ import functools
 from dataclasses import dataclass
 
 from ovig_node.chain.contracts import DisputeStatus, Verdict
-from ovig_node.chain.errors import FundsShort, StateBehind
+from ovig_node.chain.errors import StateBehind
 from ovig_node.chain.reverts import ContractReverted
 from ovig_node.chain.rpc import fees
 from ovig_node.nodes.context import NodeContext
@@ -73,6 +73,7 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
     appealed = state.get("appeals", [])
     d = ctx.protocol.dispute(dispute)
     if d.status != DisputeStatus.APPEALABLE or d.round != round_:
+        _unspend_unsigned(ctx, state, key)
         return True
     unit = int(ctx.client.call(ctx.protocol.tasks.functions.MIN_CHALLENGER_BOND()))
     bond = unit << (round_ + 1)
@@ -92,9 +93,6 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
         appeal = ctx.protocol.committee.functions.appeal(dispute)
         ctx.client.transact(f"appeal:{key}", appeal, value=bond, keep=gas_reserve(ctx))
         ctx.say(f"dispute {dispute}: round {round_} {why}: appealed ({bond / 1e18:g} ETH)")
-    except FundsShort:
-        state.set("appeals", [a for a in state.get("appeals", []) if a != key])  # nothing signed: nothing spent
-        raise
     except ContractReverted as exc:
         # Nothing put up (another's appeal came first, the window closed): not counted against the budget (review 26
         # of v3: a lost race kept a smaller budget from the node's later, real appeals)
@@ -106,7 +104,16 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
             # given up, a captured round stood)
             raise StateBehind(f"dispute {dispute}: appeal of round {round_} refused ({exc}) while open") from None
         ctx.say(f"dispute {dispute}: appeal refused: {exc}", style="yellow")
+    except Exception:
+        _unspend_unsigned(ctx, state, key)  # funds short, a backend behind: tried again, counted once signed
+        raise
     return True
+
+
+def _unspend_unsigned(ctx: NodeContext, state: NodeState, key: str) -> None:
+    """Take appeal ``key`` off the spent sum if nothing was ever signed for it (review 30 of v3)."""
+    if key in state.get("appeals", []) and ctx.client.journal.get(f"appeal:{key}") is None:
+        state.set("appeals", [a for a in state.get("appeals", []) if a != key])
 
 
 def appeal_faulty_rounds(

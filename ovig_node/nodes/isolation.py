@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from web3.exceptions import Web3RPCError
 
-from ovig_node.chain.errors import IndexBehind, RpcUnavailable
+from ovig_node.chain.errors import IndexBehind, RpcRefused, RpcUnavailable
 from ovig_node.storage.errors import ContentNotFound, IpfsUnavailable
 
 _T = TypeVar("_T")
@@ -36,6 +36,7 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     # an endpoint's error answer (a rate limit answered as JSON, a lagging backend's "header not found"): review 29
     # of v3, one such answer left a seat, a challenge or an appeal alone until a restart, its window closing meanwhile
     Web3RPCError,
+    RpcRefused,
 )
 
 # A full disk (or quota) is this machine's to free, then the unit is tried again: never "left alone until a restart"

@@ -20,7 +20,6 @@ after the last reached (reviews 26 and 28). And it never spends what the node ke
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -92,10 +91,17 @@ class Keeper:
             lambda: self._request_duties(head),
             lambda: [self._task_duties(t, head) for t in tasks],
         ]
+        failed: Exception | None = None
         for section in sections:  # each kind gets a duty a tick, however many of another are due (review 28)
             self._tried = False
-            with contextlib.suppress(_TickOver):
+            try:
                 section()
+            except _TickOver:
+                pass
+            except Exception as exc:  # the later kinds still get their turn (review 30); the loop hears of it after
+                failed = failed or exc
+        if failed is not None:
+            raise failed
         return self._did
 
     def _rotation(self, items: list[Any], cursor: str) -> Iterator[Any]:
@@ -114,11 +120,13 @@ class Keeper:
 
     # --- what to look at -----------------------------------------------------------------------
 
-    def _events_in_turn(self, name: str, cursor: str) -> Iterator[Any]:
-        """The events ``name`` in rotation from where the last tick stopped, the time bound checked at each (review 29
-        of v3: thousands of junk requests read on every tick held the node's own work back)."""
+    def _events_in_turn(self, name: str, cursor: str, done: Callable[[Any], tuple[str, str]]) -> Iterator[Any]:
+        """The events ``name`` still to look at (not ``done``, of a watched task), in rotation from where the last tick
+        stopped, the time bound checked at each (review 29 of v3: thousands of junk requests read on every tick held
+        the node's own work back; review 30: settled ones counted against it)."""
         events = self.ctx.scanner.events(name)
-        for i in self._rotation(list(range(len(events))), cursor):
+        live = [i for i, e in enumerate(events) if done(e) not in self._done and self._watched(int(e.args["task"]))]
+        for i in self._rotation(live, cursor):
             yield events[i]
 
     def _tasks(self) -> Iterable[int]:
@@ -217,7 +225,7 @@ class Keeper:
     def _commit_duties(self, head: Any) -> list[str]:
         tasks = self.ctx.protocol.tasks
         done = []
-        for event in self._events_in_turn("ChallengeCommitted", "_first_commit"):
+        for event in self._events_in_turn("ChallengeCommitted", "_first_commit", _commit_key):
             task, commitment, challenger = int(event.args["task"]), event.args["commitment"], event.args["challenger"]
             key = f"{challenger}:{commitment}"
             if ("commit", key) in self._done or not self._watched(task):
@@ -256,7 +264,7 @@ class Keeper:
         its task has ended."""
         tasks = self.ctx.protocol.tasks
         done = []
-        for event in self._events_in_turn("OpeningRequested", "_first_request"):
+        for event in self._events_in_turn("OpeningRequested", "_first_request", _request_key):
             task, k = int(event.args["task"]), int(event.args["k"])
             if ("request", f"{task}:{k}") in self._done or not self._watched(task):
                 continue
@@ -405,6 +413,14 @@ class Keeper:
                 "panelSize": p.committee.functions.PANEL_SIZE().call(),
             }
         return self._params[name]
+
+
+def _commit_key(event: Any) -> tuple[str, str]:
+    return ("commit", f"{event.args['challenger']}:{event.args['commitment']}")
+
+
+def _request_key(event: Any) -> tuple[str, str]:
+    return ("request", f"{event.args['task']}:{event.args['k']}")
 
 
 def _moot(task: Any, seq: int) -> bool:
