@@ -30,11 +30,23 @@ class _Provider(HTTPProvider):
             status = exc.response.status_code if exc.response is not None else 0
             if status >= 500 or status in (408, 425, 429):  # the endpoint or its proxy is away, or busy
                 raise RpcUnavailable(str(self.endpoint_uri), f"HTTP {status}") from None
+            if status == 400 and (answer := _rpc_error(exc.response)) is not None:
+                return answer  # a JSON-RPC error sent as HTTP 400 (a revert, "already known"): web3 reads it as such
             body = exc.response.text[:200] if exc.response is not None else ""
             # a wrong URL or key, or a request the endpoint refuses: an error, never an outage to wait out
             raise RpcRefused(f"RPC endpoint {self.endpoint_uri} answered HTTP {status}: {body}") from None
         except requests.RequestException as exc:  # refused, reset, timed out
             raise RpcUnavailable(str(self.endpoint_uri), type(exc).__name__) from None
+
+
+def _rpc_error(response: requests.Response | None) -> Any:
+    """The JSON-RPC error answer an HTTP 400 carries, or None (review 31 of v3: such an answer was taken for a refusal
+    of the endpoint, and a revert or "already known" went undecoded)."""
+    try:
+        answer = response.json() if response is not None else None
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) and isinstance(answer.get("error"), dict) else None
 
 
 def block_seconds(w3: Web3, span: int = 16) -> float:

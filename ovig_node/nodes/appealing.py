@@ -111,8 +111,10 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
 
 
 def _unspend_unsigned(ctx: NodeContext, state: NodeState, key: str) -> None:
-    """Take appeal ``key`` off the spent sum if nothing was ever signed for it (review 30 of v3)."""
-    if key in state.get("appeals", []) and ctx.client.journal.get(f"appeal:{key}") is None:
+    """Take appeal ``key`` off the spent sum if nothing it signed put a bond up: none signed (review 30 of v3), or
+    the one signed reverted (found on a restart's resume: review 31)."""
+    signed = ctx.client.journal.get(f"appeal:{key}")
+    if key in state.get("appeals", []) and (signed is None or signed.status == "reverted"):
         state.set("appeals", [a for a in state.get("appeals", []) if a != key])
 
 

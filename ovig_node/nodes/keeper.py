@@ -98,6 +98,8 @@ class Keeper:
                 section()
             except _TickOver:
                 pass
+            except ConnectionError:  # the endpoint is away: no other kind can get on either, and the loop says so
+                raise
             except Exception as exc:  # the later kinds still get their turn (review 30); the loop hears of it after
                 failed = failed or exc
         if failed is not None:
