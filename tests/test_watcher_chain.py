@@ -67,20 +67,27 @@ def _warp(w3: Web3, seconds: int) -> None:
     w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
 
 
-def _deploy(w3: Web3, folder: Path) -> Protocol:
-    deployer = Deployer.open(w3, devnet_account(0), folder / "deployments.json", RandomnessChoice("blockhash"))
+def _deploy(w3: Web3, folder: Path, pace: int = 1) -> Protocol:
+    """The contracts as deploy/plan.py wires them, the devnet committee's clocks ``pace`` times longer."""
+    deployer = Deployer.open(
+        w3, devnet_account(0), folder / "deployments.json", RandomnessChoice("blockhash"), devnet_pace=pace
+    )
     return Protocol.at(w3, run_plan(PLAN, deployer).addresses())
+
+
+def _post(w3: Web3, protocol: Protocol, intervals: int, per_batch: int) -> Any:
+    """The owner's postTask call of a task of one-step intervals, every one sampled, a day to its deadline."""
+    start = int(w3.eth.get_block("latest")["timestamp"])
+    return protocol.tasks.functions.postTask(
+        b"\x11" * 32, "spec", b"\x22" * 32, intervals, 1, per_batch, 10_000, (ETHER // 10, ETHER // 100), 10,
+        (3600, 3600, 600), start + 86_400,
+    )  # fmt: skip
 
 
 def _opened_task(w3: Web3, protocol: Protocol) -> int:
     """A task of 4 one-step intervals, all sampled and opened (a provider's digests, never checked here)."""
     tasks = protocol.tasks
-    start = int(w3.eth.get_block("latest")["timestamp"])
-    post = tasks.functions.postTask(
-        b"\x11" * 32, "spec", b"\x22" * 32, 4, 1, 4, 10_000, (ETHER // 10, ETHER // 100), 10, (3600, 3600, 600),
-        start + 86_400,
-    )  # fmt: skip
-    _tx(w3, 0, post, ETHER)
+    _tx(w3, 0, _post(w3, protocol, 4, 4), ETHER)
     task = int(tasks.functions.taskCount().call())
     _tx(w3, 1, tasks.functions.acceptTask(task), ETHER // 10)
     digests = [bytes([0x30 + k]) * 32 for k in range(4)]
@@ -96,13 +103,17 @@ def _opened_task(w3: Web3, protocol: Protocol) -> int:
     return task
 
 
-def _watcher(w3: Web3, protocol: Protocol, home: Path, **options: Any) -> WatcherNode:
-    """The shipped watcher of account 2, with its real client, journal and event index (no IPFS: judgements given)."""
-    client = ChainClient(w3, devnet_account(2), TxJournal(home / "journal.sqlite"))
+def _context(w3: Web3, protocol: Protocol, role: str, index: int, home: Path) -> NodeContext:
+    """A node's context for account ``index``: its real client, journal and event index (no IPFS)."""
+    client = ChainClient(w3, devnet_account(index), TxJournal(home / "journal.sqlite"))
     scanner = EventScanner(client, protocol.contracts, home / "events.sqlite", confirmations=0)
-    ctx = NodeContext("watcher", client, protocol, None, scanner, home, Timeline("watcher"))  # type: ignore[arg-type]
-    watcher = WatcherNode(ctx=ctx, attest=False, **options)
-    scanner.poll()
+    return NodeContext(role, client, protocol, None, scanner, home, Timeline(role))  # type: ignore[arg-type]
+
+
+def _watcher(w3: Web3, protocol: Protocol, home: Path, **options: Any) -> WatcherNode:
+    """The shipped watcher of account 2 (judgements given, as its replay would have made them)."""
+    watcher = WatcherNode(ctx=_context(w3, protocol, "watcher", 2, home), attest=False, **options)
+    watcher.ctx.scanner.poll()
     return watcher
 
 
@@ -240,11 +251,7 @@ def test_a_burst_of_keeper_duties_is_done_a_few_a_pass_and_never_with_the_reserv
     and from the next batch of each; short of the gas reserve, nothing is signed and the duties wait."""
     protocol = _deploy(w3, tmp_path)
     tasks = protocol.tasks
-    start = int(w3.eth.get_block("latest")["timestamp"])
-    post = tasks.functions.postTask(
-        b"\x11" * 32, "spec", b"\x22" * 32, 2, 1, 1, 10_000, (ETHER // 10, ETHER // 100), 10, (3600, 3600, 600),
-        start + 86_400,
-    )  # fmt: skip
+    post = _post(w3, protocol, 2, 1)  # two batches of one interval
     _tx(w3, 0, post, ETHER)
     _tx(w3, 0, post, ETHER)
     for task in (2, 1):  # accepted in this order
@@ -271,8 +278,7 @@ def test_the_provider_appeals_a_faulty_round_on_an_interval_it_trained_honestly(
     """Review 26 of v3: the shipped nodes appealed a FAULTY round only from an honest panelist's own `sound` ballot,
     so a round-0 panel of sybils that found an honest provider's interval faulty stood, and slashed it. The trainer
     appeals such a round, within its budget, once; short of funds, it waits and nothing is counted (review 27)."""
-    deployer = Deployer.open(w3, devnet_account(0), tmp_path / "d.json", RandomnessChoice("blockhash"), devnet_pace=20)
-    protocol = Protocol.at(w3, run_plan(PLAN, deployer).addresses())
+    protocol = _deploy(w3, tmp_path, pace=20)
     committee = protocol.committee
     stake = int(committee.functions.AUDITOR_STAKE().call())
     registry = range(3, 10)  # seven auditors: enough to seat an appeal's round
@@ -306,12 +312,10 @@ def test_the_provider_appeals_a_faulty_round_on_an_interval_it_trained_honestly(
     _tx(w3, 6, committee.functions.resolve(dispute))
     assert (protocol.dispute(dispute).status, protocol.dispute(dispute).round) == (DisputeStatus.APPEALABLE, 0)
 
-    home = tmp_path / "trainer"
-    client = ChainClient(w3, devnet_account(1), TxJournal(home / "journal.sqlite"))
-    scanner = EventScanner(client, protocol.contracts, home / "events.sqlite", confirmations=0)
-    ctx = NodeContext("trainer", client, protocol, None, scanner, home, Timeline("trainer"))  # type: ignore[arg-type]
-    scanner.poll()
-    state, settled, isolation = NodeState(home / "trainer.json"), set[str](), Isolation(ctx.say)
+    ctx = _context(w3, protocol, "trainer", 1, tmp_path / "trainer")
+    client = ctx.client
+    ctx.scanner.poll()
+    state, settled, isolation = NodeState(ctx.home / "trainer.json"), set[str](), Isolation(ctx.say)
     balance = w3.eth.get_balance(client.address)
     bond = 2 * int(protocol.tasks.functions.MIN_CHALLENGER_BOND().call())
     w3.provider.make_request("anvil_setBalance", [client.address, hex(bond + gas_reserve(ctx) - 1)])  # type: ignore[arg-type]

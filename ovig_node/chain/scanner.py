@@ -90,14 +90,12 @@ class EventScanner:
         self._by_address = {Web3.to_checksum_address(c.address): name for name, c in contracts.items()}
         # By (address, topic): two contracts may declare the same event signature (both emit Credited).
         self._abis: dict[tuple[str, bytes], tuple[str, dict[str, Any]]] = {}
-        self._topic_names: dict[str, str] = {}  # the events asked for, by topic
         for name, contract in contracts.items():
             for entry in contract.abi:
                 if entry.get("type") == "event" and entry["name"] not in skip:
                     topic = bytes(event_abi_to_log_topic(entry))
                     self._abis[(Web3.to_checksum_address(contract.address), topic)] = (name, entry)
-                    self._topic_names["0x" + topic.hex()] = entry["name"]
-        self._topics = sorted(self._topic_names)
+        self._topics = sorted({"0x" + topic.hex() for _, topic in self._abis})  # the events asked for
         db.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(db, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -166,12 +164,11 @@ class EventScanner:
         last = min(last, first + self._span - 1)
         while last > first:
             try:
-                logs = self._logs(first, last, self._topics)
+                logs = self._logs(first, last)
                 self._span = min(self.chunk, 2 * (last - first + 1))
                 return last, logs
-            except (RpcUnavailable, Web3RPCError, ValueError, ChainError) as exc:  # a cap, a timeout, a 504
-                if isinstance(exc, RpcUnavailable):
-                    self._retry(lambda: self._w3.eth.block_number)  # the endpoint answers at all? else: an outage
+            except (Web3RPCError, ValueError, ChainError) as exc:  # a cap, a timeout, a 504
+                self._answering(exc)
             last = first + (last - first) // 2
             self._span = last - first + 1
         return last, self._one_block(first)
@@ -182,28 +179,24 @@ class EventScanner:
         refuses too is an error of the pass, the cursor left before it (review 28 of v3: a kind of event left out on
         a refusal, whatever its cause, moved the cursor past a node's own panel draw)."""
         try:
-            return self._retry(functools.partial(self._logs, block, block, self._topics))
+            return self._retry(functools.partial(self._logs, block, block))
         except (Web3RPCError, ValueError, ChainError) as exc:
-            if isinstance(exc, RpcUnavailable):
-                self._retry(lambda: self._w3.eth.block_number)  # the endpoint answers at all? else: an outage
+            self._answering(exc)
             refused = exc
         try:
             receipts = self._retry(lambda: self._w3.eth.get_block_receipts(block))
         except (Web3RPCError, ValueError) as exc:
             why = f"the RPC endpoint refuses the logs of block {block} ({refused}) and its receipts ({exc})"
             raise ChainError(why) from None
-        wanted = set(self._topics)
-        return [
-            log
-            for receipt in receipts
-            for log in receipt["logs"]
-            if Web3.to_checksum_address(log["address"]) in self._by_address
-            and log["topics"]
-            and "0x" + bytes(log["topics"][0]).hex() in wanted
-        ]
+        return [log for receipt in receipts for log in receipt["logs"]]  # others' and skipped ones: _decode drops them
 
-    def _logs(self, first: int, last: int, topics: list[str]) -> list[LogReceipt]:
-        where = {"fromBlock": first, "toBlock": last, "address": list(self._by_address), "topics": [topics]}
+    def _answering(self, failed: Exception) -> None:
+        """After a query timed out on (RpcUnavailable): whether the endpoint answers at all, else that outage raised."""
+        if isinstance(failed, RpcUnavailable):
+            self._retry(lambda: self._w3.eth.block_number)
+
+    def _logs(self, first: int, last: int) -> list[LogReceipt]:
+        where = {"fromBlock": first, "toBlock": last, "address": list(self._by_address), "topics": [self._topics]}
         return self._w3.eth.get_logs(where)  # type: ignore[arg-type]
 
     def _decode(self, log: Any) -> Event | None:

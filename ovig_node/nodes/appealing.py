@@ -96,7 +96,7 @@ def appeal_round(ctx: NodeContext, state: NodeState, dispute: int, round_: int, 
     except ContractReverted as exc:
         # Nothing put up (another's appeal came first, the window closed): not counted against the budget (review 26
         # of v3: a lost race kept a smaller budget from the node's later, real appeals)
-        state.set("appeals", [a for a in state.get("appeals", []) if a != key])
+        _unspend_unsigned(ctx, state, key)
         d = ctx.protocol.dispute(dispute)
         appeal_until = int(d.decidedAt) + int(ctx.protocol.committee.functions.APPEAL_WINDOW().call())
         if d.status == DisputeStatus.APPEALABLE and d.round == round_ and ctx.now() < appeal_until:

@@ -12,6 +12,7 @@ rows unscored: the sampled openings' judgement names that fault.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ovig_node.chain.contracts import RequestStatus
@@ -48,11 +49,12 @@ def screen_batch(
     threshold: float,
     checked: Checked,
     max_bond: int | None = None,
-    keep: int = 0,
+    keep: Callable[[], int] = lambda: 0,
 ) -> Screening:
     """Score batch j's intervals (and the earlier batches', their baseline) and request the anomalous unopened
     ones this watcher still has room for in the batch, unless a request's bond is above ``max_bond`` (wei); a
-    request is signed only with ``keep`` wei left beside it (the funds its challenges need). A
+    request is signed only with ``keep()`` wei left beside it (the funds its challenges need: read only when a
+    request is made). A
     request the contract refuses (another asked first, the window closed meanwhile) is skipped. IpfsUnavailable
     (our own node down) propagates: try again later."""
     task, layout = fetched.task, fetched.prepared.spec.layout
@@ -88,7 +90,7 @@ def screen_batch(
     requested = []
     for k in picked:
         try:
-            ctx.client.transact(f"request:{task}:{k}", tasks.functions.requestOpening(task, k), value=bond, keep=keep)
+            ctx.client.transact(f"request:{task}:{k}", tasks.functions.requestOpening(task, k), value=bond, keep=keep())
         except ContractReverted as exc:
             ctx.say(f"task {task} interval {k}: the request was refused ({exc}); skipped", style="yellow")
             continue

@@ -279,7 +279,7 @@ class WatcherNode(ReplayingNode):
                 threshold=self.threshold,
                 checked=self._checked,
                 max_bond=self.max_bond,
-                keep=gas_reserve(self.ctx) + self._challenge_funds(task),
+                keep=functools.partial(self._request_keep, task),
             )
             if (screening := self.isolation.call(key, call)) is not None:
                 screened[f"{task}:{j}"] = {
@@ -322,22 +322,22 @@ class WatcherNode(ReplayingNode):
     def _live(self, task: int) -> bool:
         return self.ctx.protocol.task(task).status in LIVE_TASK
 
-    def _challenge_funds(self, task: int) -> int:
-        """What an opening request of ``task`` leaves in the account beside the gas reserve: its own challenger bond
-        (for the challenge the request may lead to) and the bonds of the challenges it has decided on and not yet
-        committed that it could pay (review 26 of v3). A bond of a task it has not judged faulty, or one beyond its
-        means, is not kept: an owner's junk task of a huge bond would hold every request back (review 28), and funds
-        locked in earlier requests are the operator's to budget (docs/operations.md)."""
-        client = self.ctx.client
+    def _request_keep(self, task: int) -> int:
+        """What an opening request of ``task`` leaves in the account: the gas reserve, its own challenger bond (for
+        the challenge the request may lead to) and the bonds of the challenges it has decided on and not yet committed
+        that it could pay (review 26 of v3). A bond of a task it has not judged faulty, or one beyond its means, is not
+        kept: an owner's junk task of a huge bond would hold every request back (review 28), and funds locked in
+        earlier requests are the operator's to budget (docs/operations.md)."""
+        client, reserve = self.ctx.client, gas_reserve(self.ctx)
         spare = int(client.retry(lambda: client.w3.eth.get_balance(self.ctx.address))) - client.unmined_spend()
         due = [
             bond
             for key, c in self.state.get("challenges", {}).items()
             if not {"committed_block", "revealed_block", "failed"} & set(c)
             if (t := self.ctx.protocol.task(int(key.split(":")[0]))).status in LIVE_TASK
-            if (bond := int(t.terms.challengerBond)) + gas_reserve(self.ctx) <= spare
+            if (bond := int(t.terms.challengerBond)) + reserve <= spare
         ]
-        return int(self.ctx.protocol.task(task).terms.challengerBond) + sum(due)
+        return reserve + int(self.ctx.protocol.task(task).terms.challengerBond) + sum(due)
 
     # --- judging -------------------------------------------------------------------------------
 
