@@ -2,7 +2,13 @@
 
 Runs pytest on this checkout with ``--durations=0`` (or reads the output of such a run) and records, under
 a label, pytest's own session time, the counts it reports, and the seconds spent in each test file, in
-bench/results/test_time.json (other labels are kept).
+bench/results/test_time.json (other labels are kept). A run it starts also records the CPU seconds of the whole
+run (every process it waited for) and of each file (bench/pytest_cpu.py, in every worker), and the one-minute
+load average before and after: wall time on two cores is bounded below by CPU seconds / 2, so the CPU figure
+says what a faster suite must cut, whatever else the machine was doing.
+
+Guard, fixed before any run: a run with a failed test or an error, or that started at a one-minute load above
+1.0 (another job on the cores), is recorded with ``"clean": false`` and printed as NOT A CLEAN RUN.
 
     .venv/bin/python bench/test_time.py run --label two-workers -- -n 2 --dist loadfile --no-loadscope-reorder
     .venv/bin/python bench/test_time.py run --label one-process
@@ -18,8 +24,10 @@ import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -52,14 +60,46 @@ def parse(output: str) -> dict[str, Any]:
     }
 
 
+MAX_START_LOAD = 1.0
+
+
 def record(label: str, result: dict[str, Any], pytest_args: list[str]) -> None:
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     data["machine"] = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}
-    data.setdefault("runs", {})[label] = {"pytest_args": pytest_args, **result}
-    RESULTS.write_text(json.dumps(data, indent=2) + "\n")
     failed = result["counts"].get("failed", 0) + result["counts"].get("error", 0)
-    print(f"{label}: {result['session_seconds']:.0f} s, {result['counts']}" + (" (NOT A CLEAN RUN)" if failed else ""))
+    clean = not failed and result.get("load_before", 0.0) <= MAX_START_LOAD
+    data.setdefault("runs", {})[label] = {"pytest_args": pytest_args, "clean": clean, **result}
+    RESULTS.write_text(json.dumps(data, indent=2) + "\n")
+    cpu = f", {result['cpu_seconds']:.0f} CPU s" if "cpu_seconds" in result else ""
+    verdict = "" if clean else " (NOT A CLEAN RUN)"
+    print(f"{label}: {result['session_seconds']:.0f} s{cpu}, {result['counts']}{verdict}")
     print(f"written {RESULTS}")
+
+
+def run_pytest(pytest_args: list[str]) -> dict[str, Any]:
+    """Run pytest with the CPU plugin; its parsed output plus CPU seconds and load."""
+    with tempfile.TemporaryDirectory(prefix="ovig-test-cpu-") as folder:
+        bench = str(Path(__file__).resolve().parent)
+        env = {**os.environ, "OVIG_TEST_CPU_DIR": folder}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [bench, os.environ.get("PYTHONPATH")]))
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_cpu", "--durations=0"]
+        load_before = os.getloadavg()[0]
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run([*argv, *pytest_args], cwd=REPO, env=env, capture_output=True, text=True, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        load_after = os.getloadavg()[0]
+        files: Counter[str] = Counter()
+        for worker in Path(folder).glob("*.json"):
+            files.update(json.loads(worker.read_text())["files"])
+    print("\n".join(line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))))
+    cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
+    return {
+        **parse(done.stdout),
+        "cpu_seconds": round(cpu, 1),
+        "load_before": round(load_before, 2),
+        "load_after": round(load_after, 2),
+        "file_cpu_seconds": {name: round(seconds, 1) for name, seconds in files.most_common()},
+    }
 
 
 def main() -> None:
@@ -74,10 +114,7 @@ def main() -> None:
     read.add_argument("--pytest-args", default="", help="the arguments that run was given, for the record")
     args = parser.parse_args()
     if args.command == "run":
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0", *args.pytest_args]
-        done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
-        print("\n".join(line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))))
-        record(args.label, parse(done.stdout), args.pytest_args)
+        record(args.label, run_pytest(args.pytest_args), args.pytest_args)
     else:
         record(args.label, parse(args.log.read_text()), args.pytest_args.split())
 
