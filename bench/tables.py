@@ -183,6 +183,9 @@ def test_time() -> str:
         key=lambda f: (-max(r["file_seconds"].get(f, 0) for r in runs.values()), f),
     )
     rows = [["pytest session", *(f"{runs[label]['session_seconds']:.0f}" for label in labels)]]
+    # CPU seconds of every process the run waited for (runs recorded before bench/test_time.py counted them: -)
+    cpu = [f"{runs[label]['cpu_seconds']:.0f}" if "cpu_seconds" in runs[label] else "-" for label in labels]
+    rows += [["CPU, all processes", *cpu]]
     rows += [[f"`{f}`", *(f"{runs[label]['file_seconds'].get(f, 0):.0f}" for label in labels)] for f in files[:12]]
     # the runs may be of different suites (recorded at different times): each says how many tests it passed
     head = [f"{label} ({runs[label]['counts'].get('passed', 0)} passed)" for label in labels]
