@@ -174,6 +174,12 @@ def test_minutes(label: str) -> str:
     return f"{run['session_seconds'] / 60:.1f} minutes" + ("" if clean else " (a run with failures)")
 
 
+def test_cpu_floor(label: str) -> str:
+    """A recorded run's CPU seconds over two cores: the least wall time two cores could run its work in."""
+    run = load("test_time.json")["runs"][label]
+    return f"{run['cpu_seconds'] / 2 / 60:.1f} minutes"
+
+
 def test_time() -> str:
     """Per-file seconds of each recorded run, the slowest files first (bench/results/test_time.json)."""
     runs = load("test_time.json")["runs"]
@@ -1506,6 +1512,8 @@ VALUES: dict[str, Callable[[], str]] = {
     "layer_one_honest": layer_one_honest,
     "layer_one_threshold": lambda: f"{load(layer_one_runs()[0][1] + '/layer_one.json')['threshold']:g}",
     "test_time_after": lambda: test_minutes("two-workers"),
+    "test_cpu_floor": lambda: test_cpu_floor("two-workers"),
+    "test_cpu_floor_before": lambda: test_cpu_floor("two-workers at 225d7d3"),
     "headline_caught": lambda: caught_summary(TINY),
     "gas_missed": gas_missed,
     "drand_gas": lambda: f"{load('gas.json')['calls']['DrandBeacon.submitRound (verifies a round)']:,}",
