@@ -3,12 +3,12 @@
 Runs pytest on this checkout with ``--durations=0`` (or reads the output of such a run) and records, under
 a label, pytest's own session time, the counts it reports, and the seconds spent in each test file, in
 bench/results/test_time.json (other labels are kept). A run it starts also records the CPU seconds of the whole
-run (every process it waited for) and of each file (bench/pytest_cpu.py, in every worker), and the one-minute
-load average before and after: wall time on two cores is bounded below by CPU seconds / 2, so the CPU figure
-says what a faster suite must cut, whatever else the machine was doing.
+run (every process it reaped) and of each file (bench/pytest_cpu.py, in every worker), what other work used
+meanwhile and the load (bench/harness.py): wall time on two cores is bounded below by CPU seconds / 2, so the
+CPU figure says what a faster suite must cut, whatever else the machine was doing.
 
-Guard, fixed before any run: a run with a failed test or an error, or that started at a one-minute load above
-1.0 (another job on the cores), is recorded with ``"clean": false`` and printed as NOT A CLEAN RUN.
+Guard, fixed before any run: a run with a failed test or an error, or disturbed by other work (harness.py's
+rule), is recorded with ``"clean": false`` and printed as NOT A CLEAN RUN.
 
     .venv/bin/python bench/test_time.py run --label two-workers -- -n 2 --dist loadfile --no-loadscope-reorder
     .venv/bin/python bench/test_time.py run --label one-process
@@ -24,13 +24,14 @@ import json
 import os
 import platform
 import re
-import resource
 import subprocess
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from harness import Timed
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "test_time.json"
@@ -60,14 +61,11 @@ def parse(output: str) -> dict[str, Any]:
     }
 
 
-MAX_START_LOAD = 1.0
-
-
 def record(label: str, result: dict[str, Any], pytest_args: list[str]) -> None:
     data = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     data["machine"] = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}
     failed = result["counts"].get("failed", 0) + result["counts"].get("error", 0)
-    clean = not failed and result.get("load_before", 0.0) <= MAX_START_LOAD
+    clean = not failed and not result.get("disturbed", False)
     data.setdefault("runs", {})[label] = {"pytest_args": pytest_args, "clean": clean, **result}
     RESULTS.write_text(json.dumps(data, indent=2) + "\n")
     cpu = f", {result['cpu_seconds']:.0f} CPU s" if "cpu_seconds" in result else ""
@@ -83,21 +81,18 @@ def run_pytest(pytest_args: list[str]) -> dict[str, Any]:
         env = {**os.environ, "OVIG_TEST_CPU_DIR": folder}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [bench, os.environ.get("PYTHONPATH")]))
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_cpu", "--durations=0"]
-        load_before = os.getloadavg()[0]
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        done = subprocess.run([*argv, *pytest_args], cwd=REPO, env=env, capture_output=True, text=True, check=False)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        load_after = os.getloadavg()[0]
+        with Timed() as timed:
+            done = subprocess.run([*argv, *pytest_args], cwd=REPO, env=env, capture_output=True, text=True, check=False)
         files: Counter[str] = Counter()
         for worker in Path(folder).glob("*.json"):
             files.update(json.loads(worker.read_text())["files"])
     print("\n".join(line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))))
-    cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     return {
         **parse(done.stdout),
-        "cpu_seconds": round(cpu, 1),
-        "load_before": round(load_before, 2),
-        "load_after": round(load_after, 2),
+        "cpu_seconds": round(timed.record["cpu_s"], 1),
+        "other_cores": timed.record["other_cores"],
+        "load": timed.record["load"],
+        "disturbed": timed.record["disturbed"],
         "file_cpu_seconds": {name: round(seconds, 1) for name, seconds in files.most_common()},
     }
 
