@@ -1049,18 +1049,27 @@ def train_overhead() -> str:
     ):
         d = load(name)
         steps = d["args"]["steps"]
+        repeats = d["args"].get("repeats", 1)
+        # through bench/harness.py: the median CPU of the repeats, with their spread; before it: the fastest wall
+        harnessed = "measure" in d
+        if harnessed:
+            timed = f"{steps} steps, median CPU of {repeats}"
+        else:
+            timed = f"{steps} steps" + (f", fastest of {repeats}" if repeats > 1 else "") + " (wall)"
         for r in d["results"]:
             step = r["plain_s"] / steps
             kept = [f"{mb(r[f'kept_bytes_phi_{p}'])} ({r[f'reduction_phi_{p}']:.0f}x less)" for p in ("0.05", "0.1")]
-            repeats = d["args"].get("repeats", 1)
-            timed = f"{steps} steps" + (f", fastest of {repeats}" if repeats > 1 else "")
+            overhead = f"{r['overhead']:.1%}"
+            if harnessed:
+                spreads = (d["plain"]["cpu"]["spread"], r["timed"]["cpu"]["spread"])
+                overhead += f" (spread {max(spreads):.0%})" + (" DISTURBED" if r["disturbed"] else "")
             rows.append(
                 [
                     f"{what}, {timed}",
                     ms(step) if step < 1 else f"{step:.2f} s",
                     str(r["stride"]),
                     str(r["intervals"]),
-                    f"{r['overhead']:.1%}",
+                    overhead,
                     mb(r["evidence_bytes"]),
                     *kept,
                 ]
