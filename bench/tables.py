@@ -380,7 +380,11 @@ def eval_targets() -> str:
     cost = load("compare_cost_language.json")
     share = cost["share_at_stride"]
     rows = [
-        ["0% attack success for every non-adaptive attack, s = 1, 10, 100, three tiny workloads", caught_summary(TINY)],
+        [
+            "0% attack success for every fixed-strength attack, s = 1, 10, 100, three tiny workloads (the swept "
+            "attacks, a row moved by `delta` and a targeted push of `lam`, pass below their frontier: the sweep rows)",
+            caught_summary(TINY),
+        ],
         [
             "no false positive in 100+ honest held-out intervals at s = 1, 10 and 30+ at s = 100",
             f"**{'met' if fpr_met else 'missed'}**: {per_workload} (the CNN with max-pooling: {maxpool})",
@@ -396,7 +400,8 @@ def eval_targets() -> str:
         ],
         ["the full language config at s = 1 and 10", f"{caught_summary(FULL)}; false positives {full}"],
         [
-            "the chat model (llm): every non-adaptive attack caught, and no false positive in 100+ held-out intervals "
+            "the chat model (llm): every fixed-strength attack caught (the swept ones below their frontier pass), "
+            "and no false positive in 100+ held-out intervals "
             "of the tiny base at s = 1, 10 (30+ at 100) and 60+ of SmolLM2 with LoRA at s = 10 (at s = 100: counted)",
             llm_target(),
         ],
@@ -1209,24 +1214,34 @@ def e2e_llm() -> str:
     return table(head, rows, "rrrrrrrr")
 
 
+def target_verdict(value: float, target: float, *, disturbed: bool, composed: bool) -> str:
+    """How a cost stands against its target (issue 48): only a measured figure no other work disturbed meets or
+    misses one. A figure composed from measured parts is labelled so and judged by nothing."""
+    if disturbed:
+        return "**not measured yet**: disturbed by other work on the machine, so time spent, not a cost"
+    if composed:
+        return "not judged: composed from measured parts, not measured on the running system"
+    return "met" if value <= target else "**missed**"
+
+
 def e2e_llm_target() -> str:
-    """The issue's target against the real model's row at its stride."""
+    """The issue's target against the real model's row at its stride: composed, as every e2e overhead is
+    (evidence / plain + phi x K x replay / plain, from parts of one run), so it meets nothing."""
     stride, phi, target = E2E_LLM_TARGET
-    row = next(r for r in e2e_llm_rows() if r["stride"] == stride)
-    value = row["overhead_at_phi"][phi]
     rows = e2e_llm_rows()
-    if row["disturbed"]:  # the target's own row: another stride's disturbance does not move it
-        return (
-            f"**not measured yet**: the committed run was disturbed by other work on the machine (a busy load "
-            f"average, or runs with evidence that took longer than plain training by more than their evidence "
-            f"files explain), so its {value:.3f}x at s = {stride}, phi = {phi} is time spent, not a cost "
-            f"(target: at most {target:.2f}x)"
-        )
+    row = next(r for r in rows if r["stride"] == stride)
+    value = row["overhead_at_phi"][phi]
     failed = sum(r["honest_replays_failed"] or 0 for r in rows if not r["projected"])
-    verdict = "met" if value <= target and failed == 0 else "**missed**"
-    others = [str(r["stride"]) for r in rows if r["disturbed"] and not r["projected"]]
+    if failed:  # an honest interval judged faulty fails the run, whatever its cost
+        verdict = f"**missed**: {failed} honest replays failed"
+    else:  # the target's own row: another stride's disturbance does not move it
+        verdict = target_verdict(value, target, disturbed=row["disturbed"], composed=True)
+    others = [str(r["stride"]) for r in rows if r["disturbed"] and not r["projected"] and r is not row]
     caveat = f" (the row at s = {', '.join(others)} is flagged: see the table)" if others else ""
-    return f"{value:.3f}x at s = {stride}, phi = {phi} (target: at most {target:.2f}x): {verdict}{caveat}"
+    return (
+        f"{value:.3f}x at s = {stride}, phi = {phi}, composed as evidence / plain + phi x K x replay / plain "
+        f"(target: at most {target:.2f}x): {verdict}{caveat}"
+    )
 
 
 def e2e_llm_storage() -> str:
