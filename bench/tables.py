@@ -764,7 +764,11 @@ def llm_target() -> str:
     """Attacks caught and false positives of the chat model's columns against their held-out targets."""
     targets = {run: LLM_HELD_OUT_TARGET.get(run, HELD_OUT_TARGET[s]) for _, run, s in LLM}
     fpr_met = all(not false_positives(run, s) and len(honest(run, s)) >= targets[run] for _, run, s in LLM)
-    columns = ", ".join(f"{fp(run, s)} ({name}) at s = {s}" for name, run, s in LLM)
+    # a column with no target (SmolLM2 at s = 100: too few intervals to ask for one) says so
+    columns = ", ".join(
+        f"{fp(run, s)} ({name}) at s = {s}" + ("" if targets[run] else f": {len(honest(run, s))} held-out, no target")
+        for name, run, s in LLM
+    )
     missing = [what for run, what in LLM_NOT_RUN.items() if run not in targets]
     return f"{caught_summary(LLM)}; false positives **{'met' if fpr_met else 'missed'}**: {columns}" + (
         f"; **not run yet**: {' and '.join(missing)}" if missing else ""
