@@ -59,6 +59,8 @@ def _check_code_once_per_state() -> None:
     from ape.contracts.base import ContractMethodHandler
     from ape.managers.chain import ChainManager
 
+    if not hasattr(ContractMethodHandler, "_validate_is_contract"):  # another Ape 0.8: its own check, every call
+        return
     has_code: set[str] = set()
     validate, restore = ContractMethodHandler._validate_is_contract, ChainManager.restore
 
