@@ -6,9 +6,10 @@ sampling at phi in {0.05, 0.1} (start and end of each sampled interval, and the 
 relative to keeping evidence of every step. Prints a table and writes
 bench/results/train_overhead_<workload>.json.
 
-Every run is timed through bench/harness.py, ``--repeats`` times (default 3): the overhead is the ratio of the
-median CPU seconds (the machine's other work does not move it; the wall-clock ratio is recorded beside it), with
-each repeat's record, and a row with a disturbed repeat says so (harness.py's guard).
+Every run is timed through bench/harness.py, ``--repeats`` times (default 3), one repeat of each configuration in
+turn: the overhead is the ratio of the median CPU seconds (the machine's other work does not move it; the
+wall-clock ratio is recorded beside it), with each repeat's record, and a row with a disturbed repeat says so
+(harness.py's guard).
 
     .venv/bin/python bench/train_overhead.py --workload vision --tiny --steps 400 --strides 1,10,100
     .venv/bin/python bench/train_overhead.py --workload llm --steps 200 --strides 10,100   # SmolLM2 with LoRA
@@ -56,15 +57,19 @@ def kept_files(layout: Layout, sample_bps: int, rng: random.Random) -> int:
     return len(keep)
 
 
-def timed_runs(run: TrainRun, repeats: int, *, evidence: bool = True) -> dict[str, Any]:
-    """``repeats`` runs of ``run`` from scratch, each through the harness: their records, and the median and
-    spread of wall and CPU seconds."""
-    records = []
-    for _ in range(repeats):
-        shutil.rmtree(run.out_dir, ignore_errors=True)
-        with Timed() as timed:
-            train(run, evidence=evidence)
-        records.append(timed.record)
+def training_run(args: argparse.Namespace, folder: Path, stride: int, name: str) -> TrainRun:
+    """The task at ``stride`` (plain training: its cost does not depend on the stride) and its run, in
+    ``folder``/``name``."""
+    sizes = {"total_steps": args.steps, "stride": stride, "batch_size": args.batch_size}
+    prepared = prepare_task(
+        args.workload, folder / name / "task", tiny=args.tiny, intervals_per_batch=INTERVALS_PER_BATCH, **sizes
+    )
+    paths = (prepared.dataset_path, prepared.init_path, folder / name / "run")
+    return TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile(args.profile))
+
+
+def timed(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The harness's records of one configuration's repeats: the median and spread of wall and CPU seconds."""
     return {
         "wall": summary([r["wall_s"] for r in records]),
         "cpu": summary([r["cpu_s"] for r in records]),
@@ -73,14 +78,25 @@ def timed_runs(run: TrainRun, repeats: int, *, evidence: bool = True) -> dict[st
     }
 
 
-def measure(args: argparse.Namespace, stride: int, folder: Path, plain: dict[str, Any]) -> dict[str, Any]:
-    sizes = {"total_steps": args.steps, "stride": stride, "batch_size": args.batch_size}
-    prepared = prepare_task(
-        args.workload, folder / f"task-{stride}", tiny=args.tiny, intervals_per_batch=INTERVALS_PER_BATCH, **sizes
-    )
-    paths = (prepared.dataset_path, prepared.init_path, folder / f"run-{stride}")
-    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile(args.profile))
-    timed = timed_runs(run, args.repeats)
+def time_interleaved(runs: dict[str, tuple[TrainRun, bool]], repeats: int, console: Console) -> dict[str, Any]:
+    """Each of ``runs`` (name -> (run, evidence)) from scratch ``repeats`` times, through the harness, one repeat
+    of every run in turn: a machine that drifts (another tenant, a clock) moves every configuration alike instead
+    of the one timed while it drifted."""
+    records: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
+    for repeat in range(repeats):
+        for name, (run, evidence) in runs.items():
+            with console.status(f"repeat {repeat + 1} of {repeats}: {name} ..."):
+                shutil.rmtree(run.out_dir, ignore_errors=True)
+                with Timed() as timing:
+                    train(run, evidence=evidence)
+                records[name].append(timing.record)
+    return {name: timed(found) for name, found in records.items()}
+
+
+def row_of(
+    args: argparse.Namespace, run: TrainRun, stride: int, plain: dict[str, Any], ran: dict[str, Any]
+) -> dict[str, Any]:
+    """One stride's row: overhead against plain training, evidence written, and what sampling lets go."""
     files = sorted((run.out_dir / "evidence").glob("E_*.safetensors"))
     file_bytes = sum(f.stat().st_size for f in files)
     per_file = file_bytes / len(files)
@@ -89,37 +105,19 @@ def measure(args: argparse.Namespace, stride: int, folder: Path, plain: dict[str
         "stride": stride,
         "intervals": len(files),
         "plain_s": plain["wall"]["median"],
-        "evidence_s": timed["wall"]["median"],
-        "overhead": timed["cpu"]["median"] / plain["cpu"]["median"] - 1.0,
-        "overhead_wall": timed["wall"]["median"] / plain["wall"]["median"] - 1.0,
-        "disturbed": timed["disturbed"] or plain["disturbed"],
+        "evidence_s": ran["wall"]["median"],
+        "overhead": ran["cpu"]["median"] / plain["cpu"]["median"] - 1.0,
+        "overhead_wall": ran["wall"]["median"] / plain["wall"]["median"] - 1.0,
+        "disturbed": ran["disturbed"] or plain["disturbed"],
         "evidence_bytes": file_bytes,
-        "timed": timed,
+        "timed": ran,
     }
     rng = random.Random(stride)
     for phi in PHIS:
-        kept = sum(kept_files(prepared.spec.layout, int(phi * 10_000), rng) for _ in range(SEEDS)) / SEEDS
+        kept = sum(kept_files(run.spec.layout, int(phi * 10_000), rng) for _ in range(SEEDS)) / SEEDS
         row[f"kept_bytes_phi_{phi}"] = kept * per_file
         row[f"reduction_phi_{phi}"] = every_step / (kept * per_file)
-    for f in files:
-        f.unlink()
     return row
-
-
-def plain_runs(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
-    """Training with no evidence (its cost does not depend on the stride), timed after one warm-up run."""
-    prepared = prepare_task(
-        args.workload,
-        folder / "plain",
-        tiny=args.tiny,
-        total_steps=args.steps,
-        stride=args.steps,
-        batch_size=args.batch_size,
-    )
-    paths = (prepared.dataset_path, prepared.init_path, folder / "plain-run")
-    run = TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile(args.profile))
-    train(run, evidence=False, stop_at=min(20, args.steps))  # imports, allocator and thread-pool warm-up
-    return timed_runs(run, args.repeats, evidence=False)
 
 
 def main() -> None:
@@ -134,13 +132,15 @@ def main() -> None:
     args = parser.parse_args()
     strides = [int(s) for s in args.strides.split(",") if int(s) <= args.steps]
     console = Console(width=150)
-    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        with console.status(f"{args.workload}: plain training (after a warm-up run) ..."):
-            plain = plain_runs(args, Path(tmp))
-        for stride in strides:
-            with console.status(f"{args.workload}: stride {stride} ..."):
-                rows.append(measure(args, stride, Path(tmp), plain))
+        plain_run = training_run(args, Path(tmp), args.steps, "plain")
+        train(plain_run, evidence=False, stop_at=min(20, args.steps))  # imports, allocator and thread-pool warm-up
+        runs = {"plain": (plain_run, False)} | {
+            f"s={s}": (training_run(args, Path(tmp), s, f"s{s}"), True) for s in strides
+        }
+        ran = time_interleaved(runs, args.repeats, console)
+        plain = ran["plain"]
+        rows = [row_of(args, runs[f"s={s}"][0], s, plain, ran[f"s={s}"]) for s in strides]
 
     table = Table(
         title=f"evidence overhead: {args.workload}{' (tiny)' if args.tiny else ''}, {args.steps} steps, "
@@ -175,7 +175,8 @@ def main() -> None:
     profile = "" if args.profile == "reference" else f"_{args.profile}"
     out = RESULTS / f"train_overhead_{args.workload}{'_tiny' if args.tiny else ''}{profile}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    record = {"args": vars(args), "machine": machine, "measure": MEASURE, "plain": plain, "results": rows}
+    record = {"args": vars(args), "machine": machine, "measure": MEASURE, "order": "interleaved", "plain": plain}
+    record["results"] = rows
     out.write_text(json.dumps(record, indent=2) + "\n")
     console.print(f"written {out}")
 
