@@ -5,6 +5,7 @@ clock, the load, and a guard whose rule is fixed here, before any run.
         run_the_work()
     timed.record                    # {"wall_s", "cpu_s", "other_cores", "load": [before, after], "disturbed"}
     summary([r["cpu_s"] for r in records])   # {"n", "median", "min", "max", "spread"}
+    summarise(records)              # one configuration's repeats: wall and CPU summaries, disturbed, the records
 
 CPU seconds are the benchmark's own: this process and every child it has reaped (a subprocess it waited for, and
 that subprocess's own reaped children). The machine's busy CPU seconds over the same span, less the benchmark's,
@@ -74,4 +75,15 @@ def summary(values: list[float]) -> dict[str, float]:
         "min": min(values),
         "max": max(values),
         "spread": (max(values) - min(values)) / median if median else 0.0,
+    }
+
+
+def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One configuration's repeats (``Timed.record`` each): the median and spread of wall and CPU seconds, whether
+    any repeat was disturbed, and the records themselves."""
+    return {
+        "wall": summary([r["wall_s"] for r in records]),
+        "cpu": summary([r["cpu_s"] for r in records]),
+        "disturbed": any(r["disturbed"] for r in records),
+        "repeats": records,
     }

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from harness import Timed, summary
+from harness import Timed, summarise
 from rich.console import Console
 from rich.table import Table
 
@@ -68,16 +68,6 @@ def training_run(args: argparse.Namespace, folder: Path, stride: int, name: str)
     return TrainRun(prepared.spec, prepared.spec_hash, *paths, get_profile(args.profile))
 
 
-def timed(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The harness's records of one configuration's repeats: the median and spread of wall and CPU seconds."""
-    return {
-        "wall": summary([r["wall_s"] for r in records]),
-        "cpu": summary([r["cpu_s"] for r in records]),
-        "disturbed": any(r["disturbed"] for r in records),
-        "repeats": records,
-    }
-
-
 def time_interleaved(runs: dict[str, tuple[TrainRun, bool]], repeats: int, console: Console) -> dict[str, Any]:
     """Each of ``runs`` (name -> (run, evidence)) from scratch ``repeats`` times, through the harness, one repeat
     of every run in turn: a machine that drifts (another tenant, a clock) moves every configuration alike instead
@@ -90,7 +80,7 @@ def time_interleaved(runs: dict[str, tuple[TrainRun, bool]], repeats: int, conso
                 with Timed() as timing:
                     train(run, evidence=evidence)
                 records[name].append(timing.record)
-    return {name: timed(found) for name, found in records.items()}
+    return {name: summarise(found) for name, found in records.items()}
 
 
 def row_of(
