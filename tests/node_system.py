@@ -6,7 +6,12 @@ one: each builds its own system once (about a minute), and together they take ha
 The windows follow the work: a busy machine (other jobs on the cores) starts, trains and replays slowly, and fixed
 windows made nodes miss them. So the system measures, as it starts, how long a node process takes to start (what
 every node does first: import torch and the node), and stretches every window, wait and committee clock by that pace
-(``OVIG_TEST_PACE`` sets it)."""
+(``OVIG_TEST_PACE`` sets it).
+
+The windows are long, so that a busy machine still makes them, and the tests need not sit them out: ``hurry`` moves
+the devnet's clock to the end of the next window once everything that window is for has happened (every vote
+committed, every ballot revealed, every sampled interval judged), as if the window had passed with nothing more to
+do. Only time nodes would spend idle is skipped: a node that has not done its part yet holds the clock back."""
 
 from __future__ import annotations
 
@@ -15,8 +20,10 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,7 @@ import pytest
 from rich.console import Console
 
 from ovig_node.chain.accounts import devnet_account
+from ovig_node.chain.contracts import DisputeStatus, TaskStatus, Verdict, Vote
 from ovig_node.devnet.manager import Devnet
 from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.demo import CALIBRATION_PROFILES, calibrate_boundary, node_command
@@ -185,3 +193,160 @@ def reverted_protocol_transactions(ctx: NodeContext, accounts: list[str]) -> lis
                 if name not in KEEPER_DUTIES:  # the keeper's own list of calls anyone may make
                     bad.append(f"{tx['from']} {name}")
     return bad
+
+
+# --- the clock: windows skipped once nothing is left to do in them ------------------------------------------------
+
+
+def skip_to(ctx: NodeContext, moment: int) -> None:
+    """The devnet's clock moved forward to ``moment`` (chain seconds) when it is behind, and a block mined there.
+    Nodes judge every window by chain time, and the devnet's beacon follows the chain's time when it is ahead."""
+    w3 = ctx.client.w3
+    ahead = moment - int(w3.eth.get_block("latest")["timestamp"])
+    if ahead > 0:
+        w3.provider.make_request("evm_increaseTime", [ahead])  # type: ignore[arg-type]
+        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+
+
+class Clock:
+    """Skips what is left of the next window to close, among the windows of ``tasks`` and of their disputes, once
+    nothing is left to do in any of them:
+
+    - ``done(ctx)`` holds (``ctx``: the clock's own, its thread's): the test's word that every interval it
+      expects judged was judged, and its attestation or its challenge is on the chain (``watched``);
+    - the chain holds, for each task, no challenge commit to reveal, no requested opening to make, no drawn batch
+      to open;
+    - each dispute of theirs is voting and every panelist has committed its verdict (its auditor's state holds a
+      ballot that is no longer the provisional abstention, and the chain every commit that ballot took), or is
+      past its commit window and every panelist has revealed, or was decided faulty by a unanimous panel (nobody
+      of the test's cast appeals that), or is resolved.
+
+    A dispute waiting for its panel, or one whose panelists are not all the test's auditors, holds the clock."""
+
+    def __init__(
+        self, system: System, tasks: set[int], done: Callable[[NodeContext], bool], *, commit_windows: bool
+    ) -> None:
+        self.system, self.tasks, self.done, self.commit_windows = system, tasks, done, commit_windows
+        self.auditors = {devnet_account(i).address: i for i in (4, 5, 6)}
+        self.skipped: list[tuple[str, int]] = []  # (what, seconds): what the test did not wait for
+        self.ctx: NodeContext  # opened in the clock's thread
+
+    def tick(self) -> None:
+        """One look: skip to the next window's end if nothing is left to do before it."""
+        ctx = self.ctx
+        ctx.scanner.poll()
+        now = int(ctx.client.w3.eth.get_block("latest")["timestamp"])
+        ends: list[tuple[int, str]] = []  # (end, what) of every window still open
+        for task in self.tasks:
+            t = ctx.protocol.task(task)
+            if t.status not in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED):
+                continue
+            if t.pendingCommits or t.unopenedRequests or t.openedBatches != t.committedBatches:
+                return
+            ends += [(int(t.challengeEnd), f"task {task}'s challenge windows")] if t.challengeEnd > now else []
+            for j in range(int(t.committedBatches)):
+                if (end := int(ctx.protocol.batch(task, j).windowEnd)) > now:
+                    ends.append((end, f"task {task} batch {j}'s window"))
+        disputes = {
+            int(e.args["dispute"]) for task in self.tasks for e in ctx.scanner.events("DisputeOpened", task=task)
+        }
+        for dispute in sorted(disputes):
+            window = self._dispute_window(dispute, now)
+            if window is None:
+                return  # a dispute in a phase that holds the clock
+            if window:
+                ends.append(window)
+        if not ends or not self.done(ctx):
+            return
+        end, what = min(ends)
+        skip_to(ctx, end)
+        self.skipped.append((what, end - now))
+        ctx.say(f"skipped the last {end - now} s of {what}")
+
+    def _dispute_window(self, dispute: int, now: int) -> tuple[int, str] | tuple[()] | None:
+        """The end of ``dispute``'s current window, if everything due in it was done; () if it has none (resolved);
+        None if it holds the clock."""
+        ctx = self.ctx
+        d = ctx.protocol.dispute(dispute)
+        if d.status == DisputeStatus.RESOLVED:
+            return ()
+        if d.status == DisputeStatus.APPEALABLE:
+            [decided] = ctx.scanner.events("RoundDecided", dispute=dispute, round=d.round)
+            votes = {e.args["vote"] for e in ctx.scanner.events("VoteRevealed", dispute=dispute, round=d.round)}
+            unanimous = decided.args["outcome"] == Verdict.FAULTY and votes == {Vote.FAULTY}
+            return (int(decided.args["appealUntil"]), f"dispute {dispute}'s appeal window") if unanimous else None
+        if d.status != DisputeStatus.VOTING:
+            return None
+        drawn = [e for e in ctx.scanner.events("PanelDrawn", dispute=dispute) if e.args["run"] == d.run]
+        if not drawn or any(p not in self.auditors for p in drawn[0].args["panel"]):
+            return None
+        panel, commit_end, reveal_end = drawn[0].args["panel"], drawn[0].args["commitEnd"], drawn[0].args["revealEnd"]
+        if now < commit_end:
+            commits = [e.args["panelist"] for e in ctx.scanner.events("VoteCommitted", dispute=dispute, round=d.round)]
+            for panelist in panel:
+                votes = self.system.state("auditor", self.auditors[panelist]).get("votes", {})
+                ballot = votes.get(f"{dispute}:{d.run}")
+                if not self.commit_windows or ballot is None or ballot.get("provisional"):
+                    return None
+                if commits.count(panelist) < 1 + len(ballot.get("replaced", [])):
+                    return None
+            return commit_end, f"dispute {dispute}'s commit window"
+        revealed = {e.args["panelist"] for e in ctx.scanner.events("VoteRevealed", dispute=dispute, round=d.round)}
+        return (
+            (reveal_end, f"dispute {dispute}'s reveal window") if now < reveal_end and revealed >= set(panel) else None
+        )
+
+
+@contextmanager
+def hurry(
+    system: System, tasks: set[int], done: Callable[[NodeContext], bool], *, commit_windows: bool = True
+) -> Iterator[Clock]:
+    """``Clock`` looking every second, in a thread (its own connection: SQLite's are one thread's), while the block
+    runs. ``commit_windows=False``: a dispute's vote commit window is waited out (a test that kills a panelist
+    between its commit and its reveal)."""
+    clock = Clock(system, tasks, done, commit_windows=commit_windows)
+    stopped = threading.Event()
+
+    def run() -> None:
+        connection = Connection(devnet_dir=system.net.data_dir, use_devnet=True, account_index=0)
+        console = Console(file=(system.folder / "clock.out").open("a"), width=120)
+        clock.ctx = open_node("owner", system.folder / "nodes" / "clock", connection, console=console)
+        while not stopped.wait(1.0):
+            try:
+                clock.tick()
+            except Exception as exc:  # an auditor's state not written yet, the devnet down for a test: look again
+                clock.ctx.say(f"{type(exc).__name__}: {exc}")
+        clock.ctx.close()
+
+    thread = threading.Thread(target=run, name="clock", daemon=True)
+    thread.start()
+    try:
+        yield clock
+    finally:
+        stopped.set()
+        thread.join(timeout=30)
+
+
+def watched(ctx: NodeContext, system: System, task: int, watcher: int, *, expect: set[int] | None = None) -> bool:
+    """Whether every batch of ``task`` is opened and watcher ``watcher`` has judged each of ``expect`` (default: the
+    sampled intervals), with each verdict on the chain while the task is live: a valid one attested, a faulty one's
+    challenge revealed (or given up)."""
+    ctx.scanner.poll()
+    t = ctx.protocol.task(task)
+    live = t.status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
+    if live and t.openedBatches != t.batchCount:
+        return False
+    state = system.state("watcher", watcher)
+    judged, challenges = state.get("judged", {}), state.get("challenges", {})
+    address = devnet_account(watcher).address
+    attested = {int(e.args["k"]) for e in ctx.scanner.events("Attested", task=task, watcher=address)}
+    revealed = {int(e.args["k"]) for e in ctx.scanner.events("ChallengeRevealed", task=task)}
+    for k in sampled(ctx, task) if expect is None else expect:
+        verdict = judged.get(f"{task}:{k}", {}).get("verdict")
+        challenge = challenges.get(f"{task}:{k}", {})
+        if verdict is None:
+            return False
+        settled = k in revealed or challenge.get("failed")
+        if live and not ((verdict == "valid" and k in attested) or (verdict == "faulty" and settled)):
+            return False
+    return True

@@ -24,6 +24,7 @@ from node_system import (
     WATCHER_PROFILES,
     System,
     events,
+    hurry,
     report,
     reverted_protocol_transactions,
     sampled,
@@ -31,6 +32,7 @@ from node_system import (
     terms,
     wait_for,
     wait_for_auditors,
+    watched,
 )
 from ovig_node.chain.accounts import devnet_account, write_keystore
 from ovig_node.chain.contracts import TaskStatus, Verdict
@@ -137,7 +139,8 @@ def test_every_node_rides_out_an_ipfs_and_an_rpc_outage(system: System) -> None:
         time.sleep(15)
         assert all(process.poll() is None for process in nodes.values()), "a node exited during the outage"
         system.net.up()
-        wait_for(lambda: owner.protocol.task(task).status == TaskStatus.FINALIZED, timeout=300, what="finalize")
+        with hurry(system, {task}, lambda ctx: watched(ctx, system, task, 3)):
+            wait_for(lambda: owner.protocol.task(task).status == TaskStatus.FINALIZED, timeout=300, what="finalize")
         assert nodes["trainer", 1].wait(timeout=60 * system.pace) == 0
         assert all(process.poll() is None for key, process in nodes.items() if key[0] != "trainer")
     finally:
@@ -186,43 +189,45 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
         wait_for_auditors(owner)
         # A challenge window that covers a watcher restart (torch import, resume) plus its replays.
         task = post_task(owner, system.spec, system.boundary, terms(challenge_window=90))
-        cheat = ("--task", str(task), "--attack", "micro_batch_drop", "--attack-intervals", str(DELIVERABLE))
-        trainer = system.start("trainer", 2, *cheat)
+        # The vote commit window is waited out: an auditor is killed between its commit and its reveal
+        with hurry(system, {task}, lambda ctx: watched(ctx, system, task, 3), commit_windows=False):
+            cheat = ("--task", str(task), "--attack", "micro_batch_drop", "--attack-intervals", str(DELIVERABLE))
+            trainer = system.start("trainer", 2, *cheat)
 
-        wait_for(lambda: events(owner, "BatchCommitted", task=task), timeout=150, what="the first commit")
-        trainer.send_signal(signal.SIGKILL)
-        trainer.wait()
-        trainer = system.start("trainer", 2, *cheat)
+            wait_for(lambda: events(owner, "BatchCommitted", task=task), timeout=150, what="the first commit")
+            trainer.send_signal(signal.SIGKILL)
+            trainer.wait()
+            trainer = system.start("trainer", 2, *cheat)
 
-        wait_for(lambda: events(owner, "BatchOpened", task=task), timeout=120, what="the first opening")
-        time.sleep(1.5)
-        watcher.send_signal(signal.SIGKILL)
-        watcher.wait()
-        watcher = system.start("watcher", 3)
+            wait_for(lambda: events(owner, "BatchOpened", task=task), timeout=120, what="the first opening")
+            time.sleep(1.5)
+            watcher.send_signal(signal.SIGKILL)
+            watcher.wait()
+            watcher = system.start("watcher", 3)
 
-        # Killed once its verdict is committed (a second commit, replacing its provisional abstention), before the
-        # reveal: killed after the abstention alone, a restart on a busy machine could miss the commit window and
-        # reveal the abstention (a test of the machine's speed, not of the restart).
-        def verdict_committed() -> str | None:
-            panelists = [e.args["panelist"] for e in events(owner, "VoteCommitted")]
-            return next((p for p in panelists if panelists.count(p) >= 2), None)
+            # Killed once its verdict is committed (a second commit, replacing its provisional abstention), before the
+            # reveal: killed after the abstention alone, a restart on a busy machine could miss the commit window and
+            # reveal the abstention (a test of the machine's speed, not of the restart).
+            def verdict_committed() -> str | None:
+                panelists = [e.args["panelist"] for e in events(owner, "VoteCommitted")]
+                return next((p for p in panelists if panelists.count(p) >= 2), None)
 
-        voted = wait_for(verdict_committed, timeout=180, what="a verdict's vote commit")
-        victim = next(i for i in (4, 5, 6) if devnet_account(i).address == voted)
-        auditors[victim].send_signal(signal.SIGKILL)
-        auditors[victim].wait()
-        auditors[victim] = system.start("auditor", victim)
+            voted = wait_for(verdict_committed, timeout=180, what="a verdict's vote commit")
+            victim = next(i for i in (4, 5, 6) if devnet_account(i).address == voted)
+            auditors[victim].send_signal(signal.SIGKILL)
+            auditors[victim].wait()
+            auditors[victim] = system.start("auditor", victim)
 
-        wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=180, what="the slash")
-        # A keeper duty pulls the lead's joined bond back (claimBond) after the faulty settlement, another
-        # settles the dispute's seats (the committee pays the panel's share).
-        wait_for(lambda: owner.protocol.task(task).heldBonds == 0, timeout=60, what="the joined bond claimed back")
-        [opened] = events(owner, "DisputeOpened", task=task)
-        wait_for(
-            lambda: owner.protocol.dispute(opened.args["dispute"]).seatsSettled,
-            timeout=60,
-            what="the dispute's seats settled",
-        )
+            wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=180, what="the slash")
+            # A keeper duty pulls the lead's joined bond back (claimBond) after the faulty settlement, another
+            # settles the dispute's seats (the committee pays the panel's share).
+            wait_for(lambda: owner.protocol.task(task).heldBonds == 0, timeout=60, what="the joined bond claimed back")
+            [opened] = events(owner, "DisputeOpened", task=task)
+            wait_for(
+                lambda: owner.protocol.dispute(opened.args["dispute"]).seatsSettled,
+                timeout=60,
+                what="the dispute's seats settled",
+            )
     finally:
         stop(*auditors.values(), watcher, *([trainer] if trainer else []))
     [dispute] = events(owner, "DisputeOpened", task=task)
@@ -328,7 +333,8 @@ def test_two_watchers_split_a_task_by_coverage_and_forged_attestations_count_for
             time.sleep(0.5)
         a.step()  # one more pass each (the windows are still open): each sees the other's last attestation
         b.step()
-        wait_for(lambda: owner.protocol.task(task).status == TaskStatus.FINALIZED, timeout=300, what="the finalize")
+        with hurry(system, {task}, lambda ctx: True):  # nothing more to do: each watcher's passes were its last
+            wait_for(lambda: owner.protocol.task(task).status == TaskStatus.FINALIZED, timeout=300, what="finalize")
     finally:
         stop(trainer)
     ours = {f"{task}:{k}" for k in sampled(owner, task)}

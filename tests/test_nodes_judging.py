@@ -19,6 +19,7 @@ from node_system import (
     SPEC,
     System,
     events,
+    hurry,
     owner_cids,
     report,
     sampled,
@@ -26,10 +27,12 @@ from node_system import (
     terms,
     wait_for,
     wait_for_auditors,
+    watched,
 )
 from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.contracts import TaskStatus, Verdict
 from ovig_node.files import file_sha256
+from ovig_node.nodes.context import NodeContext
 from ovig_node.nodes.owner import PostingError, post_task
 from ovig_node.protocol.intervals import Layout
 from ovig_node.protocol.manifest import encode_stats
@@ -73,11 +76,12 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
             system.start("trainer", 9, "--task", str(honest)),
         ]
         ended = {hostile: TaskStatus.SLASHED, honest: TaskStatus.FINALIZED}
-        wait_for(
-            lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
-            timeout=600,
-            what="the hostile task slashed and the honest one finalized",
-        )
+        with hurry(system, {hostile, honest}, lambda ctx: all(watched(ctx, system, t, 3) for t in ended)):
+            wait_for(
+                lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
+                timeout=600,
+                what="the hostile task slashed and the honest one finalized",
+            )
         assert trainers[1].wait(timeout=120 * system.pace) == 0  # paid, and its evidence let go of as the task ended
     finally:
         stop(*auditors.values(), watcher, *trainers)
@@ -163,11 +167,12 @@ def test_an_exact_task_is_judged_by_bytes_on_chain(system: System) -> None:
             ),
         ]
         ended = {honest: TaskStatus.FINALIZED, cheated: TaskStatus.SLASHED}
-        wait_for(
-            lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
-            timeout=600,
-            what="the honest exact task finalized and the cheated one slashed",
-        )
+        with hurry(system, {honest, cheated}, lambda ctx: all(watched(ctx, system, t, 3) for t in ended)):
+            wait_for(
+                lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
+                timeout=600,
+                what="the honest exact task finalized and the cheated one slashed",
+            )
     finally:
         stop(*auditors, watcher, *trainers)
     judged = system.state("watcher", 3)["judged"]
@@ -212,7 +217,16 @@ def test_a_fake_the_sample_missed_is_found_by_its_statistics_requested_opened_an
         trainer = system.start(
             "trainer", 1, "--task", str(task), "--attack", "data_perturbation", "--attack-intervals", str(faked)
         )
-        wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=600, what="the slash")
+
+        def done(ctx: NodeContext) -> bool:
+            """Both batches screened, and every sampled and requested interval judged and on the chain."""
+            screened = set(system.state("watcher", 3).get("screened", {}))
+            requested = {int(e.args["k"]) for e in events(ctx, "OpeningRequested", task=task)}
+            expect = sampled(ctx, task) | requested
+            return {f"{task}:0", f"{task}:1"} <= screened and watched(ctx, system, task, 3, expect=expect)
+
+        with hurry(system, {task}, done):
+            wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=600, what="the slash")
         refunds = lambda: [e for e in events(owner, "RequestSettled", task=task) if e.args["refunded"]]  # noqa: E731
         wait_for(
             lambda: len(refunds()) == len(events(owner, "OpeningRequested", task=task)),
