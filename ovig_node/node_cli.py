@@ -443,7 +443,8 @@ def owner_post(
         raise click.BadParameter(
             f"{windows!r}: three whole seconds, opening,challenge,reveal (e.g. 90,90,30)", param_hint="--windows"
         ) from None
-    from ovig_node.nodes.owner import Terms, post_task  # the options checked first: this loads torch
+    from ovig_node.nodes.owner import Terms
+    from ovig_node.nodes.posting import post_task  # the options checked first: this loads torch
 
     terms = Terms(
         amounts["--reward"],

@@ -216,17 +216,28 @@ class Clock:
       expects judged was judged, and its attestation or its challenge is on the chain (``watched``);
     - the chain holds, for each task, no challenge commit to reveal, no requested opening to make, no drawn batch
       to open;
-    - each dispute of theirs is voting and every panelist has committed its verdict (its auditor's state holds a
-      ballot that is no longer the provisional abstention, and the chain every commit that ballot took), or is
-      past its commit window and every panelist has revealed, or was decided faulty by a unanimous panel (nobody
-      of the test's cast appeals that), or is resolved.
+    - each dispute of theirs is voting and every panelist of its run has committed its verdict (its auditor's state
+      holds a ballot that is no longer the provisional abstention, and the chain, since the run's draw, every commit
+      that ballot took), or is past its commit window and every panelist of its run has revealed, or was decided
+      faulty by every panelist of the deciding run on a task of ``cheats`` (a provider running an attack appeals
+      nothing; an honest one appeals every faulty round on its task, and a panelist one decided against its ballot),
+      or is resolved.
 
-    A dispute waiting for its panel, or one whose panelists are not all the test's auditors, holds the clock."""
+    A task not accepted yet, a dispute waiting for its panel, or one whose panelists are not all the test's
+    auditors, holds the clock."""
 
     def __init__(
-        self, system: System, tasks: set[int], done: Callable[[NodeContext], bool], *, commit_windows: bool
+        self,
+        system: System,
+        tasks: set[int],
+        done: Callable[[NodeContext], bool],
+        *,
+        cheats: set[int],
+        commit_windows: bool,
+        stopped: threading.Event,
     ) -> None:
-        self.system, self.tasks, self.done, self.commit_windows = system, tasks, done, commit_windows
+        self.system, self.tasks, self.done, self.cheats = system, tasks, done, cheats
+        self.commit_windows, self.stopped = commit_windows, stopped
         self.auditors = {devnet_account(i).address: i for i in (4, 5, 6)}
         self.skipped: list[tuple[str, int]] = []  # (what, seconds): what the test did not wait for
         self.ctx: NodeContext  # opened in the clock's thread
@@ -239,6 +250,8 @@ class Clock:
         ends: list[tuple[int, str]] = []  # (end, what) of every window still open
         for task in self.tasks:
             t = ctx.protocol.task(task)
+            if t.status == TaskStatus.POSTED:
+                return
             if t.status not in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED):
                 continue
             if t.pendingCommits or t.unopenedRequests or t.openedBatches != t.committedBatches:
@@ -256,7 +269,7 @@ class Clock:
                 return  # a dispute in a phase that holds the clock
             if window:
                 ends.append(window)
-        if not ends or not self.done(ctx):
+        if not ends or not self.done(ctx) or self.stopped.is_set():
             return
         end, what = min(ends)
         skip_to(ctx, end)
@@ -270,19 +283,27 @@ class Clock:
         d = ctx.protocol.dispute(dispute)
         if d.status == DisputeStatus.RESOLVED:
             return ()
-        if d.status == DisputeStatus.APPEALABLE:
-            [decided] = ctx.scanner.events("RoundDecided", dispute=dispute, round=d.round)
-            votes = {e.args["vote"] for e in ctx.scanner.events("VoteRevealed", dispute=dispute, round=d.round)}
-            unanimous = decided.args["outcome"] == Verdict.FAULTY and votes == {Vote.FAULTY}
-            return (int(decided.args["appealUntil"]), f"dispute {dispute}'s appeal window") if unanimous else None
-        if d.status != DisputeStatus.VOTING:
+        if d.status not in (DisputeStatus.VOTING, DisputeStatus.APPEALABLE):
             return None
         drawn = [e for e in ctx.scanner.events("PanelDrawn", dispute=dispute) if e.args["run"] == d.run]
         if not drawn or any(p not in self.auditors for p in drawn[0].args["panel"]):
             return None
-        panel, commit_end, reveal_end = drawn[0].args["panel"], drawn[0].args["commitEnd"], drawn[0].args["revealEnd"]
+        panel, since = set(drawn[0].args["panel"]), drawn[0].block_number
+
+        def of_this_run(name: str) -> list[Any]:
+            """The run's events: a round drawn again (a silent run) seats the same auditors, under the same round."""
+            return [e for e in ctx.scanner.events(name, dispute=dispute, round=d.round) if e.block_number >= since]
+
+        revealed = {e.args["panelist"]: e.args["vote"] for e in of_this_run("VoteRevealed")}
+        if d.status == DisputeStatus.APPEALABLE:
+            [decided] = of_this_run("RoundDecided")
+            unanimous = set(revealed) == panel and set(revealed.values()) == {Vote.FAULTY}
+            if decided.args["outcome"] == Verdict.FAULTY and unanimous and int(d.task) in self.cheats:
+                return int(decided.args["appealUntil"]), f"dispute {dispute}'s appeal window"
+            return None
+        commit_end, reveal_end = drawn[0].args["commitEnd"], drawn[0].args["revealEnd"]
         if now < commit_end:
-            commits = [e.args["panelist"] for e in ctx.scanner.events("VoteCommitted", dispute=dispute, round=d.round)]
+            commits = [e.args["panelist"] for e in of_this_run("VoteCommitted")]
             for panelist in panel:
                 votes = self.system.state("auditor", self.auditors[panelist]).get("votes", {})
                 ballot = votes.get(f"{dispute}:{d.run}")
@@ -291,32 +312,38 @@ class Clock:
                 if commits.count(panelist) < 1 + len(ballot.get("replaced", [])):
                     return None
             return commit_end, f"dispute {dispute}'s commit window"
-        revealed = {e.args["panelist"] for e in ctx.scanner.events("VoteRevealed", dispute=dispute, round=d.round)}
-        return (
-            (reveal_end, f"dispute {dispute}'s reveal window") if now < reveal_end and revealed >= set(panel) else None
-        )
+        if now < reveal_end and set(revealed) == panel:
+            return reveal_end, f"dispute {dispute}'s reveal window"
+        return None
 
 
 @contextmanager
 def hurry(
-    system: System, tasks: set[int], done: Callable[[NodeContext], bool], *, commit_windows: bool = True
+    system: System,
+    tasks: set[int],
+    done: Callable[[NodeContext], bool],
+    *,
+    cheats: frozenset[int] = frozenset(),
+    commit_windows: bool = True,
 ) -> Iterator[Clock]:
     """``Clock`` looking every second, in a thread (its own connection: SQLite's are one thread's), while the block
-    runs. ``commit_windows=False``: a dispute's vote commit window is waited out (a test that kills a panelist
-    between its commit and its reveal)."""
-    clock = Clock(system, tasks, done, commit_windows=commit_windows)
+    runs. ``cheats``: the tasks whose provider runs an attack. ``commit_windows=False``: a dispute's vote commit
+    window is waited out (a test that kills a panelist between its commit and its reveal)."""
     stopped = threading.Event()
+    clock = Clock(system, tasks, done, cheats=set(cheats), commit_windows=commit_windows, stopped=stopped)
 
     def run() -> None:
         connection = Connection(devnet_dir=system.net.data_dir, use_devnet=True, account_index=0)
         console = Console(file=(system.folder / "clock.out").open("a"), width=120)
         clock.ctx = open_node("owner", system.folder / "nodes" / "clock", connection, console=console)
-        while not stopped.wait(1.0):
-            try:
-                clock.tick()
-            except Exception as exc:  # an auditor's state not written yet, the devnet down for a test: look again
-                clock.ctx.say(f"{type(exc).__name__}: {exc}")
-        clock.ctx.close()
+        try:
+            while not stopped.wait(1.0):
+                try:
+                    clock.tick()
+                except Exception as exc:  # an auditor's state not written yet, the devnet down for a test: again
+                    clock.ctx.say(f"{type(exc).__name__}: {exc}")
+        finally:
+            clock.ctx.close()
 
     thread = threading.Thread(target=run, name="clock", daemon=True)
     thread.start()
@@ -329,8 +356,8 @@ def hurry(
 
 def watched(ctx: NodeContext, system: System, task: int, watcher: int, *, expect: set[int] | None = None) -> bool:
     """Whether every batch of ``task`` is opened and watcher ``watcher`` has judged each of ``expect`` (default: the
-    sampled intervals), with each verdict on the chain while the task is live: a valid one attested, a faulty one's
-    challenge revealed (or given up)."""
+    sampled intervals), with each verdict on the chain while the task is live: a valid or indeterminate one attested,
+    a faulty one's latest challenge revealed (or given up: a challenge made again after a no-decision is a new one)."""
     ctx.scanner.poll()
     t = ctx.protocol.task(task)
     live = t.status in (TaskStatus.ACCEPTED, TaskStatus.COMMITTED)
@@ -340,13 +367,13 @@ def watched(ctx: NodeContext, system: System, task: int, watcher: int, *, expect
     judged, challenges = state.get("judged", {}), state.get("challenges", {})
     address = devnet_account(watcher).address
     attested = {int(e.args["k"]) for e in ctx.scanner.events("Attested", task=task, watcher=address)}
-    revealed = {int(e.args["k"]) for e in ctx.scanner.events("ChallengeRevealed", task=task)}
     for k in sampled(ctx, task) if expect is None else expect:
         verdict = judged.get(f"{task}:{k}", {}).get("verdict")
         challenge = challenges.get(f"{task}:{k}", {})
         if verdict is None:
             return False
-        settled = k in revealed or challenge.get("failed")
-        if live and not ((verdict == "valid" and k in attested) or (verdict == "faulty" and settled)):
+        settled = "revealed_block" in challenge or "failed" in challenge
+        attests = verdict in ("valid", "indeterminate")
+        if live and not ((attests and k in attested) or (verdict == "faulty" and settled)):
             return False
     return True

@@ -183,3 +183,11 @@ def test_the_help_lists_commands_by_role_and_the_old_spellings_still_work(tmp_pa
     assert "--data-dir" not in runner.invoke(cli, ["devnet", "status", "--help"]).output
     get = runner.invoke(cli, ["ipfs", "get", "--help"]).output
     assert "--out" in get and "--output" not in get and "-o," not in get
+
+
+def test_the_owners_reads_and_cancel_never_load_torch() -> None:
+    """`ovig owner status`, `list` and `cancel` read the chain alone: their module leaves torch unloaded (seconds
+    of every such command, for nothing); only posting a task opens its files (``ovig_node.nodes.posting``)."""
+    probe = "import sys, ovig_node.nodes.owner; print('torch loaded:', 'torch' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert run.stdout.strip() == "torch loaded: False", run.stdout + run.stderr

@@ -41,7 +41,8 @@ from ovig_node.files import file_sha256
 from ovig_node.nodes.attesting import attestations, domain_of
 from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.looping import chain_clock
-from ovig_node.nodes.owner import post_task, task_status
+from ovig_node.nodes.owner import task_status
+from ovig_node.nodes.posting import post_task
 from ovig_node.nodes.trainer import TrainerNode
 from ovig_node.nodes.watcher import WatcherNode
 from ovig_node.protocol.attestation import Attestation, AttestedVerdict, from_document, sign, verified
@@ -190,7 +191,8 @@ def test_nodes_killed_at_the_worst_moments_finish_the_job(system: System) -> Non
         # A challenge window that covers a watcher restart (torch import, resume) plus its replays.
         task = post_task(owner, system.spec, system.boundary, terms(challenge_window=90))
         # The vote commit window is waited out: an auditor is killed between its commit and its reveal
-        with hurry(system, {task}, lambda ctx: watched(ctx, system, task, 3), commit_windows=False):
+        done = lambda ctx: watched(ctx, system, task, 3)  # noqa: E731
+        with hurry(system, {task}, done, cheats=frozenset({task}), commit_windows=False):
             cheat = ("--task", str(task), "--attack", "micro_batch_drop", "--attack-intervals", str(DELIVERABLE))
             trainer = system.start("trainer", 2, *cheat)
 

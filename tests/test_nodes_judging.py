@@ -33,7 +33,8 @@ from ovig_node.chain.accounts import devnet_account
 from ovig_node.chain.contracts import TaskStatus, Verdict
 from ovig_node.files import file_sha256
 from ovig_node.nodes.context import NodeContext
-from ovig_node.nodes.owner import PostingError, post_task
+from ovig_node.nodes.owner import PostingError
+from ovig_node.nodes.posting import post_task
 from ovig_node.protocol.intervals import Layout
 from ovig_node.protocol.manifest import encode_stats
 from ovig_node.protocol.retention import retained
@@ -76,7 +77,8 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
             system.start("trainer", 9, "--task", str(honest)),
         ]
         ended = {hostile: TaskStatus.SLASHED, honest: TaskStatus.FINALIZED}
-        with hurry(system, {hostile, honest}, lambda ctx: all(watched(ctx, system, t, 3) for t in ended)):
+        done = lambda ctx: all(watched(ctx, system, t, 3) for t in ended)  # noqa: E731
+        with hurry(system, {hostile, honest}, done, cheats=frozenset({hostile})):
             wait_for(
                 lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
                 timeout=600,
@@ -167,7 +169,8 @@ def test_an_exact_task_is_judged_by_bytes_on_chain(system: System) -> None:
             ),
         ]
         ended = {honest: TaskStatus.FINALIZED, cheated: TaskStatus.SLASHED}
-        with hurry(system, {honest, cheated}, lambda ctx: all(watched(ctx, system, t, 3) for t in ended)):
+        done = lambda ctx: all(watched(ctx, system, t, 3) for t in ended)  # noqa: E731
+        with hurry(system, {honest, cheated}, done, cheats=frozenset({cheated})):
             wait_for(
                 lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
                 timeout=600,
@@ -225,7 +228,7 @@ def test_a_fake_the_sample_missed_is_found_by_its_statistics_requested_opened_an
             expect = sampled(ctx, task) | requested
             return {f"{task}:0", f"{task}:1"} <= screened and watched(ctx, system, task, 3, expect=expect)
 
-        with hurry(system, {task}, done):
+        with hurry(system, {task}, done, cheats=frozenset({task})):
             wait_for(lambda: owner.protocol.task(task).status == TaskStatus.SLASHED, timeout=600, what="the slash")
         refunds = lambda: [e for e in events(owner, "RequestSettled", task=task) if e.args["refunded"]]  # noqa: E731
         wait_for(

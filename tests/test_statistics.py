@@ -20,7 +20,8 @@ from ovig_node.files import file_sha256
 from ovig_node.nodes.fetching import FetchedTask, TaskRefused
 from ovig_node.nodes.fetching import _read_spec as read_task_spec
 from ovig_node.nodes.judging import Opened, _manifest_problem
-from ovig_node.nodes.owner import PostingError, Terms, post_task
+from ovig_node.nodes.owner import PostingError, Terms
+from ovig_node.nodes.posting import post_task
 from ovig_node.protocol.manifest import (
     ManifestError,
     ManifestRow,

@@ -42,7 +42,8 @@ from ovig_node.nodes.context import Connection, NodeContext, open_node
 from ovig_node.nodes.deploying import DeployTarget, deploy
 from ovig_node.nodes.judging import verdict_of
 from ovig_node.nodes.node_state import NodeState
-from ovig_node.nodes.owner import Terms, post_task
+from ovig_node.nodes.owner import Terms
+from ovig_node.nodes.posting import post_task
 from ovig_node.nodes.timeline import describe
 from ovig_node.protocol.sampling import batch_seed
 from ovig_node.training.execution import get_profile
