@@ -74,8 +74,9 @@ def record(label: str, result: dict[str, Any], pytest_args: list[str]) -> None:
     print(f"written {RESULTS}")
 
 
-def run_pytest(pytest_args: list[str]) -> dict[str, Any]:
-    """Run pytest with the CPU plugin; its parsed output plus CPU seconds and load."""
+def run_pytest(pytest_args: list[str], log: Path) -> dict[str, Any]:
+    """Run pytest with the CPU plugin; its parsed output plus CPU seconds and load. Its whole output goes to
+    ``log``: a failure in a suite of a thousand tests needs more than its name."""
     with tempfile.TemporaryDirectory(prefix="ovig-test-cpu-") as folder:
         bench = str(Path(__file__).resolve().parent)
         env = {**os.environ, "OVIG_TEST_CPU_DIR": folder}
@@ -86,7 +87,9 @@ def run_pytest(pytest_args: list[str]) -> dict[str, Any]:
         files: Counter[str] = Counter()
         for worker in Path(folder).glob("*.json"):
             files.update(json.loads(worker.read_text())["files"])
+    log.write_text(done.stdout + done.stderr)
     print("\n".join(line for line in done.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))))
+    print(f"pytest's output: {log}")
     return {
         **parse(done.stdout),
         "cpu_seconds": round(timed.record["cpu_s"], 1),
@@ -109,7 +112,8 @@ def main() -> None:
     read.add_argument("--pytest-args", default="", help="the arguments that run was given, for the record")
     args = parser.parse_args()
     if args.command == "run":
-        record(args.label, run_pytest(args.pytest_args), args.pytest_args)
+        log = Path(tempfile.gettempdir()) / f"test_time-{args.label.replace(' ', '-')}.log"
+        record(args.label, run_pytest(args.pytest_args, log), args.pytest_args)
     else:
         record(args.label, parse(args.log.read_text()), args.pytest_args.split())
 
