@@ -220,8 +220,8 @@ class Clock:
       holds a ballot that is no longer the provisional abstention, and the chain, since the run's draw, every commit
       that ballot took), or is past its commit window and every panelist of its run has revealed, or was decided
       faulty by every panelist of the deciding run on a task of ``cheats`` (a provider running an attack appeals
-      nothing; an honest one appeals every faulty round on its task, and a panelist one decided against its ballot),
-      or is resolved.
+      nothing, where an honest one appeals every faulty round on its task; a panelist appeals a round decided
+      against its ballot), or is resolved.
 
     A task not accepted yet, a dispute waiting for its panel, or one whose panelists are not all the test's
     auditors, holds the clock."""
@@ -239,7 +239,6 @@ class Clock:
         self.system, self.tasks, self.done, self.cheats = system, tasks, done, cheats
         self.commit_windows, self.stopped = commit_windows, stopped
         self.auditors = {devnet_account(i).address: i for i in (4, 5, 6)}
-        self.skipped: list[tuple[str, int]] = []  # (what, seconds): what the test did not wait for
         self.ctx: NodeContext  # opened in the clock's thread
 
     def tick(self) -> None:
@@ -273,7 +272,6 @@ class Clock:
             return
         end, what = min(ends)
         skip_to(ctx, end)
-        self.skipped.append((what, end - now))
         ctx.say(f"skipped the last {end - now} s of {what}")
 
     def _dispute_window(self, dispute: int, now: int) -> tuple[int, str] | tuple[()] | None:
