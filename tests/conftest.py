@@ -22,8 +22,8 @@ os.environ["PATH"] = os.pathsep.join([*map(str, _TOOL_DIRS), os.environ.get("PAT
 from ovig_node.storage.ipfs import IpfsClient  # noqa: E402
 from support import IpfsNode  # noqa: E402
 
-# Files that take minutes, mostly waiting on real windows of real nodes: run first, so that under `make test`'s
-# two workers (pytest-xdist, one file per work unit) everything else runs beside them instead of after.
+# Files that take minutes (real nodes through real windows, the simulation, the attack sweep): run first, so that
+# under `make test`'s two workers (pytest-xdist, one file per work unit) everything else runs beside them.
 START_FIRST = (
     "test_nodes_judging.py",
     "test_nodes.py",
