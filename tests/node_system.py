@@ -41,7 +41,7 @@ from ovig_node.nodes.keeper import DUTIES as KEEPER_DUTIES
 from ovig_node.nodes.owner import Terms
 from ovig_node.protocol.spec import parse_spec
 from ovig_node.training.taskfiles import attach_boundary, prepare_task
-from support import deployed_devnet
+from support import deployed_devnet, warp
 
 ETHER = 10**18
 SPEC = {"total_steps": 100, "stride": 10, "intervals_per_batch": 5, "sample_bps": 4000, "batch_size": 32}
@@ -202,10 +202,8 @@ def skip_to(ctx: NodeContext, moment: int) -> None:
     """The devnet's clock moved forward to ``moment`` (chain seconds) when it is behind, and a block mined there.
     Nodes judge every window by chain time, and the devnet's beacon follows the chain's time when it is ahead."""
     w3 = ctx.client.w3
-    ahead = moment - int(w3.eth.get_block("latest")["timestamp"])
-    if ahead > 0:
-        w3.provider.make_request("evm_increaseTime", [ahead])  # type: ignore[arg-type]
-        w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
+    if (ahead := moment - int(w3.eth.get_block("latest")["timestamp"])) > 0:
+        warp(w3, ahead)
 
 
 class Clock:
@@ -350,6 +348,18 @@ def hurry(
     finally:
         stopped.set()
         thread.join(timeout=30)
+
+
+def until_ended(system: System, owner: NodeContext, ended: dict[int, TaskStatus], *, cheat: int, what: str) -> None:
+    """Until each task of ``ended`` has its status (600 s at pace 1), the clock skipping the idle end of each window
+    once watcher 3 has judged every sampled interval of each (``watched``). ``cheat``: the task whose provider
+    runs an attack."""
+
+    def done(ctx: NodeContext) -> bool:
+        return all(watched(ctx, system, task, 3) for task in ended)
+
+    with hurry(system, set(ended), done, cheats=frozenset({cheat})):
+        wait_for(lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()), timeout=600, what=what)
 
 
 def watched(ctx: NodeContext, system: System, task: int, watcher: int, *, expect: set[int] | None = None) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ovig_node import tools
 from ovig_node.devnet.errors import StartFailed
@@ -69,6 +70,12 @@ class IpfsNode:
     def peer_multiaddr(self) -> str:
         with self.client() as client:
             return client.id()["Addresses"][0]
+
+
+def warp(w3: Any, seconds: int) -> None:
+    """Move an anvil's clock ``seconds`` on and mine a block there (the windows are in chain seconds)."""
+    w3.provider.make_request("evm_increaseTime", [seconds])
+    w3.provider.make_request("evm_mine", [])
 
 
 def pattern(size: int) -> bytes:

@@ -25,6 +25,7 @@ from node_system import (
     sampled,
     stop,
     terms,
+    until_ended,
     wait_for,
     wait_for_auditors,
     watched,
@@ -77,13 +78,7 @@ def test_a_hostile_provider_is_slashed_whatever_its_files_hold_while_an_honest_t
             system.start("trainer", 9, "--task", str(honest)),
         ]
         ended = {hostile: TaskStatus.SLASHED, honest: TaskStatus.FINALIZED}
-        done = lambda ctx: all(watched(ctx, system, t, 3) for t in ended)  # noqa: E731
-        with hurry(system, {hostile, honest}, done, cheats=frozenset({hostile})):
-            wait_for(
-                lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
-                timeout=600,
-                what="the hostile task slashed and the honest one finalized",
-            )
+        until_ended(system, owner, ended, cheat=hostile, what="the hostile task slashed and the honest one finalized")
         assert trainers[1].wait(timeout=120 * system.pace) == 0  # paid, and its evidence let go of as the task ended
     finally:
         stop(*auditors.values(), watcher, *trainers)
@@ -169,13 +164,8 @@ def test_an_exact_task_is_judged_by_bytes_on_chain(system: System) -> None:
             ),
         ]
         ended = {honest: TaskStatus.FINALIZED, cheated: TaskStatus.SLASHED}
-        done = lambda ctx: all(watched(ctx, system, t, 3) for t in ended)  # noqa: E731
-        with hurry(system, {honest, cheated}, done, cheats=frozenset({cheated})):
-            wait_for(
-                lambda: all(owner.protocol.task(t).status == s for t, s in ended.items()),
-                timeout=600,
-                what="the honest exact task finalized and the cheated one slashed",
-            )
+        what = "the honest exact task finalized and the cheated one slashed"
+        until_ended(system, owner, ended, cheat=cheated, what=what)
     finally:
         stop(*auditors, watcher, *trainers)
     judged = system.state("watcher", 3)["judged"]

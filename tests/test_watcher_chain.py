@@ -36,6 +36,7 @@ from ovig_node.nodes.keeper import Keeper
 from ovig_node.nodes.node_state import NodeState
 from ovig_node.nodes.watcher import WatcherNode, over_budget
 from ovig_node.protocol.merkle import MerkleTree, leaf_hash
+from support import warp
 
 ETHER = 10**18
 PLAN = Path(__file__).resolve().parents[1] / "deploy" / "plan.py"
@@ -60,11 +61,6 @@ def w3(tmp_path: Path) -> Iterator[Web3]:
 
 def _tx(w3: Web3, index: int, fn: Any, value: int = 0) -> Any:
     return send(w3, devnet_account(index), {"to": fn.address, "data": fn._encode_transaction_data(), "value": value})
-
-
-def _warp(w3: Web3, seconds: int) -> None:
-    w3.provider.make_request("evm_increaseTime", [seconds])  # type: ignore[arg-type]
-    w3.provider.make_request("evm_mine", [])  # type: ignore[arg-type]
 
 
 def _deploy(w3: Web3, folder: Path, pace: int = 1) -> Protocol:
@@ -137,7 +133,7 @@ def test_a_no_decision_on_its_challenge_has_the_watcher_challenge_again_on_chain
     assert protocol.task(task).openDisputes == 1
     dispute = int(tasks.functions.disputeCount().call())
 
-    _warp(w3, 200)  # past the devnet committee's draw delay and starvation timeout
+    warp(w3, 200)  # past the devnet committee's draw delay and starvation timeout
     _tx(w3, 6, committee.functions.rearm(dispute))
     assert protocol.view(tasks, "getDispute", dispute).verdict == Verdict.NO_DECISION
     ctx.scanner.poll()
@@ -151,7 +147,7 @@ def test_a_no_decision_on_its_challenge_has_the_watcher_challenge_again_on_chain
     commits = ctx.scanner.events("ChallengeCommitted", task=task)
     assert len(commits) == 2 and len({e.args["commitment"] for e in commits}) == 2
     assert protocol.task(task).openDisputes == 1  # revealed into a second dispute of k
-    _warp(w3, 3_700)  # the reopened window is over; the second dispute is not
+    warp(w3, 3_700)  # the reopened window is over; the second dispute is not
     keeper = ChainClient(w3, devnet_account(6), TxJournal(tmp_path / "keeper.sqlite"))
     with pytest.raises(ContractReverted) as refused:
         keeper.transact("finalize", tasks.functions.finalize(task))
@@ -305,10 +301,10 @@ def test_the_provider_appeals_a_faulty_round_on_an_interval_it_trained_honestly(
         ballot = [dispute, run, Vote.FAULTY, salt, address]
         commitment = keccak(encode(["uint256", "uint256", "uint8", "bytes32", "address"], ballot))
         _tx(w3, index, committee.functions.commitVote(dispute, commitment))
-    _warp(w3, int(committee.functions.COMMIT_WINDOW().call()))
+    warp(w3, int(committee.functions.COMMIT_WINDOW().call()))
     for index in sybils:
         _tx(w3, index, committee.functions.revealVote(dispute, Vote.FAULTY, salt))
-    _warp(w3, int(committee.functions.REVEAL_WINDOW().call()))
+    warp(w3, int(committee.functions.REVEAL_WINDOW().call()))
     _tx(w3, 6, committee.functions.resolve(dispute))
     assert (protocol.dispute(dispute).status, protocol.dispute(dispute).round) == (DisputeStatus.APPEALABLE, 0)
 
